@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.h - RocketMQ-style properties configuration.
+ *
+ * A program declares every key it accepts in a table of struct cfg_key
+ * (name, type, default, range, help). Values come from, in order of
+ * precedence: defaults < properties file (-c FILE) < command line
+ * (--key=value). Files use Java properties syntax as RocketMQ writes it:
+ * "key=value" (or "key: value"), '#' and '!' comments, blank lines, leading
+ * and trailing blanks ignored.
+ *
+ * Every error names where it came from: "broker.conf:12: key 'listenPort':
+ * value 70000 out of range [1, 65535]". An unknown key is an error, except
+ * keys declared CFG_IGNORED (RocketMQ keys sprocket does not need), which are
+ * accepted with a one-line notice so an existing broker.properties starts.
+ *
+ * Ownership: a struct cfg is built and filled at startup by one thread, then
+ * read-only; readers on any thread may call cfg_get_*() without locks.
+ */
+#ifndef SP_COMMON_CONFIG_H
+#define SP_COMMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+
+enum cfg_type {
+	CFG_BOOL,   /* true|false (case-insensitive, as Java's Boolean.parseBoolean) */
+	CFG_INT,    /* signed 64-bit decimal, checked against [min, max] */
+	CFG_STRING, /* any bytes up to CFG_VALUE_MAX, optional length range [min, max] */
+	CFG_ENUM,   /* one of a NULL-terminated list of choices (exact match) */
+	CFG_IGNORED /* RocketMQ key accepted with a notice, value not used */
+};
+
+#define CFG_VALUE_MAX 1024
+#define CFG_ERR_MAX 512
+
+struct cfg_key {
+	const char *name;
+	enum cfg_type type;
+	const char *def; /* default in text form, parsed like a file value */
+	int64_t min;     /* CFG_INT: value range; CFG_STRING: length range */
+	int64_t max;
+	const char *const *choices; /* CFG_ENUM only */
+	const char *help;
+};
+
+struct cfg;
+
+struct cfg_err {
+	char msg[CFG_ERR_MAX];
+};
+
+/**
+ * cfg_create() - a configuration holding the defaults of @keys.
+ * @keys: table that must outlive the cfg; names unique.
+ *
+ * Context: startup. Allocates.
+ * Return: 0, -ENOMEM, or -EINVAL when a default does not parse (@err says which).
+ */
+MUST_CHECK int cfg_create(const struct cfg_key *keys, size_t n_keys, struct cfg **out,
+			  struct cfg_err *err);
+void cfg_destroy(struct cfg *cfg);
+
+/**
+ * cfg_set() - set one key from text.
+ * @src: where the value came from ("broker.conf", "command line"), for errors.
+ * @line: line number in @src, 0 when not from a file.
+ *
+ * Return: 0, -ENOENT unknown key, -EINVAL bad value or out of range.
+ */
+MUST_CHECK int cfg_set(struct cfg *cfg, const char *key, const char *value, const char *src,
+		       unsigned line, struct cfg_err *err);
+
+/**
+ * cfg_parse_buf() - apply a properties text; stops at the first error.
+ * @name: file name used in errors.
+ *
+ * Context: startup. The buffer is untrusted (fuzzed): bounded, never crashes.
+ * Return: 0, or the first cfg_set() error / -EINVAL for a bad line.
+ */
+MUST_CHECK int cfg_parse_buf(struct cfg *cfg, const char *name, const char *buf, size_t len,
+			     struct cfg_err *err);
+
+/* Return: 0, -errno when the file cannot be read, or a cfg_parse_buf() error. */
+MUST_CHECK int cfg_load_file(struct cfg *cfg, const char *path, struct cfg_err *err);
+
+/**
+ * cfg_parse_args() - apply "-c FILE" then every "--key=value" (command line wins
+ * whatever the order). "-h"/"--help" sets *@help. Arguments that are neither
+ * are an error.
+ *
+ * Return: 0 or the first error.
+ */
+MUST_CHECK int cfg_parse_args(struct cfg *cfg, int argc, char *const argv[], bool *help,
+			      struct cfg_err *err);
+
+/* Getters: the key must be declared with the matching type (BASSERT). */
+int64_t cfg_get_int(const struct cfg *cfg, const char *key);
+bool cfg_get_bool(const struct cfg *cfg, const char *key);
+const char *cfg_get_str(const struct cfg *cfg, const char *key); /* STRING and ENUM */
+
+/* Return: true when @key was set by a file or the command line. */
+bool cfg_is_set(const struct cfg *cfg, const char *key);
+
+/* Writes "name (type, default X): help" lines for --help to @fd. */
+void cfg_print_help(const struct cfg *cfg, int fd);
+
+#endif /* SP_COMMON_CONFIG_H */

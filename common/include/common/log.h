@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * log.h - levelled, tagged logging for control threads.
+ *
+ * Lines look like "2026-11-30T18:46:13.123Z W store.clog: fdatasync(seg 3) failed: ..."
+ * and are written to the log fd (stderr by default) with one write(2) so
+ * lines from several threads never interleave. The level is checked before
+ * any argument is evaluated. Dataplane cores never call these (STYLE.md 9.4):
+ * they bump counters, and control formats.
+ *
+ * Rate-limited variants keep per-call-site state: at most LOG_RL_BURST lines
+ * per LOG_RL_INTERVAL_NS, then one "suppressed N" summary when the window ends.
+ */
+#ifndef SP_COMMON_LOG_H
+#define SP_COMMON_LOG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+
+enum log_level {
+	LOG_LVL_ERR = 0,
+	LOG_LVL_WARN = 1,
+	LOG_LVL_INFO = 2,
+	LOG_LVL_DEBUG = 3,
+};
+
+#define LOG_RL_BURST 10
+#define LOG_RL_INTERVAL_NS 5000000000ull
+
+/* Per call site state of a rate-limited log statement. */
+struct log_rl {
+	_Atomic uint64_t window_start_ns;
+	_Atomic uint32_t in_window;
+	_Atomic uint32_t suppressed;
+};
+
+extern _Atomic int log_level_cur;
+
+/* Context: any thread. Sets the most verbose level that is printed. */
+void log_set_level(enum log_level lvl);
+
+/* Return: 0, or -EINVAL when @name is not err|warn|info|debug. */
+MUST_CHECK int log_level_parse(const char *name, enum log_level *out);
+
+/* Context: startup. Redirects output to @fd (default 2). */
+void log_set_fd(int fd);
+
+static inline bool
+log_enabled(enum log_level lvl)
+{
+	return (int)lvl <= atomic_load_explicit(&log_level_cur, memory_order_relaxed);
+}
+
+void log_emit(enum log_level lvl, const char *tag, const char *fmt, ...) SP_PRINTF(3, 4);
+void log_emit_rl(struct log_rl *rl, enum log_level lvl, const char *tag, const char *fmt, ...)
+	SP_PRINTF(4, 5);
+
+/**
+ * log_raw_signal() - async-signal-safe write of a fixed string and a newline.
+ *
+ * Context: signal handlers only need this; it calls write(2) and nothing else.
+ */
+void log_raw_signal(const char *msg);
+
+#define LOG__AT(lvl, tag, ...)                                                                     \
+	do {                                                                                       \
+		if (log_enabled(lvl))                                                              \
+			log_emit(lvl, tag, __VA_ARGS__);                                           \
+	} while (0)
+
+#define LOG__RL(lvl, tag, ...)                                                                     \
+	do {                                                                                       \
+		static struct log_rl log__rl_;                                                     \
+		if (log_enabled(lvl))                                                              \
+			log_emit_rl(&log__rl_, lvl, tag, __VA_ARGS__);                             \
+	} while (0)
+
+#define log_err(tag, ...) LOG__AT(LOG_LVL_ERR, tag, __VA_ARGS__)
+#define log_warn(tag, ...) LOG__AT(LOG_LVL_WARN, tag, __VA_ARGS__)
+#define log_info(tag, ...) LOG__AT(LOG_LVL_INFO, tag, __VA_ARGS__)
+#define log_debug(tag, ...) LOG__AT(LOG_LVL_DEBUG, tag, __VA_ARGS__)
+
+#define log_err_ratelimited(tag, ...) LOG__RL(LOG_LVL_ERR, tag, __VA_ARGS__)
+#define log_warn_ratelimited(tag, ...) LOG__RL(LOG_LVL_WARN, tag, __VA_ARGS__)
+#define log_info_ratelimited(tag, ...) LOG__RL(LOG_LVL_INFO, tag, __VA_ARGS__)
+
+#endif /* SP_COMMON_LOG_H */

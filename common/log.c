@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * log.c - formatting and emitting log lines.
+ *
+ * A line is formatted into a stack buffer and written with a single write(2):
+ * POSIX makes writes to a pipe atomic up to PIPE_BUF and in practice a file
+ * opened O_APPEND or a tty does not interleave single writes either. Lines
+ * longer than the buffer are cut and end in "...". Nothing here allocates.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#define LOG_LINE_MAX 1024
+
+_Atomic int log_level_cur = LOG_LVL_INFO;
+static _Atomic int log_fd = 2;
+
+static const char log_lvl_chr[] = {'E', 'W', 'I', 'D'};
+
+void
+log_set_level(enum log_level lvl)
+{
+	atomic_store_explicit(&log_level_cur, (int)lvl, memory_order_relaxed);
+}
+
+int
+log_level_parse(const char *name, enum log_level *out)
+{
+	static const char *const names[] = {"err", "warn", "info", "debug"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		if (strcmp(name, names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void
+log_set_fd(int fd)
+{
+	atomic_store_explicit(&log_fd, fd, memory_order_relaxed);
+}
+
+static void
+log_vemit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
+{
+	char line[LOG_LINE_MAX];
+	struct timespec ts;
+	struct tm tm;
+	size_t n;
+	int r;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	r = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %c %s: ",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     ts.tv_nsec / 1000000, log_lvl_chr[lvl], tag);
+	n = r > 0 ? (size_t)r : 0;
+	if (n < sizeof(line)) {
+		r = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+		if (r > 0)
+			n += (size_t)r;
+	}
+	if (n >= sizeof(line) - 1) {
+		n = sizeof(line) - 1;
+		memcpy(line + n - 3, "...", 3);
+	}
+	line[n++] = '\n';
+	/* A failed log write has nowhere to be reported; dropping it is the policy. */
+	if (write(atomic_load_explicit(&log_fd, memory_order_relaxed), line, n) < 0)
+		return;
+}
+
+void
+log_emit(enum log_level lvl, const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vemit(lvl, tag, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_emit_rl(struct log_rl *rl, enum log_level lvl, const char *tag, const char *fmt, ...)
+{
+	uint64_t now = clk_mono_ns();
+	uint64_t start = atomic_load_explicit(&rl->window_start_ns, memory_order_relaxed);
+	va_list ap;
+
+	/*
+	 * Relaxed everywhere: the counters only steer how much is printed; a race
+	 * between two threads at a window edge prints one line more or less.
+	 */
+	if (start == 0 || now - start >= LOG_RL_INTERVAL_NS) {
+		uint32_t dropped = atomic_exchange_explicit(&rl->suppressed, 0, memory_order_relaxed);
+
+		atomic_store_explicit(&rl->window_start_ns, now, memory_order_relaxed);
+		atomic_store_explicit(&rl->in_window, 0, memory_order_relaxed);
+		if (dropped)
+			log_emit(lvl, tag, "suppressed %u similar messages", dropped);
+	}
+	if (atomic_fetch_add_explicit(&rl->in_window, 1, memory_order_relaxed) >= LOG_RL_BURST) {
+		atomic_fetch_add_explicit(&rl->suppressed, 1, memory_order_relaxed);
+		return;
+	}
+	va_start(ap, fmt);
+	log_vemit(lvl, tag, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_raw_signal(const char *msg)
+{
+	int fd = atomic_load_explicit(&log_fd, memory_order_relaxed);
+
+	if (write(fd, msg, strlen(msg)) < 0 || write(fd, "\n", 1) < 0)
+		return;
+}
+
+const char *
+err_str(int err)
+{
+	if (err < 0)
+		err = -err;
+	/* strerror() may return a shared buffer only for unknown values. */
+	if (err == 0)
+		return "success";
+	if (err > 4095)
+		return "unknown error";
+	return strerror(err);
+}
+
+void
+sp_assert_fail(const char *expr, const char *file, int line)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "assertion failed: %s (%s:%d)", expr, file, line);
+
+	if (n > 0)
+		log_raw_signal(buf);
+	abort();
+}

@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: Apache-2.0
+/* PLACEHOLDER: being written */
+#include <stddef.h>

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Check module layering (ARCHITECTURE.md, STYLE.md 9.1) on every #include.
+
+- common/ (base) includes only libc and its own headers.
+- common/wire/ is a pure codec: no log, no stdio, no allocation calls.
+- store/ never sees sockets, DPDK, liburcu, dataplane or control headers.
+- client/ never includes broker modules (store, dataplane, control).
+- control/ never includes dataplane internals (only dp/cmd.h crosses).
+Prints one line per violation and "N passed, N failed" (N = files checked).
+"""
+import os
+import re
+import sys
+
+INC = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+CALL = re.compile(r'\b(malloc|calloc|realloc|free|printf|fprintf|fopen|log_\w+)\s*\(')
+
+SOCKETS = ("sys/socket.h", "netinet/", "arpa/inet.h", "linux/if_packet.h", "net/if.h",
+           "sys/epoll.h", "poll.h")
+
+
+def rules_for(rel):
+    """Return (forbidden include prefixes, forbid_calls) for a file."""
+    parts = rel.split(os.sep)
+    mod = parts[0]
+    if mod == "common":
+        wire = "wire" in parts
+        forbidden = ["store/", "dp/", "dataplane/", "control/", "sprocket/", "rte_", "urcu"]
+        forbidden += list(SOCKETS)
+        if wire:
+            forbidden += ["common/log.h", "stdio.h"]
+        return forbidden, wire
+    if mod == "store":
+        return ["dp/", "dataplane/", "control/", "rte_", "urcu", "sprocket/"] + list(SOCKETS), False
+    if mod == "client":
+        return ["store/", "dp/", "dataplane/", "control/", "rte_", "urcu"], False
+    if mod == "control":
+        return ["dataplane/"], False
+    return [], False
+
+
+def strip_comments(text):
+    text = re.sub(r'/\*.*?\*/', '', text, flags=re.S)
+    return re.sub(r'//[^\n]*', '', text)
+
+
+def main():
+    root = sys.argv[1]
+    checked = 0
+    bad = 0
+    for mod in ("common", "store", "dataplane", "control", "client"):
+        for base, _, files in os.walk(os.path.join(root, mod)):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(base, f)
+                rel = os.path.relpath(path, root)
+                forbidden, no_calls = rules_for(rel)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = strip_comments(fh.read())
+                checked += 1
+                errs = []
+                for inc in INC.findall(text):
+                    for pref in forbidden:
+                        if inc.startswith(pref) or inc == pref:
+                            errs.append(f"{rel}: includes <{inc}> (forbidden here: {pref})")
+                if no_calls:
+                    for m in CALL.finditer(text):
+                        errs.append(f"{rel}: calls {m.group(1)}() (wire codecs are pure)")
+                for e in errs:
+                    print(e)
+                bad += 1 if errs else 0
+    print(f"{checked - bad} passed, {bad} failed")
+    return 1 if bad or checked == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
