@@ -52,6 +52,7 @@ log_set_fd(int fd)
 	atomic_store_explicit(&log_fd, fd, memory_order_relaxed);
 }
 
+SP_PRINTF(3, 0)
 static void
 log_vemit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
 {
@@ -63,8 +64,9 @@ log_vemit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	r = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %c %s: ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	r = snprintf(line, sizeof(line),
+		     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %c %s: ", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		     ts.tv_nsec / 1000000, log_lvl_chr[lvl], tag);
 	n = r > 0 ? (size_t)r : 0;
 	if (n < sizeof(line)) {
@@ -104,7 +106,8 @@ log_emit_rl(struct log_rl *rl, enum log_level lvl, const char *tag, const char *
 	 * between two threads at a window edge prints one line more or less.
 	 */
 	if (start == 0 || now - start >= LOG_RL_INTERVAL_NS) {
-		uint32_t dropped = atomic_exchange_explicit(&rl->suppressed, 0, memory_order_relaxed);
+		uint32_t dropped =
+			atomic_exchange_explicit(&rl->suppressed, 0, memory_order_relaxed);
 
 		atomic_store_explicit(&rl->window_start_ns, now, memory_order_relaxed);
 		atomic_store_explicit(&rl->in_window, 0, memory_order_relaxed);

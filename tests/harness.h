@@ -11,12 +11,15 @@
 #ifndef SP_TESTS_HARNESS_H
 #define SP_TESTS_HARNESS_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+
+#include "common/compiler.h"
 #include <unistd.h>
 
 #define T_FAIL(...)                                                                                \
@@ -112,12 +115,15 @@ t_run_all(const char *file, const struct t_case *cases, size_t n)
 	return failed ? 1 : 0;
 }
 
-#define T_CASE(fn) {#fn, fn}
+#define T_CASE(fn)                                                                                 \
+	{                                                                                          \
+#fn, fn                                                                            \
+	}
 #define T_MAIN(...)                                                                                \
 	int main(void)                                                                             \
 	{                                                                                          \
 		static const struct t_case t_cases_[] = {__VA_ARGS__};                             \
-		return t_run_all(__FILE__, t_cases_, sizeof(t_cases_) / sizeof(t_cases_[0]));     \
+		return t_run_all(__FILE__, t_cases_, sizeof(t_cases_) / sizeof(t_cases_[0]));      \
 	}
 
 #endif /* SP_TESTS_HARNESS_H */

@@ -6,8 +6,9 @@
  * (name, type, default, range, help). Values come from, in order of
  * precedence: defaults < properties file (-c FILE) < command line
  * (--key=value). Files use Java properties syntax as RocketMQ writes it:
- * "key=value" (or "key: value"), '#' and '!' comments, blank lines, leading
- * and trailing blanks ignored.
+ * "key=value" (or "key: value", or "key value"), '#' and '!' comments, blank
+ * lines, leading and trailing blanks ignored, Java escapes (\t \n \r \f \\
+ * \uXXXX). A trailing-backslash continuation line is rejected with an error.
  *
  * Every error names where it came from: "broker.conf:12: key 'listenPort':
  * value 70000 out of range [1, 65535]". An unknown key is an error, except
@@ -27,7 +28,8 @@
 #include "common/compiler.h"
 
 enum cfg_type {
-	CFG_BOOL,   /* true|false (case-insensitive, as Java's Boolean.parseBoolean) */
+	CFG_BOOL,   /* true|false, case-insensitive; anything else is an error, where
+		     * Java's Boolean.parseBoolean would quietly read false */
 	CFG_INT,    /* signed 64-bit decimal, checked against [min, max] */
 	CFG_STRING, /* any bytes up to CFG_VALUE_MAX, optional length range [min, max] */
 	CFG_ENUM,   /* one of a NULL-terminated list of choices (exact match) */
@@ -40,8 +42,11 @@ enum cfg_type {
 struct cfg_key {
 	const char *name;
 	enum cfg_type type;
-	const char *def; /* default in text form, parsed like a file value */
-	int64_t min;     /* CFG_INT: value range; CFG_STRING: length range */
+	/* Default in text form, parsed like a file value; NULL only for STRING ("") and IGNORED. */
+	const char *def;
+	/* CFG_INT: value range; CFG_STRING: length range (<= CFG_VALUE_MAX).
+	 * min == max == 0 declares no range (any int64 / any length). */
+	int64_t min;
 	int64_t max;
 	const char *const *choices; /* CFG_ENUM only */
 	const char *help;
@@ -56,9 +61,11 @@ struct cfg_err {
 /**
  * cfg_create() - a configuration holding the defaults of @keys.
  * @keys: table that must outlive the cfg; names unique.
+ * @err: filled on error; every function here accepts NULL for no message.
  *
  * Context: startup. Allocates.
- * Return: 0, -ENOMEM, or -EINVAL when a default does not parse (@err says which).
+ * Return: 0, -ENOMEM, or -EINVAL when the table is malformed (duplicate name,
+ * bad range, enum without choices) or a default does not parse (@err says which).
  */
 MUST_CHECK int cfg_create(const struct cfg_key *keys, size_t n_keys, struct cfg **out,
 			  struct cfg_err *err);
@@ -69,6 +76,10 @@ void cfg_destroy(struct cfg *cfg);
  * @src: where the value came from ("broker.conf", "command line"), for errors.
  * @line: line number in @src, 0 when not from a file.
  *
+ * A CFG_IGNORED key logs one info line (tag "common.config") and is accepted.
+ * On error the previous value is kept.
+ *
+ * Context: startup, the thread that owns @cfg. Never allocates.
  * Return: 0, -ENOENT unknown key, -EINVAL bad value or out of range.
  */
 MUST_CHECK int cfg_set(struct cfg *cfg, const char *key, const char *value, const char *src,
@@ -84,15 +95,18 @@ MUST_CHECK int cfg_set(struct cfg *cfg, const char *key, const char *value, cons
 MUST_CHECK int cfg_parse_buf(struct cfg *cfg, const char *name, const char *buf, size_t len,
 			     struct cfg_err *err);
 
-/* Return: 0, -errno when the file cannot be read, or a cfg_parse_buf() error. */
+/* Return: 0, -errno when the file cannot be read, -EFBIG when it is not a
+ * regular file of at most 1 MiB, or a cfg_parse_buf() error. */
 MUST_CHECK int cfg_load_file(struct cfg *cfg, const char *path, struct cfg_err *err);
 
 /**
  * cfg_parse_args() - apply "-c FILE" then every "--key=value" (command line wins
- * whatever the order). "-h"/"--help" sets *@help. Arguments that are neither
- * are an error.
+ * whatever the order). "-h"/"--help" sets *@help and returns 0 without loading
+ * or applying anything (so help works with a broken config). Arguments that are
+ * neither, a second -c, or "--key" without '=' are an error. argv[0] is skipped.
  *
- * Return: 0 or the first error.
+ * Context: startup.
+ * Return: 0 or the first error (-EINVAL, -ENOENT, or a cfg_load_file() error).
  */
 MUST_CHECK int cfg_parse_args(struct cfg *cfg, int argc, char *const argv[], bool *help,
 			      struct cfg_err *err);
@@ -102,10 +116,11 @@ int64_t cfg_get_int(const struct cfg *cfg, const char *key);
 bool cfg_get_bool(const struct cfg *cfg, const char *key);
 const char *cfg_get_str(const struct cfg *cfg, const char *key); /* STRING and ENUM */
 
-/* Return: true when @key was set by a file or the command line. */
+/* Return: true when @key (declared, BASSERT) was set by a file or the command line. */
 bool cfg_is_set(const struct cfg *cfg, const char *key);
 
-/* Writes "name (type, default X): help" lines for --help to @fd. */
+/* Writes "  name (type, default X): help" lines for --help to @fd (ignored keys
+ * are only counted). */
 void cfg_print_help(const struct cfg *cfg, int fd);
 
 #endif /* SP_COMMON_CONFIG_H */

@@ -41,7 +41,9 @@ void hist_record_n(struct hist *h, uint64_t value, uint64_t count);
 /**
  * hist_record_corrected() - record @value and, as HdrHistogram's
  * recordValueWithExpectedInterval does, the samples a stalled closed-loop
- * sender would have missed: @value - k*@interval for k = 1.. while > @interval.
+ * sender would have missed: @value - k*@interval for k = 1.. while >= @interval
+ * (so @value = 10 * @interval records 10 samples in all). Its cost is bounded by
+ * the histogram size, not by @value / @interval.
  * Open-loop senders that time from the intended send time do not need it.
  */
 void hist_record_corrected(struct hist *h, uint64_t value, uint64_t interval);

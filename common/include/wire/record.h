@@ -33,11 +33,11 @@
 #define WIRE_SYSFLAG_BORNHOST_V6 0x10
 #define WIRE_SYSFLAG_STOREHOST_V6 0x20
 
-#define WIRE_TOPIC_MAX 127       /* int8 length */
-#define WIRE_PROPS_MAX 32767     /* int16 length */
-#define WIRE_REC_FIXED_V4 91     /* record size without body, topic, properties */
+#define WIRE_TOPIC_MAX 127	  /* int8 length */
+#define WIRE_PROPS_MAX 32767	  /* int16 length */
+#define WIRE_REC_FIXED_V4 91	  /* record size without body, topic, properties */
 #define WIRE_REC_HOST_V6_EXTRA 12 /* each IPv6 host adds 12 bytes */
-#define WIRE_BLANK_LEN 8          /* TOTALSIZE + MAGIC of the end-of-file filler */
+#define WIRE_BLANK_LEN 8	  /* TOTALSIZE + MAGIC of the end-of-file filler */
 
 #define WIRE_PROP_SEP_KV '\x01'
 #define WIRE_PROP_SEP_ITEM '\x02'
@@ -95,8 +95,7 @@ MUST_CHECK long wire_rec_encode(const struct wire_msg *m, uint8_t *buf, size_t c
  * Return: record length (> 0); -ENODATA a BLANK filler (m->total_size set);
  * -EBADMSG malformed or truncated; -EPROTO bad magic; -EILSEQ CRC mismatch.
  */
-MUST_CHECK long wire_rec_decode(const uint8_t *buf, size_t len, unsigned flags,
-				struct wire_msg *m);
+MUST_CHECK long wire_rec_decode(const uint8_t *buf, size_t len, unsigned flags, struct wire_msg *m);
 
 /* Writes the 8-byte BLANK filler header announcing @fill bytes. Return: 8 or -ENOBUFS. */
 MUST_CHECK long wire_rec_encode_blank(uint32_t fill, uint8_t *buf, size_t cap);

@@ -31,7 +31,7 @@
 
 #define WIRE_REM_FRAME_MAX_DEFAULT (16u << 20) /* Netty's default frameMaxLength */
 #define WIRE_REM_HDR_MAX ((1u << 24) - 1)      /* 24-bit header length */
-#define WIRE_REM_EXT_MAX 64                    /* extFields entries kept per command */
+#define WIRE_REM_EXT_MAX 64		       /* extFields entries kept per command */
 
 enum wire_rem_serialize {
 	WIRE_REM_JSON = 0,
