@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bench_codec.cpp - ns/op of the wire codecs and GB/s of CRC-32 next to
+ * memcpy in the same run, so the numbers can be compared on any machine.
+ *
+ *   build/bench/bench_codec [--benchmark_format=json]
+ */
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include <zlib.h>
+
+extern "C" {
+#include "common/crc32.h"
+#include "wire/record.h"
+#include "wire/remoting.h"
+}
+
+static void
+fill_msg(struct wire_msg *m, const std::vector<uint8_t> &body)
+{
+	static const char props[] = "TAGS\001TagA\002KEYS\001order-42\002UNIQ_KEY\001"
+				    "7F0000010000A1B2C3D4E5F6000000000001";
+
+	std::memset(m, 0, sizeof(*m));
+	m->queue_id = 3;
+	m->queue_offset = 123456;
+	m->phys_offset = 1 << 30;
+	m->born_ts = 1796059809951LL;
+	m->store_ts = 1796059810000LL;
+	m->born_host.addr[0] = 10;
+	m->store_host.addr[0] = 127;
+	m->body = body.data();
+	m->body_len = (uint32_t)body.size();
+	m->topic = "TopicTest";
+	m->topic_len = 9;
+	m->props = props;
+	m->props_len = sizeof(props) - 1;
+}
+
+static void
+BM_record_encode(benchmark::State &st)
+{
+	std::vector<uint8_t> body((size_t)st.range(0), 'x');
+	std::vector<uint8_t> out(body.size() + 512);
+	struct wire_msg m;
+
+	fill_msg(&m, body);
+	for (auto _ : st) {
+		long n = wire_rec_encode(&m, out.data(), out.size());
+		benchmark::DoNotOptimize(n);
+		benchmark::ClobberMemory();
+	}
+	st.SetBytesProcessed((int64_t)st.iterations() * st.range(0));
+}
+BENCHMARK(BM_record_encode)->Arg(128)->Arg(1024)->Arg(16384);
+
+static void
+BM_record_decode(benchmark::State &st)
+{
+	std::vector<uint8_t> body((size_t)st.range(0), 'x');
+	std::vector<uint8_t> out(body.size() + 512);
+	struct wire_msg m;
+	struct wire_msg d;
+	long n;
+
+	fill_msg(&m, body);
+	n = wire_rec_encode(&m, out.data(), out.size());
+	for (auto _ : st) {
+		long r = wire_rec_decode(out.data(), (size_t)n, WIRE_REC_VERIFY_CRC, &d);
+		benchmark::DoNotOptimize(r);
+	}
+	st.SetBytesProcessed((int64_t)st.iterations() * st.range(0));
+}
+BENCHMARK(BM_record_decode)->Arg(128)->Arg(1024)->Arg(16384);
+
+static void
+BM_crc32(benchmark::State &st)
+{
+	std::vector<uint8_t> buf((size_t)st.range(0), 0x5a);
+
+	for (auto _ : st) {
+		uint32_t c = crc32_java(buf.data(), buf.size());
+		benchmark::DoNotOptimize(c);
+	}
+	st.SetBytesProcessed((int64_t)st.iterations() * st.range(0));
+}
+BENCHMARK(BM_crc32)->Arg(128)->Arg(4096)->Arg(1 << 20);
+
+static void
+BM_crc32_zlib(benchmark::State &st)
+{
+	std::vector<uint8_t> buf((size_t)st.range(0), 0x5a);
+
+	for (auto _ : st) {
+		uLong c = crc32(0, buf.data(), (uInt)buf.size());
+		benchmark::DoNotOptimize(c);
+	}
+	st.SetBytesProcessed((int64_t)st.iterations() * st.range(0));
+}
+BENCHMARK(BM_crc32_zlib)->Arg(128)->Arg(4096)->Arg(1 << 20);
+
+static void
+BM_memcpy(benchmark::State &st)
+{
+	std::vector<uint8_t> src((size_t)st.range(0), 0x5a);
+	std::vector<uint8_t> dst((size_t)st.range(0));
+
+	for (auto _ : st) {
+		std::memcpy(dst.data(), src.data(), src.size());
+		benchmark::ClobberMemory();
+	}
+	st.SetBytesProcessed((int64_t)st.iterations() * st.range(0));
+}
+BENCHMARK(BM_memcpy)->Arg(128)->Arg(4096)->Arg(1 << 20);
+
+static const char send_hdr[] =
+	"{\"code\":310,\"extFields\":{\"a\":\"PID_TEST\",\"b\":\"TopicTest\",\"c\":\"TBW102\","
+	"\"d\":4,\"e\":1,\"f\":0,\"g\":1796059809951,\"h\":0,"
+	"\"i\":\"TAGS\\u0001TagA\\u0002KEYS\\u0001k1\\u0002\",\"j\":0,\"k\":false},"
+	"\"flag\":0,\"language\":\"JAVA\",\"opaque\":7,\"version\":121}";
+
+static void
+BM_remoting_decode_send(benchmark::State &st)
+{
+	static struct wire_rem_cmd c;
+	static char scratch[4096];
+	std::vector<uint8_t> f(8 + sizeof(send_hdr) - 1 + 1024, 'b');
+	uint32_t hl = sizeof(send_hdr) - 1;
+	uint32_t len = (uint32_t)(f.size() - 4);
+
+	f[0] = (uint8_t)(len >> 24);
+	f[1] = (uint8_t)(len >> 16);
+	f[2] = (uint8_t)(len >> 8);
+	f[3] = (uint8_t)len;
+	f[4] = 0;
+	f[5] = 0;
+	f[6] = (uint8_t)(hl >> 8);
+	f[7] = (uint8_t)hl;
+	std::memcpy(f.data() + 8, send_hdr, hl);
+	for (auto _ : st) {
+		int rc = wire_rem_decode(f.data(), f.size(), &c, scratch, sizeof(scratch));
+		benchmark::DoNotOptimize(rc);
+	}
+}
+BENCHMARK(BM_remoting_decode_send);
+
+static void
+BM_remoting_encode_send_response(benchmark::State &st)
+{
+	static struct wire_rem_cmd c;
+	static uint8_t out[4096];
+	size_t n;
+
+	std::memset(&c, 0, sizeof(c));
+	c.flag = WIRE_REM_FLAG_RESPONSE;
+	c.opaque = 7;
+	c.version = WIRE_REM_VERSION_V4_9_8;
+	(void)!wire_rem_ext_add(&c, "msgId", "7F00000100002A9F0000000000001000");
+	(void)!wire_rem_ext_add(&c, "queueId", "1");
+	(void)!wire_rem_ext_add(&c, "queueOffset", "123456");
+	(void)!wire_rem_ext_add(&c, "MSG_REGION", "DefaultRegion");
+	(void)!wire_rem_ext_add(&c, "TRACE_ON", "true");
+	for (auto _ : st) {
+		int rc = wire_rem_encode_header(&c, out, sizeof(out), &n);
+		benchmark::DoNotOptimize(rc);
+	}
+}
+BENCHMARK(BM_remoting_encode_send_response);
+
+static void
+BM_tag_hash(benchmark::State &st)
+{
+	for (auto _ : st) {
+		int32_t h = wire_tag_hash("TagA", 4);
+		benchmark::DoNotOptimize(h);
+	}
+}
+BENCHMARK(BM_tag_hash);
+
+BENCHMARK_MAIN();
