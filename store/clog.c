@@ -1,0 +1,936 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * clog.c - a CommitLog shard: segments, append, roll, flush, recovery, trim.
+ *
+ * See clog.h for the design. The invariants this file keeps:
+ *  - every record and BLANK is written before `written` moves past it
+ *    (release store; readers and the flusher load it with acquire);
+ *  - `flushed` only moves after fdatasync of every segment below it
+ *    returned 0, and never past `written`;
+ *  - after an append at least WIRE_BLANK_LEN bytes stay free in the
+ *    segment, so a BLANK header always fits;
+ *  - a segment is in segs[] before any offset in it can be read, and leaves
+ *    it only after clog_min() moved past it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/atomic.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "store/clog.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define CLOG_TAG "store.clog"
+
+struct clog_seg {
+	/* immutable after creation */
+	uint64_t start;
+	int fd;
+	uint8_t *map; /* the file, shared: recovery and reads of written-back data */
+	/*
+	 * Write-behind buffer: anonymous, pre-faulted memory the owner appends
+	 * into while the segment is hot. The flusher pwrite()s it to the file
+	 * before each fdatasync and, once the sealed segment is durable,
+	 * clears it (release) and frees it after a grace period. Readers use
+	 * it while it is set, the file mapping after.
+	 */
+	_Atomic(uint8_t *) buf;
+	/* owner writes when it seals the segment, trim reads */
+	_Atomic int64_t last_ms;
+	/* graveyard link and due time (trim only) */
+	struct clog_seg *grave_next;
+	int64_t unmap_due_ms;
+	char path[];
+};
+
+/* A write-behind buffer waiting out its grace period (flusher only). */
+struct clog_buf_grave {
+	uint8_t *buf;
+	uint64_t due_ns;
+	struct clog_buf_grave *next;
+};
+
+struct clog {
+	/* immutable after open */
+	const struct store_io_ops *io;
+	char *dir;
+	uint32_t shard;
+	uint64_t seg_size;
+	bool sync_flush;
+
+	/* owner only */
+	struct clog_seg *cur;
+	uint8_t *cur_buf; /* cur's write-behind buffer */
+	uint64_t wpos;
+	int64_t cur_last_ms;
+
+	/* owner writes (release), any thread reads (acquire) */
+	_Atomic uint64_t written;
+	_Atomic uint64_t cur_start;
+
+	/* flusher writes (release), any thread reads (acquire) */
+	_Atomic uint64_t flushed;
+	_Atomic int err;
+
+	/* background publishes (release), owner takes and clears */
+	_Atomic(struct clog_seg *) next;
+	_Atomic int prep_err;
+
+	/* trim writes (release), readers check (acquire) */
+	_Atomic uint64_t min;
+
+	/* flusher only */
+	int64_t logged_err_off;
+	uint64_t wb; /* written back to the files (pwrite), maybe not yet synced */
+	struct clog_buf_grave *buf_graves;
+
+	/* trim only */
+	struct clog_seg *graveyard;
+
+	/* a segment is published here (release) before its offsets are readable */
+	_Atomic(struct clog_seg *) segs[CLOG_SEG_SLOTS];
+};
+
+static unsigned
+clog_slot(const struct clog *c, uint64_t off)
+{
+	return (unsigned)((off / c->seg_size) % CLOG_SEG_SLOTS);
+}
+
+static struct clog_seg *
+clog_seg_at(const struct clog *c, uint64_t off)
+{
+	uint64_t start = off - off % c->seg_size;
+	struct clog_seg *s = atomic_load_acquire(&c->segs[clog_slot(c, off)]);
+
+	return s != NULL && s->start == start ? s : NULL;
+}
+
+static void
+clog_buf_free(struct clog *c, uint8_t *buf)
+{
+	if (buf != NULL)
+		munmap(buf, c->seg_size);
+}
+
+static void
+clog_seg_free(struct clog *c, struct clog_seg *s)
+{
+	clog_buf_free(c, atomic_load_relaxed(&s->buf));
+	if (s->map != NULL)
+		(void)c->io->unmap(c->io->ctx, s->map, c->seg_size);
+	if (s->fd >= 0)
+		(void)c->io->close(c->io->ctx, s->fd);
+	free(s);
+}
+
+static struct clog_seg *
+clog_seg_new(const struct clog *c, uint64_t start)
+{
+	size_t n = strlen(c->dir) + 32;
+	struct clog_seg *s = calloc(1, sizeof(*s) + n);
+
+	if (s == NULL)
+		return NULL;
+	s->start = start;
+	s->fd = -1;
+	snprintf(s->path, n, "%s/%020" PRIu64, c->dir, start);
+	return s;
+}
+
+/*
+ * A pre-faulted anonymous buffer for a hot segment. Anonymous memory is
+ * never write-protected for dirty tracking (as a shared file mapping is
+ * after each writeback), so appends into it never take a page fault.
+ */
+static int
+clog_buf_alloc(struct clog *c, uint8_t **out)
+{
+	void *p = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	if (madvise(p, c->seg_size, MADV_POPULATE_WRITE) != 0) {
+		long page = sysconf(_SC_PAGESIZE);
+
+		for (uint64_t i = 0; i < c->seg_size; i += (uint64_t)page)
+			((volatile uint8_t *)p)[i] = 0;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Map an existing segment file of exactly seg_size bytes. */
+static int
+clog_seg_load(struct clog *c, uint64_t start, struct clog_seg **out)
+{
+	struct clog_seg *s = clog_seg_new(c, start);
+	uint64_t size;
+	struct stat st;
+	int rc;
+
+	if (s == NULL)
+		return -ENOMEM;
+	rc = c->io->open(c->io->ctx, s->path, O_RDWR, 0);
+	if (rc < 0)
+		goto err_free;
+	s->fd = rc;
+	rc = c->io->size(c->io->ctx, s->fd, &size);
+	if (rc != 0)
+		goto err_free;
+	if (size != c->seg_size) {
+		rc = -EINVAL;
+		goto err_free;
+	}
+	rc = c->io->map(c->io->ctx, s->fd, c->seg_size, (void **)&s->map);
+	if (rc != 0)
+		goto err_free;
+	/* Age for retention: the file's mtime until the owner seals it again. */
+	if (stat(s->path, &st) == 0)
+		atomic_store_relaxed(&s->last_ms, (int64_t)st.st_mtime * 1000);
+	*out = s;
+	return 0;
+
+err_free:
+	clog_seg_free(c, s);
+	return rc;
+}
+
+/* Create, allocate, map and pre-fault a new segment. Blocking. */
+static int
+clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
+{
+	struct clog_seg *s = clog_seg_new(c, start);
+	uint8_t *buf;
+	int rc;
+
+	if (s == NULL)
+		return -ENOMEM;
+	rc = c->io->open(c->io->ctx, s->path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (rc < 0)
+		goto err_free;
+	s->fd = rc;
+	rc = c->io->allocate(c->io->ctx, s->fd, c->seg_size);
+	if (rc != 0)
+		goto err_unlink;
+	/* The size is metadata: make it durable before any record relies on it. */
+	rc = c->io->fdatasync(c->io->ctx, s->fd);
+	if (rc != 0)
+		goto err_unlink;
+	rc = c->io->map(c->io->ctx, s->fd, c->seg_size, (void **)&s->map);
+	if (rc != 0)
+		goto err_unlink;
+	/* The owner's stores go to a pre-faulted buffer: no fault on its hot path. */
+	rc = clog_buf_alloc(c, &buf);
+	if (rc != 0)
+		goto err_unlink;
+	atomic_store_relaxed(&s->buf, buf);
+	rc = c->io->sync_dir(c->io->ctx, c->dir);
+	if (rc != 0)
+		goto err_unlink;
+	atomic_store_relaxed(&s->last_ms, INT64_MAX); /* not sealed: never expired */
+	*out = s;
+	return 0;
+
+err_unlink:
+	(void)c->io->unlink(c->io->ctx, s->path);
+err_free:
+	clog_seg_free(c, s);
+	return rc;
+}
+
+/*
+ * A segment of the wrong size is only dropped when it never held a record:
+ * empty, or zero where the first record would start. Anything else is an
+ * operator's or a disk's doing and refuses the start rather than lose data.
+ */
+static bool
+clog_seg_never_used(struct clog *c, uint64_t start)
+{
+	char path[PATH_MAX];
+	uint8_t head[8] = {0};
+	uint64_t size = 0;
+	bool empty;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%020" PRIu64, c->dir, start);
+	fd = c->io->open(c->io->ctx, path, O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	if (c->io->size(c->io->ctx, fd, &size) != 0) {
+		c->io->close(c->io->ctx, fd);
+		return false;
+	}
+	empty = size < sizeof(head) || (store_io_read_all(c->io, fd, head, sizeof(head), 0) == 0 &&
+					memcmp(head, (uint8_t[8]){0}, sizeof(head)) == 0);
+	c->io->close(c->io->ctx, fd);
+	return empty;
+}
+
+static int
+clog_name_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a;
+	uint64_t y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Return: 0 and a sorted malloc'd array of segment starts found in dir. */
+static int
+clog_list(struct clog *c, uint64_t **starts, size_t *n)
+{
+	DIR *d = opendir(c->dir);
+	struct dirent *de;
+	uint64_t *v = NULL;
+	size_t len = 0;
+	size_t cap = 0;
+
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		char *end;
+		unsigned long long x;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (strlen(de->d_name) != 20) {
+			log_warn(CLOG_TAG, "shard %u: ignoring %s/%s (not a segment name)",
+				 c->shard, c->dir, de->d_name);
+			continue;
+		}
+		errno = 0;
+		x = strtoull(de->d_name, &end, 10);
+		if (errno != 0 || *end != '\0' || x % c->seg_size != 0) {
+			log_err(CLOG_TAG,
+				"shard %u: %s/%s is not a multiple of the segment size %" PRIu64,
+				c->shard, c->dir, de->d_name, c->seg_size);
+			closedir(d);
+			free(v);
+			return -EINVAL;
+		}
+		if (len == cap) {
+			uint64_t *nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (nv == NULL) {
+				closedir(d);
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = cap ? cap * 2 : 16;
+		}
+		v[len++] = x;
+	}
+	closedir(d);
+	if (len > 0)
+		qsort(v, len, sizeof(*v), clog_name_cmp);
+	*starts = v;
+	*n = len;
+	return 0;
+}
+
+int
+clog_open(const struct clog_cfg *cfg, struct clog **out)
+{
+	uint64_t *starts = NULL;
+	struct clog *c;
+	size_t n = 0;
+	int rc;
+
+	if (cfg->io == NULL || cfg->dir == NULL || cfg->shard > CLOG_SHARD_MAX ||
+	    cfg->seg_size < CLOG_SEG_MIN || cfg->seg_size > CLOG_LOCAL_MASK / CLOG_SEG_SLOTS)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->io = cfg->io;
+	c->shard = cfg->shard;
+	c->seg_size = cfg->seg_size;
+	c->sync_flush = cfg->sync_flush;
+	c->logged_err_off = -1;
+	c->dir = strdup(cfg->dir);
+	if (c->dir == NULL) {
+		rc = -ENOMEM;
+		goto err_close;
+	}
+	rc = store_mkdirs(c->dir);
+	if (rc != 0)
+		goto err_close;
+	rc = clog_list(c, &starts, &n);
+	if (rc != 0)
+		goto err_close;
+	if (n > 0 && (starts[n - 1] - starts[0]) / c->seg_size >= CLOG_SEG_SLOTS) {
+		log_err(CLOG_TAG, "shard %u: %zu segments span more than %u slots", c->shard, n,
+			CLOG_SEG_SLOTS);
+		rc = -EINVAL;
+		goto err_close;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct clog_seg *s;
+
+		if (i > 0 && starts[i] != starts[i - 1] + c->seg_size) {
+			log_err(CLOG_TAG,
+				"shard %u: segment %020" PRIu64 " follows %020" PRIu64
+				" with a gap",
+				c->shard, starts[i], starts[i - 1]);
+			rc = -EINVAL;
+			goto err_close;
+		}
+		rc = clog_seg_load(c, starts[i], &s);
+		if (rc == -EINVAL && i == n - 1 && clog_seg_never_used(c, starts[i])) {
+			/* A segment whose preparation a crash interrupted: it holds nothing. */
+			char path[PATH_MAX];
+
+			log_warn(CLOG_TAG, "shard %u: removing half-created segment %020" PRIu64,
+				 c->shard, starts[i]);
+			snprintf(path, sizeof(path), "%s/%020" PRIu64, c->dir, starts[i]);
+			rc = c->io->unlink(c->io->ctx, path);
+			if (rc != 0)
+				goto err_close;
+			break;
+		}
+		if (rc != 0) {
+			log_err(CLOG_TAG, "shard %u: cannot open segment %020" PRIu64 ": %s",
+				c->shard, starts[i], strerror(-rc));
+			goto err_close;
+		}
+		atomic_store_release(&c->segs[clog_slot(c, s->start)], s);
+		c->cur = s;
+	}
+	if (c->cur == NULL) {
+		rc = clog_seg_create(c, n > 0 ? starts[0] : 0, &c->cur);
+		if (rc != 0)
+			goto err_close;
+		atomic_store_release(&c->segs[clog_slot(c, c->cur->start)], c->cur);
+	}
+	atomic_store_relaxed(&c->min, n > 0 ? starts[0] : c->cur->start);
+	free(starts);
+	*out = c;
+	return 0;
+
+err_close:
+	free(starts);
+	clog_close(c);
+	return rc;
+}
+
+void
+clog_close(struct clog *c)
+{
+	struct clog_seg *s;
+
+	if (c == NULL)
+		return;
+	/* A prepared segment is normally also in segs[]: free it once. */
+	s = atomic_load_relaxed(&c->next);
+	if (s != NULL && atomic_load_relaxed(&c->segs[clog_slot(c, s->start)]) != s)
+		clog_seg_free(c, s);
+	for (unsigned i = 0; i < CLOG_SEG_SLOTS; i++) {
+		s = atomic_load_relaxed(&c->segs[i]);
+		if (s != NULL)
+			clog_seg_free(c, s);
+	}
+	while ((s = c->graveyard) != NULL) {
+		c->graveyard = s->grave_next;
+		clog_seg_free(c, s);
+	}
+	free(c->dir);
+	free(c);
+}
+
+/*
+ * Write [from, to) from the segments' write-behind buffers to their files
+ * and fdatasync each segment touched. Rewriting the whole unflushed range
+ * on every attempt also covers a retry after EIO, when Linux may already
+ * have marked the failed pages clean. Blocking.
+ */
+/* pwrite [from, to) from the write-behind buffers to the files. Blocking. */
+static int
+clog_write_range(struct clog *c, uint64_t from, uint64_t to)
+{
+	from = SP_MAX(from, clog_min(c));
+	for (uint64_t s = from - from % c->seg_size; s < to; s += c->seg_size) {
+		struct clog_seg *seg = clog_seg_at(c, s);
+		uint8_t *buf;
+		uint64_t a = SP_MAX(from, s);
+		uint64_t b = SP_MIN(to, s + c->seg_size);
+		int rc;
+
+		if (seg == NULL)
+			return -EIO;
+		/* acquire: pairs with the release that installs a buffer */
+		buf = atomic_load_acquire(&seg->buf);
+		if (buf == NULL || b <= a)
+			continue;
+		rc = store_io_write_all(c->io, seg->fd, buf + (a - s), b - a, a - s);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+clog_sync_range(struct clog *c, uint64_t from, uint64_t to)
+{
+	/* Segments below min were deleted by retention: nothing left to sync. */
+	from = SP_MAX(from, clog_min(c));
+	if (to <= from)
+		return 0;
+	for (uint64_t s = from - from % c->seg_size; s < to; s += c->seg_size) {
+		struct clog_seg *seg = clog_seg_at(c, s);
+		int rc;
+
+		if (seg == NULL)
+			return -EIO;
+		rc = c->io->fdatasync(c->io->ctx, seg->fd);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+clog_write_back(struct clog *c)
+{
+	uint64_t to = atomic_load_acquire(&c->written); /* pairs with clog_commit() */
+	uint64_t from = SP_MAX(c->wb, atomic_load_relaxed(&c->flushed));
+	int rc;
+
+	if (to <= from)
+		return 0;
+	rc = clog_write_range(c, from, to);
+	if (rc != 0)
+		return rc;
+	c->wb = to;
+	return 0;
+}
+
+/*
+ * Sealed segments below the flushed offset are durable in their files:
+ * retire their buffers (readers switch to the file mapping) and free the
+ * buffers whose grace period is over. Flusher only.
+ */
+static void
+clog_retire_bufs(struct clog *c, uint64_t flushed)
+{
+	uint64_t cur = atomic_load_acquire(&c->cur_start);
+	uint64_t now = clk_mono_ns();
+	struct clog_buf_grave **pp;
+
+	for (uint64_t s = clog_min(c); s + c->seg_size <= flushed && s < cur; s += c->seg_size) {
+		struct clog_seg *seg = clog_seg_at(c, s);
+		struct clog_buf_grave *g;
+		uint8_t *buf;
+
+		if (seg == NULL || (buf = atomic_load_relaxed(&seg->buf)) == NULL)
+			continue;
+		g = malloc(sizeof(*g));
+		if (g == NULL)
+			return; /* retried on the next flush */
+		/* release: readers that see NULL read the file, written before this */
+		atomic_store_release(&seg->buf, NULL);
+		g->buf = buf;
+		g->due_ns = now + (uint64_t)CLOG_UNMAP_GRACE_MS * 1000000;
+		g->next = c->buf_graves;
+		c->buf_graves = g;
+	}
+	for (pp = &c->buf_graves; *pp != NULL;) {
+		struct clog_buf_grave *g = *pp;
+
+		if (g->due_ns <= now) {
+			*pp = g->next;
+			clog_buf_free(c, g->buf);
+			free(g);
+		} else {
+			pp = &g->next;
+		}
+	}
+}
+
+int
+clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
+{
+	uint64_t first = atomic_load_relaxed(&c->min);
+	uint64_t end;
+	struct clog_seg *last;
+	int rc;
+
+	if (trusted_end >= 0) {
+		end = (uint64_t)trusted_end;
+	} else {
+		uint64_t off = SP_MAX(scan_from, first);
+
+		end = off;
+		for (;;) {
+			struct clog_seg *s = clog_seg_at(c, off);
+			struct wire_msg m;
+			uint64_t in;
+			long r;
+
+			if (s == NULL) {
+				end = off;
+				break;
+			}
+			in = off - s->start;
+			r = wire_rec_decode(s->map + in, c->seg_size - in, WIRE_REC_VERIFY_CRC, &m);
+			if (r > 0 && m.phys_offset == clog_phys(c->shard, off) &&
+			    c->seg_size - in - (uint64_t)r >= WIRE_BLANK_LEN) {
+				off += (uint64_t)r;
+				end = off;
+				continue;
+			}
+			if (r == -ENODATA && m.total_size == c->seg_size - in) {
+				off = s->start + c->seg_size;
+				end = off;
+				continue;
+			}
+			break;
+		}
+	}
+	if (end < first) {
+		log_err(CLOG_TAG,
+			"shard %u: checkpoint end %" PRIu64 " is below the first segment %" PRIu64,
+			c->shard, end, first);
+		return -EUCLEAN;
+	}
+
+	/* Cut: zero the rest of the end's segment, delete every later one. */
+	last = clog_seg_at(c, end);
+	for (uint64_t s = end - end % c->seg_size + c->seg_size;; s += c->seg_size) {
+		struct clog_seg *seg = clog_seg_at(c, s);
+
+		if (seg == NULL)
+			break;
+		log_warn(CLOG_TAG,
+			 "shard %u: deleting segment %020" PRIu64 " past the end %" PRIu64,
+			 c->shard, s, end);
+		atomic_store_release(&c->segs[clog_slot(c, s)], NULL);
+		rc = c->io->unlink(c->io->ctx, seg->path);
+		clog_seg_free(c, seg);
+		if (rc != 0)
+			return rc;
+	}
+	if (last == NULL) {
+		/* The end is the first byte of a segment that does not exist yet. */
+		rc = clog_seg_create(c, end, &last);
+		if (rc != 0)
+			return rc;
+		atomic_store_release(&c->segs[clog_slot(c, end)], last);
+	} else {
+		uint64_t in = end - last->start;
+		bool dirty = false;
+
+		for (uint64_t i = in; i < c->seg_size; i++) {
+			if (last->map[i] != 0) {
+				dirty = true;
+				break;
+			}
+		}
+		if (dirty) {
+			log_warn(CLOG_TAG,
+				 "shard %u: cutting the log at %" PRIu64 " (bad or torn record)",
+				 c->shard, end);
+			memset(last->map + in, 0, c->seg_size - in);
+		}
+	}
+	/* Everything up to the end must be durable before anyone relies on it. */
+	rc = clog_sync_range(c, SP_MIN(scan_from, end) - SP_MIN(scan_from, end) % c->seg_size,
+			     end + 1);
+	if (rc != 0)
+		return rc;
+
+	/* The segment appends go to next needs its write-behind buffer, holding the log so far. */
+	if (atomic_load_relaxed(&last->buf) == NULL) {
+		uint8_t *buf;
+
+		rc = clog_buf_alloc(c, &buf);
+		if (rc != 0)
+			return rc;
+		memcpy(buf, last->map, end - last->start);
+		atomic_store_release(&last->buf, buf);
+	}
+	c->cur = last;
+	c->cur_buf = atomic_load_relaxed(&last->buf);
+	c->wpos = end;
+	c->cur_last_ms = INT64_MAX;
+	atomic_store_relaxed(&last->last_ms, INT64_MAX);
+	atomic_store_release(&c->cur_start, last->start);
+	c->wb = end;
+	atomic_store_release(&c->written, end);
+	atomic_store_release(&c->flushed, end);
+	return 0;
+}
+
+long
+clog_append(struct clog *c, struct wire_msg *m, uint64_t *end)
+{
+	int err = atomic_load_acquire(&c->err); /* pairs with release in clog_flush() */
+	struct clog_seg *cur = c->cur;
+	uint64_t in = c->wpos - cur->start;
+	size_t size;
+	long n;
+
+	if (SP_UNLIKELY(err != 0))
+		return err;
+	size = wire_rec_size(m);
+	if (size == 0)
+		return -EINVAL;
+	if (size + WIRE_BLANK_LEN > c->seg_size)
+		return -EMSGSIZE;
+	if (in + size + WIRE_BLANK_LEN > c->seg_size) {
+		/* acquire: pairs with the release in clog_prepare_next() */
+		struct clog_seg *nxt = atomic_load_acquire(&c->next);
+
+		if (nxt == NULL) {
+			err = atomic_load_acquire(&c->prep_err);
+			return err != 0 ? err : -EAGAIN;
+		}
+		(void)!wire_rec_encode_blank((uint32_t)(c->seg_size - in), c->cur_buf + in,
+					     c->seg_size - in);
+		atomic_store_relaxed(&cur->last_ms, c->cur_last_ms);
+		c->cur = cur = nxt;
+		c->cur_buf = atomic_load_relaxed(&nxt->buf);
+		c->wpos = cur->start;
+		in = 0;
+		/*
+		 * release: cur_start before next is cleared, so clog_prepare_next()
+		 * that sees next == NULL computes the segment after this one.
+		 */
+		atomic_store_release(&c->cur_start, cur->start);
+		atomic_store_release(&c->next, NULL);
+	}
+	m->phys_offset = clog_phys(c->shard, c->wpos);
+	n = wire_rec_encode(m, c->cur_buf + in, c->seg_size - in);
+	if (SP_UNLIKELY(n < 0))
+		return n;
+	c->wpos += (uint64_t)n;
+	c->cur_last_ms = m->store_ts;
+	*end = c->wpos;
+	return n;
+}
+
+void
+clog_commit(struct clog *c)
+{
+	/* release: the record bytes before the offset; pairs with clog_written() */
+	atomic_store_release(&c->written, c->wpos);
+}
+
+bool
+clog_wants_next(const struct clog *c)
+{
+	return atomic_load_acquire(&c->next) == NULL;
+}
+
+int
+clog_prepare_next(struct clog *c)
+{
+	struct clog_seg *s;
+	uint64_t start;
+	int rc;
+
+	if (atomic_load_acquire(&c->next) != NULL)
+		return 0;
+	/* acquire: pairs with the release of cur_start in clog_append() */
+	start = atomic_load_acquire(&c->cur_start) + c->seg_size;
+	if (start + c->seg_size > CLOG_LOCAL_MASK)
+		return -EFBIG;
+	if (clog_seg_at(c, start) != NULL) {
+		/* Already created by an earlier call whose publish the owner consumed. */
+		return 0;
+	}
+	rc = clog_seg_create(c, start, &s);
+	if (rc != 0) {
+		if (atomic_load_relaxed(&c->prep_err) != rc)
+			log_err(CLOG_TAG, "shard %u: cannot create segment %020" PRIu64 ": %s",
+				c->shard, start, strerror(-rc));
+		atomic_store_release(&c->prep_err, rc);
+		return rc;
+	}
+	if (atomic_load_relaxed(&c->prep_err) != 0)
+		log_info(CLOG_TAG, "shard %u: segment %020" PRIu64 " created, writes resume",
+			 c->shard, start);
+	atomic_store_release(&c->prep_err, 0);
+	/* release: the segment is complete before readers or the owner see it */
+	atomic_store_release(&c->segs[clog_slot(c, start)], s);
+	atomic_store_release(&c->next, s);
+	return 0;
+}
+
+int
+clog_flush(struct clog *c)
+{
+	uint64_t to = atomic_load_acquire(&c->written); /* pairs with clog_commit() */
+	uint64_t from = atomic_load_relaxed(&c->flushed);
+	int rc;
+
+	if (to == from && atomic_load_relaxed(&c->err) == 0) {
+		clog_retire_bufs(c, to);
+		return 0;
+	}
+	/*
+	 * Write back what clog_write_back() has not, then sync. After an error
+	 * everything unflushed is written again: Linux may have marked the
+	 * pages of a failed writeback clean, so a bare retry could "succeed".
+	 */
+	rc = clog_write_range(c, SP_MAX(from, c->wb), to);
+	if (rc == 0)
+		rc = clog_sync_range(c, from, to);
+	if (rc != 0) {
+		c->wb = from;
+		if (c->logged_err_off != (int64_t)from)
+			log_err(CLOG_TAG,
+				"shard %u: fdatasync of [%" PRIu64 ", %" PRIu64 ") failed: %s; "
+				"writes stop until it succeeds",
+				c->shard, from, to, strerror(-rc));
+		c->logged_err_off = (int64_t)from;
+		/* release: pairs with the acquire in clog_append()/clog_err() */
+		atomic_store_release(&c->err, rc);
+		return rc;
+	}
+	if (c->logged_err_off >= 0) {
+		log_info(CLOG_TAG,
+			 "shard %u: fdatasync succeeds again at %" PRIu64 ", writes resume",
+			 c->shard, to);
+		c->logged_err_off = -1;
+	}
+	c->wb = SP_MAX(c->wb, to);
+	/* release: data durable before the offset says so; pairs with clog_flushed() */
+	atomic_store_release(&c->flushed, to);
+	atomic_store_release(&c->err, 0);
+	clog_retire_bufs(c, to);
+	return 0;
+}
+
+uint64_t
+clog_written(const struct clog *c)
+{
+	return atomic_load_acquire(&c->written);
+}
+
+uint64_t
+clog_flushed(const struct clog *c)
+{
+	return atomic_load_acquire(&c->flushed);
+}
+
+uint64_t
+clog_min(const struct clog *c)
+{
+	return atomic_load_acquire(&c->min);
+}
+
+int
+clog_err(const struct clog *c)
+{
+	int e = atomic_load_acquire(&c->err);
+
+	return e != 0 ? e : 0;
+}
+
+uint32_t
+clog_shard(const struct clog *c)
+{
+	return c->shard;
+}
+
+uint64_t
+clog_seg_size(const struct clog *c)
+{
+	return c->seg_size;
+}
+
+long
+clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *next_off)
+{
+	uint64_t vis = c->sync_flush ? clog_flushed(c) : clog_written(c);
+	const uint8_t *base;
+	struct clog_seg *s;
+	struct wire_msg m;
+	uint64_t in;
+	long r;
+
+	if (off < clog_min(c) || off >= vis)
+		return -ERANGE;
+	s = clog_seg_at(c, off);
+	if (s == NULL)
+		return -ERANGE;
+	in = off - s->start;
+	/* acquire: pairs with the release in clog_retire_bufs() */
+	base = atomic_load_acquire(&s->buf);
+	if (base == NULL)
+		base = s->map;
+	r = wire_rec_decode(base + in, SP_MIN(c->seg_size - in, vis - off), 0, &m);
+	if (r == -ENODATA) {
+		*next_off = s->start + c->seg_size;
+		return -ENODATA;
+	}
+	if (r < 0)
+		return r;
+	*rec = base + in;
+	*next_off = off + (uint64_t)r;
+	return r;
+}
+
+long
+clog_trim(struct clog *c, int64_t expire_before_ms, bool force, int64_t now_ms, uint64_t *min_out)
+{
+	uint64_t min = atomic_load_relaxed(&c->min);
+	long deleted = 0;
+	struct clog_seg **pp;
+
+	for (;;) {
+		uint64_t cur_start = atomic_load_acquire(&c->cur_start);
+		struct clog_seg *s = clog_seg_at(c, min);
+		int rc;
+
+		/* Only sealed segments: strictly before the owner's current one. */
+		if (s == NULL || s->start >= cur_start)
+			break;
+		if (!(force && deleted == 0) &&
+		    atomic_load_relaxed(&s->last_ms) >= expire_before_ms)
+			break;
+		min = s->start + c->seg_size;
+		/* release: readers that load min see the raise before the unlink */
+		atomic_store_release(&c->min, min);
+		atomic_store_release(&c->segs[clog_slot(c, s->start)], NULL);
+		rc = c->io->unlink(c->io->ctx, s->path);
+		if (rc != 0)
+			log_err(CLOG_TAG, "shard %u: unlink %s failed: %s", c->shard, s->path,
+				strerror(-rc));
+		else
+			log_info(CLOG_TAG, "shard %u: deleted segment %020" PRIu64, c->shard,
+				 s->start);
+		s->unmap_due_ms = now_ms + CLOG_UNMAP_GRACE_MS;
+		s->grave_next = c->graveyard;
+		c->graveyard = s;
+		deleted++;
+	}
+	for (pp = &c->graveyard; *pp != NULL;) {
+		struct clog_seg *s = *pp;
+
+		if (s->unmap_due_ms <= now_ms) {
+			*pp = s->grave_next;
+			clog_seg_free(c, s);
+		} else {
+			pp = &s->grave_next;
+		}
+	}
+	*min_out = min;
+	return deleted;
+}

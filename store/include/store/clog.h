@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * clog.h - one CommitLog shard: the append-only log of one dataplane core.
+ *
+ * Segments are files of seg_size bytes under <root>/commitlog/<shard>/,
+ * named by the 20-digit shard-local offset of their first byte, holding
+ * RocketMQ records (§5.1) back to back and a BLANK filler at the end. A
+ * record's PHYSICALOFFSET is global: clog_phys(shard, local) puts the shard
+ * in the high bits, so an offset msgId names its shard.
+ *
+ * DESIGN
+ * The owning core appends into a mapped segment that a background thread
+ * created, allocated (fallocate) and pre-faulted before it was needed, so an
+ * append is a memcpy and an atomic store: no syscall, no page fault, no lock.
+ * When the next segment is not ready the append returns -EAGAIN (the store
+ * answers busy) instead of waiting.
+ *
+ * Durability is published through two offsets: `written` (owner, release)
+ * and `flushed` (flusher, release, after fdatasync returned 0). Group commit
+ * falls out: an appender's ticket is its record's end offset and it is
+ * durable once flushed >= ticket; one fdatasync covers every append before
+ * it. A failed fdatasync sets `err`, fences the shard (appends fail with the
+ * error) and is retried by the flusher after re-dirtying the unflushed range
+ * (after EIO Linux may mark the failed pages clean, so a bare retry could
+ * "succeed" without writing them); a success clears the fence.
+ *
+ * Ownership:
+ *   owner core: clog_append(), clog_commit().
+ *   flusher thread: clog_flush(), clog_write_back().
+ *   background thread: clog_prepare_next(), clog_trim().
+ *   any thread: clog_written(), clog_flushed(), clog_err(), clog_read().
+ *   startup/close: clog_open(), clog_recover(), clog_close().
+ */
+#ifndef SP_STORE_CLOG_H
+#define SP_STORE_CLOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+#include "store/io.h"
+#include "wire/record.h"
+
+#define CLOG_SHARD_SHIFT 48
+#define CLOG_LOCAL_MASK ((1ull << CLOG_SHARD_SHIFT) - 1)
+#define CLOG_SHARD_MAX 32767 /* PHYSICALOFFSET stays a non-negative Java long */
+#define CLOG_SEG_SLOTS 4096  /* segments reachable at once (4 TiB of 1 GiB segments) */
+#define CLOG_SEG_MIN (64u << 10)
+
+static inline int64_t
+clog_phys(uint32_t shard, uint64_t local)
+{
+	return (int64_t)(((uint64_t)shard << CLOG_SHARD_SHIFT) | (local & CLOG_LOCAL_MASK));
+}
+
+static inline uint32_t
+clog_phys_shard(int64_t phys)
+{
+	return (uint32_t)((uint64_t)phys >> CLOG_SHARD_SHIFT);
+}
+
+static inline uint64_t
+clog_phys_local(int64_t phys)
+{
+	return (uint64_t)phys & CLOG_LOCAL_MASK;
+}
+
+struct clog_cfg {
+	const struct store_io_ops *io;
+	const char *dir; /* <root>/commitlog/<shard> */
+	uint32_t shard;
+	uint64_t seg_size; /* mapedFileSizeCommitLog */
+	bool sync_flush;   /* SYNC_FLUSH: readers see only flushed data */
+};
+
+struct clog;
+
+/**
+ * clog_open() - open the shard's segments (creating the directory and a
+ * first segment if there are none). Call clog_recover() next.
+ *
+ * Context: startup, blocking. Return: 0, -EINVAL (bad config, a segment of
+ * the wrong size or name), -errno.
+ */
+MUST_CHECK int clog_open(const struct clog_cfg *cfg, struct clog **out);
+void clog_close(struct clog *c);
+
+/**
+ * clog_recover() - find the end of the log and cut anything after it.
+ * @scan_from: local offset known to start a record (0, or a checkpoint's
+ *             flushed offset); records before it are trusted.
+ * @trusted_end: when >= 0 (clean shutdown), the end; no scan.
+ *
+ * Scanning verifies magic, size and CRC of every record, follows BLANKs to
+ * the next segment, and stops at the first bad record: the rest of that
+ * segment is zeroed and later segments are deleted. Sets written and
+ * flushed to the end.
+ *
+ * Context: startup, blocking. Return: 0 or -errno.
+ */
+MUST_CHECK int clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end);
+
+/**
+ * clog_append() - encode @m at the tail; sets m->phys_offset.
+ * @end: set to the local offset just past the record (the durability ticket).
+ *
+ * Context: owning core, non-blocking (no syscall, no fault, no allocation).
+ * Return: record length; -EAGAIN next segment not prepared yet; -EMSGSIZE
+ * record larger than a segment; -EINVAL bad record fields; the fence error
+ * (-EIO, -ENOSPC, ...) while the shard is fenced.
+ */
+MUST_CHECK long clog_append(struct clog *c, struct wire_msg *m, uint64_t *end);
+
+/**
+ * clog_commit() - publish every record appended so far (readers, flusher).
+ * Split from clog_append() so the store can write the ConsumeQueue unit
+ * first: then every committed record has its unit, which makes the flushed
+ * offset seen before a ConsumeQueue flush a safe recovery start.
+ * Context: owning core, non-blocking.
+ */
+void clog_commit(struct clog *c);
+
+/* Return: true when the background thread should call clog_prepare_next(). */
+bool clog_wants_next(const struct clog *c);
+
+/**
+ * clog_prepare_next() - create, allocate, map and pre-fault the segment after
+ * the current one, and publish it for the owner.
+ * Context: background thread, blocking. Return: 0 (also when not needed), -errno
+ * (the error also fences appends until a later call succeeds).
+ */
+MUST_CHECK int clog_prepare_next(struct clog *c);
+
+/**
+ * clog_flush() - make everything written so far durable (one fdatasync per
+ * segment touched) and publish it as flushed.
+ * Context: background (flusher) thread, blocking.
+ * Return: 0, or -errno (flushed not advanced; the shard is fenced until a
+ * later clog_flush() succeeds).
+ */
+MUST_CHECK int clog_flush(struct clog *c);
+
+/**
+ * clog_write_back() - copy appended data from the write-behind buffers into
+ * the files (pwrite, no fdatasync), so a process crash loses at most what
+ * was appended since the last call even in ASYNC_FLUSH mode.
+ * Context: the flusher thread, blocking. Return: 0 or -errno (retried by clog_flush()).
+ */
+MUST_CHECK int clog_write_back(struct clog *c);
+
+uint64_t clog_written(const struct clog *c); /* local end of appended data (acquire) */
+uint64_t clog_flushed(const struct clog *c); /* local end of durable data (acquire) */
+uint64_t clog_min(const struct clog *c);     /* first local offset still stored */
+int clog_err(const struct clog *c);	     /* 0, or the error fencing appends */
+uint32_t clog_shard(const struct clog *c);
+uint64_t clog_seg_size(const struct clog *c);
+
+/**
+ * clog_read() - the record at local offset @off, in place.
+ * Only data below the visible end is returned: the flushed offset in
+ * SYNC_FLUSH mode (RocketMQ #8239), the written offset otherwise.
+ *
+ * Context: any thread; the pointer stays valid until clog_trim() removes
+ * the segment plus its grace period.
+ * Return: record length and *@rec, -ENODATA a BLANK (*@next_off set to the
+ * next segment start), -ERANGE outside [min, visible end), -EBADMSG/-EILSEQ
+ * corrupt record.
+ */
+MUST_CHECK long clog_read(const struct clog *c, uint64_t off, const uint8_t **rec,
+			  uint64_t *next_off);
+
+/**
+ * clog_trim() - retention: delete the oldest sealed segments whose newest
+ * record was stored before @expire_before_ms, and with @force also the
+ * oldest sealed segment whatever its age (disk above diskMaxUsedSpaceRatio).
+ * Never the current or the prepared segment. Raises clog_min() first, then
+ * unlinks; the mapping is released CLOG_UNMAP_GRACE_MS later so readers
+ * that checked clog_min() before the raise stay safe.
+ * @min_out: set to the new clog_min() (global offsets below it are gone).
+ *
+ * Context: background thread, blocking. Return: segments deleted or -errno.
+ */
+long clog_trim(struct clog *c, int64_t expire_before_ms, bool force, int64_t now_ms,
+	       uint64_t *min_out);
+
+#define CLOG_UNMAP_GRACE_MS 10000
+
+#endif /* SP_STORE_CLOG_H */

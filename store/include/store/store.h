@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store.h - the message store: CommitLog shards, ConsumeQueues, IndexFiles,
+ * checkpoint, recovery, flush, retention, behind one API.
+ *
+ * Threads (ARCHITECTURE.md, Store):
+ *  - dataplane cores call store_put()/store_get*() for the queues of their
+ *    shard: non-blocking, no allocation, no syscall;
+ *  - one flusher thread per shard (SYNC_FLUSH: group commit as soon as data
+ *    is written; ASYNC_FLUSH: every flushIntervalCommitLog ms);
+ *  - one service thread: prepares segments and ConsumeQueue files before
+ *    they are needed, flushes ConsumeQueues, writes the checkpoint, applies
+ *    retention;
+ *  - one indexer thread: builds the IndexFiles from the log.
+ * With cfg.threads = false no thread is started and tests drive the same
+ * work with store_service() and store_flush_all().
+ *
+ * Files under <root>: commitlog/<shard>/<20-digit offset>,
+ * consumequeue/<topic>/<qid>/<20-digit offset>, index/<shard>/<time>,
+ * checkpoint, abort (present while running: its presence at start means the
+ * last run crashed and recovery scans the log).
+ */
+#ifndef SP_STORE_STORE_H
+#define SP_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+#include "store/clog.h"
+#include "store/cq.h"
+#include "store/io.h"
+#include "wire/record.h"
+
+#define STORE_SHARDS_MAX 64
+
+struct store_cfg {
+	const struct store_io_ops *io; /* NULL: store_io_posix */
+	const char *root;	       /* storePathRootDir */
+	uint32_t shards;	       /* one per dataplane core */
+	uint64_t seg_size;	       /* mapedFileSizeCommitLog */
+	uint32_t cq_units;	       /* units per ConsumeQueue file */
+	uint32_t idx_slots;
+	uint32_t idx_entries;
+	bool sync_flush;	      /* flushDiskType=SYNC_FLUSH */
+	uint32_t flush_interval_ms;   /* flushIntervalCommitLog (ASYNC) and CQ/checkpoint period */
+	uint32_t file_reserved_hours; /* fileReservedTime */
+	int delete_when_hour;	      /* deleteWhen: hour of day (local) for age-based deletion */
+	uint32_t disk_max_used_ratio; /* diskMaxUsedSpaceRatio, percent */
+	struct wire_host store_host;  /* STOREHOST written into records */
+	bool threads;		      /* start flusher/service/indexer threads */
+};
+
+/* Fill @cfg with RocketMQ's defaults (1 GiB segments, 300,000-unit CQ files, ...). */
+void store_cfg_default(struct store_cfg *cfg);
+
+struct store;
+struct store_queue;
+
+/**
+ * store_open() - open or create the store, recover, start the threads.
+ *
+ * After a crash (abort file present) every shard is scanned from the
+ * checkpoint's safe offset, the torn tail is cut, and ConsumeQueue units
+ * past the end are dropped and rebuilt from the log. A ConsumeQueue that
+ * cannot be opened is deleted and rebuilt from a scan of the whole log.
+ *
+ * Context: startup, blocking. Return: 0 or -errno (logged with the reason).
+ */
+MUST_CHECK int store_open(const struct store_cfg *cfg, struct store **out);
+
+/* Stop threads, flush everything, write a clean checkpoint, remove abort. */
+void store_close(struct store *s);
+
+/**
+ * store_queue_get() - the queue (topic, qid), created if needed, owned by
+ * @shard's core from now on.
+ * Context: control thread, blocking (creates files). Return: 0, -EINVAL, -errno.
+ */
+MUST_CHECK int store_queue_get(struct store *s, const char *topic, uint32_t qid, uint32_t shard,
+			       struct store_queue **out);
+
+struct store_put_res {
+	int64_t phys;	 /* PHYSICALOFFSET (global) */
+	int64_t qoff;	 /* queue offset */
+	uint64_t ticket; /* durability ticket: see store_durable() */
+	uint32_t shard;
+	uint32_t size;
+};
+
+/**
+ * store_put() - append @m to @q's shard and index it in @q.
+ * Fills queue id, queue offset, store time and host, physical offset.
+ *
+ * Context: the dataplane core owning @q's shard, non-blocking.
+ * Return: record size; -EAGAIN (a file is not prepared yet: answer busy,
+ * retry), -EMSGSIZE, -EINVAL, or the shard's fence error (-EIO, -ENOSPC).
+ */
+MUST_CHECK long store_put(struct store *s, struct store_queue *q, struct wire_msg *m,
+			  struct store_put_res *res);
+
+/**
+ * store_durable() - is the put with @ticket durable as the flush mode requires?
+ * Context: any thread, non-blocking.
+ * Return: 1 yes (ASYNC_FLUSH: always), 0 not yet, or the fence error.
+ */
+int store_durable(const struct store *s, uint32_t shard, uint64_t ticket);
+
+/**
+ * store_get() - the record at logical offset @qoff of @q, in place.
+ * Return: record size with *@rec and *@unit; -ERANGE outside
+ * [min, visible max); -errno for a damaged log.
+ */
+MUST_CHECK long store_get(const struct store *s, const struct store_queue *q, uint64_t qoff,
+			  const uint8_t **rec, struct cq_unit *unit);
+
+/* The record at global @phys (offset msgId lookups). Same returns as store_get(). */
+MUST_CHECK long store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec);
+
+uint64_t store_queue_min(const struct store *s, const struct store_queue *q);
+/* Next offset a consumer may read up to: in SYNC_FLUSH only flushed data. */
+uint64_t store_queue_max(const struct store *s, const struct store_queue *q);
+
+/* First offset whose store time >= @ms (max when none). Return: 0 or -errno. */
+MUST_CHECK int store_search_time(const struct store *s, const struct store_queue *q, int64_t ms,
+				 uint64_t *qoff);
+/* Store time of the first message. Return: 0, -ENOENT empty, -errno. */
+MUST_CHECK int store_earliest_time(const struct store *s, const struct store_queue *q, int64_t *ms);
+
+/**
+ * store_query_key() - messages of @topic indexed under @key (a KEYS value or
+ * a UNIQ_KEY) stored in [@begin_ms, @end_ms], newest first; each candidate is
+ * re-checked against the record (hash collisions).
+ * Context: control thread. Return: number found or -errno.
+ */
+long store_query_key(struct store *s, const char *topic, const char *key, int64_t begin_ms,
+		     int64_t end_ms, int64_t *phys, size_t max);
+
+/* One round of the service thread's work (tests call it without threads). */
+MUST_CHECK int store_service(struct store *s, int64_t now_ms);
+/**
+ * store_retain() - apply retention now: at the deleteWhen hour delete sealed
+ * segments older than fileReservedTime, and at any hour the oldest one while
+ * the disk is fuller than diskMaxUsedSpaceRatio; trim ConsumeQueues and
+ * IndexFiles to the new minimum. store_service() calls it every 10 s.
+ * Context: service thread (or a test without threads). Return: 0 or -errno.
+ */
+MUST_CHECK int store_retain(struct store *s, int64_t now_ms);
+/* One round of the indexer. Return: records indexed or -errno. */
+long store_index_round(struct store *s);
+/* Flush every shard now. Return: 0 or the first error. */
+MUST_CHECK int store_flush_all(struct store *s);
+
+struct clog *store_clog(const struct store *s, uint32_t shard);
+struct cq *store_queue_cq(const struct store_queue *q);
+
+#endif /* SP_STORE_STORE_H */

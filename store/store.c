@@ -1,0 +1,1329 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * store.c - the store facade: queue registry, put/get, recovery, the
+ * checkpoint and abort files, and the flusher/service/indexer threads.
+ *
+ * DESIGN
+ * Recovery leans on two facts. Records carry their queue offset, so
+ * re-dispatching a record into its ConsumeQueue is idempotent (cq_append
+ * of an existing unit is a no-op). And store_put() appends the ConsumeQueue
+ * unit before clog_commit() publishes the record, so every record below a
+ * flushed offset F read before a ConsumeQueue flush has its unit in that
+ * flush: F is the checkpoint's "cq_safe", where a crash recovery starts
+ * scanning. Everything before it is trusted, everything after it is
+ * verified record by record and re-dispatched.
+ *
+ * The checkpoint is a small binary file (magic, version, shard count, clean
+ * flag, per shard: end, cq_safe, indexed; CRC-32) replaced atomically. The
+ * clean flag and the "end" values are only written by store_close() after
+ * the final flush; the abort file says the process did not get there.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bytes_priv.h"
+#include "common/atomic.h"
+#include "common/clock.h"
+#include "common/crc32.h"
+#include "common/log.h"
+#include "store/idx.h"
+#include "store/store.h"
+
+#define STORE_TAG "store"
+#define CKPT_MAGIC 0x53504B43u /* "SPKC" */
+#define CKPT_VERSION 1
+#define CKPT_HDR 16
+#define CKPT_PER_SHARD 24
+#define QMAP_BUCKETS 4096
+
+struct store_queue {
+	/* immutable after creation */
+	char topic[WIRE_TOPIC_MAX + 1];
+	uint8_t topic_len;
+	uint32_t qid;
+	struct cq *cq;
+	struct store_queue *hnext; /* hash chain (registry mutex) */
+	struct store_queue *lnext; /* list of all queues (registry mutex) */
+	/* control sets before handing the queue to the owning core */
+	_Atomic uint32_t shard;
+	/* owner writes, stats read relaxed */
+	_Atomic uint64_t cq_errors;
+};
+
+struct store_shard {
+	struct store *s;
+	uint32_t id;
+	struct clog *clog;
+	struct idx *idx;
+	/* indexer writes, service reads (relaxed: a checkpoint may lag behind) */
+	_Atomic uint64_t idx_pos;
+	pthread_t flusher;
+	bool flusher_started;
+};
+
+struct ckpt_shard {
+	uint64_t end;
+	uint64_t cq_safe;
+	uint64_t indexed;
+};
+
+struct store {
+	/* immutable after open */
+	struct store_cfg cfg;
+	const struct store_io_ops *io;
+	char root[2048];
+	char abort_path[2048 + 8];
+	char ckpt_path[2048 + 16];
+	struct store_shard shard[STORE_SHARDS_MAX];
+
+	/* registry: control and background threads, under qlock */
+	pthread_mutex_t qlock;
+	struct store_queue *qmap[QMAP_BUCKETS];
+	struct store_queue *queues;
+	size_t n_queues;
+
+	/* service thread only */
+	int64_t last_flush_ms;
+	int64_t last_retention_ms;
+
+	/* threads */
+	_Atomic bool stop;
+	pthread_t service;
+	pthread_t indexer;
+	bool service_started;
+	bool indexer_started;
+};
+
+void
+store_cfg_default(struct store_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->root = "./store";
+	cfg->shards = 1;
+	cfg->seg_size = 1ull << 30;
+	cfg->cq_units = CQ_UNITS_PER_FILE_DEFAULT;
+	cfg->idx_slots = IDX_SLOTS_DEFAULT;
+	cfg->idx_entries = IDX_ENTRIES_DEFAULT;
+	cfg->sync_flush = false;
+	cfg->flush_interval_ms = 500;
+	cfg->file_reserved_hours = 72;
+	cfg->delete_when_hour = 4;
+	cfg->disk_max_used_ratio = 75;
+	cfg->store_host.addr[0] = 127;
+	cfg->store_host.addr[3] = 1;
+	cfg->store_host.port = 10911;
+	cfg->threads = true;
+}
+
+static uint32_t
+qmap_hash(const char *topic, size_t len, uint32_t qid)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)topic[i]) * 16777619u;
+	h = (h ^ qid) * 16777619u;
+	return h % QMAP_BUCKETS;
+}
+
+static struct store_queue *
+qmap_find(struct store *s, const char *topic, size_t len, uint32_t qid)
+{
+	for (struct store_queue *q = s->qmap[qmap_hash(topic, len, qid)]; q; q = q->hnext) {
+		if (q->qid == qid && q->topic_len == len && memcmp(q->topic, topic, len) == 0)
+			return q;
+	}
+	return NULL;
+}
+
+static bool
+topic_name_ok(const char *t, size_t len)
+{
+	if (len == 0 || len > WIRE_TOPIC_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = t[i];
+
+		/* RocketMQ's ^[%|a-zA-Z0-9_-]+$: also keeps paths inside the store. */
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '%' || c == '|' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* Find or open the queue. Caller holds qlock. */
+static int
+queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid, uint32_t shard,
+		 struct store_queue **out)
+{
+	struct store_queue *q;
+	char dir[PATH_MAX];
+	uint32_t h;
+	int rc;
+
+	if (shard >= s->cfg.shards)
+		return -EINVAL;
+	q = qmap_find(s, topic, len, qid);
+	if (q != NULL) {
+		atomic_store_release(&q->shard, shard);
+		*out = q;
+		return 0;
+	}
+	if (!topic_name_ok(topic, len) || shard >= s->cfg.shards)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	memcpy(q->topic, topic, len);
+	q->topic_len = (uint8_t)len;
+	q->qid = qid;
+	atomic_store_relaxed(&q->shard, shard);
+	snprintf(dir, sizeof(dir), "%s/consumequeue/%.*s/%u", s->root, (int)len, topic, qid);
+	rc = cq_open(s->io, dir, s->cfg.cq_units, &q->cq);
+	if (rc != 0) {
+		free(q);
+		return rc;
+	}
+	h = qmap_hash(topic, len, qid);
+	q->hnext = s->qmap[h];
+	s->qmap[h] = q;
+	q->lnext = s->queues;
+	s->queues = q;
+	s->n_queues++;
+	*out = q;
+	return 0;
+}
+
+int
+store_queue_get(struct store *s, const char *topic, uint32_t qid, uint32_t shard,
+		struct store_queue **out)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->qlock);
+	rc = queue_get_locked(s, topic, strlen(topic), qid, shard, out);
+	/* A new queue gets its first file now, not on its first put. */
+	if (rc == 0 && !cq_can_append((*out)->cq))
+		rc = cq_prepare_next((*out)->cq);
+	pthread_mutex_unlock(&s->qlock);
+	return rc;
+}
+
+struct clog *
+store_clog(const struct store *s, uint32_t shard)
+{
+	return shard < s->cfg.shards ? s->shard[shard].clog : NULL;
+}
+
+struct cq *
+store_queue_cq(const struct store_queue *q)
+{
+	return q->cq;
+}
+
+/* ---- checkpoint and abort files ---- */
+
+static int
+ckpt_write(struct store *s, bool clean, const struct ckpt_shard *cs)
+{
+	uint8_t buf[CKPT_HDR + CKPT_PER_SHARD * STORE_SHARDS_MAX + 4];
+	size_t n = CKPT_HDR + CKPT_PER_SHARD * s->cfg.shards;
+
+	wire_st_le32(buf, CKPT_MAGIC);
+	wire_st_le32(buf + 4, CKPT_VERSION);
+	wire_st_le32(buf + 8, s->cfg.shards);
+	wire_st_le32(buf + 12, clean ? 1 : 0);
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		uint8_t *p = buf + CKPT_HDR + CKPT_PER_SHARD * i;
+
+		wire_st_le64(p, cs[i].end);
+		wire_st_le64(p + 8, cs[i].cq_safe);
+		wire_st_le64(p + 16, cs[i].indexed);
+	}
+	wire_st_le32(buf + n, crc32_java(buf, n));
+	return store_io_write_atomic(s->io, s->ckpt_path, buf, n + 4);
+}
+
+/* Return: 1 read (clean or not in *clean), 0 none or unusable, -errno. */
+static int
+ckpt_read(struct store *s, bool *clean, struct ckpt_shard *cs)
+{
+	char *buf;
+	size_t len;
+	const uint8_t *p;
+	int rc = store_io_read_file(s->io, s->ckpt_path, 4096, &buf, &len);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0)
+		return rc;
+	p = (const uint8_t *)buf;
+	if (len < CKPT_HDR + 4 || wire_ld_le32(p) != CKPT_MAGIC ||
+	    wire_ld_le32(p + 4) != CKPT_VERSION || wire_ld_le32(p + 8) != s->cfg.shards ||
+	    len != CKPT_HDR + CKPT_PER_SHARD * (size_t)s->cfg.shards + 4 ||
+	    wire_ld_le32(p + len - 4) != crc32_java(p, len - 4)) {
+		log_warn(STORE_TAG,
+			 "checkpoint %s unusable (damaged, or made for another shard count): "
+			 "scanning the whole log",
+			 s->ckpt_path);
+		free(buf);
+		return 0;
+	}
+	*clean = wire_ld_le32(p + 12) == 1;
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		const uint8_t *q = p + CKPT_HDR + CKPT_PER_SHARD * i;
+
+		cs[i].end = wire_ld_le64(q);
+		cs[i].cq_safe = wire_ld_le64(q + 8);
+		cs[i].indexed = wire_ld_le64(q + 16);
+	}
+	free(buf);
+	return 1;
+}
+
+/* ---- recovery ---- */
+
+static int64_t
+unit_tag_hash(const struct wire_msg *m)
+{
+	const char *tags;
+	size_t len;
+
+	if (!wire_props_get(m->props, m->props_len, "TAGS", &tags, &len))
+		return 0;
+	return wire_tag_hash(tags, len);
+}
+
+static bool
+rec_is_dispatched(const struct wire_msg *m)
+{
+	int tx = m->sys_flag & WIRE_SYSFLAG_TX_MASK;
+
+	return tx == WIRE_SYSFLAG_TX_NOT || tx == WIRE_SYSFLAG_TX_COMMIT;
+}
+
+/* Put the unit of record @m (at @phys, @size bytes) into its queue. */
+static int
+dispatch(struct store *s, uint32_t shard, const struct wire_msg *m, int64_t phys, uint32_t size,
+	 struct store_queue **damaged)
+{
+	struct cq_unit u = {.phys = phys, .size = size, .tag_hash = unit_tag_hash(m)};
+	struct store_queue *q;
+	int rc;
+
+	if (!rec_is_dispatched(m) || m->queue_id < 0)
+		return 0;
+	rc = queue_get_locked(s, m->topic, m->topic_len, (uint32_t)m->queue_id, shard, &q);
+	if (rc != 0)
+		return rc == -EINVAL ? 0 : rc; /* a name no queue can have: skip */
+	for (;;) {
+		rc = cq_append(q->cq, (uint64_t)m->queue_offset, &u);
+		if (rc != -EAGAIN)
+			break;
+		rc = cq_prepare_next(q->cq);
+		if (rc != 0)
+			return rc;
+	}
+	if (rc == -EEXIST) {
+		log_err(STORE_TAG,
+			"queue %.*s:%u offset %" PRId64 " disagrees with the log at %" PRId64,
+			(int)m->topic_len, m->topic, m->queue_id, m->queue_offset, phys);
+		return 0;
+	}
+	if (rc == -EINVAL) {
+		log_err(STORE_TAG,
+			"queue %.*s:%u: units missing before offset %" PRId64 " (log at %" PRId64
+			"): rebuilding it",
+			(int)m->topic_len, m->topic, m->queue_id, m->queue_offset, phys);
+		*damaged = q;
+		return -EUCLEAN;
+	}
+	return rc;
+}
+
+/* Re-dispatch every record of @shard from local @from to the end. */
+static int
+redispatch(struct store *s, uint32_t shard, uint64_t from, struct store_queue **damaged)
+{
+	struct clog *c = s->shard[shard].clog;
+	uint64_t end = clog_written(c);
+	uint64_t off = SP_MAX(from, clog_min(c));
+	uint64_t n = 0;
+
+	while (off < end) {
+		const uint8_t *rec;
+		uint64_t next;
+		struct wire_msg m;
+		long r = clog_read(c, off, &rec, &next);
+		int rc;
+
+		if (r == -ENODATA) {
+			off = next;
+			continue;
+		}
+		if (r < 0)
+			return (int)r;
+		if (wire_rec_decode(rec, (size_t)r, 0, &m) != r)
+			return -EBADMSG;
+		rc = dispatch(s, shard, &m, clog_phys(shard, off), (uint32_t)r, damaged);
+		if (rc != 0)
+			return rc;
+		off = next;
+		n++;
+	}
+	log_info(STORE_TAG, "shard %u: re-dispatched %" PRIu64 " records from %" PRIu64, shard, n,
+		 from);
+	return 0;
+}
+
+static int
+rm_rf(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+
+	if (d == NULL)
+		return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d)) != NULL) {
+		char p[PATH_MAX];
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+		if (rm_rf(p) != 0) {
+			closedir(d);
+			return -errno;
+		}
+	}
+	closedir(d);
+	return rmdir(path) == 0 ? 0 : -errno;
+}
+
+/* Open every ConsumeQueue on disk. Sets *rebuild when one had to be dropped. */
+static int
+open_queues(struct store *s, bool *rebuild)
+{
+	char base[2048 + 16];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(base, sizeof(base), "%s/consumequeue", s->root);
+	d = opendir(base);
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d)) != NULL) {
+		char tdir[2048 + 16 + 260];
+		struct dirent *qe;
+		DIR *td;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (!topic_name_ok(de->d_name, strlen(de->d_name))) {
+			log_warn(STORE_TAG, "ignoring %s/%s: not a topic name", base, de->d_name);
+			continue;
+		}
+		snprintf(tdir, sizeof(tdir), "%s/%s", base, de->d_name);
+		td = opendir(tdir);
+		if (td == NULL)
+			continue;
+		while ((qe = readdir(td)) != NULL) {
+			struct store_queue *q;
+			char *end;
+			unsigned long qid;
+			int rc;
+
+			if (qe->d_name[0] == '.')
+				continue;
+			qid = strtoul(qe->d_name, &end, 10);
+			if (*end != '\0' || qid > UINT32_MAX)
+				continue;
+			rc = queue_get_locked(s, de->d_name, strlen(de->d_name), (uint32_t)qid, 0,
+					      &q);
+			if (rc != 0) {
+				char qdir[PATH_MAX + 512];
+
+				snprintf(qdir, sizeof(qdir), "%s/%s", tdir, qe->d_name);
+				log_err(STORE_TAG,
+					"consume queue %s unusable (%s): rebuilding it from the "
+					"log",
+					qdir, strerror(-rc));
+				if (rm_rf(qdir) != 0) {
+					closedir(td);
+					closedir(d);
+					return -EIO;
+				}
+				*rebuild = true;
+			}
+		}
+		closedir(td);
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Drop a damaged queue's files and start it empty (startup only). */
+static int
+queue_reset_locked(struct store *s, struct store_queue *q)
+{
+	char dir[PATH_MAX];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/consumequeue/%s/%u", s->root, q->topic, q->qid);
+	cq_close(q->cq);
+	q->cq = NULL;
+	rc = rm_rf(dir);
+	if (rc != 0)
+		return rc;
+	return cq_open(s->io, dir, s->cfg.cq_units, &q->cq);
+}
+
+/* Does the queue's first unit point at its own record? */
+static bool
+queue_head_ok(struct store *s, struct store_queue *q)
+{
+	uint64_t min = cq_min(q->cq);
+	const uint8_t *rec;
+	struct wire_msg m;
+	struct cq_unit u;
+	long r;
+
+	if (cq_max(q->cq) == min)
+		return true;
+	if (cq_get(q->cq, min, &u) != 0 || clog_phys_shard(u.phys) >= s->cfg.shards)
+		return false;
+	r = store_get_phys(s, u.phys, &rec);
+	if (r <= 0 || (uint32_t)r != u.size || wire_rec_decode(rec, (size_t)r, 0, &m) != r ||
+	    m.queue_offset != (int64_t)min || (uint32_t)m.queue_id != q->qid ||
+	    m.topic_len != q->topic_len || memcmp(m.topic, q->topic, q->topic_len) != 0)
+		return false;
+	return true;
+}
+
+static int
+open_abort_file(struct store *s, bool *existed)
+{
+	int fd = s->io->open(s->io->ctx, s->abort_path, O_RDWR | O_CREAT | O_EXCL, 0644);
+	char dir[PATH_MAX];
+
+	*existed = fd == -EEXIST;
+	if (fd == -EEXIST)
+		return 0;
+	if (fd < 0)
+		return fd;
+	s->io->close(s->io->ctx, fd);
+	snprintf(dir, sizeof(dir), "%s", s->root);
+	return s->io->sync_dir(s->io->ctx, dir);
+}
+
+static void *flusher_main(void *arg);
+static void *service_main(void *arg);
+static void *indexer_main(void *arg);
+
+static void store_free(struct store *s);
+
+int
+store_open(const struct store_cfg *cfg, struct store **out)
+{
+	struct ckpt_shard ck[STORE_SHARDS_MAX] = {0};
+	bool crashed = false;
+	bool clean = false;
+	bool rebuild = false;
+	struct store *s;
+	int have_ckpt;
+	int rc;
+
+	if (cfg->shards == 0 || cfg->shards > STORE_SHARDS_MAX || cfg->root == NULL ||
+	    cfg->cq_units == 0 || cfg->flush_interval_ms == 0)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->io = cfg->io ? cfg->io : &store_io_posix;
+	pthread_mutex_init(&s->qlock, NULL);
+	if (snprintf(s->root, sizeof(s->root), "%s", cfg->root) >= (int)sizeof(s->root)) {
+		rc = -ENAMETOOLONG;
+		goto err_close;
+	}
+	s->cfg.root = s->root;
+	snprintf(s->abort_path, sizeof(s->abort_path), "%s/abort", s->root);
+	snprintf(s->ckpt_path, sizeof(s->ckpt_path), "%s/checkpoint", s->root);
+	rc = store_mkdirs(s->root);
+	if (rc != 0)
+		goto err_close;
+
+	rc = open_abort_file(s, &crashed);
+	if (rc != 0)
+		goto err_close;
+	have_ckpt = ckpt_read(s, &clean, ck);
+	if (have_ckpt < 0) {
+		rc = have_ckpt;
+		goto err_close;
+	}
+	if (crashed || !clean)
+		log_warn(STORE_TAG, "%s: %s; recovering by scanning the log", s->root,
+			 crashed ? "the last run did not shut down cleanly"
+				 : "no clean checkpoint");
+
+	pthread_mutex_lock(&s->qlock);
+	rc = open_queues(s, &rebuild);
+	pthread_mutex_unlock(&s->qlock);
+	if (rc != 0)
+		goto err_close;
+
+	for (uint32_t i = 0; i < cfg->shards; i++) {
+		char dir[PATH_MAX + 32];
+		struct clog_cfg cc = {
+			.io = s->io,
+			.dir = dir,
+			.shard = i,
+			.seg_size = cfg->seg_size,
+			.sync_flush = cfg->sync_flush,
+		};
+		bool trust = have_ckpt == 1 && clean && !crashed;
+
+		snprintf(dir, sizeof(dir), "%s/commitlog/%u", s->root, i);
+		rc = clog_open(&cc, &s->shard[i].clog);
+		if (rc != 0)
+			goto err_close;
+		rc = clog_recover(s->shard[i].clog, have_ckpt == 1 ? ck[i].cq_safe : 0,
+				  trust ? (int64_t)ck[i].end : -1);
+		if (rc != 0)
+			goto err_close;
+		snprintf(dir, sizeof(dir), "%s/index/%u", s->root, i);
+		rc = idx_open(s->io, dir, cfg->idx_slots, cfg->idx_entries, &s->shard[i].idx);
+		if (rc != 0)
+			goto err_close;
+	}
+
+	/* ConsumeQueue units past the end of their shard's log are gone. */
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext) {
+		struct cq_unit u;
+		uint64_t max = cq_max(q->cq);
+		uint32_t sh;
+
+		if (max == cq_min(q->cq) || cq_get(q->cq, max - 1, &u) != 0)
+			continue;
+		sh = clog_phys_shard(u.phys);
+		if (sh >= cfg->shards) {
+			rc = cq_truncate_phys(q->cq, 0);
+			continue;
+		}
+		atomic_store_relaxed(&q->shard, sh);
+		rc = cq_truncate_phys(q->cq, clog_phys(sh, clog_written(s->shard[sh].clog)));
+		/* The minimum is not persisted: retention's cut comes from the log. */
+		if (rc == 0)
+			rc = cq_trim_phys(q->cq, clog_phys(sh, clog_min(s->shard[sh].clog)),
+					  clk_wall_ms());
+	}
+	pthread_mutex_unlock(&s->qlock);
+	if (rc != 0)
+		goto err_close;
+
+	/* Queues whose head is damaged are rebuilt from the whole log. */
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext) {
+		if (queue_head_ok(s, q))
+			continue;
+		log_err(STORE_TAG, "consume queue %s:%u does not match the log: rebuilding it",
+			q->topic, q->qid);
+		rc = queue_reset_locked(s, q);
+		rebuild = true;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	if (rc != 0)
+		goto err_close;
+
+	/*
+	 * Every record still in the log has a queue offset >= its queue's
+	 * min (retention trims queues to the log). One that does not means
+	 * the queue lost its first files. Checking the first segment of each
+	 * shard finds that, as a lost head lies at the log's start.
+	 */
+	pthread_mutex_lock(&s->qlock);
+	for (uint32_t i = 0; i < cfg->shards && rc == 0 && !rebuild; i++) {
+		struct clog *c = s->shard[i].clog;
+		uint64_t off = clog_min(c);
+		uint64_t stop = SP_MIN(clog_written(c), off + clog_seg_size(c));
+
+		while (off < stop && !rebuild) {
+			const uint8_t *rec;
+			uint64_t next;
+			struct wire_msg m;
+			struct store_queue *q;
+			long r = clog_read(c, off, &rec, &next);
+
+			if (r < 0 || wire_rec_decode(rec, (size_t)r, 0, &m) != r)
+				break; /* a BLANK: the first segment ends here */
+			off = next;
+			if (!rec_is_dispatched(&m) || m.queue_id < 0)
+				continue;
+			q = qmap_find(s, m.topic, m.topic_len, (uint32_t)m.queue_id);
+			if (q == NULL || (uint64_t)m.queue_offset >= cq_min(q->cq))
+				continue;
+			log_err(STORE_TAG,
+				"consume queue %s:%u starts at %" PRIu64
+				" but the log holds its offset %" PRId64 ": rebuilding it",
+				q->topic, q->qid, cq_min(q->cq), m.queue_offset);
+			rc = queue_reset_locked(s, q);
+			rebuild = true;
+		}
+	}
+	pthread_mutex_unlock(&s->qlock);
+	if (rc != 0)
+		goto err_close;
+
+	/* Re-dispatch what the ConsumeQueues may lack; a gap means a full rebuild. */
+	for (uint32_t i = 0; i < cfg->shards; i++) {
+		struct store_queue *damaged = NULL;
+		uint64_t from;
+
+		if (rebuild || have_ckpt != 1)
+			from = 0;
+		else if (crashed || !clean)
+			from = ck[i].cq_safe;
+		else
+			continue;
+		pthread_mutex_lock(&s->qlock);
+		rc = redispatch(s, i, from, &damaged);
+		if (rc == -EUCLEAN && !rebuild) {
+			rc = queue_reset_locked(s, damaged);
+			rebuild = true;
+			i = UINT32_MAX; /* start over from the beginning of every shard */
+		}
+		pthread_mutex_unlock(&s->qlock);
+		if (rc != 0) {
+			log_err(STORE_TAG, "shard %u: re-dispatch failed: %s", i, strerror(-rc));
+			goto err_close;
+		}
+	}
+
+	/* The indexer resumes after the newest indexed record. */
+	for (uint32_t i = 0; i < cfg->shards; i++) {
+		int64_t last = idx_last_phys(s->shard[i].idx);
+		struct clog *c = s->shard[i].clog;
+
+		atomic_store_relaxed(&s->shard[i].idx_pos, clog_min(c));
+		if (last >= 0 && clog_phys_shard(last) == i) {
+			const uint8_t *rec;
+			uint64_t next;
+
+			if (clog_read(c, clog_phys_local(last), &rec, &next) > 0)
+				atomic_store_relaxed(&s->shard[i].idx_pos, next);
+		}
+		if (have_ckpt == 1 && ck[i].indexed > atomic_load_relaxed(&s->shard[i].idx_pos) &&
+		    ck[i].indexed <= clog_written(c))
+			atomic_store_relaxed(&s->shard[i].idx_pos, ck[i].indexed);
+	}
+
+	{
+		struct ckpt_shard now[STORE_SHARDS_MAX];
+
+		for (uint32_t i = 0; i < cfg->shards; i++) {
+			now[i].end = clog_written(s->shard[i].clog);
+			now[i].cq_safe = now[i].end;
+			now[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
+		}
+		/* All CQ units so far must be durable before cq_safe says so. */
+		for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext)
+			rc = cq_flush(q->cq);
+		if (rc == 0)
+			rc = ckpt_write(s, false, now);
+		if (rc != 0)
+			goto err_close;
+	}
+
+	if (cfg->threads) {
+		for (uint32_t i = 0; i < cfg->shards; i++) {
+			s->shard[i].s = s;
+			s->shard[i].id = i;
+			if (pthread_create(&s->shard[i].flusher, NULL, flusher_main,
+					   &s->shard[i]) != 0) {
+				rc = -EAGAIN;
+				goto err_close;
+			}
+			s->shard[i].flusher_started = true;
+		}
+		if (pthread_create(&s->service, NULL, service_main, s) != 0) {
+			rc = -EAGAIN;
+			goto err_close;
+		}
+		s->service_started = true;
+		if (pthread_create(&s->indexer, NULL, indexer_main, s) != 0) {
+			rc = -EAGAIN;
+			goto err_close;
+		}
+		s->indexer_started = true;
+	}
+	log_info(STORE_TAG, "%s: %u shards, %s, %zu queues", s->root, cfg->shards,
+		 cfg->sync_flush ? "SYNC_FLUSH" : "ASYNC_FLUSH", s->n_queues);
+	*out = s;
+	return 0;
+
+err_close:
+	/* Leave the abort file: the next start must recover again. */
+	store_free(s);
+	return rc;
+}
+
+static void
+store_stop_threads(struct store *s)
+{
+	atomic_store_release(&s->stop, true);
+	for (uint32_t i = 0; i < STORE_SHARDS_MAX; i++) {
+		if (s->shard[i].flusher_started)
+			pthread_join(s->shard[i].flusher, NULL);
+		s->shard[i].flusher_started = false;
+	}
+	if (s->service_started)
+		pthread_join(s->service, NULL);
+	if (s->indexer_started)
+		pthread_join(s->indexer, NULL);
+	s->service_started = false;
+	s->indexer_started = false;
+}
+
+static void
+store_free(struct store *s)
+{
+	store_stop_threads(s);
+	while (s->queues != NULL) {
+		struct store_queue *q = s->queues;
+
+		s->queues = q->lnext;
+		cq_close(q->cq);
+		free(q);
+	}
+	for (uint32_t i = 0; i < STORE_SHARDS_MAX; i++) {
+		clog_close(s->shard[i].clog);
+		idx_close(s->shard[i].idx);
+	}
+	pthread_mutex_destroy(&s->qlock);
+	free(s);
+}
+
+void
+store_close(struct store *s)
+{
+	struct ckpt_shard ck[STORE_SHARDS_MAX];
+	int rc;
+
+	if (s == NULL)
+		return;
+	store_stop_threads(s);
+	while (store_index_round(s) > 0)
+		;
+	rc = store_flush_all(s);
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext)
+		rc = cq_flush(q->cq);
+	pthread_mutex_unlock(&s->qlock);
+	for (uint32_t i = 0; i < s->cfg.shards && rc == 0; i++) {
+		rc = idx_flush(s->shard[i].idx);
+		ck[i].end = clog_flushed(s->shard[i].clog);
+		ck[i].cq_safe = ck[i].end;
+		ck[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
+	}
+	if (rc == 0)
+		rc = ckpt_write(s, true, ck);
+	if (rc == 0)
+		rc = s->io->unlink(s->io->ctx, s->abort_path);
+	if (rc != 0)
+		log_err(STORE_TAG, "%s: unclean shutdown (%s): the next start recovers by scanning",
+			s->root, strerror(-rc));
+	else
+		log_info(STORE_TAG, "%s: closed cleanly", s->root);
+	store_free(s);
+}
+
+/* ---- dataplane operations ---- */
+
+long
+store_put(struct store *s, struct store_queue *q, struct wire_msg *m, struct store_put_res *res)
+{
+	uint32_t shard = atomic_load_relaxed(&q->shard);
+	struct clog *c = s->shard[shard].clog;
+	bool dispatched = rec_is_dispatched(m);
+	uint64_t ticket;
+	long n;
+
+	if (dispatched && !cq_can_append(q->cq))
+		return -EAGAIN;
+	m->topic = q->topic;
+	m->topic_len = q->topic_len;
+	m->queue_id = (int32_t)q->qid;
+	m->queue_offset = dispatched ? (int64_t)cq_max(q->cq) : 0;
+	m->store_ts = clk_wall_ms();
+	m->store_host = s->cfg.store_host;
+	n = clog_append(c, m, &ticket);
+	if (n < 0)
+		return n;
+	if (dispatched) {
+		struct cq_unit u = {
+			.phys = m->phys_offset, .size = (uint32_t)n, .tag_hash = unit_tag_hash(m)};
+
+		/* Checked by cq_can_append(); a failure here is a bug, counted. */
+		if (cq_append(q->cq, (uint64_t)m->queue_offset, &u) != 0)
+			atomic_add_relaxed(&q->cq_errors, 1);
+	}
+	clog_commit(c);
+	res->phys = m->phys_offset;
+	res->qoff = m->queue_offset;
+	res->ticket = ticket;
+	res->shard = shard;
+	res->size = (uint32_t)n;
+	return n;
+}
+
+int
+store_durable(const struct store *s, uint32_t shard, uint64_t ticket)
+{
+	struct clog *c = s->shard[shard].clog;
+	int err = clog_err(c);
+
+	if (!s->cfg.sync_flush)
+		return 1;
+	if (clog_flushed(c) >= ticket)
+		return 1;
+	return err != 0 ? err : 0;
+}
+
+long
+store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec)
+{
+	uint32_t shard = clog_phys_shard(phys);
+	uint64_t next;
+	long r;
+
+	if (phys < 0 || shard >= s->cfg.shards)
+		return -ERANGE;
+	r = clog_read(s->shard[shard].clog, clog_phys_local(phys), rec, &next);
+	return r == -ENODATA ? -ERANGE : r;
+}
+
+uint64_t
+store_queue_min(const struct store *s, const struct store_queue *q)
+{
+	(void)s;
+	return cq_min(q->cq);
+}
+
+uint64_t
+store_queue_max(const struct store *s, const struct store_queue *q)
+{
+	uint64_t min = cq_min(q->cq);
+	uint64_t max = cq_max(q->cq);
+	struct cq_unit u;
+
+	if (!s->cfg.sync_flush)
+		return max;
+	/* Only units whose record is durable (RocketMQ #8239): few are not. */
+	while (max > min && cq_get(q->cq, max - 1, &u) == 0) {
+		struct clog *c = s->shard[clog_phys_shard(u.phys) % s->cfg.shards].clog;
+
+		if (clog_phys_local(u.phys) + u.size <= clog_flushed(c))
+			break;
+		max--;
+	}
+	return max;
+}
+
+long
+store_get(const struct store *s, const struct store_queue *q, uint64_t qoff, const uint8_t **rec,
+	  struct cq_unit *unit)
+{
+	long r;
+
+	if (qoff >= store_queue_max(s, q))
+		return -ERANGE;
+	r = cq_get(q->cq, qoff, unit);
+	if (r != 0)
+		return r;
+	r = store_get_phys(s, unit->phys, rec);
+	if (r > 0 && (uint32_t)r != unit->size)
+		return -EBADMSG;
+	return r;
+}
+
+struct time_ctx {
+	const struct store *s;
+};
+
+static int
+unit_store_time(void *ctx, const struct cq_unit *u, int64_t *out)
+{
+	const struct time_ctx *t = ctx;
+	const uint8_t *rec;
+	struct wire_msg m;
+	long r = store_get_phys(t->s, u->phys, &rec);
+
+	if (r < 0)
+		return (int)r;
+	if (wire_rec_decode(rec, (size_t)r, 0, &m) != r)
+		return -EBADMSG;
+	*out = m.store_ts;
+	return 0;
+}
+
+int
+store_search_time(const struct store *s, const struct store_queue *q, int64_t ms, uint64_t *qoff)
+{
+	struct time_ctx t = {.s = s};
+
+	return cq_search(q->cq, ms, unit_store_time, &t, qoff);
+}
+
+int
+store_earliest_time(const struct store *s, const struct store_queue *q, int64_t *ms)
+{
+	struct time_ctx t = {.s = s};
+	struct cq_unit u;
+	int rc;
+
+	if (store_queue_max(s, q) == cq_min(q->cq))
+		return -ENOENT;
+	rc = cq_get(q->cq, cq_min(q->cq), &u);
+	if (rc != 0)
+		return rc;
+	return unit_store_time(&t, &u, ms);
+}
+
+/* ---- key index ---- */
+
+static bool
+rec_has_key(const struct wire_msg *m, const char *key, size_t klen)
+{
+	const char *v;
+	size_t vlen;
+
+	if (wire_props_get(m->props, m->props_len, "UNIQ_KEY", &v, &vlen) && vlen == klen &&
+	    memcmp(v, key, klen) == 0)
+		return true;
+	if (!wire_props_get(m->props, m->props_len, "KEYS", &v, &vlen))
+		return false;
+	for (size_t i = 0; i < vlen;) {
+		size_t j = i;
+
+		while (j < vlen && v[j] != ' ')
+			j++;
+		if (j - i == klen && memcmp(v + i, key, klen) == 0)
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
+long
+store_query_key(struct store *s, const char *topic, const char *key, int64_t begin_ms,
+		int64_t end_ms, int64_t *phys, size_t max)
+{
+	char full[WIRE_TOPIC_MAX + 2 + 1024 + 8];
+	size_t tlen = strlen(topic);
+	size_t klen = strlen(key);
+	size_t found = 0;
+	int64_t cand[64];
+
+	if (tlen == 0 || tlen > WIRE_TOPIC_MAX || klen == 0 || klen > 1024)
+		return -EINVAL;
+	snprintf(full, sizeof(full), "%s#%s", topic, key);
+	for (uint32_t i = 0; i < s->cfg.shards && found < max; i++) {
+		long n = idx_query(s->shard[i].idx, full, tlen + 1 + klen, begin_ms, end_ms, cand,
+				   ARRAY_SIZE(cand));
+
+		if (n < 0)
+			return n;
+		for (long k = 0; k < n && found < max; k++) {
+			const uint8_t *rec;
+			struct wire_msg m;
+			long r = store_get_phys(s, cand[k], &rec);
+
+			if (r <= 0 || wire_rec_decode(rec, (size_t)r, 0, &m) != r)
+				continue;
+			if (m.topic_len != tlen || memcmp(m.topic, topic, tlen) != 0 ||
+			    !rec_has_key(&m, key, klen))
+				continue;
+			phys[found++] = cand[k];
+		}
+	}
+	return (long)found;
+}
+
+static int
+index_record(struct idx *x, const struct wire_msg *m, int64_t phys)
+{
+	char key[WIRE_TOPIC_MAX + 1 + WIRE_PROPS_MAX];
+	const char *v;
+	size_t vlen;
+	int rc;
+
+	memcpy(key, m->topic, m->topic_len);
+	key[m->topic_len] = '#';
+	if (wire_props_get(m->props, m->props_len, "UNIQ_KEY", &v, &vlen) && vlen > 0) {
+		memcpy(key + m->topic_len + 1, v, vlen);
+		rc = idx_put(x, key, m->topic_len + 1 + vlen, phys, m->store_ts);
+		if (rc != 0)
+			return rc;
+	}
+	if (!wire_props_get(m->props, m->props_len, "KEYS", &v, &vlen))
+		return 0;
+	for (size_t i = 0; i < vlen;) {
+		size_t j = i;
+
+		while (j < vlen && v[j] != ' ')
+			j++;
+		if (j > i) {
+			memcpy(key + m->topic_len + 1, v + i, j - i);
+			rc = idx_put(x, key, m->topic_len + 1 + (j - i), phys, m->store_ts);
+			if (rc != 0)
+				return rc;
+		}
+		i = j + 1;
+	}
+	return 0;
+}
+
+long
+store_index_round(struct store *s)
+{
+	long done = 0;
+
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		struct store_shard *sh = &s->shard[i];
+		uint64_t end = s->cfg.sync_flush ? clog_flushed(sh->clog) : clog_written(sh->clog);
+		uint64_t pos = atomic_load_relaxed(&sh->idx_pos);
+
+		if (pos < clog_min(sh->clog))
+			pos = clog_min(sh->clog);
+		while (pos < end && done < 4096) {
+			const uint8_t *rec;
+			uint64_t next;
+			struct wire_msg m;
+			long r = clog_read(sh->clog, pos, &rec, &next);
+			int rc;
+
+			if (r == -ENODATA) {
+				pos = next;
+				continue;
+			}
+			if (r < 0 || wire_rec_decode(rec, (size_t)r, 0, &m) != r) {
+				atomic_store_relaxed(&sh->idx_pos, pos);
+				return r < 0 ? r : -EBADMSG;
+			}
+			if ((m.sys_flag & WIRE_SYSFLAG_TX_MASK) != WIRE_SYSFLAG_TX_ROLLBACK) {
+				rc = index_record(sh->idx, &m, clog_phys(i, pos));
+				if (rc != 0) {
+					atomic_store_relaxed(&sh->idx_pos, pos);
+					return rc;
+				}
+			}
+			pos = next;
+			done++;
+		}
+		atomic_store_relaxed(&sh->idx_pos, pos);
+	}
+	return done;
+}
+
+/* ---- background threads ---- */
+
+int
+store_flush_all(struct store *s)
+{
+	int first = 0;
+
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		int rc = clog_flush(s->shard[i].clog);
+
+		if (rc != 0 && first == 0)
+			first = rc;
+	}
+	return first;
+}
+
+static double
+disk_used_ratio(const char *path)
+{
+	struct statvfs v;
+
+	if (statvfs(path, &v) != 0 || v.f_blocks == 0)
+		return 0;
+	return 1.0 - (double)v.f_bavail / (double)v.f_blocks;
+}
+
+int
+store_retain(struct store *s, int64_t now_ms)
+{
+	int64_t keep_ms = (int64_t)s->cfg.file_reserved_hours * 3600 * 1000;
+	bool force = disk_used_ratio(s->root) * 100.0 > (double)s->cfg.disk_max_used_ratio;
+	time_t now = (time_t)(now_ms / 1000);
+	struct tm tm;
+	bool due;
+
+	localtime_r(&now, &tm);
+	due = tm.tm_hour == s->cfg.delete_when_hour;
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		uint64_t min;
+		/* Called even when nothing is due: it also frees mappings past their grace. */
+		long n = clog_trim(s->shard[i].clog, due ? now_ms - keep_ms : INT64_MIN, force,
+				   now_ms, &min);
+		int64_t min_phys = clog_phys(i, min);
+		int rc;
+
+		if (n < 0)
+			continue;
+		pthread_mutex_lock(&s->qlock);
+		for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+			if (atomic_load_relaxed(&q->shard) != i)
+				continue;
+			rc = cq_trim_phys(q->cq, min_phys, now_ms);
+			if (rc != 0)
+				log_err(STORE_TAG, "queue %s:%u: trim failed: %s", q->topic, q->qid,
+					strerror(-rc));
+		}
+		pthread_mutex_unlock(&s->qlock);
+		rc = idx_trim_phys(s->shard[i].idx, min_phys);
+		if (rc != 0)
+			log_err(STORE_TAG, "shard %u: index trim failed: %s", i, strerror(-rc));
+	}
+	return 0;
+}
+
+int
+store_service(struct store *s, int64_t now_ms)
+{
+	int first = 0;
+	int rc;
+
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		if (clog_wants_next(s->shard[i].clog)) {
+			rc = clog_prepare_next(s->shard[i].clog);
+			if (rc != 0 && first == 0)
+				first = rc;
+		}
+	}
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+		if (cq_wants_next(q->cq)) {
+			rc = cq_prepare_next(q->cq);
+			if (rc != 0 && first == 0)
+				first = rc;
+		}
+	}
+	pthread_mutex_unlock(&s->qlock);
+
+	if (now_ms - s->last_flush_ms >= (int64_t)s->cfg.flush_interval_ms) {
+		struct ckpt_shard ck[STORE_SHARDS_MAX];
+
+		s->last_flush_ms = now_ms;
+		/* Read before the CQ flush: every unit below these is in it (see DESIGN). */
+		for (uint32_t i = 0; i < s->cfg.shards; i++) {
+			ck[i].end = 0;
+			ck[i].cq_safe = clog_flushed(s->shard[i].clog);
+			ck[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
+		}
+		rc = 0;
+		pthread_mutex_lock(&s->qlock);
+		for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext)
+			rc = cq_flush(q->cq);
+		pthread_mutex_unlock(&s->qlock);
+		if (rc == 0)
+			rc = ckpt_write(s, false, ck);
+		if (rc != 0) {
+			log_err_ratelimited(STORE_TAG, "checkpoint: %s", strerror(-rc));
+			if (first == 0)
+				first = rc;
+		}
+	}
+	if (now_ms - s->last_retention_ms >= 10000) {
+		s->last_retention_ms = now_ms;
+		rc = store_retain(s, now_ms);
+		if (rc != 0 && first == 0)
+			first = rc;
+	}
+	return first;
+}
+
+static void
+sleep_us(long us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+static void *
+flusher_main(void *arg)
+{
+	struct store_shard *sh = arg;
+	struct store *s = sh->s;
+	uint64_t last = clk_mono_ns();
+
+	while (!atomic_load_acquire(&s->stop)) {
+		struct clog *c = sh->clog;
+		uint64_t now = clk_mono_ns();
+		bool pending = clog_written(c) > clog_flushed(c) || clog_err(c) != 0;
+
+		if (s->cfg.sync_flush) {
+			/*
+			 * Group commit: sync as soon as anything is written; appends
+			 * that land during the fdatasync ride the next one.
+			 */
+			if (pending) {
+				if (clog_flush(c) != 0)
+					sleep_us(10000); /* a failing disk: retry at 100 Hz */
+			} else {
+				sleep_us(20);
+			}
+			continue;
+		}
+		if (pending && now - last >= (uint64_t)s->cfg.flush_interval_ms * 1000000) {
+			(void)!clog_flush(c);
+			last = now;
+		} else if (pending) {
+			/* Between syncs, keep the files close behind the appends. */
+			(void)!clog_write_back(c);
+		}
+		sleep_us(1000);
+	}
+	return NULL;
+}
+
+static void *
+service_main(void *arg)
+{
+	struct store *s = arg;
+
+	while (!atomic_load_acquire(&s->stop)) {
+		(void)!store_service(s, clk_wall_ms());
+		sleep_us(1000);
+	}
+	return NULL;
+}
+
+static void *
+indexer_main(void *arg)
+{
+	struct store *s = arg;
+
+	while (!atomic_load_acquire(&s->stop)) {
+		long n = store_index_round(s);
+
+		if (n < 0)
+			log_err_ratelimited(STORE_TAG, "indexer: %s", strerror((int)-n));
+		if (n <= 0)
+			sleep_us(5000);
+	}
+	return NULL;
+}

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_clog.c - CommitLog shard: append, roll, flush, visibility, recovery,
+ * fencing on I/O errors, retention. Small segments make every path run.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io_fault.h"
+#include "common/crc32.h"
+#include "store/clog.h"
+
+#define SEG (64u << 10)
+
+static char dir[256];
+
+static void
+mktmp(void)
+{
+	char tmpl[] = "/tmp/sp-clog-XXXXXX";
+
+	T_ASSERT(mkdtemp(tmpl) != NULL);
+	snprintf(dir, sizeof(dir), "%s/commitlog/3", tmpl);
+}
+
+static void
+rmtmp(void)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%.*s'", (int)(strstr(dir, "/commitlog") - dir), dir);
+	T_ASSERT(system(cmd) == 0);
+}
+
+static int
+count_segments(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	T_ASSERT(d != NULL);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static struct clog *
+open_log(const struct store_io_ops *io, bool sync)
+{
+	struct clog_cfg cfg = {
+		.io = io, .dir = dir, .shard = 3, .seg_size = SEG, .sync_flush = sync};
+	struct clog *c;
+
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	return c;
+}
+
+static uint8_t body[4096];
+
+static void
+msg(struct wire_msg *m, uint32_t i, uint32_t len)
+{
+	memset(m, 0, sizeof(*m));
+	for (uint32_t k = 0; k < len; k++)
+		body[k] = (uint8_t)(i * 7 + k);
+	m->queue_id = (int32_t)(i % 4);
+	m->queue_offset = i / 4;
+	m->store_ts = 1000 + i;
+	m->body = body;
+	m->body_len = len;
+	m->topic = "T";
+	m->topic_len = 1;
+}
+
+/* Append n messages, preparing segments when asked; returns the ends. */
+static void
+append_from(struct clog *c, uint32_t first, uint32_t n, uint32_t len, uint64_t *ends)
+{
+	for (uint32_t i = first; i < first + n; i++) {
+		struct wire_msg m;
+		uint64_t end;
+		long r;
+
+		msg(&m, i, len);
+		r = clog_append(c, &m, &end);
+		if (r == -EAGAIN) {
+			T_ASSERT(clog_wants_next(c));
+			T_ASSERT_EQ(clog_prepare_next(c), 0);
+			r = clog_append(c, &m, &end);
+		}
+		T_ASSERT(r > 0);
+		clog_commit(c);
+		T_ASSERT_EQ(clog_phys_shard(m.phys_offset), 3);
+		T_ASSERT_EQ(clog_phys_local(m.phys_offset) + (uint64_t)r, end);
+		if (ends)
+			ends[i - first] = end;
+	}
+}
+
+static void
+append_n(struct clog *c, uint32_t n, uint32_t len, uint64_t *ends)
+{
+	append_from(c, 0, n, len, ends);
+}
+
+/* Walk the log from the start and check every record. Return: records seen. */
+static uint32_t
+walk(struct clog *c, uint32_t len)
+{
+	uint64_t off = clog_min(c);
+	uint32_t i = 0;
+
+	for (;;) {
+		const uint8_t *rec;
+		uint64_t next;
+		struct wire_msg m;
+		long r = clog_read(c, off, &rec, &next);
+
+		if (r == -ENODATA) {
+			off = next;
+			continue;
+		}
+		if (r == -ERANGE)
+			break;
+		T_ASSERT(r > 0);
+		T_ASSERT_EQ(wire_rec_decode(rec, (size_t)r, WIRE_REC_VERIFY_CRC, &m), r);
+		T_ASSERT_EQ(m.body_len, len);
+		T_ASSERT_EQ(m.body[0], (uint8_t)(i * 7));
+		T_ASSERT_EQ(clog_phys_local(m.phys_offset), off);
+		off = next;
+		i++;
+	}
+	return i;
+}
+
+static void
+test_append_roll_read(void)
+{
+	struct clog *c;
+	struct wire_msg m;
+	uint64_t end;
+
+	mktmp();
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ(clog_written(c), 0);
+	/* Without a prepared segment the roll is refused, not waited for. */
+	for (uint32_t i = 0;; i++) {
+		long r;
+
+		msg(&m, i, 1000);
+		r = clog_append(c, &m, &end);
+		if (r == -EAGAIN)
+			break;
+		T_ASSERT(r > 0);
+		clog_commit(c);
+	}
+	T_ASSERT(clog_wants_next(c));
+	T_ASSERT_EQ(clog_prepare_next(c), 0);
+	T_ASSERT(!clog_wants_next(c));
+	clog_close(c);
+	rmtmp();
+
+	mktmp();
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_n(c, 500, 1000, NULL); /* ~8 segments */
+	T_ASSERT(count_segments() >= 8);
+	T_ASSERT_EQ(walk(c, 1000), 500);
+	/* Too big for any segment. */
+	{
+		static uint8_t big[SEG];
+
+		msg(&m, 0, 10);
+		m.body = big;
+		m.body_len = SEG;
+		T_ASSERT_EQ(clog_append(c, &m, &end), -EMSGSIZE);
+	}
+	clog_close(c);
+	rmtmp();
+}
+
+static void
+test_sync_visibility(void)
+{
+	uint64_t ends[10];
+	const uint8_t *rec;
+	uint64_t next;
+	struct clog *c;
+
+	mktmp();
+	c = open_log(&store_io_posix, true);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_n(c, 10, 100, ends);
+	/* SYNC_FLUSH: nothing is readable before it is durable. */
+	T_ASSERT_EQ(clog_read(c, 0, &rec, &next), -ERANGE);
+	T_ASSERT(clog_flushed(c) < ends[0]);
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ_U64(clog_flushed(c), ends[9]);
+	T_ASSERT(clog_read(c, 0, &rec, &next) > 0);
+	T_ASSERT_EQ(walk(c, 100), 10);
+	clog_close(c);
+	rmtmp();
+}
+
+static void
+test_recover_clean_and_torn(void)
+{
+	uint64_t ends[300];
+	struct clog *c;
+	char path[400];
+	FILE *f;
+
+	mktmp();
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_n(c, 300, 700, ends);
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ(clog_prepare_next(c), 0); /* a prepared, unused segment at close */
+	clog_close(c);
+
+	/* Scan recovery finds the same end and keeps every record. */
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), ends[299]);
+	T_ASSERT_EQ(walk(c, 700), 300);
+	clog_close(c);
+
+	/* Garbage after the last record is cut; CRC damage cuts at that record. */
+	snprintf(path, sizeof(path), "%s/%020llu", dir,
+		 (unsigned long long)(ends[299] - ends[299] % SEG));
+	f = fopen(path, "r+b");
+	T_ASSERT(f != NULL);
+	fseek(f, (long)(ends[299] % SEG), SEEK_SET);
+	fwrite("\x00\x00\x01\x00\xda\xa3\x20\xa7garbage", 1, 15, f);
+	fclose(f);
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), ends[299]);
+	T_ASSERT_EQ(walk(c, 700), 300);
+	clog_close(c);
+
+	/* Flip a body byte of record 100: the log ends before it. */
+	snprintf(path, sizeof(path), "%s/%020llu", dir,
+		 (unsigned long long)(ends[99] - ends[99] % SEG));
+	f = fopen(path, "r+b");
+	T_ASSERT(f != NULL);
+	fseek(f, (long)(ends[99] % SEG) + 95, SEEK_SET);
+	fputc(0x5a, f);
+	fclose(f);
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), ends[99]);
+	T_ASSERT_EQ(walk(c, 700), 100);
+	/* Appends continue at the cut. */
+	append_from(c, 100, 5, 700, NULL);
+	T_ASSERT_EQ(walk(c, 700), 105);
+	clog_close(c);
+
+	/* A trusted end (clean shutdown) is taken without scanning. */
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, (int64_t)ends[10]), 0);
+	T_ASSERT_EQ(walk(c, 700), 11);
+	clog_close(c);
+	rmtmp();
+}
+
+static void
+test_power_loss(void)
+{
+	struct io_fault *f = io_fault_new();
+	uint64_t ends[200];
+	uint64_t durable;
+	struct clog *c;
+
+	mktmp();
+	c = open_log(io_fault_ops(f), true);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_n(c, 100, 500, ends);
+	T_ASSERT_EQ(clog_flush(c), 0);
+	durable = clog_flushed(c);
+	append_n(c, 100, 500, ends + 100); /* never synced */
+	clog_close(c);
+	T_ASSERT(io_fault_power_loss(f, true) > 0);
+
+	c = open_log(io_fault_ops(f), true);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	/* Everything acknowledged survives; nothing unsynced is trusted. */
+	T_ASSERT(clog_written(c) >= durable);
+	T_ASSERT_EQ_U64(clog_written(c), durable);
+	T_ASSERT_EQ(walk(c, 500), 100);
+	clog_close(c);
+	io_fault_free(f);
+	rmtmp();
+}
+
+static void
+test_flush_error_fences(void)
+{
+	struct io_fault *f = io_fault_new();
+	struct wire_msg m;
+	uint64_t end;
+	uint64_t before;
+	struct clog *c;
+
+	mktmp();
+	c = open_log(io_fault_ops(f), true);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_n(c, 10, 100, NULL);
+	before = clog_flushed(c);
+	io_fault_fail(f, IOF_FDATASYNC, EIO);
+	T_ASSERT_EQ(clog_flush(c), -EIO);
+	/* Waiters never see success; new appends are refused with the error. */
+	T_ASSERT_EQ_U64(clog_flushed(c), before);
+	T_ASSERT_EQ(clog_err(c), -EIO);
+	msg(&m, 10, 100);
+	T_ASSERT_EQ(clog_append(c, &m, &end), -EIO);
+	T_ASSERT_EQ(clog_flush(c), -EIO); /* still failing: logged once only */
+	/* The condition clears: the retry rewrites the range and writes resume. */
+	io_fault_fail(f, IOF_FDATASYNC, 0);
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ(clog_err(c), 0);
+	T_ASSERT_EQ_U64(clog_flushed(c), clog_written(c));
+	T_ASSERT(io_fault_calls(f, IOF_PWRITE) > 0);
+	T_ASSERT(clog_append(c, &m, &end) > 0);
+	clog_commit(c);
+	clog_close(c);
+	io_fault_free(f);
+	rmtmp();
+}
+
+static void
+test_enospc_on_new_segment(void)
+{
+	struct io_fault *f = io_fault_new();
+	struct wire_msg m;
+	uint64_t end;
+	struct clog *c;
+	long r;
+
+	mktmp();
+	c = open_log(io_fault_ops(f), false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	io_fault_fail(f, IOF_ALLOCATE, ENOSPC);
+	T_ASSERT_EQ(clog_prepare_next(c), -ENOSPC);
+	do {
+		msg(&m, 0, 1000);
+		r = clog_append(c, &m, &end);
+		clog_commit(c);
+	} while (r > 0);
+	T_ASSERT_EQ(r, -ENOSPC); /* the roll needs the segment the disk refused */
+	io_fault_fail(f, IOF_ALLOCATE, 0);
+	T_ASSERT_EQ(clog_prepare_next(c), 0);
+	T_ASSERT(clog_append(c, &m, &end) > 0);
+	clog_close(c);
+	io_fault_free(f);
+	rmtmp();
+}
+
+static void
+test_trim(void)
+{
+	const uint8_t *rec;
+	uint64_t next;
+	uint64_t min;
+	struct clog *c;
+	int before;
+
+	mktmp();
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_n(c, 400, 1000, NULL);
+	before = count_segments();
+	/* Nothing expired yet (store times are 1000+i ms). */
+	T_ASSERT_EQ(clog_trim(c, 0, false, 0, &min), 0);
+	/* Expire everything: every sealed segment goes, the current stays. */
+	T_ASSERT(clog_trim(c, INT64_MAX, false, 0, &min) >= 5);
+	T_ASSERT(count_segments() <= 2);
+	T_ASSERT(count_segments() < before);
+	T_ASSERT_EQ_U64(clog_min(c), min);
+	T_ASSERT_EQ(clog_read(c, 0, &rec, &next), -ERANGE);
+	T_ASSERT(clog_read(c, min, &rec, &next) > 0 || clog_read(c, min, &rec, &next) == -ENODATA);
+	/* Graveyard mappings are released after the grace period. */
+	T_ASSERT_EQ(clog_trim(c, 0, false, INT64_MAX / 2, &min), 0);
+	clog_close(c);
+
+	/* Reopen starts at the first remaining segment. */
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, min, -1), 0);
+	T_ASSERT_EQ_U64(clog_min(c), min);
+	clog_close(c);
+	rmtmp();
+}
+
+static void
+test_bad_config_and_files(void)
+{
+	struct clog_cfg cfg = {.io = &store_io_posix, .shard = 1, .seg_size = 100};
+	struct clog *c;
+	char path[400];
+	FILE *f;
+
+	mktmp();
+	cfg.dir = dir;
+	T_ASSERT_EQ(clog_open(&cfg, &c), -EINVAL); /* segment too small */
+	cfg.seg_size = SEG;
+	cfg.shard = CLOG_SHARD_MAX + 1;
+	T_ASSERT_EQ(clog_open(&cfg, &c), -EINVAL);
+	cfg.shard = 1;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	clog_close(c);
+	/* A name that is not a multiple of the segment size. */
+	snprintf(path, sizeof(path), "%s/%020d", dir, 12345);
+	f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	fclose(f);
+	T_ASSERT_EQ(clog_open(&cfg, &c), -EINVAL);
+	rmtmp();
+}
+
+T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
+       T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss),
+       T_CASE(test_flush_error_fences), T_CASE(test_enospc_on_new_segment), T_CASE(test_trim),
+       T_CASE(test_bad_config_and_files))
