@@ -260,7 +260,6 @@ main(int argc, char **argv)
 		int p[2];
 		pid_t pid;
 		int st;
-		size_t got = 0;
 
 		CHECK(pipe(p) == 0, "pipe");
 		pid = fork();
@@ -288,7 +287,6 @@ main(int argc, char **argv)
 			}
 			memcpy(acks + n_acks, a, sizeof(a));
 			n_acks += BATCH;
-			got += BATCH;
 		}
 		close(p[0]);
 		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
