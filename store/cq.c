@@ -76,6 +76,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -88,6 +90,10 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "store/cq.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 #define CQ_TAG "store.cq"
 #define CQ_NAME_LEN 20
@@ -435,6 +441,16 @@ file_create(struct cq *q, uint64_t first, struct cq_file *out)
 		rc = io->map(io->ctx, fd, cq_file_bytes(q), &map);
 	if (rc != 0)
 		goto err_unlink;
+	/*
+	 * Pre-fault writable here, on the background thread: otherwise the
+	 * owning core takes a page fault every 204 units (4 KiB / 20 B).
+	 */
+	if (madvise(map, cq_file_bytes(q), MADV_POPULATE_WRITE) != 0) {
+		long page = sysconf(_SC_PAGESIZE);
+
+		for (size_t i = 0; i < cq_file_bytes(q); i += (size_t)page)
+			((volatile uint8_t *)map)[i] = 0;
+	}
 	out->map = map;
 	out->first = first;
 	out->fd = fd;
