@@ -96,6 +96,7 @@ struct store {
 	/* service thread only */
 	int64_t last_flush_ms;
 	int64_t last_retention_ms;
+	int64_t last_resync_ms;
 
 	/* threads */
 	_Atomic bool stop;
@@ -552,6 +553,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->io = cfg->io ? cfg->io : &store_io_posix;
+	clk_init(); /* store times come from clk_wall_ms_fast() */
 	pthread_mutex_init(&s->qlock, NULL);
 	if (snprintf(s->root, sizeof(s->root), "%s", cfg->root) >= (int)sizeof(s->root)) {
 		rc = -ENAMETOOLONG;
@@ -866,7 +868,7 @@ store_put(struct store *s, struct store_queue *q, struct wire_msg *m, struct sto
 	m->topic_len = q->topic_len;
 	m->queue_id = (int32_t)q->qid;
 	m->queue_offset = dispatched ? (int64_t)cq_max(q->cq) : 0;
-	m->store_ts = clk_wall_ms();
+	m->store_ts = clk_wall_ms_fast();
 	m->store_host = s->cfg.store_host;
 	n = clog_append(c, m, &ticket);
 	if (n < 0)
@@ -1246,6 +1248,10 @@ store_service(struct store *s, int64_t now_ms)
 			if (first == 0)
 				first = rc;
 		}
+	}
+	if (now_ms - s->last_resync_ms >= 1000) {
+		s->last_resync_ms = now_ms;
+		clk_wall_resync();
 	}
 	if (now_ms - s->last_retention_ms >= 10000) {
 		s->last_retention_ms = now_ms;

@@ -9,7 +9,8 @@
  * service and indexer threads), appends batches of random messages to four
  * queues on two shards, waits until each batch is durable and then reports
  * every acknowledged (queue, offset, phys, size, CRC) to the parent through
- * a pipe. The parent SIGKILLs it after a random 2-40 ms, then models a
+ * a pipe. The parent SIGKILLs it (one time in four 2-40 ms after the fork,
+ * otherwise 0-30 ms after its first acknowledged batch), then models a
  * power loss: the child's I/O went through the fault table (tests/store/
  * io_fault.c), which copied each file at every successful fdatasync, and
  * every file is put back to that copy, so whatever was written but not
@@ -157,6 +158,18 @@ child(int fd, unsigned seed)
 }
 
 static void
+save_acks(const struct ack *a)
+{
+	if (n_acks + BATCH > cap_acks) {
+		cap_acks = cap_acks ? cap_acks * 2 : 1024;
+		acks = realloc(acks, cap_acks * sizeof(*acks));
+		CHECK(acks != NULL, "oom");
+	}
+	memcpy(acks + n_acks, a, BATCH * sizeof(*a));
+	n_acks += BATCH;
+}
+
+static void
 verify(unsigned iter)
 {
 	struct store_queue *q[QUEUES];
@@ -257,6 +270,7 @@ main(int argc, char **argv)
 	srand(seed);
 	for (unsigned it = 0; it < iters; it++) {
 		struct timespec ts;
+		bool early;
 		int p[2];
 		pid_t pid;
 		int st;
@@ -269,8 +283,22 @@ main(int argc, char **argv)
 			child(p[1], seed + it);
 		}
 		close(p[1]);
+		/*
+		 * One kill in four lands at a random moment from the fork (often
+		 * during open or recovery); the others once the child acknowledged
+		 * its first batch, then 0-30 ms into its run.
+		 */
+		early = rand() % 4 == 0;
+		if (!early) {
+			struct ack a[BATCH];
+			ssize_t n = read(p[0], a, sizeof(a));
+
+			CHECK(n == (ssize_t)sizeof(a), "iteration %u: child died before acking",
+			      it);
+			save_acks(a);
+		}
 		ts.tv_sec = 0;
-		ts.tv_nsec = (2 + rand() % 39) * 1000000L;
+		ts.tv_nsec = (early ? 2 + rand() % 39 : rand() % 31) * 1000000L;
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
 		for (;;) {
@@ -280,13 +308,7 @@ main(int argc, char **argv)
 			if (n <= 0)
 				break;
 			CHECK(n == (ssize_t)sizeof(a), "short ack read");
-			if (n_acks + BATCH > cap_acks) {
-				cap_acks = cap_acks ? cap_acks * 2 : 1024;
-				acks = realloc(acks, cap_acks * sizeof(*acks));
-				CHECK(acks != NULL, "oom");
-			}
-			memcpy(acks + n_acks, a, sizeof(a));
-			n_acks += BATCH;
+			save_acks(a);
 		}
 		close(p[0]);
 		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");

@@ -44,4 +44,22 @@ test_tsc_conversion(void)
 		T_ASSERT_EQ_U64(clk_tsc_to_ns(1000), 1000);
 }
 
-T_MAIN(T_CASE(test_monotonic), T_CASE(test_tsc_conversion))
+static void
+test_wall_fast(void)
+{
+	int64_t slow;
+	int64_t fast;
+
+	clk_init();
+	for (int i = 0; i < 1000; i++) {
+		slow = clk_wall_ms();
+		fast = clk_wall_ms_fast();
+		/* Same clock within the ms rounding and the read gap (generous for CI). */
+		if (fast < slow - 2 || fast > slow + 50)
+			T_FAIL("fast wall %lld vs %lld", (long long)fast, (long long)slow);
+		if (i % 100 == 0)
+			clk_wall_resync();
+	}
+}
+
+T_MAIN(T_CASE(test_monotonic), T_CASE(test_tsc_conversion), T_CASE(test_wall_fast))
