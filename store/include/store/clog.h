@@ -151,6 +151,7 @@ MUST_CHECK int clog_write_back(struct clog *c);
 uint64_t clog_written(const struct clog *c); /* local end of appended data (acquire) */
 uint64_t clog_flushed(const struct clog *c); /* local end of durable data (acquire) */
 uint64_t clog_min(const struct clog *c);     /* first local offset still stored */
+uint64_t clog_syncs(const struct clog *c);   /* flush rounds that synced data (stats) */
 int clog_err(const struct clog *c);	     /* 0, or the error fencing appends */
 uint32_t clog_shard(const struct clog *c);
 uint64_t clog_seg_size(const struct clog *c);
