@@ -118,6 +118,7 @@ store_cfg_default(struct store_cfg *cfg)
 	cfg->idx_entries = IDX_ENTRIES_DEFAULT;
 	cfg->sync_flush = false;
 	cfg->flush_interval_ms = 500;
+	cfg->sync_timeout_ms = 5000;
 	cfg->file_reserved_hours = 72;
 	cfg->delete_when_hour = 4;
 	cfg->disk_max_used_ratio = 75;
@@ -901,6 +902,19 @@ store_durable(const struct store *s, uint32_t shard, uint64_t ticket)
 	if (clog_flushed(c) >= ticket)
 		return 1;
 	return err != 0 ? err : 0;
+}
+
+int
+store_ack_state(const struct store *s, uint32_t shard, uint64_t ticket, uint64_t put_ns,
+		uint64_t now_ns)
+{
+	int d = store_durable(s, shard, ticket);
+
+	if (d != 0)
+		return d;
+	if (now_ns - put_ns >= (uint64_t)s->cfg.sync_timeout_ms * 1000000)
+		return -ETIMEDOUT;
+	return 0;
 }
 
 long

@@ -44,6 +44,7 @@ struct store_cfg {
 	uint32_t idx_entries;
 	bool sync_flush;	      /* flushDiskType=SYNC_FLUSH */
 	uint32_t flush_interval_ms;   /* flushIntervalCommitLog (ASYNC) and CQ/checkpoint period */
+	uint32_t sync_timeout_ms;     /* syncFlushTimeout: SYNC_FLUSH ack deadline */
 	uint32_t file_reserved_hours; /* fileReservedTime */
 	int delete_when_hour;	      /* deleteWhen: hour of day (local) for age-based deletion */
 	uint32_t disk_max_used_ratio; /* diskMaxUsedSpaceRatio, percent */
@@ -105,6 +106,18 @@ MUST_CHECK long store_put(struct store *s, struct store_queue *q, struct wire_ms
  * Return: 1 yes (ASYNC_FLUSH: always), 0 not yet, or the fence error.
  */
 int store_durable(const struct store *s, uint32_t shard, uint64_t ticket);
+
+/**
+ * store_ack_state() - store_durable() with syncFlushTimeout applied.
+ * @put_ns, @now_ns: CLOCK_MONOTONIC (or TSC-converted) times of the put and of now.
+ *
+ * Context: any thread, non-blocking (the owning core polls it).
+ * Return: 1 acknowledge (SEND_OK), 0 keep polling, -ETIMEDOUT answer
+ * FLUSH_DISK_TIMEOUT (the record is stored, not yet durable), or the
+ * shard's fence error (the record may be lost: answer an error).
+ */
+int store_ack_state(const struct store *s, uint32_t shard, uint64_t ticket, uint64_t put_ns,
+		    uint64_t now_ns);
 
 /**
  * store_get() - the record at logical offset @qoff of @q, in place.

@@ -335,6 +335,45 @@ test_flush_error_fences(void)
 	rmtmp();
 }
 
+/* EIO and ENOSPC, on the write-back and on the sync: always a fence, never a success. */
+static void
+test_flush_fault_matrix(void)
+{
+	static const enum io_fault_op ops[] = {IOF_PWRITE, IOF_FDATASYNC};
+	static const int errs[] = {EIO, ENOSPC};
+
+	for (size_t o = 0; o < ARRAY_SIZE(ops); o++) {
+		for (size_t e = 0; e < ARRAY_SIZE(errs); e++) {
+			struct io_fault *f = io_fault_new();
+			uint64_t ends[5];
+			struct wire_msg m;
+			uint64_t end;
+			struct clog *c;
+
+			mktmp();
+			c = open_log(io_fault_ops(f), true);
+			T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+			append_n(c, 5, 200, ends);
+			io_fault_fail(f, ops[o], errs[e]);
+			T_ASSERT_EQ(clog_flush(c), -errs[e]);
+			T_ASSERT(clog_flushed(c) < ends[0]);
+			T_ASSERT_EQ(clog_err(c), -errs[e]);
+			msg(&m, 5, 200);
+			T_ASSERT_EQ(clog_append(c, &m, &end), -errs[e]);
+			io_fault_fail(f, ops[o], 0);
+			T_ASSERT_EQ(clog_flush(c), 0);
+			T_ASSERT_EQ_U64(clog_flushed(c), ends[4]);
+			T_ASSERT(clog_append(c, &m, &end) > 0);
+			clog_commit(c);
+			T_ASSERT_EQ(clog_flush(c), 0);
+			T_ASSERT_EQ(walk(c, 200), 6);
+			clog_close(c);
+			io_fault_free(f);
+			rmtmp();
+		}
+	}
+}
+
 static void
 test_enospc_on_new_segment(void)
 {
@@ -426,5 +465,5 @@ test_bad_config_and_files(void)
 
 T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss),
-       T_CASE(test_flush_error_fences), T_CASE(test_enospc_on_new_segment), T_CASE(test_trim),
-       T_CASE(test_bad_config_and_files))
+       T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
+       T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_bad_config_and_files))

@@ -198,8 +198,12 @@ test_sync_visibility_and_tickets(void)
 	/* Not durable yet: not acknowledged and not readable (RocketMQ #8239). */
 	T_ASSERT_EQ(store_durable(s, r.shard, r.ticket), 0);
 	T_ASSERT_EQ(store_queue_max(s, q[0]), 0);
+	/* syncFlushTimeout: pending before the deadline, FLUSH_DISK_TIMEOUT after it. */
+	T_ASSERT_EQ(store_ack_state(s, r.shard, r.ticket, 1000, 1000 + 4999000000ull), 0);
+	T_ASSERT_EQ(store_ack_state(s, r.shard, r.ticket, 1000, 1000 + 5000000000ull), -ETIMEDOUT);
 	T_ASSERT_EQ(store_flush_all(s), 0);
 	T_ASSERT_EQ(store_durable(s, r.shard, r.ticket), 1);
+	T_ASSERT_EQ(store_ack_state(s, r.shard, r.ticket, 1000, 1000 + 9000000000ull), 1);
 	T_ASSERT_EQ(store_queue_max(s, q[0]), 1);
 	check_msg(s, q[0], 0, 0);
 	store_close(s);
