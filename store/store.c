@@ -1306,15 +1306,19 @@ flusher_main(void *arg)
 			/*
 			 * Group commit: sync as soon as anything is written; appends
 			 * that land during the fdatasync ride the next one. After a
-			 * sync, pause one poll period before the next: the appenders
-			 * whose acks it released refill the batch, instead of the
-			 * next sync starting with the few that raced in.
+			 * sync, give the CPU away once (a zero-length sleep) so the
+			 * appenders it released can refill the batch: on a 2-vCPU
+			 * box this doubled messages per sync at 64 outstanding. A
+			 * longer pause (20 us) only added latency.
 			 */
 			if (pending) {
 				if (clog_flush(c) != 0)
 					sleep_us(10000); /* a failing disk: retry at 100 Hz */
+				else
+					sleep_us(0);
+			} else {
+				sleep_us(20);
 			}
-			sleep_us(20);
 			continue;
 		}
 		if (pending && now - last >= (uint64_t)s->cfg.flush_interval_ms * 1000000) {
