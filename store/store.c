@@ -297,6 +297,43 @@ ckpt_read(struct store *s, bool *clean, struct ckpt_shard *cs)
 
 /* ---- recovery ---- */
 
+/* fdatasync every ConsumeQueue. Return: 0 or the first error. */
+static int
+flush_queues(struct store *s)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext)
+		rc = cq_flush(q->cq);
+	pthread_mutex_unlock(&s->qlock);
+	return rc;
+}
+
+/*
+ * The record at or after *@off below @end, BLANK fillers skipped; *@off is
+ * left on it and the next one starts at *@off + the return value.
+ * Return: record size with *@m, 0 at @end, -errno for a damaged log.
+ */
+static long
+next_record(const struct clog *c, uint64_t *off, uint64_t end, struct wire_msg *m)
+{
+	while (*off < end) {
+		const uint8_t *rec;
+		uint64_t next;
+		long r = clog_read(c, *off, &rec, &next);
+
+		if (r == -ENODATA) {
+			*off = next;
+			continue;
+		}
+		if (r < 0)
+			return r;
+		return wire_rec_decode(rec, (size_t)r, 0, m) == r ? r : -EBADMSG;
+	}
+	return 0;
+}
+
 static int64_t
 unit_tag_hash(const struct wire_msg *m)
 {
@@ -362,29 +399,20 @@ redispatch(struct store *s, uint32_t shard, uint64_t from, struct store_queue **
 	struct clog *c = s->shard[shard].clog;
 	uint64_t end = clog_written(c);
 	uint64_t off = SP_MAX(from, clog_min(c));
+	struct wire_msg m;
 	uint64_t n = 0;
+	long r;
 
-	while (off < end) {
-		const uint8_t *rec;
-		uint64_t next;
-		struct wire_msg m;
-		long r = clog_read(c, off, &rec, &next);
-		int rc;
+	while ((r = next_record(c, &off, end, &m)) > 0) {
+		int rc = dispatch(s, shard, &m, clog_phys(shard, off), (uint32_t)r, damaged);
 
-		if (r == -ENODATA) {
-			off = next;
-			continue;
-		}
-		if (r < 0)
-			return (int)r;
-		if (wire_rec_decode(rec, (size_t)r, 0, &m) != r)
-			return -EBADMSG;
-		rc = dispatch(s, shard, &m, clog_phys(shard, off), (uint32_t)r, damaged);
 		if (rc != 0)
 			return rc;
-		off = next;
+		off += (uint64_t)r;
 		n++;
 	}
+	if (r < 0)
+		return (int)r;
 	log_info(STORE_TAG, "shard %u: re-dispatched %" PRIu64 " records from %" PRIu64, shard, n,
 		 from);
 	return 0;
@@ -662,16 +690,14 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		uint64_t off = clog_min(c);
 		uint64_t stop = SP_MIN(clog_written(c), off + clog_seg_size(c));
 
-		while (off < stop && !rebuild) {
-			const uint8_t *rec;
-			uint64_t next;
-			struct wire_msg m;
-			struct store_queue *q;
-			long r = clog_read(c, off, &rec, &next);
+		struct wire_msg m;
+		long r;
 
-			if (r < 0 || wire_rec_decode(rec, (size_t)r, 0, &m) != r)
-				break; /* a BLANK: the first segment ends here */
-			off = next;
+		/* A BLANK skips to the next segment, which is past stop. */
+		while (!rebuild && (r = next_record(c, &off, stop, &m)) > 0) {
+			struct store_queue *q;
+
+			off += (uint64_t)r;
 			if (!rec_is_dispatched(&m) || m.queue_id < 0)
 				continue;
 			q = qmap_find(s, m.topic, m.topic_len, (uint32_t)m.queue_id);
@@ -741,8 +767,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			now[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
 		}
 		/* All CQ units so far must be durable before cq_safe says so. */
-		for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext)
-			rc = cq_flush(q->cq);
+		rc = flush_queues(s);
 		if (rc == 0)
 			rc = ckpt_write(s, false, now);
 		if (rc != 0)
@@ -830,10 +855,8 @@ store_close(struct store *s)
 	while (store_index_round(s) > 0)
 		;
 	rc = store_flush_all(s);
-	pthread_mutex_lock(&s->qlock);
-	for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext)
-		rc = cq_flush(q->cq);
-	pthread_mutex_unlock(&s->qlock);
+	if (rc == 0)
+		rc = flush_queues(s);
 	for (uint32_t i = 0; i < s->cfg.shards && rc == 0; i++) {
 		rc = idx_flush(s->shard[i].idx);
 		ck[i].end = clog_flushed(s->shard[i].clog);
@@ -1123,32 +1146,24 @@ store_index_round(struct store *s)
 
 		if (pos < clog_min(sh->clog))
 			pos = clog_min(sh->clog);
-		while (pos < end && done < 4096) {
-			const uint8_t *rec;
-			uint64_t next;
-			struct wire_msg m;
-			long r = clog_read(sh->clog, pos, &rec, &next);
-			int rc;
+		struct wire_msg m;
+		long r = 0;
 
-			if (r == -ENODATA) {
-				pos = next;
-				continue;
-			}
-			if (r < 0 || wire_rec_decode(rec, (size_t)r, 0, &m) != r) {
-				atomic_store_relaxed(&sh->idx_pos, pos);
-				return r < 0 ? r : -EBADMSG;
-			}
+		while (done < 4096 && (r = next_record(sh->clog, &pos, end, &m)) > 0) {
 			if ((m.sys_flag & WIRE_SYSFLAG_TX_MASK) != WIRE_SYSFLAG_TX_ROLLBACK) {
-				rc = index_record(sh->idx, &m, clog_phys(i, pos));
+				int rc = index_record(sh->idx, &m, clog_phys(i, pos));
+
 				if (rc != 0) {
 					atomic_store_relaxed(&sh->idx_pos, pos);
 					return rc;
 				}
 			}
-			pos = next;
+			pos += (uint64_t)r;
 			done++;
 		}
 		atomic_store_relaxed(&sh->idx_pos, pos);
+		if (r < 0)
+			return r;
 	}
 	return done;
 }
@@ -1250,11 +1265,7 @@ store_service(struct store *s, int64_t now_ms)
 			ck[i].cq_safe = clog_flushed(s->shard[i].clog);
 			ck[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
 		}
-		rc = 0;
-		pthread_mutex_lock(&s->qlock);
-		for (struct store_queue *q = s->queues; q != NULL && rc == 0; q = q->lnext)
-			rc = cq_flush(q->cq);
-		pthread_mutex_unlock(&s->qlock);
+		rc = flush_queues(s);
 		if (rc == 0)
 			rc = ckpt_write(s, false, ck);
 		if (rc != 0) {
