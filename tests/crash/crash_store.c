@@ -315,7 +315,8 @@ main(int argc, char **argv)
 		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
 		      "iteration %u: child ended by itself (status %d)", it, st);
 		/* Power loss: only what an fdatasync made durable survives. */
-		CHECK(io_fault_shadow_restore(root, shadow) > 0, "iteration %u: restore", it);
+		/* 0 files is fine: an early kill may land before the store wrote any. */
+		CHECK(io_fault_shadow_restore(root, shadow) >= 0, "iteration %u: restore", it);
 		verify(it);
 	}
 	printf("crash_store: %zu acknowledged records verified after %u kills\n", n_acks, iters);
