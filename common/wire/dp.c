@@ -1022,43 +1022,67 @@ wire_dp_disconnect_req_decode(const uint8_t *msg, size_t len)
 long
 wire_dp_ping_req_encode(const struct wire_dp_ping_req *r, uint8_t *buf, size_t cap)
 {
-	if (cap < WIRE_DP_PING_REQ_FIXED)
+	if (r->pad_len && !r->pad)
+		return -EINVAL;
+	if (r->pad_len > WIRE_DP_MSG_LIMIT - WIRE_DP_RESP_HEAD_LEN - WIRE_DP_PING_RESP_FIXED)
+		return -EINVAL;
+	if (cap < WIRE_DP_PING_REQ_FIXED + (size_t)r->pad_len)
 		return -ENOBUFS;
 	wire_st_le64(buf, r->client_ts_ns);
-	return WIRE_DP_PING_REQ_FIXED;
+	if (r->pad_len)
+		memcpy(buf + WIRE_DP_PING_REQ_FIXED, r->pad, r->pad_len);
+	return WIRE_DP_PING_REQ_FIXED + (long)r->pad_len;
 }
 
 int
 wire_dp_ping_req_decode(const uint8_t *msg, size_t len, struct wire_dp_ping_req *r)
 {
-	if (len != WIRE_DP_PING_REQ_FIXED)
+	if (len < WIRE_DP_PING_REQ_FIXED ||
+	    len - WIRE_DP_PING_REQ_FIXED >
+		    WIRE_DP_MSG_LIMIT - WIRE_DP_RESP_HEAD_LEN - WIRE_DP_PING_RESP_FIXED)
 		return -EBADMSG;
 	r->client_ts_ns = wire_ld_le64(msg);
+	r->pad = len > WIRE_DP_PING_REQ_FIXED ? msg + WIRE_DP_PING_REQ_FIXED : NULL;
+	r->pad_len = (uint32_t)(len - WIRE_DP_PING_REQ_FIXED);
 	return 0;
 }
 
 long
 wire_dp_ping_resp_encode(const struct wire_dp_ping_resp *r, uint8_t *buf, size_t cap)
 {
-	const size_t total = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED;
+	const size_t fixed = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED;
 	int err;
 
-	err = resp_begin(&r->head, total, buf, cap);
+	if (r->pad_len && !r->pad)
+		return -EINVAL;
+	if (r->pad_len > WIRE_DP_MSG_LIMIT - fixed)
+		return -EINVAL;
+	if (r->pad_len && r->head.status != WIRE_DP_ST_SUCCESS)
+		return -EINVAL;
+	err = resp_begin(&r->head, fixed + r->pad_len, buf, cap);
 	if (err != 0)
 		return err;
 	wire_st_le64(buf + WIRE_DP_RESP_HEAD_LEN, r->echo_ts_ns);
-	return (long)total;
+	if (r->pad_len)
+		memmove(buf + fixed, r->pad, r->pad_len);
+	return (long)(fixed + r->pad_len);
 }
 
 int
 wire_dp_ping_resp_decode(const uint8_t *msg, size_t len, struct wire_dp_ping_resp *r)
 {
+	const size_t fixed = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED;
 	int err;
 
-	err = resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED, false,
-			     &r->head);
+	if (len < fixed || len > WIRE_DP_MSG_LIMIT)
+		return -EBADMSG;
+	err = resp_head_take(msg, fixed, fixed, false, &r->head);
 	if (err != 0)
 		return err;
 	r->echo_ts_ns = wire_ld_le64(msg + WIRE_DP_RESP_HEAD_LEN);
+	r->pad = len > fixed ? msg + fixed : NULL;
+	r->pad_len = (uint32_t)(len - fixed);
+	if (r->pad_len && r->head.status != WIRE_DP_ST_SUCCESS)
+		return -EBADMSG;
 	return 0;
 }

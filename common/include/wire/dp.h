@@ -480,13 +480,22 @@ MUST_CHECK int wire_dp_disconnect_req_decode(const uint8_t *msg, size_t len);
 
 /* ---- PING (§5.11, §5.12) ---- */
 
+/*
+ * PING may carry opaque padding after its 8 bytes; the response echoes it
+ * after echo_ts_ns (only on SUCCESS). sprocket-bench sizes its transport
+ * round trips with it.
+ */
 struct wire_dp_ping_req {
 	uint64_t client_ts_ns;
+	const uint8_t *pad;
+	uint32_t pad_len;
 };
 
 struct wire_dp_ping_resp {
 	struct wire_dp_resp_head head;
 	uint64_t echo_ts_ns;
+	const uint8_t *pad; /* encode: may point into the output at or after +48 */
+	uint32_t pad_len;
 };
 
 MUST_CHECK long wire_dp_ping_req_encode(const struct wire_dp_ping_req *r, uint8_t *buf, size_t cap);
