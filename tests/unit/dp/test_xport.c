@@ -364,4 +364,231 @@ test_faults_exactly_once(void)
 		free(pp.slot[i].msg);
 }
 
-T_MAIN(T_CASE(test_echo_sizes), T_CASE(test_faults_exactly_once))
+/* ---- garbage, forged packets, limits ---- */
+
+static int
+raw_sock(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct timeval tv = {.tv_sec = 2};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	T_ASSERT(fd >= 0);
+	T_ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	T_ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	return fd;
+}
+
+static void
+raw_send(int fd, struct dp_addr to, const void *buf, size_t len)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET, .sin_addr.s_addr = to.ip, .sin_port = htons(to.port)};
+
+	T_ASSERT_EQ(sendto(fd, buf, len, 0, (struct sockaddr *)&sa, sizeof(sa)), (ssize_t)len);
+}
+
+static long
+raw_pkt(uint8_t *out, const struct wire_dp_hdr *h, const void *pl)
+{
+	long n = wire_dp_hdr_encode(h, out, WIRE_DP_HDR_LEN);
+
+	T_ASSERT_EQ(n, WIRE_DP_HDR_LEN);
+	if (h->payload_len)
+		memcpy(out + WIRE_DP_HDR_LEN, pl, h->payload_len);
+	return WIRE_DP_HDR_LEN + h->payload_len;
+}
+
+/* CONNECT by hand; Return: the decoded answer. */
+static struct wire_dp_connect_resp
+raw_connect(int fd, struct dp_addr to, uint64_t nonce)
+{
+	struct wire_dp_connect_req rq = {.nonce = nonce,
+					 .max_msg = 1u << 20,
+					 .mtu = 1500,
+					 .slots = 2,
+					 .client_id = "raw",
+					 .client_id_len = 3};
+	struct wire_dp_connect_resp rs;
+	struct wire_dp_hdr h = {.type = WIRE_DP_T_REQ, .op = WIRE_DP_OP_CONNECT, .pkt_cnt = 1};
+	uint8_t body[64];
+	uint8_t pkt[2048];
+	long n = wire_dp_connect_req_encode(&rq, body, sizeof(body));
+	ssize_t got;
+
+	T_ASSERT(n > 0);
+	h.msg_len = h.payload_len = (uint32_t)n;
+	raw_send(fd, to, pkt, (size_t)raw_pkt(pkt, &h, body));
+	got = recv(fd, pkt, sizeof(pkt), 0);
+	T_ASSERT(got > WIRE_DP_HDR_LEN);
+	T_ASSERT_EQ(wire_dp_hdr_decode(pkt, (size_t)got, &h), 0);
+	T_ASSERT_EQ(wire_dp_connect_resp_decode(pkt + WIRE_DP_HDR_LEN, h.payload_len, &rs), 0);
+	T_ASSERT_EQ_U64(rs.nonce, nonce);
+	return rs;
+}
+
+static void
+test_garbage(void)
+{
+	struct dp_xsrv_cfg cfg = {.max_sessions = 4};
+	struct dp_xcli_cfg ccfg = {0};
+	struct dp_port *cp = udp_port(0);
+	struct dp_xcli *cli;
+	struct dp_xsess *s;
+	struct srv sv;
+	struct call c;
+	uint8_t pkt[4096];
+	uint8_t ping[8] = {1};
+	uint64_t rng = 12345;
+	int fd = raw_sock();
+
+	srv_start(&sv, &cfg, NULL);
+	struct wire_dp_connect_resp rs = raw_connect(fd, sv.port->local, 77);
+	/* Retransmitted CONNECT: the same session, not a second one. */
+	struct wire_dp_connect_resp rs2 = raw_connect(fd, sv.port->local, 77);
+
+	T_ASSERT_EQ(rs.head.status, 0);
+	T_ASSERT_EQ(rs2.session_id, rs.session_id);
+	T_ASSERT_EQ_U64(rs2.token, rs.token);
+
+	/* Random datagrams and truncations of a valid one. */
+	for (int i = 0; i < 2000; i++) {
+		size_t len = (size_t)((rng >> 33) % sizeof(pkt));
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+
+		for (size_t k = 0; k < len; k++) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			pkt[k] = (uint8_t)(rng >> 56);
+		}
+		if (i % 2)
+			memcpy(pkt, "SPRK", len < 4 ? len : 4); /* get past the magic */
+		raw_send(fd, sv.port->local, pkt, len);
+	}
+	struct wire_dp_hdr h = {.type = WIRE_DP_T_REQ,
+				.token = rs.token,
+				.session_id = rs.session_id,
+				.slot = 0,
+				.op = WIRE_DP_OP_PING,
+				.seq = 1,
+				.pkt_cnt = 1,
+				.msg_len = 8,
+				.payload_len = 8};
+	long n = raw_pkt(pkt, &h, ping);
+
+	for (long k = 0; k < n; k++)
+		raw_send(fd, sv.port->local, pkt, (size_t)k);
+	/* Wrong token, unknown session, oversized counts, geometry lies. */
+	h.token ^= 1;
+	raw_send(fd, sv.port->local, pkt, (size_t)raw_pkt(pkt, &h, ping));
+	h.token ^= 1;
+	h.session_id ^= 0x10000;
+	raw_send(fd, sv.port->local, pkt, (size_t)raw_pkt(pkt, &h, ping));
+	h.session_id ^= 0x10000;
+	n = raw_pkt(pkt, &h, ping);
+	uint32_t huge = 0xffffffffu;
+
+	memcpy(pkt + 32, &huge, 4); /* pkt_cnt */
+	memcpy(pkt + 40, &huge, 4); /* msg_len */
+	raw_send(fd, sv.port->local, pkt, (size_t)n);
+	/* A request over the session's max_msg (1 MiB): MESSAGE_ILLEGAL, not reassembled. */
+	h = (struct wire_dp_hdr){.type = WIRE_DP_T_REQ,
+				 .token = rs.token,
+				 .session_id = rs.session_id,
+				 .op = WIRE_DP_OP_SEND,
+				 .seq = 1,
+				 .slot = 1,
+				 .pkt_cnt = wire_dp_pkt_count(2u << 20, rs.max_payload),
+				 .msg_len = 2u << 20,
+				 .payload_len = rs.max_payload};
+	raw_send(fd, sv.port->local, pkt, (size_t)raw_pkt(pkt, &h, pkt + 2048));
+	ssize_t got = recv(fd, pkt, sizeof(pkt), 0);
+	struct wire_dp_resp_head rh;
+
+	T_ASSERT(got >= WIRE_DP_HDR_LEN + 40);
+	T_ASSERT_EQ(wire_dp_hdr_decode(pkt, (size_t)got, &h), 0);
+	T_ASSERT_EQ(h.type, WIRE_DP_T_RESP);
+	T_ASSERT_EQ(wire_dp_resp_head_decode(pkt + WIRE_DP_HDR_LEN, h.payload_len, &rh), 0);
+	T_ASSERT_EQ(rh.status, WIRE_DP_ST_MESSAGE_ILLEGAL);
+	/* A slot beyond the grant: the session is reset. */
+	h = (struct wire_dp_hdr){.type = WIRE_DP_T_REQ,
+				 .token = rs.token,
+				 .session_id = rs.session_id,
+				 .op = WIRE_DP_OP_PING,
+				 .seq = 1,
+				 .slot = 5,
+				 .pkt_cnt = 1,
+				 .msg_len = 8,
+				 .payload_len = 8};
+	raw_send(fd, sv.port->local, pkt, (size_t)raw_pkt(pkt, &h, ping));
+	got = recv(fd, pkt, sizeof(pkt), 0);
+	T_ASSERT_EQ(got, WIRE_DP_HDR_LEN + WIRE_DP_RESET_LEN);
+	T_ASSERT_EQ(wire_dp_hdr_decode(pkt, (size_t)got, &h), 0);
+	T_ASSERT_EQ(h.type, WIRE_DP_T_RESET);
+
+	/* The server still serves a well-behaved client. */
+	T_ASSERT_EQ(dp_xcli_create(&ccfg, cp, &cli), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 2000, &s), 0);
+	T_ASSERT_EQ(call(cli, s, WIRE_DP_OP_PING, ping, 8, &c), 0);
+	free(c.resp);
+	srv_stop(&sv);
+	const struct dp_xsrv_stats *st = dp_xsrv_stats(sv.x);
+
+	printf("garbage: malformed %llu bad_magic %llu bad_version %llu no_session %llu "
+	       "bad_token %llu geometry %llu too_big %llu\n",
+	       (unsigned long long)st->rx_malformed, (unsigned long long)st->rx_bad_magic,
+	       (unsigned long long)st->rx_bad_version, (unsigned long long)st->rx_no_session,
+	       (unsigned long long)st->rx_bad_token, (unsigned long long)st->rx_bad_geometry,
+	       (unsigned long long)st->rx_too_big);
+	T_ASSERT(st->rx_malformed > 50 && st->rx_bad_magic > 500);
+	T_ASSERT_EQ_U64(st->rx_bad_token, 1);
+	T_ASSERT(st->rx_no_session >= 1);
+	T_ASSERT_EQ_U64(st->rx_too_big, 1);
+	T_ASSERT_EQ_U64(st->tx_reset, 1);
+	T_ASSERT_EQ_U64(st->sessions_opened, 2);
+	dp_xcli_destroy(cli);
+	cp->ops->close(cp);
+	srv_free(&sv);
+	close(fd);
+}
+
+/* A full table refuses clearly; idle sessions expire with a RESET. */
+static void
+test_limits_and_expiry(void)
+{
+	struct dp_xsrv_cfg cfg = {.max_sessions = 2, .idle_timeout_ms = 100};
+	struct dp_xcli_cfg ccfg = {.rto_us = 1000};
+	struct dp_port *cp = udp_port(0);
+	struct dp_xcli *cli;
+	struct dp_xsess *s[3];
+	struct srv sv;
+	struct call c;
+	uint8_t ping[8] = {0};
+
+	srv_start(&sv, &cfg, NULL);
+	T_ASSERT_EQ(dp_xcli_create(&ccfg, cp, &cli), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 2000, &s[0]), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 2000, &s[1]), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 2000, &s[2]), -EBUSY);
+	T_ASSERT_EQ(call(cli, s[0], WIRE_DP_OP_PING, ping, 8, &c), 0);
+	free(c.resp);
+	usleep(400 * 1000);
+	/* Both expired: a request now meets RESET (or silence, if the RESET was sent already). */
+	int err = call(cli, s[0], WIRE_DP_OP_PING, ping, 8, &c);
+
+	T_ASSERT(err == -ECONNRESET || err == -ETIMEDOUT);
+	T_ASSERT(dp_xsess_is_dead(s[0]));
+	/* Room again. */
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 2000, &s[2]), 0);
+	T_ASSERT_EQ(call(cli, s[2], WIRE_DP_OP_PING, ping, 8, &c), 0);
+	free(c.resp);
+	srv_stop(&sv);
+	T_ASSERT(dp_xsrv_stats(sv.x)->sessions_expired >= 2);
+	T_ASSERT_EQ_U64(dp_xsrv_stats(sv.x)->sessions_refused, 1);
+	dp_xcli_destroy(cli);
+	cp->ops->close(cp);
+	srv_free(&sv);
+}
+
+T_MAIN(T_CASE(test_echo_sizes), T_CASE(test_faults_exactly_once), T_CASE(test_garbage),
+       T_CASE(test_limits_and_expiry))
