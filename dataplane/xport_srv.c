@@ -625,6 +625,27 @@ expire_scan(struct dp_xsrv *s)
 	}
 }
 
+static void
+maybe_scan(struct dp_xsrv *s, uint64_t now_ns)
+{
+	if (now_ns >= s->next_scan) {
+		s->next_scan = now_ns + XS_SCAN_NS;
+		expire_scan(s);
+	}
+}
+
+void
+dp_xsrv_input(struct dp_xsrv *s, const struct dp_rx *rx, unsigned n, uint64_t now_ns)
+{
+	s->now = now_ns;
+	s->in_poll = true;
+	for (unsigned i = 0; i < n; i++)
+		rx_one(s, &rx[i]);
+	maybe_scan(s, now_ns);
+	s->in_poll = false;
+	dp_xsrv_flush(s);
+}
+
 unsigned
 dp_xsrv_poll(struct dp_xsrv *s, uint64_t now_ns)
 {
@@ -638,10 +659,7 @@ dp_xsrv_poll(struct dp_xsrv *s, uint64_t now_ns)
 		rx_one(s, &rx[i]);
 	if (n)
 		dp_port_rx_done(s->port);
-	if (now_ns >= s->next_scan) {
-		s->next_scan = now_ns + XS_SCAN_NS;
-		expire_scan(s);
-	}
+	maybe_scan(s, now_ns);
 	s->in_poll = false;
 	dp_xsrv_flush(s);
 	return n;

@@ -9,9 +9,11 @@ import subprocess
 import sys
 
 PREFIXES = {
-    "libsp_base.a": ("log_", "err_", "clk_", "crc32_", "cfg_", "hist_", "sp_assert_fail"),
+    "libsp_base.a": ("log_", "err_", "clk_", "crc32_", "cfg_", "hist_", "ring_", "sp_assert_fail"),
     "libsp_wire.a": ("wire_",),
     "libsp_store.a": ("store_", "clog_", "cq_", "idx_", "meta_"),
+    "libsp_net.a": ("dp_",),
+    "libsp_dp.a": ("dp_",),
 }
 
 

@@ -111,6 +111,15 @@ void dp_xsrv_destroy(struct dp_xsrv *s);
 unsigned dp_xsrv_poll(struct dp_xsrv *s, uint64_t now_ns);
 
 /**
+ * dp_xsrv_input() - process @n datagrams the owner received itself (for a
+ * loop that shares its port with other traffic, e.g. the benchmark's echo
+ * peer, which also reflects raw datagrams). The owner calls rx_done().
+ *
+ * Context: the owning core, non-blocking.
+ */
+void dp_xsrv_input(struct dp_xsrv *s, const struct dp_rx *rx, unsigned n, uint64_t now_ns);
+
+/**
  * dp_xsrv_resp_buf() - a buffer for the @len-byte response to @h.
  *
  * The caller encodes the whole response message (common part first) and

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * lcore.c - the dataplane core's poll loop (see dp/lcore.h).
+ *
+ * Nothing in the loop allocates, locks, logs or makes a syscall that can
+ * sleep, except the idle wait, which happens with the thread offline for
+ * RCU. Counters are written with relaxed atomics so a stats reader on
+ * another thread sees whole values without slowing the core down.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <urcu/urcu-qsbr.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "dp/lcore.h"
+
+#define LINK_CHECK_NS 1000000ull
+#define CMD_BURST 32
+
+static void
+bump(_Atomic uint64_t *c, uint64_t v)
+{
+	/* Single writer: a relaxed load + store is enough and avoids a locked add. */
+	atomic_store_relaxed(c, atomic_load_relaxed(c) + v);
+}
+
+static void *
+lcore_main(void *a)
+{
+	struct dp_lcore *lc = a;
+	const struct dp_lcore_cfg *cfg = &lc->cfg;
+	uint64_t spin_ns = (uint64_t)cfg->spin_us * 1000;
+	uint64_t stall_ns = (uint64_t)cfg->stall_us * 1000;
+	uint64_t last_work = clk_mono_ns();
+	uint64_t next_link = 0;
+	bool link = true;
+	char name[16];
+
+	snprintf(name, sizeof(name), "dp-core-%u", lc->id);
+	pthread_setname_np(pthread_self(), name);
+	urcu_qsbr_register_thread();
+	atomic_store_release(&lc->running, true); /* pairs with nothing: informational */
+	while (!atomic_load_relaxed(&lc->stop)) {
+		uint64_t t0 = clk_mono_ns();
+		uint64_t t1;
+		unsigned work = 0;
+		void *cmds[CMD_BURST];
+		unsigned n;
+
+		if (t0 >= next_link) {
+			bool up = dp_port_link_up(lc->port);
+
+			next_link = t0 + LINK_CHECK_NS;
+			link = up;
+		}
+		if (link)
+			work += dp_xsrv_poll(lc->xsrv, t0);
+		else
+			bump(&lc->st.link_down_polls, 1);
+		n = ring_dequeue_burst(lc->cmd, cmds, CMD_BURST);
+		for (unsigned i = 0; i < n; i++)
+			cfg->on_cmd(lc, cmds[i], cfg->arg);
+		if (n) {
+			bump(&lc->st.cmds, n);
+			dp_xsrv_flush(lc->xsrv);
+		}
+		work += n;
+		if (cfg->tick) {
+			work += cfg->tick(lc, t0, cfg->arg);
+			dp_xsrv_flush(lc->xsrv);
+		}
+		urcu_qsbr_quiescent_state();
+		bump(&lc->st.loops, 1);
+
+		t1 = clk_mono_ns();
+		if (t1 - t0 > stall_ns) {
+			bump(&lc->st.stalls, 1);
+			if (t1 - t0 > atomic_load_relaxed(&lc->st.stall_max_ns))
+				atomic_store_relaxed(&lc->st.stall_max_ns, t1 - t0);
+		}
+		if (work) {
+			last_work = t1;
+			continue;
+		}
+		if (cfg->busy_poll || t1 - last_work < spin_ns)
+			continue;
+		/* Idle: let grace periods pass without us, then wait for packets. */
+		urcu_qsbr_thread_offline();
+		if (ring_count(lc->cmd) == 0)
+			dp_port_wait(lc->port, cfg->wait_us);
+		urcu_qsbr_thread_online();
+		bump(&lc->st.waits, 1);
+	}
+	urcu_qsbr_unregister_thread();
+	return NULL;
+}
+
+static void
+noop_cmd(struct dp_lcore *lc, void *cmd, void *arg)
+{
+	(void)lc;
+	(void)cmd;
+	(void)arg;
+}
+
+int
+dp_lcore_start(struct dp_lcore *lc, unsigned id, const struct dp_lcore_cfg *cfg,
+	       struct dp_port *port, struct dp_xsrv *xsrv)
+{
+	pthread_attr_t attr;
+	int err;
+
+	memset(lc, 0, sizeof(*lc));
+	lc->id = id;
+	lc->cfg = *cfg;
+	lc->port = port;
+	lc->xsrv = xsrv;
+	if (!lc->cfg.spin_us)
+		lc->cfg.spin_us = 50;
+	if (!lc->cfg.wait_us)
+		lc->cfg.wait_us = 1000;
+	if (!lc->cfg.stall_us)
+		lc->cfg.stall_us = 500;
+	if (!lc->cfg.ring_cap)
+		lc->cfg.ring_cap = 1024;
+	if (!lc->cfg.on_cmd)
+		lc->cfg.on_cmd = noop_cmd;
+	err = ring_create(lc->cfg.ring_cap, &lc->cmd);
+	if (err)
+		return err;
+	err = ring_create(lc->cfg.ring_cap, &lc->cpl);
+	if (err)
+		goto err_cmd;
+	pthread_attr_init(&attr);
+	if (cfg->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cfg->cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	err = pthread_create(&lc->thread, &attr, lcore_main, lc);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		log_err("dp.lcore", "core %u: pthread_create failed: %s", id, strerror(err));
+		err = -err;
+		goto err_cpl;
+	}
+	return 0;
+
+err_cpl:
+	ring_free(lc->cpl);
+err_cmd:
+	ring_free(lc->cmd);
+	return err;
+}
+
+void
+dp_lcore_stop(struct dp_lcore *lc)
+{
+	atomic_store_relaxed(&lc->stop, true);
+	pthread_join(lc->thread, NULL);
+	ring_free(lc->cmd);
+	ring_free(lc->cpl);
+	lc->cmd = lc->cpl = NULL;
+}
+
+int
+dp_lcore_post(struct dp_lcore *lc, void *cmd)
+{
+	return ring_enqueue_burst(lc->cmd, &cmd, 1) == 1 ? 0 : -EAGAIN;
+}
+
+int
+dp_lcore_complete(struct dp_lcore *lc, void *cpl)
+{
+	return ring_enqueue_burst(lc->cpl, &cpl, 1) == 1 ? 0 : -EAGAIN;
+}
+
+unsigned
+dp_lcore_reap(struct dp_lcore *lc, void **out, unsigned n)
+{
+	return ring_dequeue_burst(lc->cpl, out, n);
+}
