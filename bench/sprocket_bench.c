@@ -1,0 +1,933 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * sprocket_bench.c - sprocket-bench, the latency tool (docs/benchmarks.md).
+ *
+ *   sprocket-bench ping --backend=udp|af_packet|dpdk --size=64 --duration=5 [--json]
+ *   sprocket-bench echo ...            (the peer; started by `ping` itself)
+ *
+ * `ping` measures, in one run and over the same port backend, the raw port
+ * ping-pong (mode ping-raw: one datagram out, the peer reflects it, no
+ * transport) and the full session transport (mode ping: PING requests with
+ * --size bytes of message, answered by the peer's transport server). The
+ * raw row is the floor the transport is judged against.
+ *
+ * Load: closed loop by default (one request outstanding per slot, --depth
+ * slots per session, --sessions sessions). With --rate=R (requests/s) it is
+ * open loop: request i is due at start + i/R and its latency is measured
+ * from that due time, not from when it actually left, so a stall that delays
+ * later requests is charged to them (coordinated omission corrected, as in
+ * wrk2). Latencies go into an HdrHistogram-style histogram (common/hist.h).
+ *
+ * Without --target, ping starts its own echo peer: a separate process pinned
+ * to the other CPU of --cores. For af_packet it first creates two network
+ * namespaces joined by a veth pair (10.251.x.0/24, removed at exit) and puts
+ * the peer in one and itself in the other; for dpdk the two processes meet
+ * over net_memif with an abstract socket unique to the run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/hist.h"
+#include "dp/port.h"
+#include "dp/xport.h"
+#include "sp_config.h"
+#include "wire/dp.h"
+
+#define HIST_MAX_NS (60ull * 1000000000ull)
+#define RAW_MAGIC 0x57415250u /* "PRAW": never "SPRK", so the peer reflects it */
+#define RAW_TIMEOUT_NS 200000000ull
+#define INFLIGHT_MAX 4096
+
+struct opts {
+	const char *mode;
+	enum dp_backend backend;
+	uint32_t size;
+	double duration;
+	double warmup;
+	double rate;
+	bool json;
+	bool no_raw;
+	bool no_xport;
+	bool busy;
+	unsigned depth;
+	unsigned sessions;
+	int cpu_self;
+	int cpu_peer;
+	const char *target; /* ip:port of a running echo peer */
+	/* port setup */
+	const char *iface;
+	const char *ip;
+	uint16_t port;
+	const char *dpdk_args;
+	/* peer-only */
+	const char *peer_iface;
+	const char *peer_ip;
+	const char *peer_dpdk_args;
+	const char *netns;
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: sprocket-bench ping [options]   transport + raw round trips\n"
+			"       sprocket-bench echo [options]   the echo peer (started by ping)\n"
+			"options:\n"
+			"  --backend=udp|af_packet|dpdk  packet I/O port (default udp)\n"
+			"  --size=BYTES          request message size (default 64)\n"
+			"  --duration=SECONDS    measured time per mode (default 5)\n"
+			"  --warmup=SECONDS      unmeasured time first (default 1)\n"
+			"  --rate=N              open loop at N requests/s (default: closed loop)\n"
+			"  --depth=N             requests in flight per session (default 1)\n"
+			"  --sessions=N          sessions to the peer (default 1)\n"
+			"  --cores=A,B           pin self to A, the peer to B (default 0,1)\n"
+			"  --target=IP:PORT      use a running peer instead of starting one\n"
+			"  --only=raw|ping       run one of the two modes\n"
+			"  --json                one JSON object per result line\n"
+			"  --no-busy             the peer waits in poll() when idle\n"
+			"  --iface, --ip, --port, --dpdk-args          this side's port\n"
+			"  --peer-iface, --peer-ip, --peer-dpdk-args   the peer's port\n");
+}
+
+static int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"backend", required_argument, NULL, 'b'},
+		{"size", required_argument, NULL, 's'},
+		{"duration", required_argument, NULL, 'd'},
+		{"warmup", required_argument, NULL, 'w'},
+		{"rate", required_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
+		{"only", required_argument, NULL, 'o'},
+		{"depth", required_argument, NULL, 'D'},
+		{"sessions", required_argument, NULL, 'S'},
+		{"cores", required_argument, NULL, 'c'},
+		{"target", required_argument, NULL, 't'},
+		{"iface", required_argument, NULL, 'i'},
+		{"ip", required_argument, NULL, 'I'},
+		{"port", required_argument, NULL, 'p'},
+		{"dpdk-args", required_argument, NULL, 'a'},
+		{"peer-iface", required_argument, NULL, 1},
+		{"peer-ip", required_argument, NULL, 2},
+		{"peer-dpdk-args", required_argument, NULL, 3},
+		{"no-busy", no_argument, NULL, 4},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int c;
+
+	*o = (struct opts){.backend = DP_BACKEND_UDP,
+			   .size = 64,
+			   .duration = 5,
+			   .warmup = 1,
+			   .depth = 1,
+			   .sessions = 1,
+			   .cpu_self = 0,
+			   .cpu_peer = 1,
+			   .busy = true};
+	if (argc < 2) {
+		usage();
+		return -1;
+	}
+	o->mode = argv[1];
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (dp_backend_parse(optarg, &o->backend) != 0) {
+				fprintf(stderr, "sprocket-bench: unknown backend '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 's':
+			o->size = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'd':
+			o->duration = atof(optarg);
+			break;
+		case 'w':
+			o->warmup = atof(optarg);
+			break;
+		case 'r':
+			o->rate = atof(optarg);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'o':
+			o->no_raw = strcmp(optarg, "ping") == 0;
+			o->no_xport = strcmp(optarg, "raw") == 0;
+			break;
+		case 'D':
+			o->depth = (unsigned)atoi(optarg);
+			break;
+		case 'S':
+			o->sessions = (unsigned)atoi(optarg);
+			break;
+		case 'c':
+			if (sscanf(optarg, "%d,%d", &o->cpu_self, &o->cpu_peer) < 1) {
+				fprintf(stderr, "sprocket-bench: --cores=A,B\n");
+				return -1;
+			}
+			break;
+		case 't':
+			o->target = optarg;
+			break;
+		case 'i':
+			o->iface = optarg;
+			break;
+		case 'I':
+			o->ip = optarg;
+			break;
+		case 'p':
+			o->port = (uint16_t)atoi(optarg);
+			break;
+		case 'a':
+			o->dpdk_args = optarg;
+			break;
+		case 1:
+			o->peer_iface = optarg;
+			break;
+		case 2:
+			o->peer_ip = optarg;
+			break;
+		case 3:
+			o->peer_dpdk_args = optarg;
+			break;
+		case 4:
+			o->busy = false;
+			break;
+		default:
+			usage();
+			return -1;
+		}
+	}
+	if (o->size < 8 || o->size > WIRE_DP_MSG_MAX_DEFAULT - 48 || o->depth < 1 ||
+	    o->depth > 256 || o->sessions < 1 || o->sessions > 64 || o->duration <= 0) {
+		fprintf(stderr, "sprocket-bench: --size 8..%u, --depth 1..256, --sessions 1..64\n",
+			WIRE_DP_MSG_MAX_DEFAULT - 48);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		fprintf(stderr, "sprocket-bench: cannot pin to cpu %d: %s\n", cpu, strerror(errno));
+}
+
+static int
+open_port(const struct opts *o, const char *iface, const char *ip, uint16_t port,
+	  const char *dpdk_args, struct dp_port **out)
+{
+	struct dp_port_cfg pc = {
+		.backend = o->backend,
+		.base_port = port,
+		.n = 1,
+		.iface = iface,
+		.dpdk_args = dpdk_args,
+		.icmp_guard = true,
+	};
+	struct in_addr a;
+	int err;
+
+	if (ip) {
+		if (inet_pton(AF_INET, ip, &a) != 1) {
+			fprintf(stderr, "sprocket-bench: bad IPv4 address '%s'\n", ip);
+			return -EINVAL;
+		}
+		pc.ip = a.s_addr;
+	} else if (o->backend == DP_BACKEND_UDP) {
+		pc.ip = htonl(INADDR_LOOPBACK);
+	}
+	err = dp_ports_open(&pc, out);
+	if (err)
+		fprintf(stderr, "sprocket-bench: opening the %s port failed: %s\n",
+			dp_backend_name(o->backend), strerror(-err));
+	return err;
+}
+
+/* ---- echo peer ---- */
+
+static void
+echo_handler(struct dp_xsrv *s, const struct dp_xreq *r, void *arg)
+{
+	struct wire_dp_ping_req q;
+	struct wire_dp_ping_resp p = {
+		.head = {.status = WIRE_DP_ST_SUCCESS, .ts_recv_ns = r->ts_recv_ns}};
+	uint32_t len;
+	uint8_t *buf;
+
+	(void)arg;
+	if (r->op != WIRE_DP_OP_PING || wire_dp_ping_req_decode(r->msg, r->len, &q) != 0) {
+		struct wire_dp_resp_head h = {.status = WIRE_DP_ST_BAD_REQUEST,
+					      .ts_recv_ns = r->ts_recv_ns};
+		long fixed = wire_dp_resp_fixed_len(r->op);
+		uint32_t n = WIRE_DP_RESP_HEAD_LEN + (uint32_t)(fixed > 0 ? fixed : 0);
+
+		if (r->op == WIRE_DP_OP_DISCONNECT)
+			h.status = WIRE_DP_ST_SUCCESS;
+		buf = dp_xsrv_resp_buf(s, r->h, n);
+		if (buf &&
+		    (r->op == WIRE_DP_OP_DISCONNECT
+			     ? wire_dp_bare_resp_encode(r->op, &h, buf, n)
+			     : wire_dp_resp_error_encode(r->op, &h, buf, n)) == (long)n &&
+		    dp_xsrv_respond(s, r->h, n) != 0)
+			return; /* the request went away meanwhile: nothing to answer */
+		return;
+	}
+	p.echo_ts_ns = q.client_ts_ns;
+	p.pad = q.pad;
+	p.pad_len = q.pad_len;
+	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED + q.pad_len;
+	buf = dp_xsrv_resp_buf(s, r->h, len);
+	if (!buf)
+		return; /* the client retries */
+	p.head.ts_handled_ns = clk_mono_ns();
+	if (wire_dp_ping_resp_encode(&p, buf, len) == (long)len &&
+	    dp_xsrv_respond(s, r->h, len) != 0)
+		return;
+}
+
+static int
+run_echo(const struct opts *o)
+{
+	struct dp_xsrv_cfg xc = {.max_sessions = 256, .big_bufs = 64};
+	struct dp_port *port;
+	struct dp_xsrv *x;
+	char addr[INET_ADDRSTRLEN];
+	int err;
+
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	pin(o->cpu_self);
+	err = open_port(o, o->iface, o->ip, o->port, o->dpdk_args, &port);
+	if (err)
+		return 1;
+	err = dp_xsrv_create(&xc, port, echo_handler, NULL, &x);
+	if (err) {
+		fprintf(stderr, "sprocket-bench echo: transport: %s\n", strerror(-err));
+		return 1;
+	}
+	inet_ntop(AF_INET, &port->local.ip, addr, sizeof(addr));
+	printf("ready %s %u\n", addr, port->local.port);
+	fflush(stdout);
+	while (!stop_flag) {
+		struct dp_rx rx[DP_BURST_MAX];
+		struct dp_rx xp[DP_BURST_MAX];
+		struct dp_tx tx[DP_BURST_MAX];
+		unsigned n = dp_port_rx_burst(port, rx, DP_BURST_MAX);
+		unsigned nx = 0;
+		unsigned nt = 0;
+
+		if (n == 0) {
+			if (!o->busy)
+				dp_port_wait(port, 1000);
+			dp_xsrv_input(x, NULL, 0, clk_mono_ns()); /* timers */
+			continue;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			uint32_t m = 0;
+
+			if (rx[i].len >= 4)
+				memcpy(&m, rx[i].data, 4);
+			if (m == RAW_MAGIC)
+				tx[nt++] = (struct dp_tx){
+					.data = rx[i].data, .len = rx[i].len, .dst = rx[i].src};
+			else
+				xp[nx++] = rx[i];
+		}
+		if (nt)
+			(void)dp_port_tx_burst(port, tx, nt);
+		dp_xsrv_input(x, xp, nx, clk_mono_ns());
+		dp_port_rx_done(port);
+	}
+	dp_xsrv_destroy(x);
+	dp_ports_close(&port, 1);
+	return 0;
+}
+
+/* ---- results ---- */
+
+struct result {
+	const char *mode;
+	uint64_t count;
+	uint64_t lost;
+	double secs;
+	struct hist *h;
+	uint64_t srv_ns; /* sum of broker-side time (ts_sent - ts_recv), transport only */
+};
+
+static void
+print_result(const struct opts *o, const struct result *r)
+{
+	struct hist *h = r->h;
+	double rate = r->secs > 0 ? (double)r->count / r->secs : 0;
+
+	if (o->json) {
+		printf("{\"mode\":\"%s\",\"backend\":\"%s\",\"size\":%u,\"count\":%llu,"
+		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"rate\":%.0f,"
+		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
+		       "\"p9999_ns\":%llu,\"max_ns\":%llu,\"msgs_per_s\":%.0f,"
+		       "\"server_mean_ns\":%.0f}\n",
+		       r->mode, dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
+		       (unsigned long long)r->lost, o->depth, o->sessions, o->rate,
+		       (unsigned long long)hist_percentile(h, 50),
+		       (unsigned long long)hist_percentile(h, 90),
+		       (unsigned long long)hist_percentile(h, 99),
+		       (unsigned long long)hist_percentile(h, 99.9),
+		       (unsigned long long)hist_percentile(h, 99.99),
+		       (unsigned long long)hist_max(h), rate,
+		       r->count ? (double)r->srv_ns / (double)r->count : 0);
+	} else {
+		printf("%-9s %-9s %7u %10llu %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %11.0f\n", r->mode,
+		       dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
+		       hist_percentile(h, 50) / 1e3, hist_percentile(h, 90) / 1e3,
+		       hist_percentile(h, 99) / 1e3, hist_percentile(h, 99.9) / 1e3,
+		       hist_percentile(h, 99.99) / 1e3, hist_max(h) / 1e3, rate);
+		if (r->lost)
+			printf("          (%llu lost: no answer within %llu ms)\n",
+			       (unsigned long long)r->lost,
+			       (unsigned long long)(RAW_TIMEOUT_NS / 1000000));
+	}
+	fflush(stdout);
+}
+
+/* ---- raw ping-pong ---- */
+
+struct raw_hdr {
+	uint32_t magic;
+	uint32_t pad;
+	uint64_t seq;
+};
+
+static void
+run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, struct result *res)
+{
+	uint8_t *buf = calloc(1, o->size < 16 ? 16 : o->size);
+	uint64_t *due = calloc(INFLIGHT_MAX, sizeof(uint64_t));
+	uint64_t interval = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
+	uint64_t t_start = clk_mono_ns();
+	uint64_t warm_end = t_start + (uint64_t)(o->warmup * 1e9);
+	uint64_t end = warm_end + (uint64_t)(o->duration * 1e9);
+	uint64_t sent = 0;
+	uint64_t acked = 0; /* lowest seq not yet answered or given up */
+	uint64_t measured_from = UINT64_MAX;
+
+	struct raw_hdr rh = {.magic = RAW_MAGIC};
+
+	for (;;) {
+		uint64_t now = clk_mono_ns();
+
+		if (now >= end && acked == sent)
+			break;
+		if (measured_from == UINT64_MAX && now >= warm_end)
+			measured_from = sent;
+		/* Send what is due: closed loop one at a time; open loop on schedule. */
+		if (now < end && sent - acked < INFLIGHT_MAX &&
+		    (interval ? now >= t_start + sent * interval : sent == acked)) {
+			uint64_t d = interval ? t_start + sent * interval : now;
+			struct dp_tx t = {
+				.data = buf, .len = o->size < 16 ? 16 : o->size, .dst = peer};
+
+			rh.seq = sent;
+			memcpy(buf, &rh, sizeof(rh));
+			due[sent % INFLIGHT_MAX] = d;
+			(void)dp_port_tx_burst(port, &t, 1);
+			sent++;
+		}
+		struct dp_rx rx[DP_BURST_MAX];
+		unsigned n = dp_port_rx_burst(port, rx, DP_BURST_MAX);
+
+		now = clk_mono_ns();
+		for (unsigned i = 0; i < n; i++) {
+			struct raw_hdr got;
+
+			if (rx[i].len < sizeof(got))
+				continue;
+			memcpy(&got, rx[i].data, sizeof(got));
+			if (got.magic != RAW_MAGIC || got.seq < acked || got.seq >= sent)
+				continue;
+			if (got.seq >= measured_from) {
+				hist_record(res->h, now - due[got.seq % INFLIGHT_MAX]);
+				res->count++;
+			}
+			/* Answers come back in order on one path; older ones were lost. */
+			if (got.seq > acked && got.seq >= measured_from)
+				res->lost += got.seq - SP_MAX(acked, measured_from);
+			acked = got.seq + 1;
+		}
+		if (n)
+			dp_port_rx_done(port);
+		if (acked < sent && now - due[acked % INFLIGHT_MAX] > RAW_TIMEOUT_NS) {
+			if (acked >= measured_from)
+				res->lost++;
+			acked++;
+		}
+	}
+	res->secs = o->duration;
+	free(due);
+	free(buf);
+}
+
+/* ---- transport ping ---- */
+
+struct xreq {
+	struct xrun *run;
+	uint8_t *msg;
+	uint64_t due;
+	bool busy;
+	bool measured;
+};
+
+struct xrun {
+	struct result *res;
+	uint64_t done;
+	uint64_t errors;
+};
+
+static void
+xdone(void *arg, int err, const uint8_t *msg, uint32_t len)
+{
+	struct xreq *q = arg;
+	struct wire_dp_ping_resp p;
+	uint64_t now = clk_mono_ns();
+
+	q->busy = false;
+	q->run->done++;
+	if (err || wire_dp_ping_resp_decode(msg, len, &p) != 0 ||
+	    p.head.status != WIRE_DP_ST_SUCCESS) {
+		q->run->errors++;
+		return;
+	}
+	if (q->measured) {
+		hist_record(q->run->res->h, now - q->due);
+		q->run->res->count++;
+		if (p.head.ts_sent_ns > p.head.ts_recv_ns)
+			q->run->res->srv_ns += p.head.ts_sent_ns - p.head.ts_recv_ns;
+	}
+}
+
+static int
+run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, struct result *res)
+{
+	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MAX(8u, o->depth)};
+	unsigned nreq = o->depth * o->sessions;
+	struct dp_xsess *sess[64];
+	struct xreq *reqs = calloc(nreq, sizeof(*reqs));
+	struct xrun run = {.res = res};
+	struct dp_xcli *cli;
+	uint64_t interval = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
+	uint64_t issued = 0;
+	uint64_t t_start;
+	uint64_t warm_end;
+	uint64_t end;
+	int err;
+
+	err = dp_xcli_create(&cc, port, &cli);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < o->sessions; i++) {
+		err = dp_xcli_connect(cli, peer, 5000, &sess[i]);
+		if (err) {
+			fprintf(stderr, "sprocket-bench: connect to the peer failed: %s\n",
+				strerror(-err));
+			return err;
+		}
+	}
+	for (unsigned i = 0; i < nreq; i++) {
+		struct wire_dp_ping_req q = {.client_ts_ns = i, .pad_len = o->size - 8};
+
+		reqs[i].run = &run;
+		reqs[i].msg = calloc(1, o->size);
+		q.pad = reqs[i].msg + 8; /* aliasing is fine: padding content is opaque */
+		if (!reqs[i].msg || wire_dp_ping_req_encode(&q, reqs[i].msg, o->size) < 0)
+			return -ENOMEM;
+	}
+	t_start = clk_mono_ns();
+	warm_end = t_start + (uint64_t)(o->warmup * 1e9);
+	end = warm_end + (uint64_t)(o->duration * 1e9);
+	for (;;) {
+		uint64_t now = clk_mono_ns();
+		bool any_busy = false;
+
+		for (unsigned i = 0; i < nreq; i++) {
+			struct xreq *q = &reqs[i];
+			uint64_t d;
+
+			if (q->busy) {
+				any_busy = true;
+				continue;
+			}
+			if (now >= end)
+				continue;
+			d = interval ? t_start + issued * interval : now;
+			if (interval && now < d)
+				break;
+			q->due = d;
+			q->measured = d >= warm_end;
+			memcpy(q->msg, &d, 8);
+			if (dp_xcli_submit(sess[i / o->depth], WIRE_DP_OP_PING, q->msg, o->size,
+					   xdone, q) != 0)
+				continue;
+			q->busy = true;
+			any_busy = true;
+			issued++;
+		}
+		if (now >= end && !any_busy)
+			break;
+		(void)dp_xcli_poll(cli);
+		for (unsigned i = 0; i < o->sessions; i++) {
+			if (dp_xsess_is_dead(sess[i])) {
+				fprintf(stderr, "sprocket-bench: session to the peer died\n");
+				return -ECONNRESET;
+			}
+		}
+	}
+	res->secs = o->duration;
+	res->lost = run.errors;
+	for (unsigned i = 0; i < o->sessions; i++)
+		dp_xcli_close(sess[i], 500);
+	dp_xcli_destroy(cli);
+	for (unsigned i = 0; i < nreq; i++)
+		free(reqs[i].msg);
+	free(reqs);
+	return 0;
+}
+
+/* ---- peer process and topology ---- */
+
+struct topo {
+	char ns_self[64];
+	char ns_peer[64];
+	char runtime_dir[128];
+	pid_t peer;
+	bool made_ns;
+};
+
+static struct topo g_topo;
+
+static int sh(const char *fmt, ...) SP_PRINTF(1, 2);
+
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	if (rc != 0)
+		fprintf(stderr, "sprocket-bench: '%s' failed (%d)\n", cmd, rc);
+	return rc;
+}
+
+static void
+topo_cleanup(void)
+{
+	if (g_topo.peer > 0) {
+		kill(g_topo.peer, SIGTERM);
+		waitpid(g_topo.peer, NULL, 0);
+		g_topo.peer = 0;
+	}
+	if (g_topo.made_ns) {
+		/* Deleting a namespace removes its end of the veth and so the pair. */
+		sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null; true", g_topo.ns_self,
+		   g_topo.ns_peer);
+		g_topo.made_ns = false;
+	}
+	if (g_topo.runtime_dir[0]) {
+		sh("rm -rf %s", g_topo.runtime_dir);
+		g_topo.runtime_dir[0] = 0;
+	}
+}
+
+static int
+enter_ns(const char *name)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "sprocket-bench: cannot enter netns %s: %s\n", name,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Starts `argv0 echo <args>` (in @ns if set); reads its "ready IP PORT" line. */
+static int
+start_peer(const char *self, const char *ns, char *const *args, struct dp_addr *peer)
+{
+	int pfd[2];
+	char line[256];
+	char ip[64];
+	unsigned port;
+	FILE *f;
+	pid_t pid;
+
+	if (pipe(pfd) != 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char *argv[40];
+		int k = 0;
+
+		dup2(pfd[1], STDOUT_FILENO);
+		close(pfd[0]);
+		close(pfd[1]);
+		if (ns && enter_ns(ns) != 0)
+			_exit(127);
+		argv[k++] = (char *)self;
+		argv[k++] = (char *)"echo";
+		for (int i = 0; args[i] && k < 39; i++)
+			argv[k++] = args[i];
+		argv[k] = NULL;
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	g_topo.peer = pid;
+	f = fdopen(pfd[0], "r");
+	if (!f || !fgets(line, sizeof(line), f) || sscanf(line, "ready %63s %u", ip, &port) != 2) {
+		fprintf(stderr, "sprocket-bench: the echo peer did not start\n");
+		return -EIO;
+	}
+	/* Keep the pipe open: the peer's later prints must not hit a closed pipe. */
+	inet_pton(AF_INET, ip, &peer->ip);
+	peer->port = (uint16_t)port;
+	return 0;
+}
+
+static void
+print_header(const struct opts *o)
+{
+	struct utsname u;
+	char model[128] = "?";
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+
+		if (strncmp(line, "model name", 10) == 0 && p) {
+			snprintf(model, sizeof(model), "%s", p + 2);
+			model[strcspn(model, "\n")] = 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	uname(&u);
+	if (o->json) {
+		printf("{\"machine\":{\"cpus\":%ld,\"cpu\":\"%s\",\"kernel\":\"%s\"},"
+		       "\"version\":\"%s\"}\n",
+		       sysconf(_SC_NPROCESSORS_ONLN), model, u.release, SP_VERSION);
+		return;
+	}
+	printf("# sprocket-bench %s on %ld cpus (%s), kernel %s\n", SP_VERSION,
+	       sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
+	printf("# %s load, depth %u x %u sessions; latency in us%s\n",
+	       o->rate > 0 ? "open-loop" : "closed-loop", o->depth, o->sessions,
+	       o->rate > 0 ? " from the intended send time" : "");
+	printf("%-9s %-9s %7s %10s %8s %8s %8s %8s %9s %9s %11s\n", "mode", "backend", "size",
+	       "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "msgs/s");
+}
+
+static int
+run_ping(const struct opts *o, const char *self)
+{
+	struct opts me = *o;
+	struct dp_addr peer = {0};
+	struct dp_port *port;
+	char *pargs[32];
+	char buf[8][256];
+	int np = 0;
+	int rc = 1;
+
+	atexit(topo_cleanup);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	clk_init();
+	snprintf(buf[0], sizeof(buf[0]), "--backend=%s", dp_backend_name(o->backend));
+	pargs[np++] = buf[0];
+	snprintf(buf[1], sizeof(buf[1]), "--cores=%d", o->cpu_peer);
+	pargs[np++] = buf[1];
+	if (!o->busy)
+		pargs[np++] = (char *)"--no-busy";
+
+	if (o->target) {
+		char ip[64];
+		unsigned port_no;
+
+		if (sscanf(o->target, "%63[^:]:%u", ip, &port_no) != 2 ||
+		    inet_pton(AF_INET, ip, &peer.ip) != 1) {
+			fprintf(stderr, "sprocket-bench: --target=IP:PORT\n");
+			return 1;
+		}
+		peer.port = (uint16_t)port_no;
+	} else if (o->backend == DP_BACKEND_UDP) {
+		pargs[np++] = (char *)"--ip=127.0.0.1";
+		pargs[np] = NULL;
+		if (start_peer(self, NULL, pargs, &peer) != 0)
+			return 1;
+	} else if (o->backend == DP_BACKEND_AF_PACKET) {
+		/* Two namespaces and a veth pair, ours alone; removed at exit. */
+		unsigned tag = (unsigned)getpid() % 200 + 20;
+
+		snprintf(g_topo.ns_self, sizeof(g_topo.ns_self), "spb-%d-a", (int)getpid());
+		snprintf(g_topo.ns_peer, sizeof(g_topo.ns_peer), "spb-%d-b", (int)getpid());
+		g_topo.made_ns = true;
+		if (sh("ip netns add %s && ip netns add %s && "
+		       "ip link add spb%da netns %s type veth peer name spb%db netns %s && "
+		       "ip -n %s addr add 10.251.%u.1/24 dev spb%da && "
+		       "ip -n %s addr add 10.251.%u.2/24 dev spb%db && "
+		       "ip -n %s link set spb%da up && ip -n %s link set spb%db up && "
+		       "ip -n %s link set lo up && ip -n %s link set lo up",
+		       g_topo.ns_self, g_topo.ns_peer, (int)getpid(), g_topo.ns_self, (int)getpid(),
+		       g_topo.ns_peer, g_topo.ns_self, tag, (int)getpid(), g_topo.ns_peer, tag,
+		       (int)getpid(), g_topo.ns_self, (int)getpid(), g_topo.ns_peer, (int)getpid(),
+		       g_topo.ns_self, g_topo.ns_peer) != 0)
+			return 1;
+		snprintf(buf[2], sizeof(buf[2]), "--iface=spb%db", (int)getpid());
+		snprintf(buf[3], sizeof(buf[3]), "--ip=10.251.%u.2", tag);
+		pargs[np++] = buf[2];
+		pargs[np++] = buf[3];
+		pargs[np++] = (char *)"--port=9100";
+		pargs[np] = NULL;
+		if (start_peer(self, g_topo.ns_peer, pargs, &peer) != 0)
+			return 1;
+		if (enter_ns(g_topo.ns_self) != 0)
+			return 1;
+		snprintf(buf[4], sizeof(buf[4]), "spb%da", (int)getpid());
+		snprintf(buf[5], sizeof(buf[5]), "10.251.%u.1", tag);
+		me.iface = buf[4];
+		me.ip = buf[5];
+		me.port = 9000;
+	} else {
+		/* dpdk: both ends on net_memif, an abstract socket unique to this run. */
+		static char self_args[512];
+		static char peer_args[600];
+
+		snprintf(g_topo.runtime_dir, sizeof(g_topo.runtime_dir), "/tmp/spb-dpdk-%d",
+			 (int)getpid());
+		mkdir(g_topo.runtime_dir, 0700);
+		setenv("RUNTIME_DIRECTORY", g_topo.runtime_dir, 1);
+		snprintf(peer_args, sizeof(peer_args),
+			 "--dpdk-args=-l %d --no-pci --no-huge --no-shconf --no-telemetry "
+			 "--file-prefix=spb-peer-%d "
+			 "--vdev=net_memif0,role=server,socket=/spb-%d,socket-abstract=yes",
+			 o->cpu_peer, (int)getpid(), (int)getpid());
+		snprintf(self_args, sizeof(self_args),
+			 "-l %d --no-pci --no-huge --no-shconf --no-telemetry --file-prefix=spb-%d "
+			 "--vdev=net_memif0,role=client,socket=/spb-%d,socket-abstract=yes",
+			 o->cpu_self, (int)getpid(), (int)getpid());
+		pargs[np++] = peer_args;
+		pargs[np++] = (char *)"--ip=10.250.0.2";
+		pargs[np++] = (char *)"--port=9100";
+		pargs[np] = NULL;
+		if (start_peer(self, NULL, pargs, &peer) != 0)
+			return 1;
+		if (!me.dpdk_args)
+			me.dpdk_args = self_args;
+		me.ip = "10.250.0.1";
+		me.port = 9000;
+	}
+	pin(o->cpu_self);
+	if (open_port(&me, me.iface, me.ip, me.port, me.dpdk_args, &port) != 0)
+		return 1;
+	print_header(o);
+	if (!o->no_raw && o->size > port->max_dgram) {
+		fprintf(stderr,
+			"sprocket-bench: no ping-raw row: %u bytes do not fit one %s datagram "
+			"(%u)\n",
+			o->size, dp_backend_name(o->backend), port->max_dgram);
+	} else if (!o->no_raw) {
+		struct result r = {.mode = "ping-raw"};
+
+		if (hist_create(HIST_MAX_NS, &r.h) != 0)
+			goto out;
+		run_raw(o, port, peer, &r);
+		print_result(o, &r);
+		hist_destroy(r.h);
+	}
+	if (!o->no_xport && !stop_flag) {
+		struct result r = {.mode = "ping"};
+
+		if (hist_create(HIST_MAX_NS, &r.h) != 0)
+			goto out;
+		if (run_xport(o, port, peer, &r) != 0)
+			goto out;
+		print_result(o, &r);
+		hist_destroy(r.h);
+	}
+	rc = 0;
+out:
+	dp_ports_close(&port, 1);
+	topo_cleanup();
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o;
+
+	if (parse_opts(argc, argv, &o) != 0)
+		return 2;
+	if (strcmp(o.mode, "echo") == 0) {
+		clk_init();
+		return run_echo(&o);
+	}
+	if (strcmp(o.mode, "ping") == 0)
+		return run_ping(&o, argv[0]);
+	fprintf(stderr, "sprocket-bench: unknown mode '%s'\n", o.mode);
+	usage();
+	return 2;
+}
