@@ -346,16 +346,28 @@ run_echo(const struct opts *o)
 	inet_ntop(AF_INET, &port->local.ip, addr, sizeof(addr));
 	printf("ready %s %u\n", addr, port->local.port);
 	fflush(stdout);
+	uint64_t next_link = 0;
+	bool link = true;
+
 	while (!stop_flag) {
 		struct dp_rx rx[DP_BURST_MAX];
 		struct dp_rx xp[DP_BURST_MAX];
 		struct dp_tx tx[DP_BURST_MAX];
-		unsigned n = dp_port_rx_burst(port, rx, DP_BURST_MAX);
+		uint64_t now = clk_mono_ns();
+		unsigned n = 0;
 		unsigned nx = 0;
 		unsigned nt = 0;
 
+		/* As a dataplane core does: never poll a link that is down (a dying peer). */
+		if (now >= next_link) {
+			link = dp_port_link_up(port);
+			next_link = now + 1000000;
+		}
+		if (link)
+			n = dp_port_rx_burst(port, rx, DP_BURST_MAX);
+
 		if (n == 0) {
-			if (!o->busy)
+			if (!o->busy || !link)
 				dp_port_wait(port, 1000);
 			dp_xsrv_input(x, NULL, 0, clk_mono_ns()); /* timers */
 			continue;
