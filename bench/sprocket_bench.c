@@ -401,7 +401,8 @@ struct result {
 	uint64_t lost;
 	double secs;
 	struct hist *h;
-	uint64_t srv_ns; /* sum of broker-side time (ts_sent - ts_recv), transport only */
+	uint64_t srv_ns;  /* sum of broker-side time (ts_sent - ts_recv), transport only */
+	uint64_t retrans; /* transport: packets the client retransmitted */
 };
 
 static void
@@ -415,7 +416,7 @@ print_result(const struct opts *o, const struct result *r)
 		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"rate\":%.0f,"
 		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
 		       "\"p9999_ns\":%llu,\"max_ns\":%llu,\"msgs_per_s\":%.0f,"
-		       "\"server_mean_ns\":%.0f}\n",
+		       "\"server_mean_ns\":%.0f,\"retrans\":%llu}\n",
 		       r->mode, dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
 		       (unsigned long long)r->lost, o->depth, o->sessions, o->rate,
 		       (unsigned long long)hist_percentile(h, 50),
@@ -424,13 +425,17 @@ print_result(const struct opts *o, const struct result *r)
 		       (unsigned long long)hist_percentile(h, 99.9),
 		       (unsigned long long)hist_percentile(h, 99.99),
 		       (unsigned long long)hist_max(h), rate,
-		       r->count ? (double)r->srv_ns / (double)r->count : 0);
+		       r->count ? (double)r->srv_ns / (double)r->count : 0,
+		       (unsigned long long)r->retrans);
 	} else {
 		printf("%-9s %-9s %7u %10llu %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %11.0f\n", r->mode,
 		       dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
 		       hist_percentile(h, 50) / 1e3, hist_percentile(h, 90) / 1e3,
 		       hist_percentile(h, 99) / 1e3, hist_percentile(h, 99.9) / 1e3,
 		       hist_percentile(h, 99.99) / 1e3, hist_max(h) / 1e3, rate);
+		if (r->retrans)
+			printf("          (%llu packets retransmitted)\n",
+			       (unsigned long long)r->retrans);
 		if (r->lost)
 			printf("          (%llu lost: no answer within %llu ms)\n",
 			       (unsigned long long)r->lost,
@@ -625,13 +630,18 @@ run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, struc
 		(void)dp_xcli_poll(cli);
 		for (unsigned i = 0; i < o->sessions; i++) {
 			if (dp_xsess_is_dead(sess[i])) {
-				fprintf(stderr, "sprocket-bench: session to the peer died\n");
+				fprintf(stderr,
+					"sprocket-bench: session to the peer died (timeouts %llu "
+					"resets %llu)\n",
+					(unsigned long long)dp_xcli_stats(cli)->timeouts,
+					(unsigned long long)dp_xcli_stats(cli)->resets);
 				return -ECONNRESET;
 			}
 		}
 	}
 	res->secs = o->duration;
 	res->lost = run.errors;
+	res->retrans = dp_xcli_stats(cli)->tx_retrans;
 	for (unsigned i = 0; i < o->sessions; i++)
 		dp_xcli_close(sess[i], 500);
 	dp_xcli_destroy(cli);

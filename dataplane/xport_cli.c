@@ -32,6 +32,7 @@ struct xc_slot {
 	uint32_t seq;
 	bool busy;
 	bool working; /* the server has the whole request */
+	bool parked;  /* the server said "working" before answering (no RTT sample) */
 	uint16_t op;
 	/* request */
 	const uint8_t *msg;
@@ -53,6 +54,8 @@ struct xc_slot {
 	uint32_t rinorder;
 	uint32_t rsince;
 	/* timer */
+	uint64_t sent_ns;
+	bool resent; /* Karn: no RTT sample from a retransmitted request */
 	uint64_t deadline;
 	uint32_t rto_us;
 	unsigned retries;
@@ -78,6 +81,10 @@ struct dp_xsess {
 	uint32_t idle_ms;
 	unsigned inflight;
 	unsigned hint;
+	/* RFC 6298 estimator over whole request/response times, in ns */
+	uint64_t srtt;
+	uint64_t rttvar;
+	uint32_t rto_us; /* current initial RTO for new requests */
 	struct xc_slot *slot;
 };
 
@@ -141,6 +148,33 @@ send_resp_credit(struct dp_xcli *c, struct dp_xsess *s, uint16_t slot_no, bool s
 
 	sl->rsince = 0;
 	dp__txq_push(&c->txq, c->port, &h, NULL, s->server);
+}
+
+/*
+ * RTO from measured round trips (RFC 6298: srtt + 4 * rttvar), never below
+ * the configured initial RTO, so a loaded machine that answers in 5 ms does
+ * not see spurious retransmissions while a quiet one recovers losses fast.
+ */
+static void
+rtt_sample(struct dp_xcli *c, struct dp_xsess *s, uint64_t r)
+{
+	uint64_t rto;
+
+	if (!s->srtt) {
+		s->srtt = r;
+		s->rttvar = r / 2;
+	} else {
+		uint64_t d = r > s->srtt ? r - s->srtt : s->srtt - r;
+
+		s->rttvar = (3 * s->rttvar + d) / 4;
+		s->srtt = (7 * s->srtt + r) / 8;
+	}
+	rto = (s->srtt + 4 * s->rttvar) / 1000;
+	if (rto < c->cfg.rto_us)
+		rto = c->cfg.rto_us;
+	if (rto > c->cfg.rto_max_us)
+		rto = c->cfg.rto_max_us;
+	s->rto_us = (uint32_t)rto;
 }
 
 static void
@@ -233,6 +267,7 @@ on_credit(struct dp_xcli *c, struct dp_xsess *s, const struct wire_dp_hdr *h, ui
 	if (sl->acked >= sl->cnt) {
 		/* The server has it all and is working on it: wait, keep alive slowly. */
 		sl->working = true;
+		sl->parked = true;
 		sl->deadline = now + rto_ns(c->cfg.rto_max_us);
 		return;
 	}
@@ -248,13 +283,14 @@ on_credit(struct dp_xcli *c, struct dp_xsess *s, const struct wire_dp_hdr *h, ui
 		uint32_t keep = sl->next;
 
 		sl->fast = h->pkt_idx;
+		sl->resent = true;
 		sl->next = h->pkt_idx;
 		sl->limit = h->pkt_idx + 1;
 		send_req_pkts(c, s, h->slot, true);
 		sl->next = keep;
 	}
 	sl->last_credit = h->pkt_idx;
-	sl->rto_us = c->cfg.rto_us;
+	sl->rto_us = s->rto_us;
 	sl->limit = h->pkt_idx + h->credit;
 	send_req_pkts(c, s, h->slot, false);
 	sl->deadline = now + rto_ns(sl->rto_us);
@@ -296,9 +332,12 @@ on_resp(struct dp_xcli *c, struct dp_xsess *s, const struct wire_dp_hdr *h, cons
 		return;
 	}
 	sl->retries = 0;
-	sl->rto_us = c->cfg.rto_us;
+	sl->rto_us = s->rto_us;
 	sl->working = true; /* a response implies the request arrived */
 	if (h->pkt_cnt == 1) {
+		/* Single-packet exchanges only: a big transfer's time is not a round trip. */
+		if (!sl->resent && !sl->parked && sl->cnt == 1)
+			rtt_sample(c, s, now - sl->sent_ns);
 		c->st.rx_responses++;
 		complete(s, sl, 0, pl, h->payload_len);
 		return;
@@ -392,6 +431,7 @@ slot_timeout(struct dp_xcli *c, struct dp_xsess *s, uint16_t slot_no, uint64_t n
 		sess_fail(c, s, -ETIMEDOUT);
 		return;
 	}
+	sl->resent = true;
 	if (sl->rstarted) {
 		send_resp_credit(c, s, slot_no, true);
 	} else if (sl->working) {
@@ -486,6 +526,8 @@ dp_xcli_submit(struct dp_xsess *s, uint16_t op, const uint8_t *msg, uint32_t len
 		sl->seq = 1;
 	sl->busy = true;
 	sl->working = false;
+	sl->parked = false;
+	sl->resent = false;
 	sl->op = op;
 	sl->msg = msg;
 	sl->len = len;
@@ -497,8 +539,9 @@ dp_xcli_submit(struct dp_xsess *s, uint16_t op, const uint8_t *msg, uint32_t len
 	sl->limit = s->credits;
 	sl->rstarted = false;
 	sl->retries = 0;
-	sl->rto_us = c->cfg.rto_us;
-	sl->deadline = clk_mono_ns() + rto_ns(sl->rto_us);
+	sl->rto_us = s->rto_us;
+	sl->sent_ns = clk_mono_ns();
+	sl->deadline = sl->sent_ns + rto_ns(sl->rto_us);
 	sl->done = done;
 	sl->arg = arg;
 	s->inflight++;
@@ -565,6 +608,7 @@ dp_xcli_connect(struct dp_xcli *c, struct dp_addr server, uint32_t timeout_ms,
 	}
 	s->cli = c;
 	s->server = server;
+	s->rto_us = c->cfg.rto_us;
 	s->slots = c->cfg.slots;
 	do
 		s->nonce = dp__splitmix64(&c->rng);
