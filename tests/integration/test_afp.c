@@ -24,6 +24,7 @@
 #define MAXQ 64
 
 static struct t_netns g_ns;
+static unsigned g_ring_frames; /* 0: the backend's default */
 
 /* A port under test and what it received (copied out of the ring). */
 struct tport {
@@ -55,6 +56,7 @@ open_ports(int side, const char *ip, uint16_t base, unsigned n, bool guard, stru
 		.n = n,
 		.iface = g_ns.ifn[side],
 		.icmp_guard = guard,
+		.ring_frames = g_ring_frames,
 	};
 	int rc;
 
@@ -292,6 +294,136 @@ test_two_ports_steering(void)
 
 	dp_ports_close(pa, 1);
 	dp_ports_close(pb, 2);
+}
+
+/*
+ * Views stay valid until rx_done(), across rx_burst() calls, with an ARP
+ * frame (not handed out) between held ones; then the ring keeps working.
+ */
+static void
+test_rx_views_held_until_done(void)
+{
+	static uint8_t buf[256];
+	static struct tport a;
+	static struct tport b;
+	struct tport *ps[] = {&a, &b};
+	struct dp_port *pa[1];
+	struct dp_port *pb[1];
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(B_PORT)};
+	struct dp_rx rx[4];
+	unsigned got = 0;
+	uint64_t end;
+	int k;
+
+	a.p = open_ports(0, g_ns.ip[0], A_PORT, 1, true, pa);
+	b.p = open_ports(1, g_ns.ip[1], B_PORT, 1, true, pb);
+	deliver(ps, 2, &a, &b, buf, 1); /* A's port learns B's MAC */
+	k = kernel_udp(0, g_ns.ip[0], K_PORT);
+	to.sin_addr.s_addr = b.p->local.ip;
+	/* d1 from A's port, then the kernel of A asks ARP for B and sends d2, then d3. */
+	fill(buf, 100, 1);
+	T_ASSERT_EQ(send1(a.p, buf, 100, 0, b.p->local.ip, B_PORT), 1);
+	T_ASSERT_EQ(t_sh("ip -n %s neigh flush dev %s", g_ns.ns[0], g_ns.ifn[0]), 0);
+	fill(buf, 100, 2);
+	T_ASSERT_EQ(sendto(k, buf, 100, 0, (struct sockaddr *)&to, sizeof(to)), 100);
+	fill(buf, 100, 3);
+	T_ASSERT_EQ(send1(a.p, buf, 100, 0, b.p->local.ip, B_PORT), 1);
+	/* One datagram per call, nothing released in between. */
+	end = clk_mono_ns() + 3000000000ull;
+	while (got < 3 && clk_mono_ns() < end)
+		got += dp_port_rx_burst(b.p, &rx[got], 1);
+	T_ASSERT_EQ(got, 3);
+	T_ASSERT(b.p->st.arp_rx >= 1);
+	for (unsigned i = 0; i < 3; i++) {
+		bool kernel = rx[i].src.port == K_PORT;
+
+		T_ASSERT_EQ(rx[i].len, 100);
+		fill(buf, 100, kernel ? 2 : (rx[i].data[0] == (uint8_t)1 ? 1 : 3));
+		T_ASSERT_MEMEQ(rx[i].data, buf, 100);
+	}
+	dp_port_rx_done(b.p);
+	/* Still in step with the kernel: more than a ring's worth flows through. */
+	b.nq = 0;
+	for (int i = 0; i < 300; i++) {
+		(void)send1(a.p, buf, 10, 0, b.p->local.ip, B_PORT);
+		pump(ps, 2);
+		b.nq = 0;
+	}
+	deliver(ps, 2, &a, &b, buf, 10);
+	close(k);
+	dp_ports_close(pa, 1);
+	dp_ports_close(pb, 1);
+}
+
+/* An RX ring whose every frame is held stops handing out; rx_done() revives it. */
+static void
+test_rx_ring_full(void)
+{
+	static uint8_t buf[32];
+	static struct tport a;
+	static struct tport b;
+	struct tport *ps[] = {&a, &b};
+	struct dp_port *pa[1];
+	struct dp_port *pb[1];
+	struct dp_rx rx[DP_BURST_MAX];
+	unsigned held = 0;
+	unsigned n;
+
+	g_ring_frames = 64;
+	a.p = open_ports(0, g_ns.ip[0], A_PORT, 1, true, pa);
+	b.p = open_ports(1, g_ns.ip[1], B_PORT, 1, true, pb);
+	deliver(ps, 2, &a, &b, buf, 1);
+	for (int i = 0; i < 100; i++) {
+		int tries = 0;
+
+		/* A TX frame is free again once the far side is done with it. */
+		while (send1(a.p, buf, sizeof(buf), 0, b.p->local.ip, B_PORT) != 1 &&
+		       tries++ < 1000)
+			usleep(1000);
+	}
+	usleep(20000);
+	while ((n = dp_port_rx_burst(b.p, rx, DP_BURST_MAX)) > 0)
+		held += n;
+	T_ASSERT_EQ(held, 64); /* the kernel dropped the other 36 */
+	dp_port_rx_done(b.p);
+	b.nq = 0;
+	deliver(ps, 2, &a, &b, buf, 5);
+	T_ASSERT_EQ(b.q[0].len, 5);
+	dp_ports_close(pa, 1);
+	dp_ports_close(pb, 1);
+}
+
+/* One tx_burst() larger than the TX ring: the ring's worth goes, the rest is counted. */
+static void
+test_tx_ring_full(void)
+{
+	static uint8_t buf[32];
+	static struct tport a;
+	static struct tport b;
+	static struct dp_tx tx[100];
+	struct tport *ps[] = {&a, &b};
+	struct dp_port *pa[1];
+	struct dp_port *pb[1];
+	uint64_t drops;
+
+	g_ring_frames = 64;
+	a.p = open_ports(0, g_ns.ip[0], A_PORT, 1, true, pa);
+	g_ring_frames = 0;
+	b.p = open_ports(1, g_ns.ip[1], B_PORT, 1, true, pb);
+	deliver(ps, 2, &a, &b, buf, 1);
+	b.nq = 0;
+	for (unsigned i = 0; i < ARRAY_SIZE(tx); i++)
+		tx[i] = (struct dp_tx){.data = buf, .len = sizeof(buf), .dst = b.p->local};
+	usleep(20000); /* every TX frame back from the kernel */
+	drops = a.p->st.tx_dropped;
+	T_ASSERT_EQ(dp_port_tx_burst(a.p, tx, ARRAY_SIZE(tx)), 64);
+	T_ASSERT_EQ(a.p->st.tx_dropped - drops, 36);
+	T_ASSERT(pump_until(ps, 2, &b, 64, 3000));
+	usleep(20000);
+	pump(ps, 2);
+	T_ASSERT_EQ(b.nq, 64);
+	dp_ports_close(pa, 1);
+	dp_ports_close(pb, 1);
 }
 
 /*
@@ -596,6 +728,9 @@ main(void)
 		T_CASE(test_errors),
 		T_CASE(test_sizes_both_ways),
 		T_CASE(test_two_ports_steering),
+		T_CASE(test_rx_views_held_until_done),
+		T_CASE(test_rx_ring_full),
+		T_CASE(test_tx_ring_full),
 		T_CASE(test_icmp_guard_nft),
 		T_CASE(test_icmp_guard_socket),
 		T_CASE(test_icmp_control_without_guard),
@@ -603,7 +738,7 @@ main(void)
 		T_CASE(test_kernel_udp_interop),
 		T_CASE(test_kernel_udp_interop_port_answers_arp),
 		T_CASE(test_loopback),
-		T_CASE(test_link_state),
+		T_CASE(test_link_state), /* last: the peer's operstate may lag its return */
 	};
 	int fd = socket(AF_PACKET, SOCK_RAW, 0);
 	int rc;
