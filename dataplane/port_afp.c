@@ -75,13 +75,12 @@
  * request_module() once: the port then marks the interface gone (its socket
  * is unbound by the kernel anyway) and never asks again.
  *
- * Known limit (kernel behaviour): TX ring frames go out zero-copy as page
- * fragments and the kernel marks a frame free when the skb is orphaned, which
- * the receiving IPv4 stack does early (ip_rcv_core()). A kernel UDP socket
- * on the far end that has not read a datagram yet still points into our
- * ring; only after ring_frames further sends is that frame rewritten (the
- * receiver then sees a checksum error and drops it). Packet taps, such as
- * another af_packet port, copy before that point.
+ * TX frames leave as zero-copy page fragments and can become AVAILABLE
+ * while the datagram still waits, unread, in a kernel socket on the far
+ * end. That is safe: the kernel marks these skbs zero-copy and copies
+ * their fragments before a receive path can keep them (skb_orphan_frags_rx
+ * and friends), so a frame is ours to rewrite as soon as its status says
+ * so. test_afp's tx_frames_reused_while_kernel_holds pins this down.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -427,6 +427,63 @@ test_tx_ring_full(void)
 }
 
 /*
+ * A kernel UDP socket that has not read yet must not see TX ring frames
+ * rewritten under it: 300 datagrams through a 64-frame ring arrive intact.
+ */
+static void
+test_tx_frames_reused_while_kernel_holds(void)
+{
+	static uint8_t buf[1000];
+	static uint8_t got[2000];
+	static struct tport a;
+	struct tport *ps[] = {&a};
+	struct dp_port *pa[1];
+	struct dp_tx tx = {.data = buf, .len = sizeof(buf)};
+	int rcvbuf = 8 << 20;
+	unsigned n = 0;
+	ssize_t r;
+	int k;
+
+	g_ring_frames = 64;
+	a.p = open_ports(0, g_ns.ip[0], A_PORT, 1, true, pa);
+	k = kernel_udp(1, g_ns.ip[1], K_PORT);
+	T_ASSERT_EQ(setsockopt(k, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)), 0);
+	tx.dst.ip = ip_of(g_ns.ip[1]);
+	tx.dst.port = K_PORT;
+	/* Resolve ARP first, then empty the socket. */
+	for (int i = 0; i < 3000 && a.p->st.tx_pkts == 0; i++) {
+		dp_port_tx_burst(a.p, &tx, 1);
+		pump(ps, 1);
+		usleep(1000);
+	}
+	T_ASSERT(a.p->st.tx_pkts > 0);
+	usleep(20000);
+	while (recv(k, got, sizeof(got), 0) > 0)
+		;
+	for (unsigned i = 0; i < 300; i++) {
+		int tries = 0;
+
+		memset(buf, (int)(i & 0xff), sizeof(buf));
+		buf[0] = (uint8_t)i;
+		buf[1] = (uint8_t)(i >> 8);
+		while (dp_port_tx_burst(a.p, &tx, 1) != 1 && tries++ < 1000)
+			usleep(1000);
+	}
+	usleep(50000);
+	while ((r = recv(k, got, sizeof(got), 0)) > 0) {
+		unsigned i = got[0] | (unsigned)got[1] << 8;
+
+		T_ASSERT_EQ(r, (ssize_t)sizeof(buf));
+		T_ASSERT_EQ(got[2], (uint8_t)i);
+		T_ASSERT_EQ(got[sizeof(buf) - 1], (uint8_t)i);
+		n++;
+	}
+	T_ASSERT_EQ(n, 300);
+	close(k);
+	dp_ports_close(pa, 1);
+}
+
+/*
  * The kernel in B's namespace sees every frame B's port receives. Returns
  * the increase of Udp NoPorts and Icmp OutDestUnreachs while @count
  * datagrams go from A to B.
@@ -731,6 +788,7 @@ main(void)
 		T_CASE(test_rx_views_held_until_done),
 		T_CASE(test_rx_ring_full),
 		T_CASE(test_tx_ring_full),
+		T_CASE(test_tx_frames_reused_while_kernel_holds),
 		T_CASE(test_icmp_guard_nft),
 		T_CASE(test_icmp_guard_socket),
 		T_CASE(test_icmp_control_without_guard),
