@@ -491,6 +491,14 @@ afp_wait(struct dp_port *p, unsigned timeout_us)
 	struct timespec ts = {.tv_sec = timeout_us / 1000000,
 			      .tv_nsec = (timeout_us % 1000000) * 1000};
 
+	/*
+	 * Link down: rx_burst() hands out nothing, so frames left in the ring
+	 * must not wake us; just sleep the timeout rather than spin.
+	 */
+	if (!afp_link_check(a)) {
+		(void)ppoll(NULL, 0, &ts, NULL);
+		return;
+	}
 	if (a->rx_held < a->rx_frames &&
 	    (afp_status_load(afp_rx_frame(a, a->rx_head)) & TP_STATUS_USER))
 		return;
@@ -660,8 +668,12 @@ afp_guard_nft(struct afp_shared *sh, uint32_t ip, uint16_t lo, uint16_t hi)
 		 "}\n",
 		 sh->table, sh->table, sh->table, ipbuf, lo, hi);
 	err = afp_nft(sh->netns_fd, script, NULL, 0);
-	if (err)
+	if (err) {
+		/* In case nft did its work but we could not tell (SIGCHLD ignored). */
+		snprintf(script, sizeof(script), "delete table ip %s\n", sh->table);
+		(void)afp_nft(sh->netns_fd, script, NULL, 0);
 		sh->table[0] = '\0';
+	}
 	return err;
 }
 

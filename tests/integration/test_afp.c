@@ -738,6 +738,12 @@ test_link_state(void)
 	T_ASSERT_EQ(a->st.link_downs, 1);
 	T_ASSERT_EQ(send1(a, buf, sizeof(buf), 0, ip_of(g_ns.ip[1]), B_PORT), 0);
 	T_ASSERT_EQ(a->st.tx_dropped, 1);
+	{
+		struct dp_rx rx[4];
+
+		T_ASSERT_EQ(dp_port_rx_burst(a, rx, 4), 0);
+		dp_port_wait(a, 20000); /* sleeps the timeout, never spins */
+	}
 	T_ASSERT_EQ(t_sh("ip -n %s link set %s up", g_ns.ns[1], g_ns.ifn[1]), 0);
 	end = clk_mono_ns() + 3000000000ull;
 	while (!(up = dp_port_link_up(a)) && clk_mono_ns() < end)
