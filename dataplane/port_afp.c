@@ -713,10 +713,8 @@ afp_guard_sock(struct afp_port *a)
 		if (err == -EADDRNOTAVAIL) {
 			err = 0; /* not a local address: the kernel drops these silently */
 		} else if (err == -EADDRINUSE) {
-			log_warn(
-				"dp.afp",
-				"udp port %u is bound by another socket; it gets our datagrams too",
-				a->base.local.port);
+			log_warn("dp.afp", "udp port %u is bound by another socket too",
+				 a->base.local.port);
 			err = 0;
 		} else {
 			log_err("dp.afp", "icmp guard: bind udp port %u failed: %s",
@@ -1124,8 +1122,7 @@ dp__afp_open(const struct dp_port_cfg *cfg, struct dp_port **out)
 	if (fd < 0) {
 		err = -errno;
 		if (err == -EPERM || err == -EACCES) {
-			log_err("dp.afp", "af_packet needs CAP_NET_RAW (run as root or grant "
-					  "cap_net_raw)");
+			log_err("dp.afp", "af_packet needs CAP_NET_RAW (run as root)");
 			return -EPERM;
 		}
 		log_err("dp.afp", "AF_PACKET socket failed: %s", strerror(-err));
