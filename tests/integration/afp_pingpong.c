@@ -76,7 +76,7 @@ pong(void)
 		for (unsigned i = 0; i < n; i++) {
 			tx[i] = (struct dp_tx){
 				.data = rx[i].data, .len = rx[i].len, .dst = rx[i].src};
-			quit = quit || rx[i].len == QUIT_LEN;
+			quit = quit || rx[i].len == QUIT_LEN; /* sizes are >= 4 */
 		}
 		if (n)
 			dp_port_tx_burst(p, tx, n);
@@ -97,21 +97,33 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Return: the round trip in ns, or 0 when nothing came back within 100 ms. */
+/*
+ * Sends @tx (whose first 4 bytes get a sequence number) and waits for its
+ * echo; late echoes of earlier round trips are skipped.
+ * Return: the round trip in ns, or 0 when nothing came back within 100 ms.
+ */
 static uint64_t
-round_trip(struct dp_port *p, const struct dp_tx *tx)
+round_trip(struct dp_port *p, const struct dp_tx *tx, uint8_t *buf)
 {
-	uint64_t t0 = clk_mono_ns();
+	static uint32_t seq;
+	uint64_t t0;
 	uint64_t t1;
 
+	seq++;
+	memcpy(buf, &seq, sizeof(seq));
+	t0 = clk_mono_ns();
 	dp_port_tx_burst(p, tx, 1);
 	for (;;) {
 		struct dp_rx rx[DP_BURST_MAX];
 		unsigned n = dp_port_rx_burst(p, rx, DP_BURST_MAX);
+		bool mine = false;
 
 		t1 = clk_mono_ns();
+		for (unsigned i = 0; i < n; i++)
+			mine = mine ||
+			       (rx[i].len >= sizeof(seq) && memcmp(rx[i].data, &seq, 4) == 0);
 		dp_port_rx_done(p);
-		if (n)
+		if (mine)
 			return t1 - t0;
 		if (t1 - t0 > 100000000ull)
 			return 0;
@@ -136,14 +148,16 @@ ping(unsigned count, const unsigned *sizes, unsigned nsizes)
 	/* Warm-up: ARP, caches, the pong's first pass. */
 	tx.len = 64;
 	for (int i = 0; i < 2000; i++)
-		(void)round_trip(p, &tx);
+		(void)round_trip(p, &tx, buf);
 	for (unsigned s = 0; s < nsizes; s++) {
 		unsigned lost = 0;
 		unsigned n = 0;
 
 		tx.len = sizes[s] > p->max_dgram ? p->max_dgram : sizes[s];
+		if (tx.len < 4)
+			tx.len = 4; /* room for the sequence number */
 		for (unsigned i = 0; i < count; i++) {
-			uint64_t ns = round_trip(p, &tx);
+			uint64_t ns = round_trip(p, &tx, buf);
 
 			if (ns)
 				lat[n++] = ns;
