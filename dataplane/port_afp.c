@@ -205,9 +205,10 @@ static inline uint32_t
 afp_status_load(const struct tpacket2_hdr *h)
 {
 	/*
-	 * acquire: pairs with the kernel's smp_wmb() before __packet_set_status()
-	 * (tpacket_rcv() for RX, tpacket_destruct_skb() for TX), so the frame's
-	 * contents are read only after the status that publishes them.
+	 * acquire: RX, pairs with the smp_wmb() tpacket_rcv() issues before
+	 * __packet_set_status(), so a frame's contents are read only after the
+	 * status that publishes them; TX, keeps our writes into a frame after
+	 * the load that saw tpacket_destruct_skb() give it back.
 	 */
 	return atomic_load_acquire((_Atomic uint32_t *)(uintptr_t)&h->tp_status);
 }
@@ -216,10 +217,9 @@ static inline void
 afp_status_store(struct tpacket2_hdr *h, uint32_t status)
 {
 	/*
-	 * release: pairs with the smp_rmb() in the kernel's __packet_get_status()
-	 * (tpacket_rcv() for RX, tpacket_snd() for TX): our reads of an RX frame
-	 * and our writes of a TX frame complete before the kernel sees it change
-	 * hands.
+	 * release: pairs with the kernel's status read in __packet_get_status()
+	 * (smp_rmb() there): tpacket_rcv() refills an RX frame, tpacket_snd()
+	 * reads a TX frame, only after our reads or writes of it are done.
 	 */
 	atomic_store_release((_Atomic uint32_t *)(uintptr_t)&h->tp_status, status);
 }
