@@ -275,9 +275,23 @@ dp__arp_should_ask(struct dp__arp_cache *c, uint32_t ip, uint64_t now_ns)
 		}
 	}
 	if (slot == DP__ARP_ENTRIES) {
-		/* Track the pending address so requests are rate-limited. */
+		/*
+		 * Track the pending address so requests are rate-limited, in a
+		 * free slot if there is one: evicting a resolved neighbour
+		 * here would cost it a round of ARP and dropped datagrams.
+		 */
+		for (unsigned i = 0; i < DP__ARP_ENTRIES; i++) {
+			if (!c->e[i].valid && c->e[i].ip == 0) {
+				slot = i;
+				break;
+			}
+		}
+	}
+	if (slot == DP__ARP_ENTRIES) {
 		slot = c->next;
 		c->next = (c->next + 1) % DP__ARP_ENTRIES;
+	}
+	if (c->e[slot].ip != ip) {
 		c->e[slot].ip = ip;
 		c->e[slot].valid = false;
 		c->e[slot].asked_ns = now_ns;
