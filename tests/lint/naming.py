@@ -12,6 +12,7 @@ PREFIXES = {
     "libsp_base.a": ("log_", "err_", "clk_", "crc32_", "cfg_", "hist_", "sp_assert_fail"),
     "libsp_wire.a": ("wire_",),
     "libsp_store.a": ("store_", "clog_", "cq_", "idx_", "meta_"),
+    "libsp_ctl.a": ("ns_", "ctl_", "route_"),
 }
 
 
