@@ -401,9 +401,11 @@ conn_process(struct ns_server *srv, struct ns_conn *c)
 		size_t flen;
 		uint8_t *resp;
 		size_t resp_len;
-		int rc = wire_rem_frame_len(c->rbuf + off, c->rlen - off, srv->conf.frame_max,
-					    &flen);
+		int rc;
 
+		if (c->rlen - off < 4)
+			break; /* also covers rbuf == NULL after a move to the writer */
+		rc = wire_rem_frame_len(c->rbuf + off, c->rlen - off, srv->conf.frame_max, &flen);
 		if (rc == -EAGAIN)
 			break;
 		if (rc != 0) {
