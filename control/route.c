@@ -188,6 +188,8 @@ route_tset_count(const struct route_tset *ts)
 static const struct route_topic *
 tset_find(const struct route_tset *ts, const char *name, size_t len, uint64_t h)
 {
+	if (ts->slots == NULL)
+		return NULL; /* a master that registered no topics */
 	for (uint32_t i = (uint32_t)h & ts->mask;; i = (i + 1) & ts->mask) {
 		uint32_t s = ts->slots[i];
 		const struct route_topic *t;

@@ -253,6 +253,9 @@ test_slave_and_unregister(void)
 	json_object_put(o);
 	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UNREGISTER_BROKER, unreg_s, NULL, 0), 0);
 	T_ASSERT_EQ(route(&c, "T0"), WIRE_RSP_TOPIC_NOT_EXIST);
+	/* A master with no topics at all: lookups miss, nothing breaks. */
+	T_ASSERT_EQ(reg(&c, "broker-e", "127.0.0.1:10941", "0", "E", 0, 1), 0);
+	T_ASSERT_EQ(route(&c, "E0"), WIRE_RSP_TOPIC_NOT_EXIST);
 	/* Unknown brokers unregister fine. */
 	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UNREGISTER_BROKER, unreg_s, NULL, 0), 0);
 	nsc_close(&c);
