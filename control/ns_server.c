@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -58,6 +59,7 @@
 #define NS_WBUF_HIGH (8u << 20)	 /* stop reading a connection above this much unsent output */
 #define NS_STEAL_MIN (64u << 10) /* frames this large move to the writer without a copy */
 #define NS_EVENTS 64
+#define NS_WRITER_NICE 10
 
 struct ns_conn {
 	int fd;
@@ -189,6 +191,15 @@ writer_main(void *arg)
 	struct ns_server *srv = arg;
 	uint64_t next_scan = clk_mono_ns() / 1000000 + srv->conf.scan_ms;
 
+	/*
+	 * Registrations are background work; lookups are what clients wait on.
+	 * On a box with fewer cores than runnable threads the scheduler then
+	 * prefers the io thread (nice 10 is about a tenth of the CPU weight),
+	 * and the writer still progresses when the io thread is busy.
+	 */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), NS_WRITER_NICE) != 0)
+		log_warn(NS_TAG, "lowering the writer thread's priority failed: %s",
+			 err_str(errno));
 	pthread_mutex_lock(&srv->mu);
 	while (!srv->writer_stop) {
 		uint64_t now = clk_mono_ns() / 1000000;
@@ -481,7 +492,9 @@ conn_read(struct ns_server *srv, struct ns_conn *c)
 		c->rbuf = nb;
 		c->rcap = want;
 	}
-	n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+	/* At most NS_RBUF_STEP per call: a big frame arrives in slices, and the
+	 * lookups of other connections are served between them. */
+	n = recv(c->fd, c->rbuf + c->rlen, SP_MIN(c->rcap - c->rlen, (size_t)NS_RBUF_STEP), 0);
 	if (n == 0) {
 		conn_close(srv, c, NULL);
 		return;
