@@ -54,7 +54,7 @@
 
 #define NS_TAG "ctl.ns"
 #define NS_RBUF_STEP (64u << 10)
-#define NS_RBUF_KEEP (1u << 20)	 /* a larger idle receive buffer is released */
+#define NS_RBUF_KEEP (4u << 20)	 /* a larger idle receive buffer is released */
 #define NS_PENDING_MAX 64	 /* requests per connection at the writer */
 #define NS_WBUF_HIGH (8u << 20)	 /* stop reading a connection above this much unsent output */
 #define NS_STEAL_MIN (64u << 10) /* frames this large move to the writer without a copy */
@@ -92,6 +92,7 @@ struct ns_job {
 	uint64_t conn;
 	uint8_t *frame;
 	size_t len;
+	size_t cap; /* of frame: it may come back as the connection's receive buffer */
 	uint8_t *resp;
 	size_t resp_len;
 	int rc;
@@ -181,8 +182,6 @@ writer_run_job(struct ns_server *srv, struct ns_job *j)
 	}
 	j->rc = ns_handle(srv->st, NS_ROLE_WRITER, j->conn, clk_mono_ns() / 1000000, j->frame,
 			  j->len, &j->resp, &j->resp_len);
-	free(j->frame);
-	j->frame = NULL;
 }
 
 static void *
@@ -378,6 +377,7 @@ conn_to_writer(struct ns_server *srv, struct ns_conn *c, size_t off, size_t flen
 	if (off == 0 && flen == c->rlen && flen >= NS_STEAL_MIN) {
 		/* The buffer holds exactly this frame: move it, no copy. */
 		j->frame = c->rbuf;
+		j->cap = c->rcap;
 		c->rbuf = NULL;
 		c->rcap = 0;
 	} else {
@@ -388,6 +388,7 @@ conn_to_writer(struct ns_server *srv, struct ns_conn *c, size_t off, size_t flen
 			return -1;
 		}
 		memcpy(j->frame, c->rbuf + off, flen);
+		j->cap = flen;
 	}
 	j->kind = NS_JOB_REQ;
 	j->fd = c->fd;
@@ -591,6 +592,21 @@ srv_completions(struct ns_server *srv)
 		/* The connection may be gone, or its fd reused: match the id. */
 		if (c != NULL && c->id == j->conn) {
 			c->pending--;
+			/*
+			 * A moved receive buffer comes home: the broker's next
+			 * registration of the same size then lands in memory that
+			 * is already faulted in, instead of a fresh mapping grown
+			 * by doubling (page faults and munmap IPIs on the io thread).
+			 */
+			if (j->frame != NULL && j->cap > c->rcap && j->cap <= NS_RBUF_KEEP &&
+			    c->rlen <= j->cap) {
+				if (c->rlen > 0)
+					memcpy(j->frame, c->rbuf, c->rlen);
+				free(c->rbuf);
+				c->rbuf = j->frame;
+				c->rcap = j->cap;
+				j->frame = NULL;
+			}
 			if (j->rc < 0)
 				conn_close(srv, c, "request failed (no memory)");
 			else if ((j->resp == NULL ||
