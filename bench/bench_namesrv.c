@@ -3,18 +3,21 @@
  * bench_namesrv.c - GET_ROUTEINFO_BY_TOPIC lookups/s and latency against the
  * real sprocket-namesrv, with and without a broker re-registering.
  *
- *   build/bench/bench_namesrv [--seconds=S] [--topics=N] [--bin=PATH]
+ *   build/bench/bench_namesrv [--seconds=S] [--rounds=R] [--topics=N] [--bin=PATH]
  *
  * One run measures, for 1 and for 4 client connections (one thread each,
  * closed loop, a uniformly random topic of N per request), three writer
- * modes back to back:
+ * modes back to back, R rounds of the three interleaved (so drift and other
+ * load on a shared box hit every mode alike):
  *   none       no registrations;
  *   heartbeat  the broker re-registers every 10 ms with the same data
  *              version (what RocketMQ brokers send every 30 s): liveness only;
  *   republish  every 10 ms with a new data version, so the NameServer
  *              re-parses all N topics and publishes a new table each time.
  * Output: a header line, then one JSON line per phase (lookups/s, p50, p99,
- * p99.9, max in us; registrations done), then the p99 ratios writer/none.
+ * p99.9, max in us; registrations done), then per connection count the
+ * median over rounds of each mode's p99 and lookups/s, and the p99 ratios
+ * writer/none of those medians.
  * Latency is per request from send to response (closed loop: no
  * coordinated-omission correction; a stalled request delays the next one).
  */
@@ -34,6 +37,7 @@
 
 #define WRITER_PERIOD_NS (10 * 1000 * 1000ull)
 #define WARMUP_NS (300 * 1000 * 1000ull)
+#define ROUNDS_MAX 15
 
 enum wmode { W_NONE, W_HEARTBEAT, W_REPUBLISH };
 static const char *const wmode_name[] = {"none", "heartbeat", "republish"};
@@ -211,6 +215,40 @@ phase(struct bench *b, int conns, enum wmode mode)
 	return r;
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a;
+	uint64_t y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a;
+	double y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Medians of p99 and of rate, each over the rounds (upper median). */
+static struct result
+median(const struct result *r, int n)
+{
+	uint64_t p[ROUNDS_MAX];
+	double q[ROUNDS_MAX];
+
+	for (int i = 0; i < n; i++) {
+		p[i] = r[i].p99;
+		q[i] = r[i].rate;
+	}
+	qsort(p, (size_t)n, sizeof(p[0]), cmp_u64);
+	qsort(q, (size_t)n, sizeof(q[0]), cmp_dbl);
+	return (struct result){.rate = q[n / 2], .p99 = p[n / 2]};
+}
+
 static void
 header(const struct bench *b)
 {
@@ -242,28 +280,30 @@ header(const struct bench *b)
 int
 main(int argc, char **argv)
 {
-	struct bench b = {.topics = 10000, .seconds = 3.0};
+	struct bench b = {.topics = 10000, .seconds = 2.0};
+	int rounds = 3;
 	const char *bin = SP_NAMESRV_BIN;
 	const char *args[] = {NULL};
-	struct result none[2];
-	struct result hb[2];
-	struct result rp[2];
+	struct result res[2][3][ROUNDS_MAX];
 	struct ns_proc p;
 
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--seconds=", 10) == 0)
 			b.seconds = atof(argv[i] + 10);
+		else if (strncmp(argv[i], "--rounds=", 9) == 0)
+			rounds = atoi(argv[i] + 9);
 		else if (strncmp(argv[i], "--topics=", 9) == 0)
 			b.topics = (uint32_t)atoi(argv[i] + 9);
 		else if (strncmp(argv[i], "--bin=", 6) == 0)
 			bin = argv[i] + 6;
 		else {
-			fprintf(stderr, "usage: %s [--seconds=S] [--topics=N] [--bin=PATH]\n",
+			fprintf(stderr,
+				"usage: %s [--seconds=S] [--rounds=R] [--topics=N] [--bin=PATH]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	if (b.topics == 0 || b.seconds <= 0)
+	if (b.topics == 0 || b.seconds <= 0 || rounds < 1 || rounds > ROUNDS_MAX)
 		return 2;
 	header(&b);
 	if (nsp_start(bin, NULL, args, &p) != 0)
@@ -277,17 +317,25 @@ main(int argc, char **argv)
 	}
 	b.counter = 1000000000;
 	for (int k = 0; k < 2; k++) {
-		int conns = k == 0 ? 1 : 4;
-
-		none[k] = phase(&b, conns, W_NONE);
-		hb[k] = phase(&b, conns, W_HEARTBEAT);
-		rp[k] = phase(&b, conns, W_REPUBLISH);
+		for (int r = 0; r < rounds; r++) {
+			for (int m = 0; m < 3; m++)
+				res[k][m][r] = phase(&b, k == 0 ? 1 : 4, (enum wmode)m);
+		}
 	}
-	for (int k = 0; k < 2; k++)
-		printf("{\"summary\":\"p99 writer/none\",\"conns\":%d,\"heartbeat\":%.2f,"
-		       "\"republish\":%.2f}\n",
-		       k == 0 ? 1 : 4, (double)hb[k].p99 / (double)none[k].p99,
-		       (double)rp[k].p99 / (double)none[k].p99);
+	for (int k = 0; k < 2; k++) {
+		struct result med[3];
+
+		for (int m = 0; m < 3; m++)
+			med[m] = median(res[k][m], rounds);
+		printf("{\"summary\":\"median of %d rounds\",\"conns\":%d,"
+		       "\"p99_us\":{\"none\":%.1f,\"heartbeat\":%.1f,\"republish\":%.1f},"
+		       "\"lookups_per_s\":{\"none\":%.0f,\"heartbeat\":%.0f,\"republish\":%.0f},"
+		       "\"p99_ratio\":{\"heartbeat\":%.2f,\"republish\":%.2f}}\n",
+		       rounds, k == 0 ? 1 : 4, (double)med[0].p99 / 1e3, (double)med[1].p99 / 1e3,
+		       (double)med[2].p99 / 1e3, med[0].rate, med[1].rate, med[2].rate,
+		       (double)med[1].p99 / (double)med[0].p99,
+		       (double)med[2].p99 / (double)med[0].p99);
+	}
 	nsc_close(&b.broker);
 	free(b.body);
 	nsp_stop(&p);
