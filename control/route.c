@@ -591,18 +591,26 @@ table_find(const struct route_table *t, const char *name)
 	return NULL;
 }
 
+/* Room for one more live entry, so live_upsert() cannot fail mid-transaction. */
 static int
+live_reserve(struct route_db *db)
+{
+	size_t cap = db->cap_live;
+	int rc = grow((void **)&db->live, &cap, db->n_live + 1, sizeof(*db->live));
+
+	if (rc == 0)
+		db->cap_live = (uint32_t)cap;
+	return rc;
+}
+
+/* Context: after live_reserve(). */
+static void
 live_upsert(struct route_db *db, const struct route_reg *reg, uint64_t now_ms)
 {
 	struct route_live *l = live_find(db, reg->addr);
 
 	if (l == NULL) {
-		size_t cap = db->cap_live;
-		int rc = grow((void **)&db->live, &cap, db->n_live + 1, sizeof(*db->live));
-
-		if (rc != 0)
-			return rc;
-		db->cap_live = (uint32_t)cap;
+		BASSERT(db->n_live < db->cap_live);
 		l = &db->live[db->n_live++];
 		snprintf(l->addr, sizeof(l->addr), "%s", reg->addr);
 	}
@@ -612,7 +620,6 @@ live_upsert(struct route_db *db, const struct route_reg *reg, uint64_t now_ms)
 	l->last_ms = now_ms;
 	l->dv = reg->dv;
 	l->conn = reg->conn;
-	return 0;
 }
 
 static void
@@ -643,24 +650,44 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 	int rc;
 	int k;
 
+	const struct route_bname *cb = table_find(db->cur, reg->bname);
+
 	reg->topics = NULL;
-	if (topics == NULL && !reg_changes(table_find(db->cur, reg->bname), reg) && prev != NULL &&
+	if ((rc = live_reserve(db)) != 0)
+		goto err_put;
+	if (topics == NULL && !reg_changes(cb, reg) && prev != NULL &&
 	    strcmp(prev->bname, reg->bname) == 0 && prev->id == reg->id) {
 		/* Heartbeat: liveness only, nothing to publish. */
-		rc = live_upsert(db, reg, now_ms);
+		live_upsert(db, reg, now_ms);
 		reg_out_fill(db, reg, out);
-		return rc;
+		return 0;
+	}
+	/* Refuse a full brokerName before changing anything. */
+	if (cb != NULL && cb->n_addrs >= ROUTE_ADDRS_MAX && bname_find_id(cb, reg->id) < 0) {
+		bool same_addr = false;
+
+		for (uint32_t i = 0; i < cb->n_addrs; i++)
+			same_addr |= strcmp(cb->addrs[i].addr, reg->addr) == 0;
+		if (!same_addr) {
+			rc = -ENOSPC;
+			goto err_put;
+		}
 	}
 
+	/*
+	 * From here the live table and the snapshot change together: on an
+	 * error the edits made so far are still committed (txn_commit() cannot
+	 * fail), so an address is never in one without the other.
+	 */
 	if ((rc = txn_begin(db, &tx)) != 0)
 		goto err_put;
 	/* The address moved (other brokerName or id): drop its old place first. */
 	if (prev != NULL && (strcmp(prev->bname, reg->bname) != 0 || prev->id != reg->id) &&
 	    (rc = txn_drop_live(&tx, (uint32_t)(prev - db->live))) != 0)
-		goto err_abort;
+		goto err_commit;
 	b = txn_edit(&tx, reg->bname, true, &rc);
 	if (b == NULL)
-		goto err_abort;
+		goto err_commit;
 	snprintf(b->cluster, sizeof(b->cluster), "%s", reg->cluster);
 	/* Same address under another id: the old entry goes (slave -> master switch). */
 	for (uint32_t i = 0; i < b->n_addrs; i++) {
@@ -674,8 +701,8 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 		uint32_t pos = 0;
 
 		if (b->n_addrs >= ROUTE_ADDRS_MAX) {
-			rc = -ENOSPC;
-			goto err_abort;
+			rc = -ENOSPC; /* only when the address moved in from this brokerName */
+			goto err_commit;
 		}
 		while (pos < b->n_addrs && b->addrs[pos].id < reg->id)
 			pos++;
@@ -699,14 +726,13 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 		b->perm_clear = 0;
 		topics = NULL;
 	}
-	if ((rc = live_upsert(db, reg, now_ms)) != 0)
-		goto err_abort;
+	live_upsert(db, reg, now_ms);
 	txn_commit(&tx);
 	reg_out_fill(db, reg, out);
 	return 0;
 
-err_abort:
-	txn_abort(&tx);
+err_commit:
+	txn_commit(&tx);
 err_put:
 	route_tset_put(topics);
 	return rc;
@@ -747,9 +773,10 @@ drop_where(struct route_db *db, bool (*pred)(const struct route_live *, const vo
 			i++;
 			continue;
 		}
-		/* txn_drop_live() moves the last entry into slot i. */
+		/* txn_drop_live() moves the last entry into slot i. On an error
+		 * it changed nothing; publish the drops done so far. */
 		if ((rc = txn_drop_live(&tx, i)) != 0) {
-			txn_abort(&tx);
+			txn_commit(&tx);
 			return rc;
 		}
 		dropped++;
