@@ -145,6 +145,39 @@ snap_build(const struct kv_snap *old, long skip, const struct kv_ent *add, long 
 	return s;
 }
 
+/* A snapshot of @n sorted, distinct entries. */
+static struct kv_snap *
+snap_from(const struct kv_ent *e, uint32_t n)
+{
+	size_t bytes = 0;
+	struct kv_snap *s;
+	char *p;
+
+	for (uint32_t i = 0; i < n; i++)
+		bytes += (size_t)e[i].ns_len + e[i].key_len + e[i].val_len + 3;
+	s = malloc(sizeof(*s) + sizeof(s->e[0]) * n);
+	if (s == NULL)
+		return NULL;
+	s->strings = malloc(bytes ? bytes : 1);
+	if (s->strings == NULL) {
+		free(s);
+		return NULL;
+	}
+	s->n = n;
+	p = s->strings;
+	for (uint32_t i = 0; i < n; i++)
+		p = ent_copy(&s->e[i], &e[i], p);
+	return s;
+}
+
+static int
+ent_sort_cmp(const void *a, const void *b)
+{
+	const struct kv_ent *x = a;
+
+	return ent_cmp(x->ns, x->ns_len, x->key, x->key_len, b);
+}
+
 static void
 snap_free(struct kv_snap *s)
 {
@@ -195,6 +228,16 @@ utf8_ok(const char *s, size_t n)
 		i += len;
 	}
 	return true;
+}
+
+/* Return: true when an entry's fields are within the limits of ns_priv.h. */
+static bool
+ent_ok(const struct kv_ent *e)
+{
+	return e->ns_len > 0 && e->ns_len <= NS_KV_FIELD_MAX && e->key_len > 0 &&
+	       e->key_len <= NS_KV_FIELD_MAX && e->val_len <= NS_KV_VALUE_MAX &&
+	       utf8_ok(e->ns, e->ns_len) && utf8_ok(e->key, e->key_len) &&
+	       utf8_ok(e->val, e->val_len);
 }
 
 /* {"configTable":{"ns":{"k":"v",...},...}} from a sorted snapshot. */
@@ -264,8 +307,11 @@ kv_load(struct ns_kv *kv, const char *path)
 	struct json_tokener *tok = NULL;
 	struct json_object *root = NULL;
 	struct json_object *table;
+	struct kv_ent *ents = NULL;
+	struct kv_snap *full;
 	char *text = NULL;
 	size_t len = 0;
+	size_t n = 0;
 	int rc;
 
 	rc = store_io_read_file(&store_io_posix, path, NS_KV_FILE_MAX, &text, &len);
@@ -290,26 +336,57 @@ kv_load(struct ns_kv *kv, const char *path)
 	}
 	if (!json_object_is_type(table, json_type_object))
 		goto out;
+	/* Collect, check, sort, then build one snapshot (a put per entry is quadratic). */
 	json_object_object_foreach(table, ns, keys)
 	{
+		(void)ns;
 		if (!json_object_is_type(keys, json_type_object))
 			goto out;
-		json_object_object_foreach(keys, key, val)
+		n += (size_t)json_object_object_length(keys);
+	}
+	if (n > NS_KV_ENTRIES_MAX) {
+		rc = -EFBIG;
+		goto out;
+	}
+	ents = calloc(n ? n : 1, sizeof(*ents));
+	if (ents == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	n = 0;
+	json_object_object_foreach(table, ns2, keys2)
+	{
+		json_object_object_foreach(keys2, key, val)
 		{
-			const char *v;
+			struct kv_ent *e = &ents[n++];
 
 			if (!json_object_is_type(val, json_type_string))
 				goto out;
-			v = json_object_get_string(val);
-			rc = ns__kv_put(kv, ns, strlen(ns), key, strlen(key), v,
-					(size_t)json_object_get_string_len(val));
-			if (rc != 0)
+			*e = (struct kv_ent){.ns = ns2,
+					     .key = key,
+					     .val = json_object_get_string(val),
+					     .ns_len = (uint32_t)strlen(ns2),
+					     .key_len = (uint32_t)strlen(key),
+					     .val_len = (uint32_t)json_object_get_string_len(val)};
+			if (!ent_ok(e))
 				goto out;
-			rc = -EBADMSG;
 		}
 	}
+	qsort(ents, n, sizeof(*ents), ent_sort_cmp);
+	for (size_t i = 1; i < n; i++) {
+		if (ent_sort_cmp(&ents[i - 1], &ents[i]) == 0)
+			goto out; /* a duplicate key */
+	}
+	full = snap_from(ents, (uint32_t)n);
+	if (full == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	snap_free(kv->snap);
+	kv->snap = full;
 	rc = 0;
 out:
+	free(ents);
 	if (root != NULL)
 		json_object_put(root);
 	if (tok != NULL)
@@ -322,7 +399,6 @@ int
 ns__kv_create(const char *path, struct ns_kv **out)
 {
 	struct ns_kv *kv = calloc(1, sizeof(*kv));
-	char *saved;
 	int rc = -ENOMEM;
 
 	if (kv == NULL)
@@ -337,11 +413,7 @@ ns__kv_create(const char *path, struct ns_kv **out)
 	kv->path = strdup(path);
 	if (kv->path == NULL)
 		goto err_free;
-	/* Load without re-writing the file for every entry. */
-	saved = kv->path;
-	kv->path = NULL;
-	rc = kv_load(kv, saved);
-	kv->path = saved;
+	rc = kv_load(kv, path);
 	if (rc != 0) {
 		log_err("ctl.ns", "loading kv config %s failed: %s", path, err_str(rc));
 		goto err_free;
@@ -379,21 +451,20 @@ ns__kv_put(struct ns_kv *kv, const char *ns, size_t ns_len, const char *key, siz
 	struct kv_snap *s;
 	long i;
 
-	if (ns_len == 0 || ns_len > NS_KV_FIELD_MAX || key_len == 0 || key_len > NS_KV_FIELD_MAX ||
-	    val_len > NS_KV_VALUE_MAX || !utf8_ok(ns, ns_len) || !utf8_ok(key, key_len) ||
-	    !utf8_ok(val, val_len))
-		return -EINVAL;
-	i = snap_find(cur, ns, ns_len, key, key_len);
-	if (i >= 0 && cur->e[i].val_len == val_len && memcmp(cur->e[i].val, val, val_len) == 0)
-		return 0;
-	if (i < 0 && cur->n >= NS_KV_ENTRIES_MAX)
-		return -ENOSPC;
 	add = (struct kv_ent){.ns = ns,
 			      .key = key,
 			      .val = val,
 			      .ns_len = (uint32_t)ns_len,
 			      .key_len = (uint32_t)key_len,
 			      .val_len = (uint32_t)val_len};
+	if (ns_len > NS_KV_FIELD_MAX || key_len > NS_KV_FIELD_MAX || val_len > NS_KV_VALUE_MAX ||
+	    !ent_ok(&add))
+		return -EINVAL;
+	i = snap_find(cur, ns, ns_len, key, key_len);
+	if (i >= 0 && cur->e[i].val_len == val_len && memcmp(cur->e[i].val, val, val_len) == 0)
+		return 0;
+	if (i < 0 && cur->n >= NS_KV_ENTRIES_MAX)
+		return -ENOSPC;
 	s = snap_build(cur, i, &add, i >= 0 ? i : -i - 1);
 	if (s == NULL)
 		return -ENOMEM;

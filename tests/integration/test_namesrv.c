@@ -648,6 +648,43 @@ test_kv_config(void)
 }
 
 static void
+test_kv_file_checked_at_start(void)
+{
+	const char *get[] = {"namespace", "b", "key", "k2", NULL};
+	struct ns_proc p;
+	struct ns_client c;
+	char path[160];
+	char dir[64];
+	FILE *f;
+
+	/* A file written by hand (or by RocketMQ) with two namespaces loads. */
+	snprintf(dir, sizeof(dir), "/tmp/sp-ns-XXXXXX");
+	T_ASSERT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/data", dir);
+	T_ASSERT_EQ(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/data/kvConfig.json", dir);
+	f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	fputs("{\"configTable\":{\"b\":{\"k2\":\"v2\",\"k1\":\"v1\"},\"a\":{\"k\":\"v\"}}}", f);
+	fclose(f);
+	start(&p, dir, NULL);
+	connect_to(&p, &c);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_GET_KV_CONFIG, get, NULL, 0), 0);
+	T_ASSERT_STREQ(nsc_ext(&c, "value"), "v2");
+	nsc_close(&c);
+	T_ASSERT_EQ(nsp_stop(&p), 0);
+	/* A damaged file stops the start instead of losing the config. */
+	f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	fputs("{\"configTable\":{\"b\":{\"k\":1}}}", f);
+	fclose(f);
+	T_ASSERT(nsp_start(BIN, dir, NULL, &p) != 0);
+	T_ASSERT(nsp_log_has(&p, "loading kv config"));
+	snprintf(p.dir, sizeof(p.dir), "%s", dir);
+	nsp_cleanup(&p);
+}
+
+static void
 test_many_connections(void)
 {
 	enum { N = 200 };
@@ -678,4 +715,4 @@ T_MAIN(T_CASE(test_register_and_route), T_CASE(test_slave_and_unregister),
        T_CASE(test_data_version), T_CASE(test_wipe_write_perm), T_CASE(test_expiry_after_silence),
        T_CASE(test_close_drops_routes), T_CASE(test_two_namesrvs), T_CASE(test_unknown_codes),
        T_CASE(test_malformed_frames), T_CASE(test_100k_topics), T_CASE(test_kv_config),
-       T_CASE(test_many_connections))
+       T_CASE(test_kv_file_checked_at_start), T_CASE(test_many_connections))
