@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -188,7 +189,8 @@ nsc_call(struct ns_client *c, int32_t code, const char *const *ext, const void *
 	if (opaque < 0)
 		return opaque;
 	do {
-		rc = nsc_recv(c, 60000);
+		/* Generous: a KV write fsyncs, and a CI disk under a crash test is slow. */
+		rc = nsc_recv(c, 240000);
 		if (rc != 0)
 			return rc;
 	} while (c->rsp.opaque != opaque);
@@ -282,7 +284,14 @@ nsp_start(const char *bin, const char *dir, const char *const *args, struct ns_p
 	if (p->pid == 0) {
 		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
-		if (fd < 0 || dup2(fd, 2) < 0)
+		/*
+		 * Dies with the test process that started it, and holds none of
+		 * its pipes: a failed case must not leave a server that keeps
+		 * meson waiting on the test's stdout until the suite times out.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1)
+			_exit(127);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);
 		execv(bin, (char *const *)argv);
 		_exit(127);
