@@ -40,7 +40,7 @@
 #define NS_TAG "ctl.ns"
 #define NS_REMARK_MAX 512
 #define NS_ORDER_NS "ORDER_TOPIC_CONFIG"
-#define NS_REQ_VERSION_BODY 37 /* V3_0_11: RegisterBrokerBody from this version on */
+#define NS_SCRATCH_KEEP (1u << 20) /* larger decode scratch shrinks on the next small request */
 
 struct ns_role_ctx {
 	struct wire_rem_cmd cmd;
@@ -600,7 +600,10 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint64_t now_ms
 	/* Header strings need at most 3 bytes per header byte (remoting.h). */
 	need = (size_t)(((uint32_t)frame[5] << 16) | ((uint32_t)frame[6] << 8) | frame[7]) * 3 +
 	       256;
-	if (need > ctx->scratch_cap) {
+	/* Grow as needed; after a huge header (16 MiB is legal) shrink back, so
+	 * one request does not pin 48 MiB for good. */
+	if (need > ctx->scratch_cap ||
+	    (ctx->scratch_cap > NS_SCRATCH_KEEP && need <= NS_SCRATCH_KEEP)) {
 		char *s = realloc(ctx->scratch, need);
 
 		if (s == NULL)
