@@ -371,6 +371,26 @@ test_close_drops_routes(void)
 }
 
 static void
+test_idle_connection_closed(void)
+{
+	const char *args[] = {"--serverChannelMaxIdleTimeSeconds=1", NULL};
+	struct ns_proc p;
+	struct ns_client a;
+	struct ns_client c;
+
+	start(&p, NULL, args);
+	connect_to(&p, &a);
+	connect_to(&p, &c);
+	T_ASSERT_EQ(reg(&a, "broker-a", "127.0.0.1:10911", "0", "T", 1, 1), 0);
+	/* a stays silent: the server closes it, which drops its broker; c keeps asking. */
+	T_ASSERT(wait_route(&c, "T0", WIRE_RSP_TOPIC_NOT_EXIST));
+	T_ASSERT(nsc_wait_closed(&a, WAIT_MS));
+	nsc_close(&a);
+	nsc_close(&c);
+	finish(&p);
+}
+
+static void
 test_two_namesrvs(void)
 {
 	struct ns_proc p1;
@@ -713,6 +733,7 @@ test_many_connections(void)
 
 T_MAIN(T_CASE(test_register_and_route), T_CASE(test_slave_and_unregister),
        T_CASE(test_data_version), T_CASE(test_wipe_write_perm), T_CASE(test_expiry_after_silence),
-       T_CASE(test_close_drops_routes), T_CASE(test_two_namesrvs), T_CASE(test_unknown_codes),
-       T_CASE(test_malformed_frames), T_CASE(test_100k_topics), T_CASE(test_kv_config),
-       T_CASE(test_kv_file_checked_at_start), T_CASE(test_many_connections))
+       T_CASE(test_close_drops_routes), T_CASE(test_idle_connection_closed),
+       T_CASE(test_two_namesrvs), T_CASE(test_unknown_codes), T_CASE(test_malformed_frames),
+       T_CASE(test_100k_topics), T_CASE(test_kv_config), T_CASE(test_kv_file_checked_at_start),
+       T_CASE(test_many_connections))
