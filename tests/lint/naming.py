@@ -14,6 +14,7 @@ PREFIXES = {
     "libsp_store.a": ("store_", "clog_", "cq_", "idx_", "meta_"),
     "libsp_net.a": ("dp_",),
     "libsp_dp.a": ("dp_",),
+    "libsp_ctl.a": ("ns_", "ctl_", "route_"),
 }
 
 

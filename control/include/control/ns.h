@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ns.h - sprocket-namesrv: the NameServer, RocketMQ's route registry.
+ *
+ * Two layers. struct ns_state is what requests act on (route table, KV
+ * config) with a frames-in, responses-out entry point, ns_handle(), that the
+ * server, the fuzz target and tests share. struct ns_server is the daemon
+ * around it: one epoll io thread that owns every connection and answers
+ * lookups itself, and one writer thread (the registrar) that runs every
+ * request that changes state, plus the expiry scan, so a 100,000-topic
+ * registration never stalls a lookup. docs/namesrv.md has the whole design.
+ */
+#ifndef SP_CONTROL_NS_H
+#define SP_CONTROL_NS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+
+/* Request-level settings. */
+struct ns_conf {
+	bool order_msg;	     /* orderMessageEnable: add orderTopicConf to routes */
+	const char *kv_path; /* KV config file; "" keeps KV in memory only */
+};
+
+enum ns_role {
+	NS_ROLE_READER = 0, /* io thread: RCU reader, answers lookups */
+	NS_ROLE_WRITER = 1, /* the writer thread: runs everything that changes state */
+};
+
+/* ns_handle() result: the request changes state; run it on the writer. */
+#define NS_HANDLE_WRITER 1
+
+struct ns_state;
+
+/**
+ * ns_state_create() - empty route table, KV config loaded from @conf->kv_path
+ * (its directory is created when missing).
+ * Context: startup. Return: 0, -ENOMEM, -errno or -EBADMSG from the KV file.
+ */
+MUST_CHECK int ns_state_create(const struct ns_conf *conf, struct ns_state **out);
+
+/* Context: shutdown, after both roles stopped calling in. */
+void ns_state_destroy(struct ns_state *st);
+
+/**
+ * ns_handle() - decode one complete frame, run it, encode the response.
+ * @role: the calling thread's role; each role may be used by one thread at a time.
+ * @conn: the connection the frame came on (REGISTER_BROKER binds the broker to it).
+ * @now_ms: monotonic ms (heartbeat time).
+ * @resp: malloc'd response frame (caller frees), NULL when none is due
+ * (oneway request, or a response frame from the peer).
+ *
+ * Context: NS_ROLE_READER: a thread registered with urcu_memb_register_thread(),
+ * outside a read section; non-blocking. NS_ROLE_WRITER: may block (fsync,
+ * grace periods); not inside a read section.
+ * Return: 0; NS_HANDLE_WRITER (reader role only) when the request must run on
+ * the writer; -EBADMSG/-EPROTO/-E2BIG/-ENOBUFS the frame does not decode (the
+ * caller closes the connection, as RocketMQ does); -ENOMEM.
+ */
+MUST_CHECK int ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint64_t now_ms,
+			 const uint8_t *frame, size_t len, uint8_t **resp, size_t *resp_len);
+
+/* Connection @conn closed: drop the brokers it registered. Context: writer. Return: count, -ENOMEM. */
+MUST_CHECK int ns_conn_closed(struct ns_state *st, uint64_t conn);
+
+/* Drop brokers silent for more than @expire_ms. Context: writer. Return: count, -ENOMEM. */
+MUST_CHECK int ns_expire(struct ns_state *st, uint64_t now_ms, uint64_t expire_ms);
+
+/* Return: live broker addresses (writer thread). */
+uint32_t ns_live_brokers(const struct ns_state *st);
+
+/* The daemon. */
+struct ns_server_conf {
+	const char *bind_addr; /* IPv4 literal, "0.0.0.0" for all */
+	uint16_t port;	       /* 0: the kernel picks (tests) */
+	size_t frame_max;      /* largest frame, length field included */
+	uint32_t max_conns;    /* connections beyond this are closed at accept */
+	uint64_t scan_ms;      /* expiry scan interval */
+	uint64_t expire_ms;    /* broker silence before it is dropped */
+	uint64_t idle_ms;      /* close connections idle this long; 0: never */
+	struct ns_conf st;
+};
+
+struct ns_server;
+
+/**
+ * ns_server_create() - state, listening socket (bound now, so the port is
+ * known), epoll set. No thread runs until ns_server_run().
+ * Context: startup. Return: 0, -errno.
+ */
+MUST_CHECK int ns_server_create(const struct ns_server_conf *conf, struct ns_server **out);
+
+/* Return: the bound port (useful with port 0). */
+uint16_t ns_server_port(const struct ns_server *srv);
+
+/**
+ * ns_server_run() - start the writer thread and run the io loop on the
+ * calling thread until ns_server_stop() or, when @sig_fd >= 0, until that
+ * signalfd becomes readable.
+ * Context: the thread that created @srv; blocking.
+ * Return: 0 after a clean stop, -errno on a fatal error.
+ */
+MUST_CHECK int ns_server_run(struct ns_server *srv, int sig_fd);
+
+/* Ask ns_server_run() to return. Context: any thread (not a signal handler). */
+void ns_server_stop(struct ns_server *srv);
+
+/* Context: after ns_server_run() returned (or was never called). */
+void ns_server_destroy(struct ns_server *srv);
+
+#endif /* SP_CONTROL_NS_H */

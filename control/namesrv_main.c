@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * namesrv_main.c - sprocket-namesrv: configuration, signals, run.
+ *
+ *   sprocket-namesrv [-c namesrv.properties] [--key=value ...]
+ *
+ * Keys are RocketMQ's namesrv.properties names where RocketMQ has one
+ * (listenPort, kvConfigPath, orderMessageEnable, ...); RocketMQ keys that do
+ * not apply (thread pools, Netty buffers) are accepted with a notice, so an
+ * existing file starts sprocket unchanged. docs/namesrv.md lists them.
+ * SIGTERM and SIGINT arrive through a signalfd in the io loop, which closes
+ * everything and exits 0.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "control/ns.h"
+#include "sp_config.h"
+
+#define NS_TAG "ctl.ns"
+
+static const char *const level_choices[] = {"err", "warn", "info", "debug", NULL};
+
+static const struct cfg_key ns_keys[] = {
+	{"listenPort", CFG_INT, "9876", 0, 65535, NULL, "remoting TCP port (0: any free port)"},
+	{"bindAddress", CFG_STRING, "0.0.0.0", 7, 15, NULL, "IPv4 address to listen on"},
+	{"kvConfigPath", CFG_STRING, NULL, 0, 1024, NULL,
+	 "KV config file; its directory is the data dir (default $HOME/namesrv/kvConfig.json)"},
+	{"brokerExpireMs", CFG_INT, "120000", 1, 86400000, NULL,
+	 "drop a broker silent for this long (ms)"},
+	{"scanNotActiveBrokerInterval", CFG_INT, "10000", 1, 3600000, NULL,
+	 "how often to look for silent brokers (ms)"},
+	{"frameMaxLength", CFG_INT, "67108864", 1024, 1073741824, NULL,
+	 "largest remoting frame accepted (bytes)"},
+	{"maxConnections", CFG_INT, "10000", 1, 1000000, NULL, "concurrent connections"},
+	{"serverChannelMaxIdleTimeSeconds", CFG_INT, "120", 0, 86400, NULL,
+	 "close connections idle this long (0: never)"},
+	{"orderMessageEnable", CFG_BOOL, "false", 0, 0, NULL,
+	 "add orderTopicConf (KV namespace ORDER_TOPIC_CONFIG) to routes"},
+	{"logLevel", CFG_ENUM, "info", 0, 0, level_choices, "log verbosity"},
+	/* RocketMQ namesrv/Netty keys with no meaning here. */
+	{"rocketmqHome", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"configStorePath", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"productEnvName", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"clusterTest", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverWorkerThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverCallbackExecutorThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverSelectorThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverOnewaySemaphoreValue", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverAsyncSemaphoreValue", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverSocketSndBufSize", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverSocketRcvBufSize", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverPooledByteBufAllocatorEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"useEpollNativeSelector", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+};
+
+int
+main(int argc, char **argv)
+{
+	struct ns_server_conf sc = {0};
+	struct ns_server *srv = NULL;
+	struct cfg_err err = {{0}};
+	struct cfg *cfg = NULL;
+	char kv_path[PATH_MAX];
+	enum log_level lvl = LOG_LVL_INFO;
+	sigset_t mask;
+	bool help = false;
+	int sfd = -1;
+	int rc;
+
+	if (cfg_create(ns_keys, ARRAY_SIZE(ns_keys), &cfg, &err) != 0 ||
+	    cfg_parse_args(cfg, argc, argv, &help, &err) != 0) {
+		fprintf(stderr, "sprocket-namesrv: %s\n", err.msg);
+		cfg_destroy(cfg);
+		return 2;
+	}
+	if (help) {
+		printf("usage: sprocket-namesrv [-c FILE] [--key=value ...]\nkeys:\n");
+		fflush(stdout);
+		cfg_print_help(cfg, 1);
+		cfg_destroy(cfg);
+		return 0;
+	}
+	if (log_level_parse(cfg_get_str(cfg, "logLevel"), &lvl) == 0)
+		log_set_level(lvl);
+
+	if (cfg_get_str(cfg, "kvConfigPath")[0] != '\0') {
+		snprintf(kv_path, sizeof(kv_path), "%s", cfg_get_str(cfg, "kvConfigPath"));
+	} else {
+		const char *home = getenv("HOME");
+
+		rc = snprintf(kv_path, sizeof(kv_path), "%s/namesrv/kvConfig.json",
+			      home != NULL && home[0] != '\0' ? home : ".");
+		if (rc < 0 || (size_t)rc >= sizeof(kv_path)) {
+			fprintf(stderr, "sprocket-namesrv: $HOME too long; set kvConfigPath\n");
+			cfg_destroy(cfg);
+			return 2;
+		}
+	}
+	sc.bind_addr = cfg_get_str(cfg, "bindAddress");
+	sc.port = (uint16_t)cfg_get_int(cfg, "listenPort");
+	sc.frame_max = (size_t)cfg_get_int(cfg, "frameMaxLength");
+	sc.max_conns = (uint32_t)cfg_get_int(cfg, "maxConnections");
+	sc.scan_ms = (uint64_t)cfg_get_int(cfg, "scanNotActiveBrokerInterval");
+	sc.expire_ms = (uint64_t)cfg_get_int(cfg, "brokerExpireMs");
+	sc.idle_ms = (uint64_t)cfg_get_int(cfg, "serverChannelMaxIdleTimeSeconds") * 1000;
+	sc.st.order_msg = cfg_get_bool(cfg, "orderMessageEnable");
+	sc.st.kv_path = kv_path;
+
+	/* Before any thread starts, so every thread inherits the mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0 ||
+	    (sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		log_err(NS_TAG, "signalfd failed: %s", err_str(errno));
+		cfg_destroy(cfg);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = ns_server_create(&sc, &srv);
+	if (rc != 0) {
+		log_err(NS_TAG, "sprocket-namesrv failed to start: %s", err_str(rc));
+		goto out;
+	}
+	log_info(NS_TAG,
+		 "sprocket-namesrv %s listening on %s:%u (kv config %s, frameMaxLength %zu, "
+		 "brokerExpireMs %llu, scan every %llu ms)",
+		 SP_VERSION, sc.bind_addr, ns_server_port(srv), kv_path, sc.frame_max,
+		 (unsigned long long)sc.expire_ms, (unsigned long long)sc.scan_ms);
+	rc = ns_server_run(srv, sfd);
+	if (rc != 0)
+		log_err(NS_TAG, "io loop failed: %s", err_str(rc));
+	ns_server_destroy(srv);
+	if (rc == 0)
+		log_info(NS_TAG, "sprocket-namesrv stopped");
+out:
+	close(sfd);
+	cfg_destroy(cfg);
+	return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ns_handle.c - the NameServer's request handlers: one frame in, one
+ * response frame out (shared/reference §3).
+ *
+ * Requests split by what they touch. Lookups (GET_ROUTEINFO_BY_TOPIC,
+ * GET_BROKER_CLUSTER_INFO, GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_KV_CONFIG)
+ * and unknown codes run on the io thread under urcu_memb_read_lock() and
+ * never block. Everything that changes state (REGISTER/UNREGISTER_BROKER,
+ * WIPE_WRITE_PERM_OF_BROKER, QUERY_DATA_VERSION, which refreshes a heartbeat,
+ * and PUT/DELETE_KV_CONFIG) answers NS_HANDLE_WRITER on the reader role and
+ * runs on the writer thread, one at a time.
+ *
+ * Errors: a frame that does not decode is an error return (the server closes
+ * that connection, like RocketMQ's decoder); a request that decodes but is
+ * wrong gets an error response with a remark and the connection stays.
+ * Responses use the request's serialize type, echo its opaque, and carry an
+ * extFields object (Java clients need one).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "common/crc32.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "control/ns.h"
+#include "ns_priv.h"
+#include "store/io.h"
+#include "wire/remoting.h"
+
+#define NS_TAG "ctl.ns"
+#define NS_REMARK_MAX 512
+#define NS_ORDER_NS "ORDER_TOPIC_CONFIG"
+#define NS_SCRATCH_KEEP (1u << 20) /* larger decode scratch shrinks on the next small request */
+
+struct ns_role_ctx {
+	struct wire_rem_cmd cmd;
+	char *scratch;
+	size_t scratch_cap;
+};
+
+/*
+ * Ownership: db and kv mutate on the writer thread only and publish through
+ * RCU; role[r] belongs to the thread playing role r; conf is immutable.
+ */
+struct ns_state {
+	bool order_msg;
+	struct route_db *db;
+	struct ns_kv *kv;
+	struct ns_role_ctx role[2];
+};
+
+/* A response being built. */
+struct ns_reply {
+	struct wire_rem_cmd cmd;
+	char remark[NS_REMARK_MAX];
+	char ext_val[2][ROUTE_ADDR_MAX + 1]; /* storage for extField values */
+	uint8_t *body;			     /* malloc'd */
+	size_t body_len;
+};
+
+int
+ns_state_create(const struct ns_conf *conf, struct ns_state **out)
+{
+	struct ns_state *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (st == NULL)
+		return -ENOMEM;
+	st->order_msg = conf->order_msg;
+	if (conf->kv_path != NULL && conf->kv_path[0] != '\0') {
+		char dir[PATH_MAX];
+
+		if (strlen(conf->kv_path) >= sizeof(dir)) {
+			rc = -ENAMETOOLONG;
+			goto err_free;
+		}
+		snprintf(dir, sizeof(dir), "%s", conf->kv_path);
+		if ((rc = store_mkdirs(dirname(dir))) != 0) {
+			log_err(NS_TAG, "creating the data dir of %s failed: %s", conf->kv_path,
+				err_str(rc));
+			goto err_free;
+		}
+	}
+	if ((rc = route_db_create(&st->db)) != 0)
+		goto err_free;
+	if ((rc = ns__kv_create(conf->kv_path != NULL ? conf->kv_path : "", &st->kv)) != 0)
+		goto err_free;
+	*out = st;
+	return 0;
+
+err_free:
+	ns_state_destroy(st);
+	return rc;
+}
+
+void
+ns_state_destroy(struct ns_state *st)
+{
+	if (st == NULL)
+		return;
+	route_db_destroy(st->db);
+	ns__kv_destroy(st->kv);
+	for (int i = 0; i < 2; i++)
+		free(st->role[i].scratch);
+	free(st);
+}
+
+uint32_t
+ns_live_brokers(const struct ns_state *st)
+{
+	return route_db_live_count(st->db);
+}
+
+static void SP_PRINTF(3, 4) reply_set(struct ns_reply *r, int32_t code, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	r->cmd.code = code;
+	if (fmt == NULL)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(r->remark, sizeof(r->remark), fmt, ap);
+	va_end(ap);
+	r->cmd.remark = r->remark;
+	r->cmd.remark_len = (uint32_t)SP_MIN((size_t)SP_MAX(n, 0), sizeof(r->remark) - 1);
+}
+
+/* Return: 0 and the encoded frame, -ENOMEM, or an encoder error. */
+static int
+reply_encode(const struct wire_rem_cmd *req, struct ns_reply *r, uint8_t **out, size_t *out_len)
+{
+	struct wire_rem_cmd *c = &r->cmd;
+	size_t cap = 1024 + (size_t)c->remark_len * 6 + r->body_len;
+	uint8_t *buf;
+	int rc;
+
+	c->opaque = req->opaque;
+	c->flag = WIRE_REM_FLAG_RESPONSE;
+	c->version = WIRE_REM_VERSION_V4_9_8;
+	c->language = WIRE_LANG_JAVA;
+	c->serialize = req->serialize;
+	c->body = r->body;
+	c->body_len = (uint32_t)r->body_len;
+	for (unsigned i = 0; i < c->n_ext; i++)
+		cap += ((size_t)c->ext[i].key_len + c->ext[i].val_len) * 6 + 8;
+	buf = malloc(cap);
+	if (buf == NULL)
+		return -ENOMEM;
+	rc = wire_rem_encode(c, buf, cap, out_len);
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	return 0;
+}
+
+/* A NUL-free extField as a C string (the decoder NUL-terminates). Return: 0, -ENOENT, -EINVAL. */
+static int
+ext_str(const struct wire_rem_cmd *req, const char *key, size_t max, const char **s)
+{
+	const struct wire_kv *kv = wire_rem_ext_get(req, key);
+
+	if (kv == NULL || kv->val_len == 0)
+		return -ENOENT;
+	if (kv->val_len > max || memchr(kv->val, '\0', kv->val_len) != NULL)
+		return -EINVAL;
+	*s = kv->val;
+	return 0;
+}
+
+static bool
+mac_parse(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	int end = 0;
+
+	if (strlen(s) != 17 ||
+	    sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+		   &end) != 6 ||
+	    end != 17)
+		return false;
+	for (int i = 0; i < 6; i++) {
+		if (s[i * 3] == ' ' || s[i * 3] == '+' || s[i * 3] == '-')
+			return false;
+		mac[i] = (uint8_t)v[i];
+	}
+	return true;
+}
+
+/* Return: 0 (dp->present false when the broker has no dataplane), -EINVAL. */
+static int
+dp_parse(const struct wire_rem_cmd *req, struct route_dp *dp, const char **why)
+{
+	const char *ip = NULL;
+	const char *mac = NULL;
+	int64_t port = 0;
+	int64_t cores = 0;
+	struct in_addr a;
+	int n = 0;
+
+	memset(dp, 0, sizeof(*dp));
+	n += ext_str(req, "dataplaneIp", 15, &ip) != -ENOENT;
+	n += ext_str(req, "dataplaneMac", 17, &mac) != -ENOENT;
+	n += wire_rem_ext_i64(req, "dataplanePort", &port) != -ENOENT;
+	n += wire_rem_ext_i64(req, "dataplaneCores", &cores) != -ENOENT;
+	if (n == 0)
+		return 0;
+	*why = "dataplaneIp, dataplaneMac, dataplanePort and dataplaneCores go together";
+	if (n != 4 || ip == NULL || mac == NULL)
+		return -EINVAL;
+	*why = "bad dataplaneIp (dotted IPv4)";
+	if (inet_pton(AF_INET, ip, &a) != 1)
+		return -EINVAL;
+	*why = "bad dataplaneMac (xx:xx:xx:xx:xx:xx)";
+	if (!mac_parse(mac, dp->mac))
+		return -EINVAL;
+	*why = "bad dataplanePort or dataplaneCores";
+	if (wire_rem_ext_i64(req, "dataplanePort", &port) != 0 ||
+	    wire_rem_ext_i64(req, "dataplaneCores", &cores) != 0 || port < 1 || cores < 1 ||
+	    cores > ROUTE_CORES_MAX || port + cores - 1 > 65535)
+		return -EINVAL;
+	inet_ntop(AF_INET, &a, dp->ip, sizeof(dp->ip));
+	dp->port = (uint16_t)port;
+	dp->cores = (uint16_t)cores;
+	dp->present = true;
+	return 0;
+}
+
+static int
+h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wire_rem_cmd *req,
+	   struct ns_reply *r)
+{
+	struct route_reg reg = {.conn = conn, .ha_addr = ""};
+	struct route_reg_out out;
+	const char *why = NULL;
+	bool compressed = false;
+	bool wanted;
+	uint32_t skipped = 0;
+	int64_t crc;
+	int rc;
+
+	if (ext_str(req, "brokerName", ROUTE_NAME_MAX, &reg.bname) != 0 ||
+	    ext_str(req, "brokerAddr", ROUTE_ADDR_MAX, &reg.addr) != 0 ||
+	    ext_str(req, "clusterName", ROUTE_NAME_MAX, &reg.cluster) != 0 ||
+	    wire_rem_ext_i64(req, "brokerId", &reg.id) != 0 || reg.id < 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+			  "brokerName, brokerAddr, clusterName (at most %d bytes) and brokerId "
+			  "(>= 0) are required",
+			  ROUTE_NAME_MAX);
+		return 0;
+	}
+	rc = ext_str(req, "haServerAddr", ROUTE_ADDR_MAX, &reg.ha_addr);
+	if (rc == -EINVAL) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "bad haServerAddr");
+		return 0;
+	}
+	if (rc == -ENOENT)
+		reg.ha_addr = "";
+	rc = wire_rem_ext_bool(req, "compressed", &compressed);
+	if (rc == -EINVAL) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "bad compressed flag");
+		return 0;
+	}
+	rc = wire_rem_ext_i64(req, "bodyCrc32", &crc);
+	if (rc == -EINVAL ||
+	    (rc == 0 && crc != 0 && crc != (int64_t)crc32_body(req->body, req->body_len))) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "crc32 not match");
+		return 0;
+	}
+	if (dp_parse(req, &reg.dp, &why) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "%s", why);
+		return 0;
+	}
+	if (ns__body_dv(req->body, req->body_len, compressed, &reg.dv) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "malformed register body");
+		return 0;
+	}
+	wanted = route_db_wants_topics(st->db, reg.addr, reg.id, &reg.dv);
+	if (wanted) {
+		rc = ns__body_topics(req->body, req->body_len, compressed,
+				     reg.dp.present ? reg.dp.cores : 0, &reg.topics, &skipped);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc != 0) {
+			reply_set(r, WIRE_RSP_SYSTEM_ERROR, "malformed register body: %s",
+				  err_str(rc));
+			return 0;
+		}
+		if (skipped > 0)
+			log_warn_ratelimited(
+				NS_TAG,
+				"broker %s (%s): %u topics with a bad name or value skipped",
+				reg.bname, reg.addr, skipped);
+		log_info(NS_TAG,
+			 "broker %s id %" PRId64
+			 " at %s (cluster %s) registered %u topics, data version %" PRId64
+			 "/%" PRId64,
+			 reg.bname, reg.id, reg.addr, reg.cluster, route_tset_count(reg.topics),
+			 reg.dv.timestamp, reg.dv.counter);
+	}
+	rc = route_db_register(st->db, &reg, now_ms, &out);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "register %s failed: %s", reg.bname,
+			  err_str(rc));
+		return 0;
+	}
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	if (out.master_addr[0] != '\0') {
+		/* route_reg_out is on this stack frame: copy into the reply. */
+		snprintf(r->ext_val[0], sizeof(r->ext_val[0]), "%s", out.master_ha);
+		snprintf(r->ext_val[1], sizeof(r->ext_val[1]), "%s", out.master_addr);
+		if ((rc = wire_rem_ext_add(&r->cmd, "haServerAddr", r->ext_val[0])) != 0 ||
+		    (rc = wire_rem_ext_add(&r->cmd, "masterAddr", r->ext_val[1])) != 0)
+			return rc;
+	}
+	/* The body is the ORDER_TOPIC_CONFIG namespace, as RocketMQ returns it. */
+	rc = ns__kv_list_json(st->kv, NS_ORDER_NS, &r->body, &r->body_len);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+static int
+h_unregister(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const char *bname;
+	const char *addr;
+	int64_t id;
+	int rc;
+
+	if (ext_str(req, "brokerName", ROUTE_NAME_MAX, &bname) != 0 ||
+	    ext_str(req, "brokerAddr", ROUTE_ADDR_MAX, &addr) != 0 ||
+	    wire_rem_ext_i64(req, "brokerId", &id) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+			  "brokerName, brokerAddr and brokerId are required");
+		return 0;
+	}
+	rc = route_db_unregister(st->db, bname, addr, id);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0)
+		log_info(NS_TAG, "broker %s id %" PRId64 " at %s unregistered", bname, id, addr);
+	/* Unknown brokers unregister successfully, as in RocketMQ. */
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return 0;
+}
+
+static int
+h_wipe(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const char *bname;
+	uint32_t count = 0;
+	int rc;
+
+	if (ext_str(req, "brokerName", ROUTE_NAME_MAX, &bname) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "brokerName is required");
+		return 0;
+	}
+	rc = route_db_wipe_write(st->db, bname, &count);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0)
+		log_info(NS_TAG, "write permission of broker %s wiped (%u topics)", bname, count);
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	snprintf(r->ext_val[0], sizeof(r->ext_val[0]), "%u", count);
+	return wire_rem_ext_add(&r->cmd, "wipeTopicCount", r->ext_val[0]);
+}
+
+static int
+dv_json(const struct route_dv *dv, uint8_t **out, size_t *len)
+{
+	char tmp[80];
+	int n = snprintf(tmp, sizeof(tmp), "{\"counter\":%" PRId64 ",\"timestamp\":%" PRId64 "}",
+			 dv->counter, dv->timestamp);
+
+	*out = malloc((size_t)n);
+	if (*out == NULL)
+		return -ENOMEM;
+	memcpy(*out, tmp, (size_t)n);
+	*len = (size_t)n;
+	return 0;
+}
+
+static int
+h_query_dv(struct ns_state *st, uint64_t now_ms, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	struct route_dv dv = {0};
+	struct route_dv stored;
+	const char *addr;
+	bool have;
+	bool changed;
+
+	if (ext_str(req, "brokerAddr", ROUTE_ADDR_MAX, &addr) != 0 ||
+	    ns__dv_parse(req->body, req->body_len, &dv) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+			  "brokerAddr and a DataVersion body are required");
+		return 0;
+	}
+	changed = route_db_query_dv(st->db, addr, &dv, now_ms, &stored, &have);
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	if (wire_rem_ext_add(&r->cmd, "changed", changed ? "true" : "false") != 0)
+		return -E2BIG;
+	return have ? dv_json(&stored, &r->body, &r->body_len) : 0;
+}
+
+static int
+h_kv_write(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const struct wire_kv *ns = wire_rem_ext_get(req, "namespace");
+	const struct wire_kv *key = wire_rem_ext_get(req, "key");
+	const struct wire_kv *val = wire_rem_ext_get(req, "value");
+	int rc;
+
+	if (ns == NULL || key == NULL || (req->code == WIRE_REQ_PUT_KV_CONFIG && val == NULL)) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "namespace, key%s are required",
+			  req->code == WIRE_REQ_PUT_KV_CONFIG ? " and value" : "");
+		return 0;
+	}
+	if (req->code == WIRE_REQ_PUT_KV_CONFIG)
+		rc = ns__kv_put(st->kv, ns->val, ns->val_len, key->val, key->val_len, val->val,
+				val->val_len);
+	else
+		rc = ns__kv_delete(st->kv, ns->val, ns->val_len, key->val, key->val_len);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == -EINVAL)
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+			  "namespace and key must be 1..%d bytes and value at most %d bytes of "
+			  "UTF-8 without NUL",
+			  NS_KV_FIELD_MAX, NS_KV_VALUE_MAX);
+	else if (rc == -ENOSPC)
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "kv config full (%d entries)",
+			  NS_KV_ENTRIES_MAX);
+	else if (rc != 0 && rc != -ENOENT)
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "kv config not persisted: %s", err_str(rc));
+	else
+		reply_set(r, WIRE_RSP_SUCCESS, NULL); /* deleting an absent key succeeds */
+	return 0;
+}
+
+/* Reader role below: inside urcu_memb_read_lock(), or on the writer. */
+
+static int
+h_kv_get(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const struct wire_kv *ns = wire_rem_ext_get(req, "namespace");
+	const struct wire_kv *key = wire_rem_ext_get(req, "key");
+	const char *val;
+	size_t len = 0;
+
+	if (ns == NULL || key == NULL) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "namespace and key are required");
+		return 0;
+	}
+	val = ns__kv_get(st->kv, ns->val, ns->val_len, key->val, key->val_len, &len);
+	if (val == NULL) {
+		reply_set(r, WIRE_RSP_QUERY_NOT_FOUND, "No config item, Namespace: %.*s Key: %.*s",
+			  (int)SP_MIN(ns->val_len, 256u), ns->val, (int)SP_MIN(key->val_len, 256u),
+			  key->val);
+		return 0;
+	}
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	/* Points into the KV snapshot: valid until the read section ends, after encoding. */
+	r->cmd.ext[r->cmd.n_ext++] = (struct wire_kv){
+		.key = "value", .key_len = 5, .val = val, .val_len = (uint32_t)len};
+	return 0;
+}
+
+static int
+h_route(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const struct wire_kv *topic = wire_rem_ext_get(req, "topic");
+	const char *order = NULL;
+	size_t len;
+	int rc;
+
+	if (topic == NULL) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "topic is required");
+		return 0;
+	}
+	if (st->order_msg && topic->val_len <= ROUTE_TOPIC_MAX)
+		order = ns__kv_get(st->kv, NS_ORDER_NS, strlen(NS_ORDER_NS), topic->val,
+				   topic->val_len, &len);
+	rc = topic->val_len > ROUTE_TOPIC_MAX
+		     ? -ENOENT
+		     : route_json_topic(route_db_current(st->db), topic->val, topic->val_len, order,
+					&r->body, &r->body_len);
+	if (rc == -ENOENT) {
+		reply_set(r, WIRE_RSP_TOPIC_NOT_EXIST,
+			  "No topic route info in name server for the topic: %.*s",
+			  (int)SP_MIN(topic->val_len, 256u), topic->val);
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return 0;
+}
+
+static int
+h_cluster(struct ns_state *st, struct ns_reply *r)
+{
+	int rc = route_json_cluster(route_db_current(st->db), &r->body, &r->body_len);
+
+	if (rc == 0)
+		reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return rc;
+}
+
+static int
+h_topic_list(struct ns_state *st, struct ns_reply *r)
+{
+	int rc = route_json_topic_list(route_db_current(st->db), &r->body, &r->body_len);
+
+	if (rc == 0)
+		reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return rc;
+}
+
+static bool
+is_write_code(int32_t code)
+{
+	switch (code) {
+	case WIRE_REQ_PUT_KV_CONFIG:
+	case WIRE_REQ_DELETE_KV_CONFIG:
+	case WIRE_REQ_REGISTER_BROKER:
+	case WIRE_REQ_UNREGISTER_BROKER:
+	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
+	case WIRE_REQ_QUERY_DATA_VERSION:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int
+dispatch_read(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	switch (req->code) {
+	case WIRE_REQ_GET_ROUTEINFO_BY_TOPIC:
+		return h_route(st, req, r);
+	case WIRE_REQ_GET_BROKER_CLUSTER_INFO:
+		return h_cluster(st, r);
+	case WIRE_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER:
+		return h_topic_list(st, r);
+	case WIRE_REQ_GET_KV_CONFIG:
+		return h_kv_get(st, req, r);
+	default:
+		/* Config rewrites (UPDATE_NAMESRV_CONFIG) land here too: never from the wire. */
+		reply_set(r, WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED, " request type %d not supported",
+			  req->code);
+		return 0;
+	}
+}
+
+static int
+dispatch_write(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wire_rem_cmd *req,
+	       struct ns_reply *r)
+{
+	switch (req->code) {
+	case WIRE_REQ_REGISTER_BROKER:
+		return h_register(st, conn, now_ms, req, r);
+	case WIRE_REQ_UNREGISTER_BROKER:
+		return h_unregister(st, req, r);
+	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
+		return h_wipe(st, req, r);
+	case WIRE_REQ_QUERY_DATA_VERSION:
+		return h_query_dv(st, now_ms, req, r);
+	default:
+		return h_kv_write(st, req, r);
+	}
+}
+
+int
+ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint64_t now_ms,
+	  const uint8_t *frame, size_t len, uint8_t **resp, size_t *resp_len)
+{
+	struct ns_role_ctx *ctx = &st->role[role];
+	struct wire_rem_cmd *req = &ctx->cmd;
+	struct ns_reply *r;
+	size_t need;
+	int rc;
+
+	*resp = NULL;
+	*resp_len = 0;
+	if (len < 8)
+		return -EBADMSG;
+	/* Header strings need at most 3 bytes per header byte (remoting.h). */
+	need = (size_t)(((uint32_t)frame[5] << 16) | ((uint32_t)frame[6] << 8) | frame[7]) * 3 +
+	       256;
+	/* Grow as needed; after a huge header (16 MiB is legal) shrink back, so
+	 * one request does not pin 48 MiB for good. */
+	if (need > ctx->scratch_cap ||
+	    (ctx->scratch_cap > NS_SCRATCH_KEEP && need <= NS_SCRATCH_KEEP)) {
+		char *s = realloc(ctx->scratch, need);
+
+		if (s == NULL)
+			return -ENOMEM;
+		ctx->scratch = s;
+		ctx->scratch_cap = need;
+	}
+	rc = wire_rem_decode(frame, len, req, ctx->scratch, ctx->scratch_cap);
+	if (rc != 0)
+		return rc;
+	if (req->flag & WIRE_REM_FLAG_RESPONSE)
+		return 0; /* nobody here sent a request: a stray response is dropped */
+	if (role == NS_ROLE_READER && is_write_code(req->code))
+		return NS_HANDLE_WRITER;
+
+	r = malloc(sizeof(*r));
+	if (r == NULL)
+		return -ENOMEM;
+	memset(&r->cmd, 0, offsetof(struct wire_rem_cmd, ext));
+	r->body = NULL;
+	r->body_len = 0;
+	if (is_write_code(req->code)) {
+		rc = dispatch_write(st, conn, now_ms, req, r);
+	} else if (role == NS_ROLE_READER) {
+		urcu_memb_read_lock();
+		rc = dispatch_read(st, req, r);
+		/* Encode inside the section: GET_KV_CONFIG's value points into a snapshot. */
+		if (rc == 0 && !(req->flag & WIRE_REM_FLAG_ONEWAY))
+			rc = reply_encode(req, r, resp, resp_len);
+		urcu_memb_read_unlock();
+		goto out;
+	} else {
+		rc = dispatch_read(st, req, r); /* the writer sees its own latest state */
+	}
+	if (rc == 0 && !(req->flag & WIRE_REM_FLAG_ONEWAY))
+		rc = reply_encode(req, r, resp, resp_len);
+out:
+	free(r->body);
+	free(r);
+	if (rc == -E2BIG || rc == -ENOBUFS || rc == -EINVAL)
+		rc = -ENOMEM; /* an encoder limit on our own reply: not the peer's fault */
+	return rc;
+}
+
+int
+ns_conn_closed(struct ns_state *st, uint64_t conn)
+{
+	return route_db_conn_closed(st->db, conn);
+}
+
+int
+ns_expire(struct ns_state *st, uint64_t now_ms, uint64_t expire_ms)
+{
+	return route_db_expire(st->db, now_ms, expire_ms);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ns_priv.h - NameServer internals shared between control/ns_*.c
+ * (module-internal names: ns__x).
+ */
+#ifndef SP_CONTROL_NS_PRIV_H
+#define SP_CONTROL_NS_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/compiler.h"
+#include "control/route.h"
+
+/* Largest inflated compressed registration body (zip-bomb guard). */
+#define NS_INFLATE_MAX (256u << 20)
+
+/*
+ * Registration bodies (ns_body.c): RegisterBrokerBody JSON, the bare
+ * TopicConfigSerializeWrapper of old brokers, or the zlib form
+ * (compressed=true), reference §3.1. Untrusted input: bounded, never crashes.
+ */
+
+/**
+ * ns__body_dv() - the body's dataVersion, without parsing its topics.
+ * Return: 0 (zero version when the body has none), -EBADMSG malformed.
+ */
+MUST_CHECK int ns__body_dv(const uint8_t *body, size_t len, bool compressed, struct route_dv *dv);
+
+/**
+ * ns__body_topics() - parse the topic set.
+ * @max_cores: dataplane cores of the registering broker (0: none), bounds
+ * dataplaneQueueCores entries.
+ * @skipped: topics left out for a bad name or value.
+ * Return: 0 and a new set in *@out, -EBADMSG malformed, -ENOMEM, -EFBIG
+ * inflated body over NS_INFLATE_MAX.
+ */
+MUST_CHECK int ns__body_topics(const uint8_t *body, size_t len, bool compressed, uint32_t max_cores,
+			       struct route_tset **out, uint32_t *skipped);
+
+/* A standalone DataVersion object (QUERY_DATA_VERSION body). Return: 0, -EBADMSG. */
+MUST_CHECK int ns__dv_parse(const uint8_t *json, size_t len, struct route_dv *dv);
+
+/*
+ * KV config (ns_kv.c): namespace -> key -> value, RCU-published snapshots,
+ * persisted to one file with a write-temp, fsync, rename.
+ */
+#define NS_KV_FIELD_MAX 255	 /* namespace and key bytes */
+#define NS_KV_VALUE_MAX 65536	 /* value bytes */
+#define NS_KV_ENTRIES_MAX 100000 /* entries in all namespaces */
+
+struct ns_kv;
+
+/* @path: the file, "" for memory only. Context: startup. Return: 0, -errno, -EBADMSG bad file. */
+MUST_CHECK int ns__kv_create(const char *path, struct ns_kv **out);
+void ns__kv_destroy(struct ns_kv *kv);
+
+/*
+ * Writer thread. Return: 0, -EINVAL field too long / not UTF-8 / has NUL,
+ * -ENOSPC too many entries, -ENOENT (delete) absent, -errno persisting (the
+ * change is then not applied).
+ */
+MUST_CHECK int ns__kv_put(struct ns_kv *kv, const char *ns, size_t ns_len, const char *key,
+			  size_t key_len, const char *val, size_t val_len);
+MUST_CHECK int ns__kv_delete(struct ns_kv *kv, const char *ns, size_t ns_len, const char *key,
+			     size_t key_len);
+
+/* Readers inside urcu_memb_read_lock(): the value stays valid until unlock. */
+const char *ns__kv_get(struct ns_kv *kv, const char *ns, size_t ns_len, const char *key,
+		       size_t key_len, size_t *val_len);
+
+/* {"table":{...}} for namespace @ns (reader, in a read section). Return: 0, -ENOENT, -ENOMEM. */
+MUST_CHECK int ns__kv_list_json(struct ns_kv *kv, const char *ns, uint8_t **out, size_t *out_len);
+
+/* Return: entries (writer thread). */
+uint32_t ns__kv_count(const struct ns_kv *kv);
+
+#endif /* SP_CONTROL_NS_PRIV_H */

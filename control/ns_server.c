@@ -1,0 +1,833 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ns_server.c - sprocket-namesrv's epoll loop and writer thread.
+ *
+ * DESIGN
+ * The io thread owns every socket: it accepts, reads into a per-connection
+ * buffer, cuts frames (wire_rem_frame_len(), limit frame_max), answers
+ * lookups itself as an RCU reader (ns_handle(), reader role) and queues the
+ * rest for the writer thread. The writer runs those one at a time, runs the
+ * expiry scan every scan_ms, and hands each response back on a completion
+ * list, waking the io thread with an eventfd. So a registration that parses
+ * 100,000 topics delays only the requests behind it on the writer; lookups
+ * go on against the previous snapshot until the new one is published.
+ *
+ * Connections: level-triggered epoll. Output that the socket does not take
+ * at once waits in a per-connection buffer with EPOLLOUT armed. A
+ * connection with NS_PENDING_MAX requests at the writer or more than
+ * NS_WBUF_HIGH bytes of unsent output stops being read until it drains, so
+ * one peer cannot queue unbounded work or memory. The receive buffer grows
+ * with the bytes that actually arrive (never to a length a header merely
+ * announces) and shrinks back after a large frame. A frame that is too large
+ * or does not decode closes that connection only (as RocketMQ's decoder
+ * does); a closed connection that registered brokers drops them at once.
+ *
+ * Responses on one connection may leave in another order than their
+ * requests (a lookup overtakes a registration): remoting matches responses
+ * by opaque, as RocketMQ's own servers, which run requests on thread pools.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "common/atomic.h"
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "control/ns.h"
+#include "wire/remoting.h"
+
+#define NS_TAG "ctl.ns"
+#define NS_RBUF_STEP (64u << 10)
+#define NS_RBUF_KEEP (4u << 20)	 /* a larger idle receive buffer is released */
+#define NS_PENDING_MAX 64	 /* requests per connection at the writer */
+#define NS_WBUF_HIGH (8u << 20)	 /* stop reading a connection above this much unsent output */
+#define NS_STEAL_MIN (64u << 10) /* frames this large move to the writer without a copy */
+#define NS_EVENTS 64
+#define NS_WRITER_NICE 10
+
+struct ns_conn {
+	int fd;
+	uint64_t id;
+	uint64_t last_ms;
+	uint8_t *rbuf;
+	size_t rlen;
+	size_t rcap;
+	uint8_t *wbuf;
+	size_t woff;
+	size_t wlen;
+	size_t wcap;
+	uint32_t pending; /* requests queued at the writer */
+	bool wrote;	  /* sent a request that changes state */
+	bool out_armed;	  /* EPOLLOUT in the epoll set */
+	bool paused;	  /* EPOLLIN out of the epoll set */
+	char peer[INET_ADDRSTRLEN + 8];
+};
+
+enum ns_job_kind {
+	NS_JOB_REQ,
+	NS_JOB_CLOSED,
+};
+
+/* io -> writer and back. Owned by whichever list or thread holds it. */
+struct ns_job {
+	struct ns_job *next;
+	enum ns_job_kind kind;
+	int fd;
+	uint64_t conn;
+	uint8_t *frame;
+	size_t len;
+	size_t cap; /* of frame: it may come back as the connection's receive buffer */
+	uint8_t *resp;
+	size_t resp_len;
+	int rc;
+	char peer[INET_ADDRSTRLEN + 8];
+};
+
+/*
+ * Ownership: conns and every connection belong to the io thread. The two
+ * job lists and writer_stop are guarded by mu. stop is set by any thread.
+ * st: see ns_handle()'s roles. Everything else is immutable after create.
+ */
+struct ns_server {
+	struct ns_server_conf conf;
+	char bind_addr[INET_ADDRSTRLEN];
+	char *kv_path;
+	struct ns_state *st;
+	int lfd;
+	int epfd;
+	int evfd;
+	uint16_t port;
+	_Atomic bool stop;
+
+	/* io thread only */
+	struct ns_conn **conns; /* by fd */
+	size_t conns_cap;
+	uint32_t n_conns;
+	uint64_t next_id;
+
+	pthread_t writer;
+	bool writer_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ns_job *jobs; /* FIFO: head, tail (mu) */
+	struct ns_job *jobs_tail;
+	struct ns_job *done;
+	struct ns_job *done_tail;
+	bool writer_stop;
+};
+
+static void
+job_push(struct ns_job **head, struct ns_job **tail, struct ns_job *j)
+{
+	j->next = NULL;
+	if (*tail != NULL)
+		(*tail)->next = j;
+	else
+		*head = j;
+	*tail = j;
+}
+
+static void
+job_free(struct ns_job *j)
+{
+	free(j->frame);
+	free(j->resp);
+	free(j);
+}
+
+static void
+wake(int fd)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is already non-zero: the reader will wake. */
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_err_ratelimited(NS_TAG, "eventfd write failed: %s", err_str(errno));
+}
+
+/*
+ * Writer thread
+ */
+
+static void
+writer_run_job(struct ns_server *srv, struct ns_job *j)
+{
+	int n;
+
+	if (j->kind == NS_JOB_CLOSED) {
+		n = ns_conn_closed(srv->st, j->conn);
+		if (n > 0)
+			log_info(NS_TAG, "connection %s closed: %d broker address(es) dropped",
+				 j->peer, n);
+		else if (n < 0)
+			log_err(NS_TAG, "dropping the brokers of %s failed: %s", j->peer,
+				err_str(n));
+		return;
+	}
+	j->rc = ns_handle(srv->st, NS_ROLE_WRITER, j->conn, clk_mono_ns() / 1000000, j->frame,
+			  j->len, &j->resp, &j->resp_len);
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct ns_server *srv = arg;
+	uint64_t next_scan = clk_mono_ns() / 1000000 + srv->conf.scan_ms;
+
+	/*
+	 * Registrations are background work; lookups are what clients wait on.
+	 * On a box with fewer cores than runnable threads the scheduler then
+	 * prefers the io thread (nice 10 is about a tenth of the CPU weight),
+	 * and the writer still progresses when the io thread is busy.
+	 */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), NS_WRITER_NICE) != 0)
+		log_warn(NS_TAG, "lowering the writer thread's priority failed: %s",
+			 err_str(errno));
+	pthread_mutex_lock(&srv->mu);
+	while (!srv->writer_stop) {
+		uint64_t now = clk_mono_ns() / 1000000;
+		struct ns_job *j;
+
+		if (now >= next_scan) {
+			int n;
+
+			pthread_mutex_unlock(&srv->mu);
+			n = ns_expire(srv->st, now, srv->conf.expire_ms);
+			if (n > 0)
+				log_info(NS_TAG,
+					 "%d broker address(es) silent for over %" PRIu64
+					 " ms dropped",
+					 n, srv->conf.expire_ms);
+			else if (n < 0)
+				log_err(NS_TAG, "expiry scan failed: %s", err_str(n));
+			next_scan = now + srv->conf.scan_ms;
+			pthread_mutex_lock(&srv->mu);
+			continue;
+		}
+		j = srv->jobs;
+		if (j == NULL) {
+			uint64_t wait_ns = (next_scan - now) * 1000000;
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (time_t)(wait_ns / CLK_NS_PER_SEC);
+			ts.tv_nsec += (long)(wait_ns % CLK_NS_PER_SEC);
+			if (ts.tv_nsec >= (long)CLK_NS_PER_SEC) {
+				ts.tv_sec++;
+				ts.tv_nsec -= (long)CLK_NS_PER_SEC;
+			}
+			pthread_cond_timedwait(&srv->cv, &srv->mu, &ts);
+			continue;
+		}
+		srv->jobs = j->next;
+		if (srv->jobs == NULL)
+			srv->jobs_tail = NULL;
+		pthread_mutex_unlock(&srv->mu);
+
+		writer_run_job(srv, j);
+
+		pthread_mutex_lock(&srv->mu);
+		if (j->kind == NS_JOB_CLOSED) {
+			job_free(j);
+			continue;
+		}
+		job_push(&srv->done, &srv->done_tail, j);
+		wake(srv->evfd);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return NULL;
+}
+
+/*
+ * Connections (io thread)
+ */
+
+static void
+conn_epoll(struct ns_server *srv, struct ns_conn *c)
+{
+	struct epoll_event ev = {.data.fd = c->fd};
+
+	ev.events = (c->paused ? 0 : EPOLLIN) | (c->out_armed ? EPOLLOUT : 0) | EPOLLRDHUP;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+		log_err_ratelimited(NS_TAG, "epoll_ctl(%s) failed: %s", c->peer, err_str(errno));
+}
+
+static void
+conn_close(struct ns_server *srv, struct ns_conn *c, const char *why)
+{
+	if (why != NULL)
+		log_info_ratelimited(NS_TAG, "closing connection %s: %s", c->peer, why);
+	if (c->wrote) {
+		struct ns_job *j = calloc(1, sizeof(*j));
+
+		if (j != NULL) {
+			j->kind = NS_JOB_CLOSED;
+			j->conn = c->id;
+			snprintf(j->peer, sizeof(j->peer), "%s", c->peer);
+			pthread_mutex_lock(&srv->mu);
+			job_push(&srv->jobs, &srv->jobs_tail, j);
+			pthread_cond_signal(&srv->cv);
+			pthread_mutex_unlock(&srv->mu);
+		} else {
+			/* The brokers stay until the expiry scan drops them. */
+			log_err(NS_TAG, "no memory to drop the brokers of %s", c->peer);
+		}
+	}
+	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	srv->conns[c->fd] = NULL;
+	srv->n_conns--;
+	free(c->rbuf);
+	free(c->wbuf);
+	free(c);
+}
+
+/* Return: 0, or -1 when the connection was closed. */
+static int
+conn_flush(struct ns_server *srv, struct ns_conn *c)
+{
+	while (c->woff < c->wlen) {
+		ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			conn_close(srv, c, "send failed");
+			return -1;
+		}
+		c->woff += (size_t)n;
+	}
+	if (c->woff == c->wlen) {
+		c->woff = 0;
+		c->wlen = 0;
+		if (c->wcap > NS_RBUF_KEEP) {
+			free(c->wbuf);
+			c->wbuf = NULL;
+			c->wcap = 0;
+		}
+	}
+	if (c->out_armed != (c->wlen > 0)) {
+		c->out_armed = c->wlen > 0;
+		conn_epoll(srv, c);
+	}
+	return 0;
+}
+
+/* Queue @len bytes of @buf and try to send. Return: 0, or -1 when closed. */
+static int
+conn_send(struct ns_server *srv, struct ns_conn *c, const uint8_t *buf, size_t len)
+{
+	size_t unsent = c->wlen - c->woff;
+
+	if (c->wlen + len > c->wcap) {
+		size_t cap = SP_MAX(c->wcap * 2, unsent + len);
+		uint8_t *nb;
+
+		if (c->woff > 0 && unsent > 0)
+			memmove(c->wbuf, c->wbuf + c->woff, unsent);
+		c->wlen = unsent;
+		c->woff = 0;
+		if (c->wlen + len > c->wcap) {
+			nb = realloc(c->wbuf, cap);
+			if (nb == NULL) {
+				conn_close(srv, c, "no memory for output");
+				return -1;
+			}
+			c->wbuf = nb;
+			c->wcap = cap;
+		}
+	}
+	memcpy(c->wbuf + c->wlen, buf, len);
+	c->wlen += len;
+	return conn_flush(srv, c);
+}
+
+static bool
+conn_should_pause(const struct ns_conn *c)
+{
+	return c->pending >= NS_PENDING_MAX || c->wlen - c->woff > NS_WBUF_HIGH;
+}
+
+/* Hand a state-changing frame to the writer. Return: 0, -1 closed. */
+static int
+conn_to_writer(struct ns_server *srv, struct ns_conn *c, size_t off, size_t flen)
+{
+	struct ns_job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL) {
+		conn_close(srv, c, "no memory for a request");
+		return -1;
+	}
+	if (off == 0 && flen == c->rlen && flen >= NS_STEAL_MIN) {
+		/* The buffer holds exactly this frame: move it, no copy. */
+		j->frame = c->rbuf;
+		j->cap = c->rcap;
+		c->rbuf = NULL;
+		c->rcap = 0;
+	} else {
+		j->frame = malloc(flen);
+		if (j->frame == NULL) {
+			free(j);
+			conn_close(srv, c, "no memory for a request");
+			return -1;
+		}
+		memcpy(j->frame, c->rbuf + off, flen);
+		j->cap = flen;
+	}
+	j->kind = NS_JOB_REQ;
+	j->fd = c->fd;
+	j->conn = c->id;
+	j->len = flen;
+	c->pending++;
+	c->wrote = true;
+	pthread_mutex_lock(&srv->mu);
+	job_push(&srv->jobs, &srv->jobs_tail, j);
+	pthread_cond_signal(&srv->cv);
+	pthread_mutex_unlock(&srv->mu);
+	return 0;
+}
+
+/* Run every complete frame in the receive buffer. Return: 0, -1 closed. */
+static int
+conn_process(struct ns_server *srv, struct ns_conn *c)
+{
+	size_t off = 0;
+
+	while (!conn_should_pause(c)) {
+		size_t flen;
+		uint8_t *resp;
+		size_t resp_len;
+		int rc;
+
+		if (c->rlen - off < 4)
+			break; /* also covers rbuf == NULL after a move to the writer */
+		rc = wire_rem_frame_len(c->rbuf + off, c->rlen - off, srv->conf.frame_max, &flen);
+		if (rc == -EAGAIN)
+			break;
+		if (rc != 0) {
+			conn_close(srv, c,
+				   rc == -EMSGSIZE ? "frame over frameMaxLength"
+						   : "bad frame length");
+			return -1;
+		}
+		rc = ns_handle(srv->st, NS_ROLE_READER, c->id, clk_mono_ns() / 1000000,
+			       c->rbuf + off, flen, &resp, &resp_len);
+		if (rc == NS_HANDLE_WRITER) {
+			if (conn_to_writer(srv, c, off, flen) != 0)
+				return -1;
+			if (c->rbuf == NULL) { /* moved to the writer */
+				c->rlen = 0;
+				off = 0;
+				break;
+			}
+		} else if (rc < 0) {
+			conn_close(srv, c, rc == -ENOMEM ? "no memory" : "undecodable frame");
+			return -1;
+		} else if (resp != NULL) {
+			rc = conn_send(srv, c, resp, resp_len);
+			free(resp);
+			if (rc != 0)
+				return -1;
+		}
+		off += flen;
+	}
+	if (off > 0) {
+		memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+		c->rlen -= off;
+	}
+	if (c->rcap > NS_RBUF_KEEP && c->rlen < NS_RBUF_STEP) {
+		uint8_t *nb = malloc(NS_RBUF_STEP);
+
+		if (nb != NULL) {
+			memcpy(nb, c->rbuf, c->rlen);
+			free(c->rbuf);
+			c->rbuf = nb;
+			c->rcap = NS_RBUF_STEP;
+		}
+	}
+	if (c->paused != conn_should_pause(c)) {
+		c->paused = !c->paused;
+		conn_epoll(srv, c);
+	}
+	return 0;
+}
+
+static void
+conn_read(struct ns_server *srv, struct ns_conn *c)
+{
+	size_t want = c->rlen + NS_RBUF_STEP;
+	ssize_t n;
+
+	if (c->rlen >= 4) {
+		/* Grow toward the announced frame by doubling, never beyond it. */
+		size_t total = ((size_t)c->rbuf[0] << 24 | (size_t)c->rbuf[1] << 16 |
+				(size_t)c->rbuf[2] << 8 | c->rbuf[3]) +
+			       4;
+
+		if (total > c->rlen && total <= srv->conf.frame_max)
+			want = SP_MIN(total, SP_MAX(want, c->rlen * 2));
+	}
+	if (want > c->rcap) {
+		uint8_t *nb = realloc(c->rbuf, want);
+
+		if (nb == NULL) {
+			conn_close(srv, c, "no memory for input");
+			return;
+		}
+		c->rbuf = nb;
+		c->rcap = want;
+	}
+	/* At most NS_RBUF_STEP per call: a big frame arrives in slices, and the
+	 * lookups of other connections are served between them. */
+	n = recv(c->fd, c->rbuf + c->rlen, SP_MIN(c->rcap - c->rlen, (size_t)NS_RBUF_STEP), 0);
+	if (n == 0) {
+		conn_close(srv, c, NULL);
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			conn_close(srv, c, "recv failed");
+		return;
+	}
+	c->rlen += (size_t)n;
+	c->last_ms = clk_mono_ns() / 1000000;
+	(void)conn_process(srv, c);
+}
+
+static void
+srv_accept(struct ns_server *srv)
+{
+	for (;;) {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		struct epoll_event ev;
+		struct ns_conn *c;
+		int one = 1;
+		int fd = accept4(srv->lfd, (struct sockaddr *)&sa, &sl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn_ratelimited(NS_TAG, "accept failed: %s", err_str(errno));
+			return;
+		}
+		if (srv->n_conns >= srv->conf.max_conns) {
+			log_warn_ratelimited(NS_TAG,
+					     "maxConnections (%u) reached: connection refused",
+					     srv->conf.max_conns);
+			close(fd);
+			continue;
+		}
+		if ((size_t)fd >= srv->conns_cap) {
+			size_t cap = SP_MAX((size_t)fd + 1, srv->conns_cap * 2);
+			struct ns_conn **nc = realloc(srv->conns, cap * sizeof(*nc));
+
+			if (nc == NULL) {
+				close(fd);
+				continue;
+			}
+			memset(nc + srv->conns_cap, 0, (cap - srv->conns_cap) * sizeof(*nc));
+			srv->conns = nc;
+			srv->conns_cap = cap;
+		}
+		c = calloc(1, sizeof(*c));
+		if (c == NULL) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->id = ++srv->next_id;
+		c->last_ms = clk_mono_ns() / 1000000;
+		inet_ntop(AF_INET, &sa.sin_addr, c->peer, INET_ADDRSTRLEN);
+		snprintf(c->peer + strlen(c->peer), sizeof(c->peer) - strlen(c->peer), ":%u",
+			 ntohs(sa.sin_port));
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		ev.events = EPOLLIN | EPOLLRDHUP;
+		ev.data.fd = fd;
+		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		srv->conns[fd] = c;
+		srv->n_conns++;
+	}
+}
+
+static void
+srv_completions(struct ns_server *srv)
+{
+	struct ns_job *list;
+	uint64_t cnt;
+
+	if (read(srv->evfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		log_err_ratelimited(NS_TAG, "eventfd read failed: %s", err_str(errno));
+	pthread_mutex_lock(&srv->mu);
+	list = srv->done;
+	srv->done = NULL;
+	srv->done_tail = NULL;
+	pthread_mutex_unlock(&srv->mu);
+
+	while (list != NULL) {
+		struct ns_job *j = list;
+		struct ns_conn *c = (size_t)j->fd < srv->conns_cap ? srv->conns[j->fd] : NULL;
+
+		list = j->next;
+		/* The connection may be gone, or its fd reused: match the id. */
+		if (c != NULL && c->id == j->conn) {
+			c->pending--;
+			/*
+			 * A moved receive buffer comes home: the broker's next
+			 * registration of the same size then lands in memory that
+			 * is already faulted in, instead of a fresh mapping grown
+			 * by doubling (page faults and munmap IPIs on the io thread).
+			 */
+			if (j->frame != NULL && j->cap > c->rcap && j->cap <= NS_RBUF_KEEP &&
+			    c->rlen <= j->cap) {
+				if (c->rlen > 0)
+					memcpy(j->frame, c->rbuf, c->rlen);
+				free(c->rbuf);
+				c->rbuf = j->frame;
+				c->rcap = j->cap;
+				j->frame = NULL;
+			}
+			if (j->rc < 0)
+				conn_close(srv, c, "request failed (no memory)");
+			else if ((j->resp == NULL ||
+				  conn_send(srv, c, j->resp, j->resp_len) == 0) &&
+				 c->paused)
+				(void)conn_process(srv, c); /* resume: frames may wait in rbuf */
+		}
+		job_free(j);
+	}
+}
+
+static void
+srv_idle_sweep(struct ns_server *srv, uint64_t now_ms)
+{
+	for (size_t fd = 0; fd < srv->conns_cap; fd++) {
+		struct ns_conn *c = srv->conns[fd];
+
+		if (c != NULL && c->pending == 0 && now_ms - c->last_ms > srv->conf.idle_ms)
+			conn_close(srv, c, "idle");
+	}
+}
+
+/*
+ * Setup and the loop
+ */
+
+int
+ns_server_create(const struct ns_server_conf *conf, struct ns_server **out)
+{
+	struct ns_server *srv = calloc(1, sizeof(*srv));
+	struct ns_conf stc;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	struct epoll_event ev = {.events = EPOLLIN};
+	pthread_condattr_t ca;
+	int one = 1;
+	int rc;
+
+	if (srv == NULL)
+		return -ENOMEM;
+	srv->lfd = srv->epfd = srv->evfd = -1;
+	srv->conf = *conf;
+	srv->kv_path = strdup(conf->st.kv_path != NULL ? conf->st.kv_path : "");
+	if (srv->kv_path == NULL) {
+		free(srv);
+		return -ENOMEM;
+	}
+	snprintf(srv->bind_addr, sizeof(srv->bind_addr), "%s", conf->bind_addr);
+	srv->conf.bind_addr = srv->bind_addr;
+	srv->conf.st.kv_path = srv->kv_path;
+	pthread_mutex_init(&srv->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&srv->cv, &ca);
+	pthread_condattr_destroy(&ca);
+
+	stc = srv->conf.st;
+	if ((rc = ns_state_create(&stc, &srv->st)) != 0)
+		goto err;
+	if (inet_pton(AF_INET, conf->bind_addr, &sa.sin_addr) != 1) {
+		log_err(NS_TAG, "bindAddress '%s' is not an IPv4 address", conf->bind_addr);
+		rc = -EINVAL;
+		goto err;
+	}
+	sa.sin_port = htons(conf->port);
+	srv->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->lfd < 0 ||
+	    setsockopt(srv->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(srv->lfd, 1024) != 0 ||
+	    getsockname(srv->lfd, (struct sockaddr *)&sa, &sl) != 0) {
+		rc = -errno;
+		log_err(NS_TAG, "listening on %s:%u failed: %s", conf->bind_addr, conf->port,
+			err_str(rc));
+		goto err;
+	}
+	srv->port = ntohs(sa.sin_port);
+	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	srv->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (srv->epfd < 0 || srv->evfd < 0) {
+		rc = -errno;
+		goto err;
+	}
+	ev.data.fd = srv->lfd;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lfd, &ev) != 0) {
+		rc = -errno;
+		goto err;
+	}
+	ev.data.fd = srv->evfd;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->evfd, &ev) != 0) {
+		rc = -errno;
+		goto err;
+	}
+	*out = srv;
+	return 0;
+
+err:
+	ns_server_destroy(srv);
+	return rc;
+}
+
+uint16_t
+ns_server_port(const struct ns_server *srv)
+{
+	return srv->port;
+}
+
+void
+ns_server_stop(struct ns_server *srv)
+{
+	atomic_store_relaxed(&srv->stop, true);
+	wake(srv->evfd);
+}
+
+int
+ns_server_run(struct ns_server *srv, int sig_fd)
+{
+	struct epoll_event evs[NS_EVENTS];
+	uint64_t next_sweep = clk_mono_ns() / 1000000 + 1000;
+	int rc = 0;
+
+	if (sig_fd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = sig_fd};
+
+		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, sig_fd, &ev) != 0)
+			return -errno;
+	}
+	rc = pthread_create(&srv->writer, NULL, writer_main, srv);
+	if (rc != 0)
+		return -rc;
+	srv->writer_started = true;
+	urcu_memb_register_thread();
+
+	while (!atomic_load_relaxed(&srv->stop)) {
+		int n = epoll_wait(srv->epfd, evs, NS_EVENTS, 1000);
+		uint64_t now;
+
+		if (n < 0 && errno != EINTR) {
+			rc = -errno;
+			log_err(NS_TAG, "epoll_wait failed: %s", err_str(rc));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			struct ns_conn *c;
+
+			if (fd == srv->lfd) {
+				srv_accept(srv);
+			} else if (fd == srv->evfd) {
+				srv_completions(srv);
+			} else if (fd == sig_fd) {
+				struct signalfd_siginfo si;
+
+				if (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+					log_info(NS_TAG, "signal %u: shutting down", si.ssi_signo);
+				atomic_store_relaxed(&srv->stop, true);
+			} else if ((size_t)fd < srv->conns_cap && (c = srv->conns[fd]) != NULL) {
+				if (evs[i].events & EPOLLOUT) {
+					if (conn_flush(srv, c) != 0)
+						continue;
+					if (c->paused && !conn_should_pause(c) &&
+					    conn_process(srv, c) != 0)
+						continue;
+				}
+				if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+					conn_read(srv, c);
+			}
+		}
+		now = clk_mono_ns() / 1000000;
+		if (srv->conf.idle_ms > 0 && now >= next_sweep) {
+			srv_idle_sweep(srv, now);
+			next_sweep = now + 1000;
+		}
+	}
+
+	pthread_mutex_lock(&srv->mu);
+	srv->writer_stop = true;
+	pthread_cond_signal(&srv->cv);
+	pthread_mutex_unlock(&srv->mu);
+	pthread_join(srv->writer, NULL);
+	srv->writer_started = false;
+	urcu_memb_unregister_thread();
+	if (sig_fd >= 0)
+		epoll_ctl(srv->epfd, EPOLL_CTL_DEL, sig_fd, NULL);
+	return rc;
+}
+
+void
+ns_server_destroy(struct ns_server *srv)
+{
+	struct ns_job *j;
+
+	if (srv == NULL)
+		return;
+	BASSERT(!srv->writer_started);
+	for (size_t fd = 0; fd < srv->conns_cap; fd++) {
+		struct ns_conn *c = srv->conns[fd];
+
+		if (c == NULL)
+			continue;
+		c->wrote = false; /* shutting down: nobody to tell */
+		conn_close(srv, c, NULL);
+	}
+	free(srv->conns);
+	while ((j = srv->jobs) != NULL) {
+		srv->jobs = j->next;
+		job_free(j);
+	}
+	while ((j = srv->done) != NULL) {
+		srv->done = j->next;
+		job_free(j);
+	}
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	if (srv->epfd >= 0)
+		close(srv->epfd);
+	if (srv->evfd >= 0)
+		close(srv->evfd);
+	ns_state_destroy(srv->st);
+	pthread_cond_destroy(&srv->cv);
+	pthread_mutex_destroy(&srv->mu);
+	free(srv->kv_path);
+	free(srv);
+}

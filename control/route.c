@@ -1,0 +1,1104 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * route.c - the NameServer's RCU-published route table (route.h).
+ *
+ * DESIGN
+ * A snapshot is an array of pointers to immutable brokerName records, each
+ * pointing at an immutable, reference-counted topic set. A writer copies the
+ * pointer array, clones only the records it edits (struct route_txn), and
+ * publishes the new array; records it did not touch are shared with the old
+ * snapshot. So a broker re-registering 100,000 topics costs one new topic
+ * set, and a heartbeat of an unchanged broker costs no publish at all: its
+ * liveness (last heartbeat, data version, connection) is writer-private.
+ *
+ * Lookups probe each brokerName's topic set (an open-addressing hash of
+ * 64-bit FNV-1a). Clusters hold a handful of brokerNames, so a lookup is a
+ * few probes; a global topic index would make every registration rebuild it.
+ *
+ * Reclamation: after rcu_assign_pointer() the writer waits for a grace
+ * period (urcu_memb_synchronize_rcu()), then frees the old array and the
+ * records the transaction replaced, dropping their topic-set references.
+ * Topic-set reference counts are touched by the writer thread only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "control/route.h"
+#include "jbuf_priv.h"
+
+struct route_topic {
+	uint64_t hash;
+	uint32_t name_off; /* into names */
+	uint16_t name_len; /* 0: replaced by a later duplicate */
+	uint16_t read_q;
+	uint16_t write_q;
+	uint8_t perm;
+	uint32_t sysflag;
+	uint32_t n_cores;
+	uint32_t cores_off; /* into cores */
+};
+
+/* Ownership: see route.h. refs and everything else: writer thread only. */
+struct route_tset {
+	uint32_t refs;
+	uint32_t n;
+	uint32_t cap;
+	struct route_topic *topics;
+	char *names;
+	size_t names_len;
+	size_t names_cap;
+	uint16_t *cores;
+	size_t cores_len;
+	size_t cores_cap;
+	uint32_t *slots; /* index + 1 into topics; 0 empty; mask + 1 entries */
+	uint32_t mask;
+};
+
+struct route_addr {
+	int64_t id;
+	char addr[ROUTE_ADDR_MAX + 1];
+	struct route_dp dp;
+};
+
+/* Immutable once published. gen: the transaction that created it. */
+struct route_bname {
+	uint64_t gen;
+	char name[ROUTE_NAME_MAX + 1];
+	char cluster[ROUTE_NAME_MAX + 1];
+	uint8_t perm_clear; /* bits removed by WIPE_WRITE_PERM_OF_BROKER */
+	uint32_t n_addrs;
+	struct route_addr addrs[ROUTE_ADDRS_MAX]; /* sorted by id */
+	struct route_tset *topics;		  /* NULL until a master registered */
+};
+
+/* RCU: the writer publishes, readers see it whole. */
+struct route_table {
+	uint32_t n;
+	struct route_bname *b[];
+};
+
+/* Writer-private liveness of one broker address. */
+struct route_live {
+	char addr[ROUTE_ADDR_MAX + 1];
+	char bname[ROUTE_NAME_MAX + 1];
+	char ha[ROUTE_ADDR_MAX + 1];
+	int64_t id;
+	uint64_t last_ms;
+	struct route_dv dv;
+	uint64_t conn;
+};
+
+/*
+ * Ownership: one writer thread calls every mutator; cur is RCU-published to
+ * readers on any thread.
+ */
+struct route_db {
+	struct route_table *cur; /* RCU: writer publishes */
+	uint64_t gen;		 /* writer only, from here down */
+	struct route_live *live;
+	uint32_t n_live;
+	uint32_t cap_live;
+};
+
+/* One batch of edits, published at once by txn_commit(). */
+struct route_txn {
+	struct route_db *db;
+	uint64_t gen;
+	struct route_table *nt;
+	uint32_t cap;
+	bool dirty;
+	struct route_bname **retired; /* published records this txn replaced */
+	uint32_t n_retired;
+	uint32_t cap_retired;
+};
+
+/*
+ * Topic sets
+ */
+
+static uint64_t
+route_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+bool
+route_topic_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > ROUTE_TOPIC_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '%' || c == '|' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+int
+route_tset_create(uint32_t size_hint, struct route_tset **out)
+{
+	struct route_tset *ts = calloc(1, sizeof(*ts));
+
+	if (ts == NULL)
+		return -ENOMEM;
+	ts->refs = 1;
+	ts->cap = size_hint > 16 && size_hint < (1u << 24) ? size_hint : 16;
+	ts->topics = malloc(sizeof(*ts->topics) * ts->cap);
+	ts->names_cap = (size_t)ts->cap * 24;
+	ts->names = malloc(ts->names_cap);
+	if (ts->topics == NULL || ts->names == NULL) {
+		route_tset_put(ts);
+		return -ENOMEM;
+	}
+	*out = ts;
+	return 0;
+}
+
+void
+route_tset_put(struct route_tset *ts)
+{
+	if (ts == NULL || --ts->refs > 0)
+		return;
+	free(ts->topics);
+	free(ts->names);
+	free(ts->cores);
+	free(ts->slots);
+	free(ts);
+}
+
+uint32_t
+route_tset_count(const struct route_tset *ts)
+{
+	return ts->n;
+}
+
+static const struct route_topic *
+tset_find(const struct route_tset *ts, const char *name, size_t len, uint64_t h)
+{
+	if (ts->slots == NULL)
+		return NULL; /* a master that registered no topics */
+	for (uint32_t i = (uint32_t)h & ts->mask;; i = (i + 1) & ts->mask) {
+		uint32_t s = ts->slots[i];
+		const struct route_topic *t;
+
+		if (s == 0)
+			return NULL;
+		t = &ts->topics[s - 1];
+		if (t->hash == h && t->name_len == len &&
+		    memcmp(ts->names + t->name_off, name, len) == 0)
+			return t;
+	}
+}
+
+/* Insert topics[idx]; a duplicate name takes over the old slot. Table has room. */
+static void
+tset_index(struct route_tset *ts, uint32_t idx)
+{
+	struct route_topic *t = &ts->topics[idx];
+
+	for (uint32_t i = (uint32_t)t->hash & ts->mask;; i = (i + 1) & ts->mask) {
+		uint32_t s = ts->slots[i];
+		struct route_topic *o;
+
+		if (s == 0) {
+			ts->slots[i] = idx + 1;
+			return;
+		}
+		o = &ts->topics[s - 1];
+		if (o->hash == t->hash && o->name_len == t->name_len &&
+		    memcmp(ts->names + o->name_off, ts->names + t->name_off, t->name_len) == 0) {
+			o->name_len = 0; /* dead: iteration skips it */
+			ts->slots[i] = idx + 1;
+			return;
+		}
+	}
+}
+
+static int
+tset_grow_index(struct route_tset *ts, uint32_t want)
+{
+	uint32_t size = 16;
+	uint32_t *slots;
+
+	/* Load factor at most 1/2. */
+	while (size < want * 2) {
+		if (size >= (1u << 30))
+			return -ENOMEM;
+		size *= 2;
+	}
+	if (ts->slots != NULL && size <= ts->mask + 1)
+		return 0;
+	slots = calloc(size, sizeof(*slots));
+	if (slots == NULL)
+		return -ENOMEM;
+	free(ts->slots);
+	ts->slots = slots;
+	ts->mask = size - 1;
+	for (uint32_t i = 0; i < ts->n; i++) {
+		if (ts->topics[i].name_len != 0)
+			tset_index(ts, i);
+	}
+	return 0;
+}
+
+static int
+grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t c = *cap ? *cap : 16;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		c *= 2;
+	}
+	np = realloc(*p, c * elem);
+	if (np == NULL)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+int
+route_tset_add(struct route_tset *ts, const struct route_topic_in *in)
+{
+	size_t cap_topics = ts->cap;
+	struct route_topic *t;
+	int rc;
+
+	if (!route_topic_name_ok(in->name, in->name_len) || in->read_q < 0 ||
+	    in->read_q > ROUTE_QUEUES_MAX || in->write_q < 0 || in->write_q > ROUTE_QUEUES_MAX ||
+	    in->perm < 0 || in->perm > ROUTE_PERM_MAX || in->sysflag < 0 ||
+	    in->sysflag > INT32_MAX || in->n_cores > ROUTE_QUEUES_MAX)
+		return -EINVAL;
+	if (ts->n >= (1u << 28) || ts->names_len + in->name_len > UINT32_MAX ||
+	    ts->cores_len + in->n_cores > UINT32_MAX)
+		return -ENOMEM;
+	if ((rc = grow((void **)&ts->topics, &cap_topics, ts->n + 1, sizeof(*ts->topics))) != 0)
+		return rc;
+	ts->cap = (uint32_t)cap_topics;
+	if ((rc = grow((void **)&ts->names, &ts->names_cap, ts->names_len + in->name_len, 1)) != 0)
+		return rc;
+	if (in->n_cores > 0 && (rc = grow((void **)&ts->cores, &ts->cores_cap,
+					  ts->cores_len + in->n_cores, sizeof(*ts->cores))) != 0)
+		return rc;
+	if ((rc = tset_grow_index(ts, ts->n + 1)) != 0)
+		return rc;
+
+	t = &ts->topics[ts->n];
+	t->hash = route_hash(in->name, in->name_len);
+	t->name_off = (uint32_t)ts->names_len;
+	t->name_len = (uint16_t)in->name_len;
+	t->read_q = (uint16_t)in->read_q;
+	t->write_q = (uint16_t)in->write_q;
+	t->perm = (uint8_t)in->perm;
+	t->sysflag = (uint32_t)in->sysflag;
+	t->n_cores = in->n_cores;
+	t->cores_off = (uint32_t)ts->cores_len;
+	memcpy(ts->names + ts->names_len, in->name, in->name_len);
+	ts->names_len += in->name_len;
+	if (in->n_cores > 0) {
+		memcpy(ts->cores + ts->cores_len, in->cores, in->n_cores * sizeof(*ts->cores));
+		ts->cores_len += in->n_cores;
+	}
+	tset_index(ts, ts->n);
+	ts->n++;
+	return 0;
+}
+
+/*
+ * Snapshots and transactions (writer thread)
+ */
+
+int
+route_db_create(struct route_db **out)
+{
+	struct route_db *db = calloc(1, sizeof(*db));
+
+	if (db == NULL)
+		return -ENOMEM;
+	db->cur = calloc(1, sizeof(struct route_table));
+	if (db->cur == NULL) {
+		free(db);
+		return -ENOMEM;
+	}
+	*out = db;
+	return 0;
+}
+
+static void
+bname_free(struct route_bname *b)
+{
+	route_tset_put(b->topics);
+	free(b);
+}
+
+void
+route_db_destroy(struct route_db *db)
+{
+	if (db == NULL)
+		return;
+	for (uint32_t i = 0; i < db->cur->n; i++)
+		bname_free(db->cur->b[i]);
+	free(db->cur);
+	free(db->live);
+	free(db);
+}
+
+const struct route_table *
+route_db_current(struct route_db *db)
+{
+	return rcu_dereference(db->cur);
+}
+
+uint32_t
+route_db_live_count(const struct route_db *db)
+{
+	return db->n_live;
+}
+
+static int
+txn_begin(struct route_db *db, struct route_txn *tx)
+{
+	const struct route_table *cur = db->cur;
+
+	memset(tx, 0, sizeof(*tx));
+	tx->db = db;
+	tx->gen = db->gen + 1;
+	tx->cap = cur->n + 1;
+	tx->nt = malloc(sizeof(*tx->nt) + sizeof(tx->nt->b[0]) * tx->cap);
+	if (tx->nt == NULL)
+		return -ENOMEM;
+	tx->nt->n = cur->n;
+	memcpy(tx->nt->b, cur->b, sizeof(cur->b[0]) * cur->n);
+	return 0;
+}
+
+static int
+txn_retire(struct route_txn *tx, struct route_bname *b)
+{
+	size_t cap = tx->cap_retired;
+	int rc = grow((void **)&tx->retired, &cap, tx->n_retired + 1, sizeof(*tx->retired));
+
+	if (rc != 0)
+		return rc;
+	tx->cap_retired = (uint32_t)cap;
+	tx->retired[tx->n_retired++] = b;
+	return 0;
+}
+
+/* Return: index of @name in the new table, or -1. */
+static int
+txn_find(const struct route_txn *tx, const char *name)
+{
+	for (uint32_t i = 0; i < tx->nt->n; i++) {
+		if (strcmp(tx->nt->b[i]->name, name) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * txn_edit() - a writable record for @name, cloned on first edit in this
+ * transaction, created when @create. Return: the record or NULL (-ENOENT /
+ * -ENOMEM in *rc).
+ */
+static struct route_bname *
+txn_edit(struct route_txn *tx, const char *name, bool create, int *rc)
+{
+	int i = txn_find(tx, name);
+	struct route_bname *b;
+
+	*rc = 0;
+	if (i >= 0 && tx->nt->b[i]->gen == tx->gen)
+		return tx->nt->b[i];
+	if (i < 0 && !create) {
+		*rc = -ENOENT;
+		return NULL;
+	}
+	b = malloc(sizeof(*b));
+	if (b == NULL) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	if (i >= 0) {
+		if ((*rc = txn_retire(tx, tx->nt->b[i])) != 0) {
+			free(b);
+			return NULL;
+		}
+		*b = *tx->nt->b[i];
+		if (b->topics != NULL)
+			b->topics->refs++;
+		tx->nt->b[i] = b;
+	} else {
+		memset(b, 0, sizeof(*b));
+		snprintf(b->name, sizeof(b->name), "%s", name);
+		tx->nt->b[tx->nt->n++] = b; /* cap = old n + 1: one creation per txn */
+	}
+	b->gen = tx->gen;
+	tx->dirty = true;
+	return b;
+}
+
+static void
+txn_abort(struct route_txn *tx)
+{
+	/* Fresh records were never published: free them now. */
+	for (uint32_t i = 0; i < tx->nt->n; i++) {
+		if (tx->nt->b[i]->gen == tx->gen)
+			bname_free(tx->nt->b[i]);
+	}
+	free(tx->nt);
+	free(tx->retired);
+}
+
+static void
+txn_commit(struct route_txn *tx)
+{
+	struct route_db *db = tx->db;
+	struct route_table *old = db->cur;
+	uint32_t n = 0;
+
+	if (!tx->dirty) {
+		txn_abort(tx);
+		return;
+	}
+	/* A brokerName without addresses leaves, with its topics (RocketMQ). */
+	for (uint32_t i = 0; i < tx->nt->n; i++) {
+		struct route_bname *b = tx->nt->b[i];
+
+		if (b->n_addrs > 0)
+			tx->nt->b[n++] = b;
+		else
+			bname_free(b); /* fresh (only edits empty a record): unpublished */
+	}
+	tx->nt->n = n;
+	db->gen = tx->gen;
+	/* Publish: pairs with rcu_dereference() in route_db_current(). */
+	rcu_assign_pointer(db->cur, tx->nt);
+	urcu_memb_synchronize_rcu();
+	free(old);
+	for (uint32_t i = 0; i < tx->n_retired; i++)
+		bname_free(tx->retired[i]);
+	free(tx->retired);
+}
+
+static void
+bname_del_addr(struct route_bname *b, uint32_t i)
+{
+	memmove(&b->addrs[i], &b->addrs[i + 1], sizeof(b->addrs[0]) * (b->n_addrs - i - 1));
+	b->n_addrs--;
+}
+
+static int
+bname_find_id(const struct route_bname *b, int64_t id)
+{
+	for (uint32_t i = 0; i < b->n_addrs; i++) {
+		if (b->addrs[i].id == id)
+			return (int)i;
+	}
+	return -1;
+}
+
+static struct route_live *
+live_find(const struct route_db *db, const char *addr)
+{
+	for (uint32_t i = 0; i < db->n_live; i++) {
+		if (strcmp(db->live[i].addr, addr) == 0)
+			return &db->live[i];
+	}
+	return NULL;
+}
+
+/* Drop live entry @i and its address from its brokerName. */
+static int
+txn_drop_live(struct route_txn *tx, uint32_t i)
+{
+	struct route_db *db = tx->db;
+	struct route_live *l = &db->live[i];
+	struct route_bname *b;
+	int rc;
+	int k;
+
+	b = txn_edit(tx, l->bname, false, &rc);
+	if (b == NULL && rc != -ENOENT)
+		return rc;
+	if (b != NULL && (k = bname_find_id(b, l->id)) >= 0 &&
+	    strcmp(b->addrs[k].addr, l->addr) == 0)
+		bname_del_addr(b, (uint32_t)k);
+	db->live[i] = db->live[--db->n_live];
+	return 0;
+}
+
+bool
+route_db_wants_topics(const struct route_db *db, const char *addr, int64_t id,
+		      const struct route_dv *dv)
+{
+	const struct route_live *l;
+
+	if (id != 0)
+		return false;
+	l = live_find(db, addr);
+	return l == NULL || l->id != 0 || l->dv.timestamp != dv->timestamp ||
+	       l->dv.counter != dv->counter;
+}
+
+static bool
+dp_equal(const struct route_dp *a, const struct route_dp *b)
+{
+	if (a->present != b->present)
+		return false;
+	return !a->present || (strcmp(a->ip, b->ip) == 0 && memcmp(a->mac, b->mac, 6) == 0 &&
+			       a->port == b->port && a->cores == b->cores);
+}
+
+/* Does @reg change anything readers see in @b (NULL: brokerName unknown)? */
+static bool
+reg_changes(const struct route_bname *b, const struct route_reg *reg)
+{
+	int k;
+
+	if (b == NULL || strcmp(b->cluster, reg->cluster) != 0)
+		return true;
+	k = bname_find_id(b, reg->id);
+	return k < 0 || strcmp(b->addrs[k].addr, reg->addr) != 0 ||
+	       !dp_equal(&b->addrs[k].dp, &reg->dp);
+}
+
+static const struct route_bname *
+table_find(const struct route_table *t, const char *name)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		if (strcmp(t->b[i]->name, name) == 0)
+			return t->b[i];
+	}
+	return NULL;
+}
+
+/* Room for one more live entry, so live_upsert() cannot fail mid-transaction. */
+static int
+live_reserve(struct route_db *db)
+{
+	size_t cap = db->cap_live;
+	int rc = grow((void **)&db->live, &cap, db->n_live + 1, sizeof(*db->live));
+
+	if (rc == 0)
+		db->cap_live = (uint32_t)cap;
+	return rc;
+}
+
+/* Context: after live_reserve(). */
+static void
+live_upsert(struct route_db *db, const struct route_reg *reg, uint64_t now_ms)
+{
+	struct route_live *l = live_find(db, reg->addr);
+
+	if (l == NULL) {
+		BASSERT(db->n_live < db->cap_live);
+		l = &db->live[db->n_live++];
+		snprintf(l->addr, sizeof(l->addr), "%s", reg->addr);
+	}
+	snprintf(l->bname, sizeof(l->bname), "%s", reg->bname);
+	snprintf(l->ha, sizeof(l->ha), "%s", reg->ha_addr);
+	l->id = reg->id;
+	l->last_ms = now_ms;
+	l->dv = reg->dv;
+	l->conn = reg->conn;
+}
+
+static void
+reg_out_fill(const struct route_db *db, const struct route_reg *reg, struct route_reg_out *out)
+{
+	const struct route_bname *b = table_find(db->cur, reg->bname);
+	const struct route_live *m;
+	int k;
+
+	out->master_addr[0] = '\0';
+	out->master_ha[0] = '\0';
+	if (reg->id == 0 || b == NULL || (k = bname_find_id(b, 0)) < 0)
+		return;
+	snprintf(out->master_addr, sizeof(out->master_addr), "%s", b->addrs[k].addr);
+	m = live_find(db, b->addrs[k].addr);
+	if (m != NULL)
+		snprintf(out->master_ha, sizeof(out->master_ha), "%s", m->ha);
+}
+
+int
+route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
+		  struct route_reg_out *out)
+{
+	struct route_live *prev = live_find(db, reg->addr);
+	struct route_tset *topics = reg->topics;
+	struct route_bname *b;
+	struct route_txn tx;
+	int rc;
+	int k;
+
+	const struct route_bname *cb = table_find(db->cur, reg->bname);
+
+	reg->topics = NULL;
+	if ((rc = live_reserve(db)) != 0)
+		goto err_put;
+	if (topics == NULL && !reg_changes(cb, reg) && prev != NULL &&
+	    strcmp(prev->bname, reg->bname) == 0 && prev->id == reg->id) {
+		/* Heartbeat: liveness only, nothing to publish. */
+		live_upsert(db, reg, now_ms);
+		reg_out_fill(db, reg, out);
+		return 0;
+	}
+	/* Refuse a full brokerName before changing anything. */
+	if (cb != NULL && cb->n_addrs >= ROUTE_ADDRS_MAX && bname_find_id(cb, reg->id) < 0) {
+		bool same_addr = false;
+
+		for (uint32_t i = 0; i < cb->n_addrs; i++)
+			same_addr |= strcmp(cb->addrs[i].addr, reg->addr) == 0;
+		if (!same_addr) {
+			rc = -ENOSPC;
+			goto err_put;
+		}
+	}
+
+	/*
+	 * From here the live table and the snapshot change together: on an
+	 * error the edits made so far are still committed (txn_commit() cannot
+	 * fail), so an address is never in one without the other.
+	 */
+	if ((rc = txn_begin(db, &tx)) != 0)
+		goto err_put;
+	/* The address moved (other brokerName or id): drop its old place first. */
+	if (prev != NULL && (strcmp(prev->bname, reg->bname) != 0 || prev->id != reg->id) &&
+	    (rc = txn_drop_live(&tx, (uint32_t)(prev - db->live))) != 0)
+		goto err_commit;
+	b = txn_edit(&tx, reg->bname, true, &rc);
+	if (b == NULL)
+		goto err_commit;
+	snprintf(b->cluster, sizeof(b->cluster), "%s", reg->cluster);
+	/* Same address under another id: the old entry goes (slave -> master switch). */
+	for (uint32_t i = 0; i < b->n_addrs; i++) {
+		if (b->addrs[i].id != reg->id && strcmp(b->addrs[i].addr, reg->addr) == 0) {
+			bname_del_addr(b, i);
+			break;
+		}
+	}
+	k = bname_find_id(b, reg->id);
+	if (k < 0) {
+		uint32_t pos = 0;
+
+		if (b->n_addrs >= ROUTE_ADDRS_MAX) {
+			rc = -ENOSPC; /* only when the address moved in from this brokerName */
+			goto err_commit;
+		}
+		while (pos < b->n_addrs && b->addrs[pos].id < reg->id)
+			pos++;
+		memmove(&b->addrs[pos + 1], &b->addrs[pos],
+			sizeof(b->addrs[0]) * (b->n_addrs - pos));
+		b->n_addrs++;
+		k = (int)pos;
+	} else if (strcmp(b->addrs[k].addr, reg->addr) != 0) {
+		/* A new process took over this id: the old address is no longer live. */
+		struct route_live *old = live_find(db, b->addrs[k].addr);
+
+		if (old != NULL)
+			db->live[old - db->live] = db->live[--db->n_live];
+	}
+	b->addrs[k].id = reg->id;
+	snprintf(b->addrs[k].addr, sizeof(b->addrs[k].addr), "%s", reg->addr);
+	b->addrs[k].dp = reg->dp;
+	if (topics != NULL) {
+		route_tset_put(b->topics);
+		b->topics = topics;
+		b->perm_clear = 0;
+		topics = NULL;
+	}
+	live_upsert(db, reg, now_ms);
+	txn_commit(&tx);
+	reg_out_fill(db, reg, out);
+	return 0;
+
+err_commit:
+	txn_commit(&tx);
+err_put:
+	route_tset_put(topics);
+	return rc;
+}
+
+int
+route_db_unregister(struct route_db *db, const char *bname, const char *addr, int64_t id)
+{
+	struct route_live *l = live_find(db, addr);
+	struct route_txn tx;
+	int rc;
+
+	if (l == NULL || strcmp(l->bname, bname) != 0 || l->id != id)
+		return -ENOENT;
+	if ((rc = txn_begin(db, &tx)) != 0)
+		return rc;
+	if ((rc = txn_drop_live(&tx, (uint32_t)(l - db->live))) != 0) {
+		txn_abort(&tx);
+		return rc;
+	}
+	txn_commit(&tx);
+	return 0;
+}
+
+/* Drop every live entry for which @pred holds, in one transaction. */
+static int
+drop_where(struct route_db *db, bool (*pred)(const struct route_live *, const void *),
+	   const void *arg)
+{
+	struct route_txn tx;
+	int dropped = 0;
+	int rc;
+
+	if ((rc = txn_begin(db, &tx)) != 0)
+		return rc;
+	for (uint32_t i = 0; i < db->n_live;) {
+		if (!pred(&db->live[i], arg)) {
+			i++;
+			continue;
+		}
+		/* txn_drop_live() moves the last entry into slot i. On an error
+		 * it changed nothing; publish the drops done so far. */
+		if ((rc = txn_drop_live(&tx, i)) != 0) {
+			txn_commit(&tx);
+			return rc;
+		}
+		dropped++;
+	}
+	txn_commit(&tx);
+	return dropped;
+}
+
+static bool
+live_on_conn(const struct route_live *l, const void *arg)
+{
+	return l->conn == *(const uint64_t *)arg;
+}
+
+int
+route_db_conn_closed(struct route_db *db, uint64_t conn)
+{
+	return drop_where(db, live_on_conn, &conn);
+}
+
+struct expire_arg {
+	uint64_t now_ms;
+	uint64_t expire_ms;
+};
+
+static bool
+live_expired(const struct route_live *l, const void *arg)
+{
+	const struct expire_arg *e = arg;
+
+	return e->now_ms > l->last_ms && e->now_ms - l->last_ms > e->expire_ms;
+}
+
+int
+route_db_expire(struct route_db *db, uint64_t now_ms, uint64_t expire_ms)
+{
+	struct expire_arg e = {.now_ms = now_ms, .expire_ms = expire_ms};
+
+	return drop_where(db, live_expired, &e);
+}
+
+int
+route_db_wipe_write(struct route_db *db, const char *bname, uint32_t *count)
+{
+	struct route_bname *b;
+	struct route_txn tx;
+	int rc;
+
+	*count = 0;
+	if ((rc = txn_begin(db, &tx)) != 0)
+		return rc;
+	b = txn_edit(&tx, bname, false, &rc);
+	if (b == NULL) {
+		txn_abort(&tx);
+		return rc;
+	}
+	if (b->topics != NULL) {
+		for (uint32_t i = 0; i < b->topics->n; i++) {
+			const struct route_topic *t = &b->topics->topics[i];
+
+			if (t->name_len != 0 && (t->perm & ~b->perm_clear & ROUTE_PERM_WRITE))
+				(*count)++;
+		}
+	}
+	b->perm_clear |= ROUTE_PERM_WRITE;
+	txn_commit(&tx);
+	return 0;
+}
+
+bool
+route_db_query_dv(struct route_db *db, const char *addr, const struct route_dv *dv, uint64_t now_ms,
+		  struct route_dv *stored, bool *have)
+{
+	struct route_live *l = live_find(db, addr);
+	bool changed;
+
+	*have = l != NULL;
+	if (l == NULL)
+		return true;
+	*stored = l->dv;
+	changed = l->dv.timestamp != dv->timestamp || l->dv.counter != dv->counter;
+	if (!changed)
+		l->last_ms = now_ms;
+	return changed;
+}
+
+/*
+ * JSON encoders (readers)
+ */
+
+static void
+json_broker_data(struct ctl_jbuf *o, const struct route_bname *b)
+{
+	bool any_dp = false;
+
+	ctl_jbuf_lit(o, "{\"brokerAddrs\":{");
+	for (uint32_t i = 0; i < b->n_addrs; i++) {
+		if (i > 0)
+			ctl_jbuf_lit(o, ",");
+		/* Quoted ids: standard JSON, which every client reads (reference §3.3). */
+		ctl_jbuf_lit(o, "\"");
+		ctl_jbuf_i64(o, b->addrs[i].id);
+		ctl_jbuf_lit(o, "\":");
+		ctl_jbuf_cstr(o, b->addrs[i].addr);
+		any_dp |= b->addrs[i].dp.present;
+	}
+	ctl_jbuf_lit(o, "},\"brokerName\":");
+	ctl_jbuf_cstr(o, b->name);
+	ctl_jbuf_lit(o, ",\"cluster\":");
+	ctl_jbuf_cstr(o, b->cluster);
+	if (any_dp) {
+		bool first = true;
+
+		ctl_jbuf_lit(o, ",\"dataplaneAddrs\":{");
+		for (uint32_t i = 0; i < b->n_addrs; i++) {
+			const struct route_dp *dp = &b->addrs[i].dp;
+			char mac[18];
+
+			if (!dp->present)
+				continue;
+			snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", dp->mac[0],
+				 dp->mac[1], dp->mac[2], dp->mac[3], dp->mac[4], dp->mac[5]);
+			ctl_jbuf_lit(o, first ? "\"" : ",\"");
+			first = false;
+			ctl_jbuf_i64(o, b->addrs[i].id);
+			ctl_jbuf_lit(o, "\":{\"cores\":");
+			ctl_jbuf_i64(o, dp->cores);
+			ctl_jbuf_lit(o, ",\"ip\":");
+			ctl_jbuf_cstr(o, dp->ip);
+			ctl_jbuf_lit(o, ",\"mac\":");
+			ctl_jbuf_cstr(o, mac);
+			ctl_jbuf_lit(o, ",\"port\":");
+			ctl_jbuf_i64(o, dp->port);
+			ctl_jbuf_lit(o, "}");
+		}
+		ctl_jbuf_lit(o, "}");
+	}
+	ctl_jbuf_lit(o, "}");
+}
+
+static void
+json_queue_data(struct ctl_jbuf *o, const struct route_bname *b, const struct route_tset *ts,
+		const struct route_topic *t)
+{
+	int m = bname_find_id(b, 0);
+
+	ctl_jbuf_lit(o, "{\"brokerName\":");
+	ctl_jbuf_cstr(o, b->name);
+	if (m >= 0 && b->addrs[m].dp.present) {
+		/* Queue -> owning core of the master: explicit, else q % cores. */
+		uint32_t nq = t->n_cores ? t->n_cores : SP_MAX(t->read_q, t->write_q);
+
+		ctl_jbuf_lit(o, ",\"dataplaneQueueCores\":[");
+		for (uint32_t q = 0; q < nq; q++) {
+			if (q > 0)
+				ctl_jbuf_lit(o, ",");
+			ctl_jbuf_i64(o, t->n_cores ? ts->cores[t->cores_off + q]
+						   : q % b->addrs[m].dp.cores);
+		}
+		ctl_jbuf_lit(o, "]");
+	}
+	ctl_jbuf_lit(o, ",\"perm\":");
+	ctl_jbuf_i64(o, t->perm & ~b->perm_clear);
+	ctl_jbuf_lit(o, ",\"readQueueNums\":");
+	ctl_jbuf_i64(o, t->read_q);
+	/* Both spellings: Go and RocketMQ <= 4.8 read topicSynFlag (reference §3.3). */
+	ctl_jbuf_lit(o, ",\"topicSynFlag\":");
+	ctl_jbuf_i64(o, t->sysflag);
+	ctl_jbuf_lit(o, ",\"topicSysFlag\":");
+	ctl_jbuf_i64(o, t->sysflag);
+	ctl_jbuf_lit(o, ",\"writeQueueNums\":");
+	ctl_jbuf_i64(o, t->write_q);
+	ctl_jbuf_lit(o, "}");
+}
+
+static int
+jbuf_finish(struct ctl_jbuf *o, uint8_t **out, size_t *out_len)
+{
+	if (o->err != 0) {
+		int rc = o->err;
+
+		ctl_jbuf_free(o);
+		return rc;
+	}
+	*out = ctl_jbuf_take(o, out_len);
+	return 0;
+}
+
+int
+route_json_topic(const struct route_table *t, const char *topic, size_t len, const char *order_conf,
+		 uint8_t **out, size_t *out_len)
+{
+	uint64_t h = route_hash(topic, len);
+	struct ctl_jbuf o;
+	bool first = true;
+
+	ctl_jbuf_init(&o);
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct route_bname *b = t->b[i];
+
+		if (b->topics == NULL || tset_find(b->topics, topic, len, h) == NULL)
+			continue;
+		ctl_jbuf_lit(&o, first ? "{\"brokerDatas\":[" : ",");
+		first = false;
+		json_broker_data(&o, b);
+	}
+	if (first)
+		return -ENOENT;
+	ctl_jbuf_lit(&o, "],\"filterServerTable\":{}");
+	if (order_conf != NULL) {
+		ctl_jbuf_lit(&o, ",\"orderTopicConf\":");
+		ctl_jbuf_cstr(&o, order_conf);
+	}
+	ctl_jbuf_lit(&o, ",\"queueDatas\":[");
+	first = true;
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct route_bname *b = t->b[i];
+		const struct route_topic *tp;
+
+		if (b->topics == NULL || (tp = tset_find(b->topics, topic, len, h)) == NULL)
+			continue;
+		if (!first)
+			ctl_jbuf_lit(&o, ",");
+		first = false;
+		json_queue_data(&o, b, b->topics, tp);
+	}
+	ctl_jbuf_lit(&o, "]}");
+	return jbuf_finish(&o, out, out_len);
+}
+
+int
+route_json_cluster(const struct route_table *t, uint8_t **out, size_t *out_len)
+{
+	struct ctl_jbuf o;
+
+	ctl_jbuf_init(&o);
+	ctl_jbuf_lit(&o, "{\"brokerAddrTable\":{");
+	for (uint32_t i = 0; i < t->n; i++) {
+		if (i > 0)
+			ctl_jbuf_lit(&o, ",");
+		ctl_jbuf_cstr(&o, t->b[i]->name);
+		ctl_jbuf_lit(&o, ":");
+		json_broker_data(&o, t->b[i]);
+	}
+	ctl_jbuf_lit(&o, "},\"clusterAddrTable\":{");
+	for (uint32_t i = 0, nc = 0; i < t->n; i++) {
+		bool seen = false;
+		bool first = true;
+
+		/* Each cluster once, at its first brokerName. */
+		for (uint32_t j = 0; j < i && !seen; j++)
+			seen = strcmp(t->b[j]->cluster, t->b[i]->cluster) == 0;
+		if (seen)
+			continue;
+		if (nc++ > 0)
+			ctl_jbuf_lit(&o, ",");
+		ctl_jbuf_cstr(&o, t->b[i]->cluster);
+		ctl_jbuf_lit(&o, ":[");
+		for (uint32_t j = i; j < t->n; j++) {
+			if (strcmp(t->b[j]->cluster, t->b[i]->cluster) != 0)
+				continue;
+			if (!first)
+				ctl_jbuf_lit(&o, ",");
+			first = false;
+			ctl_jbuf_cstr(&o, t->b[j]->name);
+		}
+		ctl_jbuf_lit(&o, "]");
+	}
+	ctl_jbuf_lit(&o, "}}");
+	return jbuf_finish(&o, out, out_len);
+}
+
+int
+route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_len)
+{
+	struct ctl_jbuf o;
+	bool first = true;
+
+	ctl_jbuf_init(&o);
+	ctl_jbuf_lit(&o, "{\"topicList\":[");
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct route_tset *ts = t->b[i]->topics;
+
+		if (ts == NULL)
+			continue;
+		for (uint32_t k = 0; k < ts->n; k++) {
+			const struct route_topic *tp = &ts->topics[k];
+			const char *name = ts->names + tp->name_off;
+			bool dup = false;
+
+			if (tp->name_len == 0)
+				continue;
+			/* Listed already by an earlier brokerName? */
+			for (uint32_t j = 0; j < i && !dup; j++) {
+				dup = t->b[j]->topics != NULL &&
+				      tset_find(t->b[j]->topics, name, tp->name_len, tp->hash) !=
+					      NULL;
+			}
+			if (dup)
+				continue;
+			if (!first)
+				ctl_jbuf_lit(&o, ",");
+			first = false;
+			ctl_jbuf_str(&o, name, tp->name_len);
+		}
+	}
+	ctl_jbuf_lit(&o, "]}");
+	return jbuf_finish(&o, out, out_len);
+}
+
+uint64_t
+route_table_topic_count(const struct route_table *t)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct route_tset *ts = t->b[i]->topics;
+
+		if (ts == NULL)
+			continue;
+		for (uint32_t k = 0; k < ts->n; k++)
+			n += ts->topics[k].name_len != 0;
+	}
+	return n;
+}
