@@ -36,7 +36,8 @@
  * polling and sending while it is down (TX drops and counts) and counts each
  * up->down edge in st.link_downs. A memif client re-arms (stop + start, which
  * reconnects the control socket) from dp_port_wait() on port 0, at most every
- * 100 ms, because the PMD never reconnects on its own.
+ * 250 ms and only once the PMD has dropped the old control channel, because
+ * the PMD never reconnects on its own (needs the handshake below).
  *
  * The memif crash. In DPDK 22.11 memif_disconnect() runs on the EAL
  * interrupt thread as soon as the control socket reports the peer gone. It
@@ -173,19 +174,21 @@ struct dpdk_port;
 struct dpdk_dev {
 	/* immutable after open */
 	uint16_t port_id;
+	struct rte_device *device;
 	unsigned n;   /* ports */
 	unsigned nq;  /* RX/TX queue pairs configured */
 	unsigned gen; /* open generation: unique pool/ring names */
 	uint32_t ip;
 	uint16_t base_port;
 	uint8_t mac[6];
-	bool hw_steer;		 /* rte_flow rules installed */
-	bool tx_ip_csum;	 /* RTE_ETH_TX_OFFLOAD_IPV4_CKSUM enabled */
-	bool tx_udp_csum;	 /* RTE_ETH_TX_OFFLOAD_UDP_CKSUM enabled */
-	bool rx_csum;		 /* RX checksum flags are meaningful */
-	bool memif;		 /* net_memif */
-	bool memif_client;	 /* role=client: re-arm on link loss */
-	rte_spinlock_t *cc_lock; /* memif handshake, NULL when off */
+	bool hw_steer;			    /* rte_flow rules installed */
+	bool tx_ip_csum;		    /* RTE_ETH_TX_OFFLOAD_IPV4_CKSUM enabled */
+	bool tx_udp_csum;		    /* RTE_ETH_TX_OFFLOAD_UDP_CKSUM enabled */
+	bool rx_csum;			    /* RX checksum flags are meaningful */
+	bool memif;			    /* net_memif */
+	bool memif_client;		    /* role=client: re-arm on link loss */
+	rte_spinlock_t *cc_lock;	    /* memif handshake, NULL when off */
+	struct mirror_memif_pmd *memif_pmd; /* set with cc_lock */
 	struct rte_flow *flows[DP_PORTS_MAX];
 	struct dpdk_port *ports[DP_PORTS_MAX];
 	struct rte_ring *rings[DP_PORTS_MAX];
@@ -220,6 +223,7 @@ static struct dpdk_dev g_dev;
 static int g_eal_state; /* 0 not tried, 1 up, <0 failed with this errno */
 static char *g_eal_args;
 static char *g_eal_buf;
+static char g_devargs[512]; /* the device, to probe it again after a close */
 static unsigned g_gen;
 
 static const uint8_t zero_mac[6];
@@ -568,16 +572,28 @@ dpdk_tx_burst(struct dp_port *dp, const struct dp_tx *tx, unsigned n)
 	return taken;
 }
 
-/* memif client: reconnect a lost link (stop + start). Context: port 0's owner, may sleep. */
+/*
+ * memif client: reconnect a lost link (stop + start). Only once the PMD has
+ * dropped its control channel (pmd->cc NULL, written under cc_lock): while
+ * one exists the interrupt thread may be in the middle of the connect
+ * handshake, and a stop from here would race it inside the PMD (seen: SIGSEGV
+ * on the interrupt thread). Context: port 0's owner, from wait(); may sleep.
+ */
 static void
 memif_rearm(struct dpdk_port *p)
 {
 	struct dpdk_dev *d = p->dev;
 	uint64_t now = clk_mono_ns();
+	bool idle;
 
-	if (now < p->next_rearm_ns)
+	if (now < p->next_rearm_ns || d->memif_pmd == NULL)
 		return;
 	p->next_rearm_ns = now + DPDK_REARM_NS;
+	dev_enter(d);
+	idle = d->memif_pmd->cc == NULL;
+	dev_exit(d);
+	if (!idle)
+		return;
 	/* ALLOW-BLOCKING: reconnects the control socket; runs only from wait(). */
 	(void)rte_eth_dev_stop(d->port_id);
 	(void)rte_eth_dev_start(d->port_id);
@@ -633,24 +649,34 @@ dev_teardown(struct dpdk_dev *d)
 			(void)rte_flow_destroy(d->port_id, d->flows[i], &ferr);
 		d->flows[i] = NULL;
 	}
-	/* Stopping memif runs memif_disconnect() under cc_lock on this thread. */
-	(void)rte_eth_dev_stop(d->port_id);
+	/*
+	 * Stopping memif runs memif_disconnect() under cc_lock on this thread.
+	 * Closing and removing the device releases its queues; a later open
+	 * probes it again from g_devargs. Not for memif: 22.11's close frees
+	 * its process-private data twice ("EAL: Error: Invalid memory") and
+	 * leaves the listener's callback registered on a closed fd, which then
+	 * spins; a stopped memif device is reconfigured by the next open.
+	 */
+	if (d->device) {
+		(void)rte_eth_dev_stop(d->port_id);
+		if (!d->memif) {
+			(void)rte_eth_dev_close(d->port_id);
+			(void)rte_dev_remove(d->device);
+		}
+		d->device = NULL;
+	}
 	for (unsigned i = 0; i < d->n; i++) {
 		if (d->ports[i]) {
 			struct rte_mempool *pool = d->ports[i]->pool;
 
 			port_free(d->ports[i]);
 			d->ports[i] = NULL;
-			/*
-			 * The PMD may still hold mbufs of this pool in its
-			 * stopped queues; rte_mempool_free() does not care,
-			 * and a later open reconfigures every queue.
-			 */
 			rte_mempool_free(pool);
 		}
 		d->rings[i] = NULL;
 	}
 	d->cc_lock = NULL;
+	d->memif_pmd = NULL;
 	d->open_ports = 0;
 }
 
@@ -827,6 +853,7 @@ memif_find_cc_lock(struct dpdk_dev *d, const struct rte_eth_dev_info *info, stru
 	    pmd->cfg.num_s2c_rings != d->nq || pmd->cfg.pkt_buffer_size < 128 ||
 	    (pmd->cc_lock.locked != 0 && pmd->cc_lock.locked != 1))
 		goto unknown;
+	d->memif_pmd = pmd;
 	return &pmd->cc_lock;
 
 unknown:
@@ -977,6 +1004,18 @@ dp__dpdk_open(const struct dp_port_cfg *cfg, struct dp_port **out)
 		found = true;
 		break;
 	}
+	if (!found && g_devargs[0]) {
+		/* Closed by an earlier dp_ports_close() in this process. */
+		err = rte_dev_probe(g_devargs);
+		if (err)
+			log_err("dp.dpdk", "probing %s again failed: %s", g_devargs,
+				rte_strerror(-err));
+		RTE_ETH_FOREACH_DEV(pid)
+		{
+			found = true;
+			break;
+		}
+	}
 	if (!found) {
 		log_err("dp.dpdk", "no DPDK port: pass --vdev=... in dpdkArgs");
 		return -ENODEV;
@@ -993,6 +1032,14 @@ dp__dpdk_open(const struct dp_port_cfg *cfg, struct dp_port **out)
 		log_err("dp.dpdk", "rte_eth_dev_info_get(port %u) failed: %s", pid,
 			rte_strerror(-err));
 		return err;
+	}
+	d->device = info.device;
+	{
+		const struct rte_devargs *da = rte_dev_devargs(info.device);
+
+		if (da)
+			snprintf(g_devargs, sizeof(g_devargs), "%s%s%s", da->name,
+				 da->args && da->args[0] ? "," : "", da->args ? da->args : "");
 	}
 	d->memif = strcmp(info.driver_name, "net_memif") == 0;
 	d->nq = SP_MIN(cfg->n, SP_MIN(info.max_rx_queues, info.max_tx_queues));
@@ -1093,6 +1140,7 @@ dp__dpdk_open(const struct dp_port_cfg *cfg, struct dp_port **out)
 
 	for (unsigned i = 0; i < cfg->n; i++) {
 		link_read(d->ports[i]);
+		d->ports[i]->next_rearm_ns = clk_mono_ns() + DPDK_REARM_NS;
 		out[i] = &d->ports[i]->base;
 	}
 	d->open_ports = cfg->n;
