@@ -99,10 +99,11 @@
 #include "port_priv.h"
 
 #define DPDK_DESC_DEFAULT 512u
-#define DPDK_LINK_POLL_HZ 1000u	   /* link checks per second, per port */
-#define DPDK_REARM_NS 100000000ull /* memif client reconnect attempts */
-#define DPDK_START_RETRY_MS 2000u  /* memif client: wait for its server at open */
-#define DPDK_WAIT_MAX_US 100u	   /* longest nanosleep in wait() */
+#define DPDK_LINK_POLL_HZ 1000u		  /* link checks per second, per port */
+#define DPDK_REARM_NS 250000000ull	  /* memif client reconnect attempts */
+#define DPDK_REARM_STUCK_NS 2000000000ull /* a memif connect handshake that hangs */
+#define DPDK_START_RETRY_MS 2000u	  /* memif client: wait for its server at open */
+#define DPDK_WAIT_MAX_US 100u		  /* longest nanosleep in wait() */
 #define DPDK_ARGV_MAX 64
 
 /* ------------------------------------------------------------------------ */
@@ -213,6 +214,7 @@ struct dpdk_port {
 	bool link;
 	uint64_t next_link_tsc;
 	uint64_t next_rearm_ns;
+	uint64_t rearm_stuck_ns; /* link down with a control channel since */
 	uint16_t ip_id;
 	unsigned nheld;
 	struct rte_mbuf *held[DP_BURST_MAX];
@@ -592,8 +594,20 @@ memif_rearm(struct dpdk_port *p)
 	dev_enter(d);
 	idle = d->memif_pmd->cc == NULL;
 	dev_exit(d);
-	if (!idle)
+	if (idle)
+		p->rearm_stuck_ns = 0;
+	else if (p->rearm_stuck_ns == 0)
+		p->rearm_stuck_ns = now;
+	/*
+	 * A handshake that has not finished in DPDK_REARM_STUCK_NS never will:
+	 * 22.11's memif server, reached between its EAL probe (listener up) and
+	 * its dev_start (device disabled), rejects the connection but fails to
+	 * send the rejection and keeps the socket open. Nothing flows on that
+	 * channel any more, so a stop here does not race a message handler.
+	 */
+	if (!idle && now - p->rearm_stuck_ns < DPDK_REARM_STUCK_NS)
 		return;
+	p->rearm_stuck_ns = 0;
 	/* ALLOW-BLOCKING: reconnects the control socket; runs only from wait(). */
 	(void)rte_eth_dev_stop(d->port_id);
 	(void)rte_eth_dev_start(d->port_id);
@@ -822,12 +836,6 @@ memif_find_cc_lock(struct dpdk_dev *d, const struct rte_eth_dev_info *info, stru
 	}
 	d->memif_client = ma->role == MEMIF_ROLE_CLIENT;
 
-	if (off && strcmp(off, "0") == 0) {
-		log_warn("dp.dpdk",
-			 "memif peer-death handshake disabled by "
-			 "SPROCKET_DPDK_MEMIF_GUARD=0: a dying peer may crash this process");
-		return NULL;
-	}
 	why = "DPDK is not 22.11";
 	if (strncmp(rte_version(), "DPDK 22.11", 10) != 0 || RTE_VER_YEAR != 22 ||
 	    RTE_VER_MONTH != 11)
@@ -854,6 +862,12 @@ memif_find_cc_lock(struct dpdk_dev *d, const struct rte_eth_dev_info *info, stru
 	    (pmd->cc_lock.locked != 0 && pmd->cc_lock.locked != 1))
 		goto unknown;
 	d->memif_pmd = pmd;
+	if (off && strcmp(off, "0") == 0) {
+		log_warn("dp.dpdk",
+			 "memif peer-death handshake disabled by "
+			 "SPROCKET_DPDK_MEMIF_GUARD=0: a dying peer may crash this process");
+		return NULL;
+	}
 	return &pmd->cc_lock;
 
 unknown:

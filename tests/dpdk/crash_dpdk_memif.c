@@ -70,6 +70,33 @@ start_victim(bool server, uint64_t count, struct t_child *c)
 	return t_spawn(argv, c);
 }
 
+/* Starts the survivor; a client survivor first needs a server to connect to. */
+static int
+start_pair(bool victim_server, struct t_child *surv)
+{
+	struct t_child first;
+
+	if (!victim_server)
+		return start_survivor(true, surv);
+	if (start_victim(true, 0, &first) != 0)
+		return -1;
+	usleep(300000);
+	if (start_survivor(false, surv) != 0)
+		return -1;
+	kill(first.pid, SIGKILL);
+	t_child_wait(&first, 5000);
+	return 0;
+}
+
+static long long
+clk_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static bool
 alive(struct t_child *c, int *status)
 {
@@ -85,6 +112,7 @@ main(int argc, char **argv)
 	bool victim_server;
 	bool measure;
 	unsigned deaths = 0;
+	unsigned k = 0;
 	unsigned no_ready = 0;
 	int st = 0;
 	int rc = 0;
@@ -108,33 +136,24 @@ main(int argc, char **argv)
 	snprintf(g_cpu_a, sizeof(g_cpu_a), "--cpu=%d", t_dpdk_cpu(1));
 	snprintf(g_cpu_b, sizeof(g_cpu_b), "--cpu=%d", t_dpdk_cpu(0));
 
-	if (victim_server) {
-		/* The survivor is the client: it needs a server to start against. */
-		struct t_child first;
-
-		if (start_victim(true, 0, &first) != 0)
-			return 1;
-		usleep(300000);
-		if (start_survivor(false, &surv) != 0) {
-			fprintf(stderr, "survivor did not start\n");
-			return 1;
-		}
-		kill(first.pid, SIGKILL);
-		t_child_wait(&first, 5000);
-	} else if (start_survivor(true, &surv) != 0) {
+	if (start_pair(victim_server, &surv) != 0) {
 		fprintf(stderr, "survivor did not start\n");
 		return 1;
 	}
 
-	for (unsigned k = 0; k < kills; k++) {
+	for (k = 0; k < kills; k++) {
 		struct t_child v;
 		char line[64];
+		long long t0;
 
 		if (start_victim(victim_server, 0, &v) != 0)
 			return 1;
 		/* Streaming (first echo back), or give up on this one after 20 s. */
+		t0 = clk_ms();
 		if (t_child_line(&v, line, sizeof(line), 20000) <= 0)
 			no_ready++;
+		if (getenv("T_VERBOSE"))
+			fprintf(stderr, "kill %u: streaming after %lld ms\n", k + 1, clk_ms() - t0);
 		usleep((useconds_t)(rand() % 20000));
 		kill(v.pid, SIGKILL);
 		t_child_wait(&v, 5000);
@@ -150,7 +169,7 @@ main(int argc, char **argv)
 				rc = 1;
 				goto out;
 			}
-			if (start_survivor(!victim_server, &surv) != 0) {
+			if (start_pair(victim_server, &surv) != 0) {
 				fprintf(stderr, "survivor did not restart\n");
 				rc = 1;
 				goto out;
@@ -177,7 +196,7 @@ main(int argc, char **argv)
 	}
 out:
 	printf("memif %s kills=%u survivor_deaths=%u victims_never_streaming=%u guard=%s\n",
-	       victim_server ? "server" : "client", kills, deaths, no_ready,
+	       victim_server ? "server" : "client", k, deaths, no_ready,
 	       getenv("SPROCKET_DPDK_MEMIF_GUARD") ? getenv("SPROCKET_DPDK_MEMIF_GUARD")
 						   : "default");
 	kill(surv.pid, SIGTERM);

@@ -96,11 +96,14 @@ parse(int argc, char **argv, struct opts *o)
 	return o->vdev && o->ip && o->port ? 0 : -1;
 }
 
+/* Busy-polling owners still call wait(0) while the link is down: that is where it re-arms. */
 static void
 idle(struct dp_port *p, bool busy)
 {
 	if (!busy)
 		dp_port_wait(p, 50);
+	else if (!dp_port_link_up(p))
+		dp_port_wait(p, 0);
 }
 
 static int

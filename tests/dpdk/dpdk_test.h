@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +106,8 @@ t_spawn(char *const argv[], struct t_child *c)
 		return -errno;
 	}
 	if (c->pid == 0) {
+		/* A driver that dies (a failed assertion, a timeout) takes its peers with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(fds[1], 1);
 		execv(argv[0], argv);
 		perror(argv[0]);
