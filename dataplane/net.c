@@ -197,8 +197,8 @@ dp__frame_udp_hdrs(uint8_t *frame, const uint8_t src_mac[6], const uint8_t dst_m
 }
 
 uint32_t
-dp__frame_arp(uint8_t *frame, uint16_t op, const uint8_t sha[6], uint32_t spa,
-	      const uint8_t tha[6], uint32_t tpa)
+dp__frame_arp(uint8_t *frame, uint16_t op, const uint8_t sha[6], uint32_t spa, const uint8_t tha[6],
+	      uint32_t tpa)
 {
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	uint8_t *a = frame + DP_ETH_HLEN;

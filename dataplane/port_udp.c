@@ -138,7 +138,8 @@ udp_wait(struct dp_port *p, unsigned timeout_us)
 {
 	struct udp_port *u = (struct udp_port *)p;
 	struct pollfd pfd = {.fd = u->fd, .events = POLLIN};
-	struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (timeout_us % 1000000) * 1000};
+	struct timespec ts = {.tv_sec = timeout_us / 1000000,
+			      .tv_nsec = (timeout_us % 1000000) * 1000};
 
 	(void)ppoll(&pfd, 1, &ts, NULL);
 }

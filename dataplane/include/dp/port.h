@@ -72,13 +72,13 @@ struct dp_port_stats {
 	uint64_t rx_bytes;
 	uint64_t tx_pkts;
 	uint64_t tx_bytes;
-	uint64_t rx_ignored;  /* frames that are not IPv4/UDP to this port, bad checksums */
-	uint64_t tx_dropped;  /* ring/socket full, no route, datagram too big */
-	uint64_t tx_no_arp;   /* raw backends: destination MAC not known yet */
-	uint64_t arp_rx;      /* raw backends: ARP packets seen */
-	uint64_t arp_tx;      /* raw backends: ARP requests and replies sent */
-	uint64_t link_downs;  /* times the link was seen going down */
-	uint64_t rx_handoff;  /* dpdk: packets passed to their owner over an rte_ring */
+	uint64_t rx_ignored; /* frames that are not IPv4/UDP to this port, bad checksums */
+	uint64_t tx_dropped; /* ring/socket full, no route, datagram too big */
+	uint64_t tx_no_arp;  /* raw backends: destination MAC not known yet */
+	uint64_t arp_rx;     /* raw backends: ARP packets seen */
+	uint64_t arp_tx;     /* raw backends: ARP requests and replies sent */
+	uint64_t link_downs; /* times the link was seen going down */
+	uint64_t rx_handoff; /* dpdk: packets passed to their owner over an rte_ring */
 };
 
 struct dp_port;
@@ -117,14 +117,14 @@ struct dp_port {
 
 struct dp_port_cfg {
 	enum dp_backend backend;
-	uint32_t ip;	    /* local IPv4 (network order); udp: bind address, 0 = any */
-	uint16_t base_port; /* port i is base_port + i; udp: 0 = kernel-chosen */
-	unsigned n;	    /* number of ports (dataplane cores), 1..DP_PORTS_MAX */
-	const char *iface;  /* af_packet: interface name; optional for udp; unused by dpdk */
+	uint32_t ip;	       /* local IPv4 (network order); udp: bind address, 0 = any */
+	uint16_t base_port;    /* port i is base_port + i; udp: 0 = kernel-chosen */
+	unsigned n;	       /* number of ports (dataplane cores), 1..DP_PORTS_MAX */
+	const char *iface;     /* af_packet: interface name; optional for udp; unused by dpdk */
 	const char *dpdk_args; /* dpdk: EAL arguments, space-separated, incl. --vdev */
-	uint32_t mtu;	    /* link MTU to assume (0 = the interface's, or 1500) */
-	unsigned ring_frames; /* af_packet/dpdk: frames per RX/TX ring (0 = default) */
-	bool icmp_guard;    /* af_packet: keep the kernel from answering our UDP ports */
+	uint32_t mtu;	       /* link MTU to assume (0 = the interface's, or 1500) */
+	unsigned ring_frames;  /* af_packet/dpdk: frames per RX/TX ring (0 = default) */
+	bool icmp_guard;       /* af_packet: keep the kernel from answering our UDP ports */
 };
 
 /**
