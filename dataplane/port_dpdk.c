@@ -255,6 +255,25 @@ dev_exit(struct dpdk_dev *d)
 		rte_spinlock_unlock(d->cc_lock);
 }
 
+/*
+ * memif connects as many rings per direction as the client has queues, and
+ * a server queue beyond them has no ring of its own: its ring offset is 0,
+ * so polling it would read ring 0 behind queue 0's back. Return: the number
+ * of RX (@rx) or TX queues that have a ring now. Context: under cc_lock.
+ */
+static unsigned
+memif_rings(const struct dpdk_dev *d, bool rx)
+{
+	const struct mirror_memif_pmd *m = d->memif_pmd;
+	bool c2s;
+
+	if (m == NULL)
+		return d->nq;
+	/* Server: RX is client-to-server. Client: TX is. */
+	c2s = (m->role == MEMIF_ROLE_SERVER) == rx;
+	return c2s ? m->run.num_c2s_rings : m->run.num_s2c_rings;
+}
+
 /* Reads the link now; counts up->down edges. Context: owner; under cc_lock on memif. */
 static bool
 link_read(struct dpdk_port *p)
@@ -294,9 +313,17 @@ xmit(struct dpdk_port *p, struct rte_mbuf **m, unsigned k)
 	dev_enter(d);
 	/* memif: re-read under the lock, see DESIGN. Elsewhere the cached state. */
 	if (d->cc_lock ? link_read(p) : p->link) {
+		uint16_t q = p->txq;
+
+		/*
+		 * A memif queue without a ring sends on queue 0 instead; cc_lock
+		 * already serialises every memif burst, so no TX lock is needed.
+		 */
+		if (d->cc_lock && q >= memif_rings(d, false))
+			q = 0;
 		if (p->txq_shared)
 			rte_spinlock_lock(&d->txq_lock[p->txq]);
-		sent = rte_eth_tx_burst(d->port_id, p->txq, m, (uint16_t)k);
+		sent = rte_eth_tx_burst(d->port_id, q, m, (uint16_t)k);
 		if (p->txq_shared)
 			rte_spinlock_unlock(&d->txq_lock[p->txq]);
 	}
@@ -466,7 +493,7 @@ dpdk_rx_burst(struct dp_port *dp, struct dp_rx *rx, unsigned n)
 	k = 0;
 	if (d->cc_lock) {
 		if (dev_enter_try(d)) {
-			if (link_read(p))
+			if (link_read(p) && (unsigned)p->rxq < memif_rings(d, true))
 				k = rte_eth_rx_burst(d->port_id, (uint16_t)p->rxq, m,
 						     (uint16_t)(n - got));
 			dev_exit(d);
@@ -977,6 +1004,17 @@ port_create(struct dpdk_dev *d, const struct dp_port_cfg *cfg, unsigned i, unsig
 	return 0;
 }
 
+/**
+ * dp__dpdk_open() - open @cfg->n ports on the first ethdev (see DESIGN).
+ * @cfg: backend configuration; ip, base_port and dpdk_args are required.
+ * @out: receives n port pointers.
+ *
+ * Context: startup, control thread; may sleep (EAL init, a memif client
+ * waiting up to 2 s for its server), allocates and logs.
+ * Return: 0; -EINVAL bad config; -EALREADY EAL already up with other
+ * arguments; -EBUSY the device is open; -ENODEV no ethdev; -ENOMEM; other
+ * negative errno from EAL or the PMD (logged).
+ */
 int
 dp__dpdk_open(const struct dp_port_cfg *cfg, struct dp_port **out)
 {

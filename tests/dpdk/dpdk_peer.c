@@ -47,6 +47,7 @@ struct opts {
 	uint16_t peer_port;
 	uint32_t size;
 	uint64_t count;
+	unsigned nports; /* echo: ports base..base+n-1, all polled by this thread */
 	bool busy;
 };
 
@@ -63,6 +64,7 @@ parse(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->tag = "peer";
 	o->size = 64;
+	o->nports = 1;
 	if (argc < 2)
 		return -1;
 	o->mode = argv[1];
@@ -88,6 +90,8 @@ parse(int argc, char **argv, struct opts *o)
 			o->size = (uint32_t)atoi(a + 7);
 		else if (strncmp(a, "--count=", 8) == 0)
 			o->count = strtoull(a + 8, NULL, 10);
+		else if (strncmp(a, "--n=", 4) == 0)
+			o->nports = (unsigned)atoi(a + 4);
 		else if (strcmp(a, "--busy") == 0)
 			o->busy = true;
 		else
@@ -107,24 +111,28 @@ idle(struct dp_port *p, bool busy)
 }
 
 static int
-run_echo(struct dp_port *p, const struct opts *o)
+run_echo(struct dp_port **ports, const struct opts *o)
 {
 	struct dp_rx rx[DP_BURST_MAX];
 	struct dp_tx tx[DP_BURST_MAX];
 
 	while (!g_stop) {
-		unsigned n = dp_port_rx_burst(p, rx, DP_BURST_MAX);
+		unsigned total = 0;
 
-		if (n == 0) {
-			idle(p, o->busy);
-			continue;
+		for (unsigned k = 0; k < o->nports; k++) {
+			struct dp_port *p = ports[k];
+			unsigned n = dp_port_rx_burst(p, rx, DP_BURST_MAX);
+
+			for (unsigned i = 0; i < n; i++)
+				tx[i] = (struct dp_tx){
+					.data = rx[i].data, .len = rx[i].len, .dst = rx[i].src};
+			if (n)
+				(void)dp_port_tx_burst(p, tx, n);
+			dp_port_rx_done(p);
+			total += n;
 		}
-		for (unsigned i = 0; i < n; i++) {
-			tx[i] = (struct dp_tx){
-				.data = rx[i].data, .len = rx[i].len, .dst = rx[i].src};
-		}
-		(void)dp_port_tx_burst(p, tx, n);
-		dp_port_rx_done(p);
+		if (total == 0)
+			idle(ports[0], o->busy);
 	}
 	return 0;
 }
@@ -286,6 +294,7 @@ main(int argc, char **argv)
 {
 	struct opts o;
 	struct dp_port_cfg cfg;
+	struct dp_port *ports[DP_PORTS_MAX];
 	struct dp_port *p = NULL;
 	char args[512];
 	int rc;
@@ -304,17 +313,19 @@ main(int argc, char **argv)
 	cfg.backend = DP_BACKEND_DPDK;
 	cfg.ip = o.ip;
 	cfg.base_port = o.port;
-	cfg.n = 1;
+	cfg.n = strcmp(o.mode, "echo") == 0 ? SP_MIN(SP_MAX(o.nports, 1u), DP_PORTS_MAX) : 1;
+	o.nports = cfg.n;
 	cfg.dpdk_args = args;
-	rc = dp_ports_open(&cfg, &p);
+	rc = dp_ports_open(&cfg, ports);
 	if (rc) {
 		fprintf(stderr, "dpdk_peer: dp_ports_open: %s\n", strerror(-rc));
 		return 1;
 	}
+	p = ports[0];
 	if (strcmp(o.mode, "echo") == 0) {
 		printf("ready %u\n", p->max_dgram);
 		fflush(stdout);
-		rc = run_echo(p, &o);
+		rc = run_echo(ports, &o);
 	} else if (strcmp(o.mode, "sizes") == 0) {
 		rc = run_sizes(p, &o);
 	} else if (strcmp(o.mode, "ping") == 0) {
@@ -331,6 +342,11 @@ main(int argc, char **argv)
 		" link_downs=%" PRIu64 "\n",
 		o.mode, p->st.rx_pkts, p->st.tx_pkts, p->st.rx_ignored, p->st.tx_dropped,
 		p->st.tx_no_arp, p->st.arp_rx, p->st.arp_tx, p->st.link_downs);
-	dp_ports_close(&p, 1);
+	for (unsigned k = 1; k < cfg.n; k++)
+		fprintf(stderr,
+			"dpdk_peer %s port %u: rx=%" PRIu64 " tx=%" PRIu64 " handoff=%" PRIu64 "\n",
+			o.mode, k, ports[k]->st.rx_pkts, ports[k]->st.tx_pkts,
+			ports[k]->st.rx_handoff);
+	dp_ports_close(ports, cfg.n);
 	return rc;
 }

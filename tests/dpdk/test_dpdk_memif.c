@@ -13,18 +13,16 @@
 #include "dpdk/dpdk_test.h"
 #include "harness.h"
 
+static const char *g_echo_ports = "--n=1";
+static const char *g_peer_port = "--peer-port=9000";
+
 static void
 spawn_echo(const char *vdev, const char *cpu, struct t_child *c)
 {
 	char v[256];
-	char *argv[] = {(char *)T_DPDK_PEER,
-			(char *)"echo",
-			v,
-			(char *)cpu,
-			(char *)"--ip=10.99.0.1",
-			(char *)"--port=9000",
-			(char *)"--tag=echo",
-			NULL};
+	char *argv[] = {(char *)T_DPDK_PEER,  (char *)"echo",		v,
+			(char *)cpu,	      (char *)"--ip=10.99.0.1", (char *)"--port=9000",
+			(char *)"--tag=echo", (char *)g_echo_ports,	NULL};
 
 	snprintf(v, sizeof(v), "--vdev=%s", vdev);
 	T_ASSERT_EQ(t_spawn(argv, c), 0);
@@ -41,7 +39,7 @@ spawn_sizes(const char *vdev, const char *cpu, struct t_child *c)
 			(char *)"--ip=10.99.0.2",
 			(char *)"--port=9100",
 			(char *)"--peer-ip=10.99.0.1",
-			(char *)"--peer-port=9000",
+			(char *)g_peer_port,
 			(char *)"--tag=sizes",
 			NULL};
 
@@ -109,4 +107,18 @@ test_sizes_server_to_client(void)
 	run_pair("client", "server");
 }
 
-T_MAIN(T_CASE(test_sizes_client_to_server), T_CASE(test_sizes_server_to_client))
+/*
+ * A two-port server and a one-queue client: memif connects one ring pair, so
+ * the server's port 1 has no ring of its own. Its datagrams arrive on queue 0
+ * and are handed over; its replies leave on queue 0.
+ */
+static void
+test_two_port_server_one_queue_client(void)
+{
+	g_echo_ports = "--n=2";
+	g_peer_port = "--peer-port=9001";
+	run_pair("server", "client");
+}
+
+T_MAIN(T_CASE(test_sizes_client_to_server), T_CASE(test_sizes_server_to_client),
+       T_CASE(test_two_port_server_one_queue_client))
