@@ -460,6 +460,7 @@ dpdk_rx_burst(struct dp_port *dp, struct dp_rx *rx, unsigned n)
 	struct dpdk_dev *d = p->dev;
 	struct rte_mbuf *m[DP_BURST_MAX];
 	struct rte_mbuf *drop[DP_BURST_MAX];
+	void *objs[DP_BURST_MAX];
 	unsigned ndrop = 0;
 	unsigned got = 0;
 	unsigned k;
@@ -470,7 +471,14 @@ dpdk_rx_burst(struct dp_port *dp, struct dp_rx *rx, unsigned n)
 		n = DP_BURST_MAX;
 
 	/* 1. What other ports handed over (our memory: safe whatever the link). */
-	k = rte_ring_sc_dequeue_burst(p->ring, (void **)m, n, NULL);
+	/*
+	 * DPDK's inline ring copies store through uint64_t *; without
+	 * -fno-strict-aliasing (meson.build) clang read the slots before that
+	 * copy had written them. void * slots, then the mbuf array.
+	 */
+	k = rte_ring_sc_dequeue_burst(p->ring, objs, n, NULL);
+	for (unsigned i = 0; i < k; i++)
+		m[i] = objs[i];
 	for (unsigned i = 0; i < k; i++) {
 		int r = rx_one(p, m[i], &rx[got], false);
 
@@ -668,12 +676,12 @@ dpdk_link_up(struct dp_port *dp)
 static void
 port_free(struct dpdk_port *p)
 {
-	struct rte_mbuf *m;
+	void *obj;
 
 	dpdk_rx_done(&p->base);
 	if (p->ring) {
-		while (rte_ring_sc_dequeue(p->ring, (void **)&m) == 0)
-			rte_pktmbuf_free(m);
+		while (rte_ring_sc_dequeue(p->ring, &obj) == 0)
+			rte_pktmbuf_free(obj);
 		rte_ring_free(p->ring);
 	}
 	/* The pool is freed with the device: stopped queues may still name it. */
