@@ -224,7 +224,6 @@ struct dpdk_port {
 static struct dpdk_dev g_dev;
 static int g_eal_state; /* 0 not tried, 1 up, <0 failed with this errno */
 static char *g_eal_args;
-static char *g_eal_buf;
 static char g_devargs[512]; /* the device, to probe it again after a close */
 static unsigned g_gen;
 
@@ -756,6 +755,7 @@ static int
 eal_init_once(const char *args)
 {
 	char *argv[DPDK_ARGV_MAX];
+	char *buf;
 	int argc = 0;
 	char *save = NULL;
 	int rc;
@@ -775,26 +775,28 @@ eal_init_once(const char *args)
 			rte_strerror(-g_eal_state));
 		return g_eal_state;
 	}
-	g_eal_args = strdup(args);
-	g_eal_buf = strdup(args);
-	if (!g_eal_args || !g_eal_buf) {
-		free(g_eal_args);
-		free(g_eal_buf);
-		g_eal_args = g_eal_buf = NULL;
+	buf = strdup(args);
+	if (!buf)
 		return -ENOMEM;
-	}
 	argv[argc++] = (char *)"sprocket";
-	for (char *tok = strtok_r(g_eal_buf, " \t", &save); tok;
-	     tok = strtok_r(NULL, " \t", &save)) {
+	for (char *tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
 		if (argc == DPDK_ARGV_MAX - 1) {
 			log_err("dp.dpdk", "dpdkArgs has more than %d arguments",
 				DPDK_ARGV_MAX - 2);
+			free(buf);
 			return -EINVAL;
 		}
 		argv[argc++] = tok;
 	}
 	argv[argc] = NULL;
+	g_eal_args = strdup(args);
+	if (!g_eal_args) {
+		free(buf);
+		return -ENOMEM;
+	}
 	rc = rte_eal_init(argc, argv);
+	/* EAL copies what it keeps of argv (eal_save_args, devargs, prefixes). */
+	free(buf);
 	if (rc < 0) {
 		int e = rte_errno ? rte_errno : EINVAL;
 
@@ -803,7 +805,6 @@ eal_init_once(const char *args)
 		g_eal_state = -e;
 		return -e;
 	}
-	/* EAL keeps pointers into argv (devargs); g_eal_buf lives as long as the process. */
 	g_eal_state = 1;
 	return 0;
 }
