@@ -941,6 +941,15 @@ run_ping(const struct opts *o, const char *self)
 	pin(o->cpu_self);
 	if (open_port(&me, me.iface, me.ip, me.port, me.dpdk_args, &port) != 0)
 		return 1;
+	/* A memif client connects (and re-arms) from wait(): poll it until the link is up. */
+	for (uint64_t t = clk_mono_ns(); !dp_port_link_up(port);) {
+		if (clk_mono_ns() - t > 10000000000ull) {
+			fprintf(stderr, "sprocket-bench: the %s link did not come up in 10 s\n",
+				dp_backend_name(o->backend));
+			goto out;
+		}
+		dp_port_wait(port, 1000);
+	}
 	print_header(o);
 	if (!o->no_raw && o->size > port->max_dgram) {
 		fprintf(stderr,

@@ -666,7 +666,16 @@ dpdk_wait(struct dp_port *dp, unsigned timeout_us)
 static bool
 dpdk_link_up(struct dp_port *dp)
 {
-	return ((struct dpdk_port *)dp)->link;
+	struct dpdk_port *p = (struct dpdk_port *)dp;
+
+	/*
+	 * Owners that stop polling a down link (the core loop, the bench's
+	 * echo peer) learn that it is back only here, so refresh (at most
+	 * once per link period, no syscall) instead of trusting the value the
+	 * last burst saw.
+	 */
+	link_refresh(p);
+	return p->link;
 }
 
 /* ------------------------------------------------------------------------ */
