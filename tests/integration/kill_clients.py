@@ -96,7 +96,7 @@ def main():
         for i in range(kills):
             c = subprocess.Popen(client_cmd(i, 30), stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, env=env)
-            time.sleep(rnd.uniform(0.2, 1.0))
+            time.sleep(rnd.uniform(0.3, 1.5))
             c.send_signal(signal.SIGKILL)
             c.wait()
             time.sleep(0.1)
