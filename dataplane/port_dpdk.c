@@ -1217,12 +1217,3 @@ err_ports:
 	dev_teardown(d);
 	return err;
 }
-
-/* Test hook (tests/): Return: whether the memif handshake is active. */
-bool dp__dpdk_memif_guarded(void);
-
-bool
-dp__dpdk_memif_guarded(void)
-{
-	return g_dev.cc_lock != NULL;
-}
