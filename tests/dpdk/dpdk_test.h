@@ -59,13 +59,27 @@ t_dpdk_rundir_rm(const char *dir)
 		(void)nftw(dir, t_dpdk_rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Creates a private RUNTIME_DIRECTORY for this process (and its children). */
+static char t_dpdk_rundir_made[64];
+
+static inline void
+t_dpdk_rundir_atexit(void)
+{
+	t_dpdk_rundir_rm(t_dpdk_rundir_made);
+}
+
+/*
+ * Creates a private RUNTIME_DIRECTORY for this process (and its children);
+ * it is removed at exit() too, so a failed assertion leaves nothing behind.
+ */
 static inline int
 t_dpdk_rundir(char *dir, size_t len)
 {
 	snprintf(dir, len, "/tmp/sp-dpdk-run-XXXXXX");
 	if (!mkdtemp(dir))
 		return -errno;
+	if (!t_dpdk_rundir_made[0])
+		atexit(t_dpdk_rundir_atexit);
+	snprintf(t_dpdk_rundir_made, sizeof(t_dpdk_rundir_made), "%s", dir);
 	return setenv("RUNTIME_DIRECTORY", dir, 1) == 0 ? 0 : -errno;
 }
 
