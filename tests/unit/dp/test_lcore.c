@@ -118,12 +118,14 @@ test_loop(void)
 	urcu_qsbr_synchronize_rcu();
 
 	/* A 3 ms handler is a stall. */
-	T_ASSERT_EQ_U64(atomic_load(&lc->st.stalls), 0);
+	/* (Preemption on a loaded box may already have counted stalls: compare, don't assume 0.) */
+	uint64_t stalls0 = atomic_load(&lc->st.stalls);
+
 	roundtrip(cli, s, WIRE_DP_OP_SEND_BACK);
 	/* The answer leaves before the core closes the iteration: give it a moment. */
-	for (int i = 0; i < 1000 && atomic_load(&lc->st.stalls) == 0; i++)
+	for (int i = 0; i < 1000 && atomic_load(&lc->st.stalls) == stalls0; i++)
 		usleep(1000);
-	T_ASSERT(atomic_load(&lc->st.stalls) >= 1);
+	T_ASSERT(atomic_load(&lc->st.stalls) > stalls0);
 	T_ASSERT(atomic_load(&lc->st.stall_max_ns) >= 3000000);
 	T_ASSERT(atomic_load(&lc->st.waits) > 0); /* it idled between our requests */
 	T_ASSERT_EQ_U64(atomic_load(&lc->st.cmds), 100);
