@@ -66,6 +66,7 @@ struct opts {
 	bool busy;
 	unsigned depth;
 	unsigned sessions;
+	unsigned rounds;
 	int cpu_self;
 	int cpu_peer;
 	const char *target; /* ip:port of a running echo peer */
@@ -93,23 +94,25 @@ on_signal(int sig)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: sprocket-bench ping [options]   transport + raw round trips\n"
-			"       sprocket-bench echo [options]   the echo peer (started by ping)\n"
-			"options:\n"
-			"  --backend=udp|af_packet|dpdk  packet I/O port (default udp)\n"
-			"  --size=BYTES          request message size (default 64)\n"
-			"  --duration=SECONDS    measured time per mode (default 5)\n"
-			"  --warmup=SECONDS      unmeasured time first (default 1)\n"
-			"  --rate=N              open loop at N requests/s (default: closed loop)\n"
-			"  --depth=N             requests in flight per session (default 1)\n"
-			"  --sessions=N          sessions to the peer (default 1)\n"
-			"  --cores=A,B           pin self to A, the peer to B (default 0,1)\n"
-			"  --target=IP:PORT      use a running peer instead of starting one\n"
-			"  --only=raw|ping       run one of the two modes\n"
-			"  --json                one JSON object per result line\n"
-			"  --no-busy             the peer waits in poll() when idle\n"
-			"  --iface, --ip, --port, --dpdk-args          this side's port\n"
-			"  --peer-iface, --peer-ip, --peer-dpdk-args   the peer's port\n");
+	fprintf(stderr,
+		"usage: sprocket-bench ping [options]   transport + raw round trips\n"
+		"       sprocket-bench echo [options]   the echo peer (started by ping)\n"
+		"options:\n"
+		"  --backend=udp|af_packet|dpdk  packet I/O port (default udp)\n"
+		"  --size=BYTES          request message size (default 64)\n"
+		"  --duration=SECONDS    measured time per mode (default 5)\n"
+		"  --warmup=SECONDS      unmeasured time first (default 1)\n"
+		"  --rate=N              open loop at N requests/s (default: closed loop)\n"
+		"  --depth=N             requests in flight per session (default 1)\n"
+		"  --sessions=N          sessions to the peer (default 1)\n"
+		"  --rounds=N            alternate raw and transport slices N times (default 5)\n"
+		"  --cores=A,B           pin self to A, the peer to B (default 0,1)\n"
+		"  --target=IP:PORT      use a running peer instead of starting one\n"
+		"  --only=raw|ping       run one of the two modes\n"
+		"  --json                one JSON object per result line\n"
+		"  --no-busy             the peer waits in poll() when idle\n"
+		"  --iface, --ip, --port, --dpdk-args          this side's port\n"
+		"  --peer-iface, --peer-ip, --peer-dpdk-args   the peer's port\n");
 }
 
 static int
@@ -125,6 +128,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"only", required_argument, NULL, 'o'},
 		{"depth", required_argument, NULL, 'D'},
 		{"sessions", required_argument, NULL, 'S'},
+		{"rounds", required_argument, NULL, 'R'},
 		{"cores", required_argument, NULL, 'c'},
 		{"target", required_argument, NULL, 't'},
 		{"iface", required_argument, NULL, 'i'},
@@ -146,6 +150,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			   .warmup = 1,
 			   .depth = 1,
 			   .sessions = 1,
+			   .rounds = 5,
 			   .cpu_self = 0,
 			   .cpu_peer = 1,
 			   .busy = true};
@@ -188,6 +193,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'S':
 			o->sessions = (unsigned)atoi(optarg);
 			break;
+		case 'R':
+			o->rounds = (unsigned)atoi(optarg);
+			break;
 		case 'c':
 			if (sscanf(optarg, "%d,%d", &o->cpu_self, &o->cpu_peer) < 1) {
 				fprintf(stderr, "sprocket-bench: --cores=A,B\n");
@@ -227,7 +235,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (o->size < 8 || o->size > WIRE_DP_MSG_MAX_DEFAULT - 48 || o->depth < 1 ||
-	    o->depth > 256 || o->sessions < 1 || o->sessions > 64 || o->duration <= 0) {
+	    o->depth > 256 || o->sessions < 1 || o->sessions > 64 || o->duration <= 0 ||
+	    o->rounds < 1 || o->rounds > 1000) {
 		fprintf(stderr, "sprocket-bench: --size 8..%u, --depth 1..256, --sessions 1..64\n",
 			WIRE_DP_MSG_MAX_DEFAULT - 48);
 		return -1;
@@ -315,7 +324,7 @@ echo_handler(struct dp_xsrv *s, const struct dp_xreq *r, void *arg)
 	buf = dp_xsrv_resp_buf(s, r->h, len);
 	if (!buf)
 		return; /* the client retries */
-	p.head.ts_handled_ns = clk_mono_ns();
+	/* An echo does no handling: ts_handled stays 0 ("not measured", protocol.md §5.1). */
 	if (wire_dp_ping_resp_encode(&p, buf, len) == (long)len &&
 	    dp_xsrv_respond(s, r->h, len) != 0)
 		return;
@@ -369,7 +378,7 @@ run_echo(const struct opts *o)
 		if (n == 0) {
 			if (!o->busy || !link)
 				dp_port_wait(port, 1000);
-			dp_xsrv_input(x, NULL, 0, clk_mono_ns()); /* timers */
+			dp_xsrv_input(x, NULL, 0, now); /* timers */
 			continue;
 		}
 		for (unsigned i = 0; i < n; i++) {
@@ -385,7 +394,7 @@ run_echo(const struct opts *o)
 		}
 		if (nt)
 			(void)dp_port_tx_burst(port, tx, nt);
-		dp_xsrv_input(x, xp, nx, clk_mono_ns());
+		dp_xsrv_input(x, xp, nx, now); /* the loop's clock: no read on the answer's path */
 		dp_port_rx_done(port);
 	}
 	dp_xsrv_destroy(x);
@@ -453,7 +462,8 @@ struct raw_hdr {
 };
 
 static void
-run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, struct result *res)
+run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, double warm, double secs,
+	struct result *res)
 {
 	uint8_t *buf = calloc(1, o->size < 16 ? 16 : o->size);
 	uint64_t *due = calloc(INFLIGHT_MAX, sizeof(uint64_t));
@@ -501,8 +511,8 @@ run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, struct 
 	if (!primed)
 		fprintf(stderr, "sprocket-bench: the peer did not answer raw probes for 3 s\n");
 	t_start = clk_mono_ns();
-	warm_end = t_start + (uint64_t)(o->warmup * 1e9);
-	end = warm_end + (uint64_t)(o->duration * 1e9);
+	warm_end = t_start + (uint64_t)(warm * 1e9);
+	end = warm_end + (uint64_t)(secs * 1e9);
 
 	for (;;) {
 		uint64_t now = clk_mono_ns();
@@ -553,7 +563,7 @@ run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, struct 
 			acked++;
 		}
 	}
-	res->secs = o->duration;
+	res->secs += secs;
 	free(due);
 	free(buf);
 }
@@ -597,7 +607,8 @@ xdone(void *arg, int err, const uint8_t *msg, uint32_t len)
 }
 
 static int
-run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, struct result *res)
+run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, double warm, double secs,
+	  struct result *res)
 {
 	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MAX(8u, o->depth)};
 	unsigned nreq = o->depth * o->sessions;
@@ -633,8 +644,8 @@ run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, struc
 			return -ENOMEM;
 	}
 	t_start = clk_mono_ns();
-	warm_end = t_start + (uint64_t)(o->warmup * 1e9);
-	end = warm_end + (uint64_t)(o->duration * 1e9);
+	warm_end = t_start + (uint64_t)(warm * 1e9);
+	end = warm_end + (uint64_t)(secs * 1e9);
 	for (;;) {
 		uint64_t now = clk_mono_ns();
 		bool any_busy = false;
@@ -676,9 +687,9 @@ run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, struc
 			}
 		}
 	}
-	res->secs = o->duration;
-	res->lost = run.errors;
-	res->retrans = dp_xcli_stats(cli)->tx_retrans;
+	res->secs += secs;
+	res->lost += run.errors;
+	res->retrans += dp_xcli_stats(cli)->tx_retrans;
 	for (unsigned i = 0; i < o->sessions; i++)
 		dp_xcli_close(sess[i], 500);
 	dp_xcli_destroy(cli);
@@ -951,30 +962,42 @@ run_ping(const struct opts *o, const char *self)
 		dp_port_wait(port, 1000);
 	}
 	print_header(o);
-	if (!o->no_raw && o->size > port->max_dgram) {
+	/*
+	 * Interleave: --rounds slices of raw then transport, so both rows see
+	 * the same conditions (on a VM the host moves vCPUs closer or apart
+	 * between seconds, which alone moves memif p50 between 0.6 and 1.9 us).
+	 */
+	struct result raw = {.mode = "ping-raw"};
+	struct result xp = {.mode = "ping"};
+	bool do_raw = !o->no_raw;
+	unsigned rounds = o->rounds;
+
+	if (do_raw && o->size > port->max_dgram) {
 		fprintf(stderr,
 			"sprocket-bench: no ping-raw row: %u bytes do not fit one %s datagram "
 			"(%u)\n",
 			o->size, dp_backend_name(o->backend), port->max_dgram);
-	} else if (!o->no_raw) {
-		struct result r = {.mode = "ping-raw"};
-
-		if (hist_create(HIST_MAX_NS, &r.h) != 0)
-			goto out;
-		run_raw(o, port, peer, &r);
-		print_result(o, &r);
-		hist_destroy(r.h);
+		do_raw = false;
 	}
-	if (!o->no_xport && !stop_flag) {
-		struct result r = {.mode = "ping"};
+	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &xp.h) != 0)
+		goto out;
+	if (!do_raw || o->no_xport)
+		rounds = 1;
+	for (unsigned r = 0; r < rounds && !stop_flag; r++) {
+		double warm = r == 0 ? o->warmup : 0;
+		double slice = o->duration / rounds;
 
-		if (hist_create(HIST_MAX_NS, &r.h) != 0)
+		if (do_raw)
+			run_raw(o, port, peer, warm, slice, &raw);
+		if (!o->no_xport && !stop_flag && run_xport(o, port, peer, warm, slice, &xp) != 0)
 			goto out;
-		if (run_xport(o, port, peer, &r) != 0)
-			goto out;
-		print_result(o, &r);
-		hist_destroy(r.h);
 	}
+	if (do_raw)
+		print_result(o, &raw);
+	if (!o->no_xport)
+		print_result(o, &xp);
+	hist_destroy(raw.h);
+	hist_destroy(xp.h);
 	rc = 0;
 out:
 	dp_ports_close(&port, 1);

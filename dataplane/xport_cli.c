@@ -90,6 +90,7 @@ struct dp_xsess {
 
 struct dp_xcli {
 	struct dp_xcli_cfg cfg;
+	uint64_t now; /* clk_mono_ns() at the start of the last poll */
 	char client_id[64];
 	struct dp_port *port;
 	struct dp_xsess *sessions;
@@ -483,6 +484,7 @@ dp_xcli_poll(struct dp_xcli *c)
 	uint64_t now = clk_mono_ns();
 	unsigned n;
 
+	c->now = now;
 	n = dp_port_rx_burst(c->port, rx, DP_BURST_MAX);
 	for (unsigned i = 0; i < n; i++)
 		rx_one(c, &rx[i], now);
@@ -540,7 +542,13 @@ dp_xcli_submit(struct dp_xsess *s, uint16_t op, const uint8_t *msg, uint32_t len
 	sl->rstarted = false;
 	sl->retries = 0;
 	sl->rto_us = s->rto_us;
-	sl->sent_ns = clk_mono_ns();
+	/*
+	 * The last poll's clock, not a fresh read: a submit usually follows a
+	 * poll at once (a completion callback, the caller's loop), and a read
+	 * here would sit on every request's critical path. It only arms the
+	 * RTO and dates the RTT sample, both fine a poll early.
+	 */
+	sl->sent_ns = c->now ? c->now : clk_mono_ns();
 	sl->deadline = sl->sent_ns + rto_ns(sl->rto_us);
 	sl->done = done;
 	sl->arg = arg;

@@ -253,7 +253,8 @@ wire_dp_pkt_count(uint32_t msg_len, uint32_t max_payload)
 {
 	if (max_payload == 0)
 		return 0;
-	if (msg_len == 0)
+	/* The common case, without a 64-bit division on every packet's path. */
+	if (msg_len <= max_payload)
 		return 1;
 	return (uint32_t)(((uint64_t)msg_len + max_payload - 1) / max_payload);
 }
