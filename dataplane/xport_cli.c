@@ -80,7 +80,6 @@ struct dp_xsess {
 	uint32_t max_msg;
 	uint32_t idle_ms;
 	unsigned inflight;
-	unsigned hint;
 	/* RFC 6298 estimator over whole request/response times, in ns */
 	uint64_t srtt;
 	uint64_t rttvar;
@@ -90,6 +89,7 @@ struct dp_xsess {
 
 struct dp_xcli {
 	struct dp_xcli_cfg cfg;
+	bool in_poll; /* inside dp_xcli_poll(): callbacks may run */
 	uint64_t now; /* clk_mono_ns() at the start of the last poll */
 	char client_id[64];
 	struct dp_port *port;
@@ -184,6 +184,12 @@ complete(struct dp_xsess *s, struct xc_slot *sl, int err, const uint8_t *msg, ui
 	dp_xcli_done_fn done = sl->done;
 	void *arg = sl->arg;
 
+	/*
+	 * Packets queued this poll may point into the caller's message, which
+	 * the callback may free or reuse: send them before handing it back.
+	 */
+	dp__txq_flush(&s->cli->txq, s->cli->port);
+
 	sl->busy = false;
 	sl->done = NULL;
 	sl->msg = NULL;
@@ -197,7 +203,7 @@ sess_fail(struct dp_xcli *c, struct dp_xsess *s, int err)
 	s->dead = true;
 	if (err == -ETIMEDOUT)
 		c->st.timeouts++;
-	else
+	else if (err == -ECONNRESET)
 		c->st.resets++;
 	for (unsigned i = 0; i < s->slots; i++) {
 		if (s->slot[i].busy)
@@ -484,6 +490,8 @@ dp_xcli_poll(struct dp_xcli *c)
 	uint64_t now = clk_mono_ns();
 	unsigned n;
 
+	BASSERT(!c->in_poll); /* no dp_xcli_poll() from a completion callback */
+	c->in_poll = true;
 	c->now = now;
 	n = dp_port_rx_burst(c->port, rx, DP_BURST_MAX);
 	for (unsigned i = 0; i < n; i++)
@@ -492,6 +500,7 @@ dp_xcli_poll(struct dp_xcli *c)
 		dp_port_rx_done(c->port);
 	timers(c, now);
 	dp__txq_flush(&c->txq, c->port);
+	c->in_poll = false;
 	return n;
 }
 
@@ -511,13 +520,15 @@ dp_xcli_submit(struct dp_xsess *s, uint16_t op, const uint8_t *msg, uint32_t len
 		return -EMSGSIZE;
 	if (s->inflight >= s->slots)
 		return -EAGAIN;
-	for (unsigned k = 0; k < s->slots; k++) {
-		unsigned i = (s->hint + k) % s->slots;
-
+	/*
+	 * Lowest free slot: the server keeps each slot's last response (a big
+	 * one in a pool buffer) until the slot's next request, so reusing
+	 * slot 0 for sequential requests pins one buffer, not all eight.
+	 */
+	for (unsigned i = 0; i < s->slots; i++) {
 		if (!s->slot[i].busy) {
 			sl = &s->slot[i];
 			slot_no = (uint16_t)i;
-			s->hint = (i + 1) % s->slots;
 			break;
 		}
 	}
@@ -606,6 +617,7 @@ dp_xcli_connect(struct dp_xcli *c, struct dp_addr server, uint32_t timeout_ms,
 	long n;
 	int err;
 
+	BASSERT(!c->in_poll); /* see dp_xcli_done_fn */
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -681,6 +693,7 @@ dp_xcli_close(struct dp_xsess *s, uint32_t timeout_ms)
 	struct dp_xcli *c = s->cli;
 	bool finished = false;
 
+	BASSERT(!c->in_poll); /* see dp_xcli_done_fn */
 	if (s->connected && !s->dead) {
 		uint64_t end = clk_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 		int err;
@@ -699,7 +712,7 @@ dp_xcli_close(struct dp_xsess *s, uint32_t timeout_ms)
 		}
 	}
 	if (!s->dead)
-		sess_fail(c, s, -ECONNRESET);
+		sess_fail(c, s, -ECONNABORTED);
 	sess_unlink(c, s);
 }
 
@@ -773,11 +786,12 @@ dp_xcli_destroy(struct dp_xcli *c)
 {
 	if (!c)
 		return;
+	BASSERT(!c->in_poll);
 	while (c->sessions) {
 		struct dp_xsess *s = c->sessions;
 
 		if (!s->dead)
-			sess_fail(c, s, -ECONNRESET);
+			sess_fail(c, s, -ECONNABORTED);
 		sess_unlink(c, s);
 	}
 	free(c);

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "common/compiler.h"
 #include "dp/port.h"
 #include "wire/dp.h"
 
@@ -66,8 +67,13 @@ dp__txq_push(struct dp_xtxq *q, struct dp_port *port, const struct wire_dp_hdr *
 static inline uint8_t *
 dp__txq_scratch(struct dp_xtxq *q, struct dp_port *port, uint32_t len)
 {
-	(void)len;
-	if (q->nscratch == DP_BURST_MAX)
+	BASSERT(len <= DP_XTXQ_SCRATCH);
+	/*
+	 * Flush when the packet queue is full too: the push that follows
+	 * would flush and reset nscratch while its packet points here, and a
+	 * later scratch would overwrite it.
+	 */
+	if (q->nscratch == DP_BURST_MAX || q->n == DP_BURST_MAX)
 		dp__txq_flush(q, port);
 	return q->scratch[q->nscratch++];
 }

@@ -74,6 +74,7 @@ struct xs_slot {
 	uint32_t rs_next;  /* next packet to send */
 	uint32_t rs_limit; /* may send packets below this */
 	uint64_t ts_recv;
+	uint64_t req_id; /* names the request being processed, for handles */
 	alignas(8) uint8_t inl[XS_INLINE];
 };
 
@@ -108,6 +109,8 @@ struct dp_xsrv {
 	struct xs_sess *free_sess;
 	struct xs_big *bigs;
 	struct xs_big *free_big;
+	struct xs_big *limbo_big; /* released, free again after the next flush */
+	uint64_t req_ids;	  /* requests handed to the handler so far */
 	void *pool;
 	size_t pool_len;
 	uint64_t rng;
@@ -135,13 +138,30 @@ big_get(struct dp_xsrv *s)
 	return b;
 }
 
+/*
+ * A released buffer waits in limbo until the next TX flush: packets queued
+ * before the release still point into it, and handing it to another
+ * request first would send that request's bytes to this one's peer.
+ */
 static void
 big_put(struct dp_xsrv *s, struct xs_big *b)
 {
 	if (!b)
 		return;
-	b->next = s->free_big;
-	s->free_big = b;
+	b->next = s->limbo_big;
+	s->limbo_big = b;
+}
+
+static void
+big_limbo_release(struct dp_xsrv *s)
+{
+	while (s->limbo_big) {
+		struct xs_big *b = s->limbo_big;
+
+		s->limbo_big = b->next;
+		b->next = s->free_big;
+		s->free_big = b;
+	}
 }
 
 static void
@@ -189,6 +209,7 @@ void
 dp_xsrv_flush(struct dp_xsrv *s)
 {
 	dp__txq_flush(&s->txq, s->port);
+	big_limbo_release(s);
 }
 
 static void
@@ -276,6 +297,8 @@ execute(struct dp_xsrv *s, struct xs_sess *se, uint16_t slot_no, const uint8_t *
 	};
 
 	sl->state = XS_PROC;
+	sl->req_id = ++s->req_ids;
+	req.h.req_id = sl->req_id;
 	se->processing++;
 	s->st.executed++;
 	s->handler(s, &req, s->arg);
@@ -317,7 +340,8 @@ send_credit(struct dp_xsrv *s, struct xs_sess *se, uint16_t slot_no)
 }
 
 static void
-req_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h, const uint8_t *pl)
+req_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h, const uint8_t *pl,
+	   struct dp_addr src)
 {
 	struct xs_slot *sl = &se->slot[h->slot];
 	int32_t d = (int32_t)(h->seq - sl->seq);
@@ -331,7 +355,14 @@ req_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h, c
 			s->st.rx_slot_busy++;
 			return;
 		}
-		/* A new request: whatever the slot held is done with. */
+		/*
+		 * A new request: whatever the slot held is done with. Only a
+		 * request that moves the session forward may move its peer
+		 * address (NAT rebinding, a restarted client port); duplicates
+		 * and CREDITs never do, so a spoofed copy of an old packet
+		 * cannot redirect answers to a third party.
+		 */
+		se->peer = src;
 		slot_release(s, sl);
 		sl->seq = h->seq;
 		sl->op = h->op;
@@ -430,11 +461,28 @@ credit_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h
 	} else if (h->pkt_idx > sl->rs_next) {
 		sl->rs_next = h->pkt_idx;
 	}
-	sl->rs_limit = h->pkt_idx + h->credit;
+	/* Never more than the session's window, never past the end (64-bit: no wrap). */
+	sl->rs_limit = (uint32_t)SP_MIN((uint64_t)h->pkt_idx + SP_MIN(h->credit, se->credits),
+					(uint64_t)sl->rs_cnt);
 	resp_pump(s, se, h->slot, (h->flags & WIRE_DP_F_RETRANS) != 0);
 }
 
 /* ---- CONNECT / DISCONNECT ---- */
+
+/*
+ * The stored answer goes out from a copy in the TX queue's scratch: the
+ * session may be freed and its entry reused by another client's CONNECT
+ * before the flush, and that client's token must never leave here.
+ */
+static void
+send_conn_resp(struct dp_xsrv *s, struct xs_sess *se)
+{
+	uint8_t *pl = dp__txq_scratch(&s->txq, s->port, sizeof(se->conn_resp));
+
+	memcpy(pl, se->conn_resp, sizeof(se->conn_resp));
+	send_ctrl(s, se, WIRE_DP_T_RESP, 0, WIRE_DP_OP_CONNECT, 0, 0, 1, 0, sizeof(se->conn_resp),
+		  pl, sizeof(se->conn_resp));
+}
 
 static void
 connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_hdr *h,
@@ -463,8 +511,7 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 	}
 	if (se) {
 		se->last_rx_ns = s->now;
-		send_ctrl(s, se, WIRE_DP_T_RESP, 0, WIRE_DP_OP_CONNECT, 0, 0, 1, 0,
-			  sizeof(se->conn_resp), se->conn_resp, sizeof(se->conn_resp));
+		send_conn_resp(s, se);
 		return;
 	}
 	rs.nonce = rq.nonce;
@@ -516,8 +563,7 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 	rs.head.ts_handled_ns = clk_mono_ns();
 	n = wire_dp_connect_resp_encode(&rs, se->conn_resp, sizeof(se->conn_resp));
 	BASSERT(n == (long)sizeof(se->conn_resp));
-	send_ctrl(s, se, WIRE_DP_T_RESP, 0, WIRE_DP_OP_CONNECT, 0, 0, 1, 0, sizeof(se->conn_resp),
-		  se->conn_resp, sizeof(se->conn_resp));
+	send_conn_resp(s, se);
 }
 
 /* ---- RX ---- */
@@ -581,8 +627,6 @@ rx_one(struct dp_xsrv *s, const struct dp_rx *rx)
 		s->st.rx_bad_geometry++;
 		return;
 	}
-	/* The client may have moved (NAT rebinding, a restarted port): answer where it is. */
-	se->peer = rx->src;
 	se->last_rx_ns = s->now;
 	if (h.type == WIRE_DP_T_CREDIT) {
 		credit_packet(s, se, &h);
@@ -595,7 +639,7 @@ rx_one(struct dp_xsrv *s, const struct dp_rx *rx)
 			return;
 		}
 	}
-	req_packet(s, se, &h, pl);
+	req_packet(s, se, &h, pl, rx->src);
 	if (h.op == WIRE_DP_OP_DISCONNECT && !se->close_at)
 		se->close_at = s->now + XS_CLOSE_LINGER_NS;
 }
@@ -676,7 +720,8 @@ pending_slot(const struct dp_xsrv *s, struct dp_xhandle h, struct xs_sess **sep)
 	if (!se || h.slot >= se->slots)
 		return NULL;
 	sl = &se->slot[h.slot];
-	if (sl->state != XS_PROC || sl->seq != h.seq)
+	/* req_id: a 16-bit generation alone wraps; the 64-bit id never does. */
+	if (sl->state != XS_PROC || sl->seq != h.seq || sl->req_id != h.req_id)
 		return NULL;
 	if (sep)
 		*sep = se;
@@ -797,6 +842,7 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 		b->bits = (uint64_t *)(void *)(b->buf + s->cfg.max_msg + (-s->cfg.max_msg & 7u));
 		big_put(s, b);
 	}
+	big_limbo_release(s);
 	for (unsigned i = s->cfg.max_sessions; i-- > 0;) {
 		s->sess[i].slot = &s->slots[(size_t)i * s->cfg.slots];
 		s->sess[i].next_free = s->free_sess;

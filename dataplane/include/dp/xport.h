@@ -32,6 +32,7 @@ struct dp_xhandle {
 	uint32_t session_id;
 	uint16_t slot;
 	uint32_t seq;
+	uint64_t req_id; /* unique per server: a reused session id cannot match */
 };
 
 /* ---- server ---- */
@@ -171,6 +172,11 @@ struct dp_xsess;
  * Context: inside dp_xcli_poll() on the client's thread.
  */
 typedef void (*dp_xcli_done_fn)(void *arg, int err, const uint8_t *msg, uint32_t len);
+/*
+ * A callback may submit new requests; it must not call dp_xcli_poll(),
+ * dp_xcli_connect(), dp_xcli_close() or dp_xcli_destroy() (they assert):
+ * mark the session and close it after the poll returns.
+ */
 
 struct dp_xcli_stats {
 	uint64_t tx_requests;
