@@ -257,6 +257,7 @@ t1(void)
 	}
 	printf("T1 %s\n", leak ? "FAIL: victim token leaked to attacker" : "ok");
 	dp_xsrv_destroy(s);
+	free(m);
 	return leak;
 }
 
@@ -328,6 +329,7 @@ t2(void)
 	}
 	printf("T2 %s\n", leak ? "FAIL: B's data sent to A" : "ok");
 	dp_xsrv_destroy(s);
+	free(m);
 	return leak;
 }
 
@@ -387,6 +389,8 @@ t3(void)
 		return 1;
 	push_rx(m, b, mkpkt(b, rs, rp), S);
 	dp_xcli_poll(c); /* ASan: heap-use-after-free in m_tx if buggy */
+	dp_xcli_destroy(c);
+	free(m);
 	printf("T3 ok (no UAF detected)\n");
 	return 0;
 }
@@ -541,6 +545,8 @@ t5(void)
 	       g_h[0].session_id, rc.session_id, dp_xsrv_is_pending(s, g_h[0]));
 	int bug = dp_xsrv_is_pending(s, g_h[0]);
 	printf("T5 %s\n", bug ? "FAIL: stale handle reaches a reused session" : "ok");
+	dp_xsrv_destroy(s);
+	free(m);
 	return bug;
 }
 
@@ -595,6 +601,8 @@ t6(void)
 	       "request: busy +%llu\n",
 	       (unsigned long long)(dp_xsrv_stats(s)->busy - busy0));
 	printf("T6 %s\n", bug ? "FAIL: pool pinned by answered responses" : "ok");
+	dp_xsrv_destroy(s);
+	free(m);
 	return bug;
 }
 
@@ -657,5 +665,7 @@ t7(void)
 	       "(credits=%u)\n",
 	       V.ip, V.port, to_v, (unsigned long long)bytes, ra.credits);
 	printf("T7 %s\n", to_v > ra.credits ? "FAIL: window not clamped" : "ok");
+	dp_xsrv_destroy(s);
+	free(m);
 	return to_v > ra.credits;
 }
