@@ -373,6 +373,8 @@ on_resp(struct dp_xcli *c, struct dp_xsess *s, const struct wire_dp_hdr *h, cons
 	while (sl->rinorder < sl->rcnt && (sl->rbits[sl->rinorder / 64] >> (sl->rinorder % 64) & 1))
 		sl->rinorder++;
 	if (sl->rinorder == sl->rcnt) {
+		/* Tell the server it may free its stored copy (protocol.md §6.2). */
+		send_resp_credit(c, s, h->slot, false);
 		sl->rstarted = false;
 		c->st.rx_responses++;
 		complete(s, sl, 0, sl->rbuf, sl->rlen);

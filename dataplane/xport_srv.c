@@ -433,6 +433,8 @@ req_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h, c
 	case XS_DONE:
 		/* Only the first packet of a duplicate triggers the re-send. */
 		s->st.rx_dup++;
+		if (!sl->resp)
+			return; /* released: the client said it has the response */
 		if (h->pkt_idx == 0 || h->pkt_cnt == 1) {
 			sl->rs_next = 0;
 			sl->rs_limit = se->credits;
@@ -452,6 +454,19 @@ credit_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h
 	if (sl->seq != h->seq || sl->state != XS_DONE || sl->rs_cnt <= 1 ||
 	    h->pkt_cnt != sl->rs_cnt || h->msg_len != sl->rs_len) {
 		s->st.rx_stray_credit++;
+		return;
+	}
+	if (h->pkt_idx == sl->rs_cnt && !(h->flags & WIRE_DP_F_RETRANS)) {
+		/*
+		 * The client has the whole response (protocol.md §6.2): give
+		 * the pool buffer back now instead of at the slot's next
+		 * request. A late duplicate of the request is then dropped.
+		 */
+		big_put(s, sl->rs_big);
+		sl->rs_big = NULL;
+		sl->resp = NULL;
+		sl->rs_cnt = 0;
+		s->st.resp_released++;
 		return;
 	}
 	if (h->flags & WIRE_DP_F_RETRANS) {

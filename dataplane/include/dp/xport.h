@@ -81,6 +81,7 @@ struct dp_xsrv_stats {
 	uint64_t rx_too_big;
 	uint64_t tx_reset;
 	uint64_t tx_retrans;	/* response packets re-sent */
+	uint64_t resp_released; /* big responses freed on the client's final CREDIT */
 	uint64_t executed;	/* requests handed to the handler */
 	uint64_t busy;		/* SYSTEM_BUSY: no big buffer */
 	uint64_t sessions_open; /* gauge */

@@ -237,6 +237,8 @@ test_echo_sizes(void)
 
 	dp_xcli_close(s, 1000);
 	srv_stop(&sv);
+	/* The client acknowledged every multi-packet response: the pool got them back. */
+	T_ASSERT(dp_xsrv_stats(sv.x)->resp_released >= 4); /* 5 multi-packet answers */
 	srv_free(&sv);
 	dp_xcli_destroy(cli);
 	cp->ops->close(cp);
