@@ -586,7 +586,8 @@ test_limits_and_expiry(void)
 	free(c.resp);
 	srv_stop(&sv);
 	T_ASSERT(dp_xsrv_stats(sv.x)->sessions_expired >= 2);
-	T_ASSERT_EQ_U64(dp_xsrv_stats(sv.x)->sessions_refused, 1);
+	/* >= 1: a CONNECT retransmitted before the refusal arrived is refused again */
+	T_ASSERT(dp_xsrv_stats(sv.x)->sessions_refused >= 1);
 	dp_xcli_destroy(cli);
 	cp->ops->close(cp);
 	srv_free(&sv);
