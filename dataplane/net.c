@@ -232,31 +232,38 @@ dp__arp_lookup(const struct dp__arp_cache *c, uint32_t ip, uint8_t mac[6])
 	return false;
 }
 
+/*
+ * The entry for @ip: its own if tracked, else a free one, else the
+ * round-robin victim. A free slot is preferred so that tracking a new
+ * address never evicts a resolved neighbour (a round of ARP and dropped
+ * datagrams for it).
+ */
+static unsigned
+arp_slot(struct dp__arp_cache *c, uint32_t ip)
+{
+	unsigned slot;
+
+	for (unsigned i = 0; i < DP__ARP_ENTRIES; i++) {
+		if (c->e[i].ip == ip)
+			return i;
+	}
+	for (unsigned i = 0; i < DP__ARP_ENTRIES; i++) {
+		if (!c->e[i].valid && c->e[i].ip == 0)
+			return i;
+	}
+	slot = c->next;
+	c->next = (c->next + 1) % DP__ARP_ENTRIES;
+	return slot;
+}
+
 void
 dp__arp_learn(struct dp__arp_cache *c, uint32_t ip, const uint8_t mac[6])
 {
-	unsigned slot = DP__ARP_ENTRIES;
+	unsigned slot;
 
 	if (ip == 0)
 		return;
-	for (unsigned i = 0; i < DP__ARP_ENTRIES; i++) {
-		if (c->e[i].ip == ip) {
-			slot = i;
-			break;
-		}
-	}
-	if (slot == DP__ARP_ENTRIES) {
-		for (unsigned i = 0; i < DP__ARP_ENTRIES; i++) {
-			if (!c->e[i].valid && c->e[i].ip == 0) {
-				slot = i;
-				break;
-			}
-		}
-	}
-	if (slot == DP__ARP_ENTRIES) {
-		slot = c->next;
-		c->next = (c->next + 1) % DP__ARP_ENTRIES;
-	}
+	slot = arp_slot(c, ip);
 	c->e[slot].ip = ip;
 	memcpy(c->e[slot].mac, mac, 6);
 	c->e[slot].valid = true;
@@ -266,31 +273,9 @@ dp__arp_learn(struct dp__arp_cache *c, uint32_t ip, const uint8_t mac[6])
 bool
 dp__arp_should_ask(struct dp__arp_cache *c, uint32_t ip, uint64_t now_ns)
 {
-	unsigned slot = DP__ARP_ENTRIES;
+	/* Track the pending address so requests are rate-limited. */
+	unsigned slot = arp_slot(c, ip);
 
-	for (unsigned i = 0; i < DP__ARP_ENTRIES; i++) {
-		if (c->e[i].ip == ip) {
-			slot = i;
-			break;
-		}
-	}
-	if (slot == DP__ARP_ENTRIES) {
-		/*
-		 * Track the pending address so requests are rate-limited, in a
-		 * free slot if there is one: evicting a resolved neighbour
-		 * here would cost it a round of ARP and dropped datagrams.
-		 */
-		for (unsigned i = 0; i < DP__ARP_ENTRIES; i++) {
-			if (!c->e[i].valid && c->e[i].ip == 0) {
-				slot = i;
-				break;
-			}
-		}
-	}
-	if (slot == DP__ARP_ENTRIES) {
-		slot = c->next;
-		c->next = (c->next + 1) % DP__ARP_ENTRIES;
-	}
 	if (c->e[slot].ip != ip) {
 		c->e[slot].ip = ip;
 		c->e[slot].valid = false;
