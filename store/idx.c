@@ -94,6 +94,8 @@
 #include "store/io.h"
 #include "wire/record.h"
 
+#include "bytes_priv.h"
+
 #define IDX_TAG "store.idx"
 
 /* Header field offsets (§6.4). */
@@ -207,38 +209,6 @@ static inline void
 idx_hdr_store(struct idx_file *f, size_t off, int64_t v)
 {
 	atomic_store_relaxed(idx_h64(f, off), htobe64((uint64_t)v));
-}
-
-static inline void
-idx_put_be32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline uint32_t
-idx_get_be32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be32toh(v);
-}
-
-static inline void
-idx_put_be64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline uint64_t
-idx_get_be64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be64toh(v);
 }
 
 /* RocketMQ's indexKeyHashMethod: |String.hashCode()|, Integer.MIN_VALUE -> 0. */
@@ -890,10 +860,10 @@ idx_put(struct idx *x, const char *key, size_t key_len, int64_t phys, int64_t st
 		prev = 0; /* torn by a crash before reopen: start a fresh chain */
 
 	e = idx_entry(x, f, n);
-	idx_put_be32(e + IDX_E_HASH, hash);
-	idx_put_be64(e + IDX_E_PHYS, (uint64_t)phys);
-	idx_put_be32(e + IDX_E_TDIFF, (uint32_t)idx_time_diff(store_ms, f->begin_ts));
-	idx_put_be32(e + IDX_E_PREV, prev);
+	wire_st_be32(e + IDX_E_HASH, hash);
+	wire_st_be64(e + IDX_E_PHYS, (uint64_t)phys);
+	wire_st_be32(e + IDX_E_TDIFF, (uint32_t)idx_time_diff(store_ms, f->begin_ts));
+	wire_st_be32(e + IDX_E_PREV, prev);
 
 	/* release: pairs with the slot acquire in idx_file_query(); publishes entry n. */
 	atomic_store_release(slotp, htobe32(n));
@@ -969,14 +939,14 @@ idx_file_query(const struct idx *x, const struct idx_file *f, uint32_t hash, int
 	i = be32toh(atomic_load_acquire(idx_slot(f, hash % x->slots)));
 	while (i != 0 && i < x->max_entries && n < room) {
 		const uint8_t *e = idx_entry(x, f, i);
-		int64_t phys = (int64_t)idx_get_be64(e + IDX_E_PHYS);
-		int32_t diff = (int32_t)idx_get_be32(e + IDX_E_TDIFF);
-		uint32_t prev = idx_get_be32(e + IDX_E_PREV);
+		int64_t phys = (int64_t)wire_ld_be64(e + IDX_E_PHYS);
+		int32_t diff = (int32_t)wire_ld_be32(e + IDX_E_TDIFF);
+		uint32_t prev = wire_ld_be32(e + IDX_E_PREV);
 		int64_t t = fbegin + (int64_t)(diff < 0 ? 0 : diff) * 1000;
 
 		if (t < begin_ms)
 			break; /* the chain only gets older */
-		if (idx_get_be32(e + IDX_E_HASH) == hash && t <= end_ms && phys >= 0)
+		if (wire_ld_be32(e + IDX_E_HASH) == hash && t <= end_ms && phys >= 0)
 			out[n++] = phys;
 		if (prev >= i)
 			break; /* chains strictly descend; anything else is a torn file */
