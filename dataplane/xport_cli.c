@@ -401,8 +401,13 @@ rx_one(struct dp_xcli *c, const struct dp_rx *rx, uint64_t now)
 		on_connect_resp(c, &h, pl);
 		return;
 	}
+	/*
+	 * Session ids are per server core: two cores may hand out the same id,
+	 * so a session is named by its server's address and the id.
+	 */
 	for (s = c->sessions; s; s = s->next) {
-		if (s->connected && s->id == h.session_id)
+		if (s->connected && s->id == h.session_id && s->server.ip == rx->src.ip &&
+		    s->server.port == rx->src.port)
 			break;
 	}
 	if (!s || s->token != h.token || s->dead) {
