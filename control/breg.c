@@ -1,0 +1,699 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * breg.c - the broker registers with its NameServers (breg.h).
+ *
+ * RocketMQ's broker registers with every NameServer at start, every 30 s
+ * and on each topic change, all NameServers in parallel, and unregisters at
+ * shutdown (reference §3.1-§3.2). sprocket does the same, and adds the
+ * dataplane endpoint and each topic's queue->core map (docs/namesrv.md,
+ * "Dataplane fields") so clients can address the owning core directly.
+ *
+ * DESIGN
+ * One agent thread and one worker thread per NameServer. The agent wakes at
+ * each interval or kick, takes the topic snapshot through the broker's
+ * callback, builds the RegisterBrokerBody once (with its bodyCrc32, which
+ * the NameServer checks) and hands the same immutable, reference-counted
+ * body to every worker. Each worker owns one persistent connection and
+ * registers whatever body is newest when it gets to it, so a NameServer
+ * that is slow or black-holed delays only its own worker, never the others,
+ * and a worker that falls behind skips straight to the latest body.
+ *
+ * The connection is kept between rounds because a NameServer drops a broker
+ * the moment the connection it registered over closes. If a call on a kept
+ * connection fails (the server restarted, or closed it idle), the worker
+ * reconnects and retries once at once; any other failure is retried with
+ * exponential backoff (250 ms doubling, capped at 5 s and at the interval)
+ * and logged rate-limited. Workers never give up while the broker runs.
+ *
+ * "Registered" is tracked per kick generation: ctl_breg_kick() bumps the
+ * generation, each body carries the generation its snapshot was taken for,
+ * and ctl_breg_wait_registered() waits until every worker has had a body of
+ * the current generation accepted.
+ *
+ * Ownership: everything marked "under mu" is shared between the agent, the
+ * workers and callers of kick/wait; the rest of struct ctl_breg is
+ * immutable after ctl_breg_start(). A worker's connection is its own.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/crc32.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "control/breg.h"
+#include "jbuf_priv.h"
+#include "sprocket/remoting.h"
+
+#define BREG_TAG "ctl.breg"
+#define BREG_NS_MAX 64
+#define BREG_BACKOFF_MIN_MS 250
+#define BREG_BACKOFF_MAX_MS 5000
+#define BREG_SNAPSHOT_RETRY_MS 1000
+
+/* One round's registration body, shared by the workers. */
+struct breg_body {
+	uint32_t refs; /* under mu */
+	/* immutable after publish */
+	uint64_t seq; /* round number */
+	uint64_t gen; /* kick generation its snapshot was taken for */
+	size_t n_topics;
+	char *json;
+	size_t len;
+	char crc[12]; /* bodyCrc32, decimal */
+};
+
+/* One NameServer. */
+struct breg_ns {
+	struct ctl_breg *b;
+	char *addr; /* immutable */
+	pthread_t thr;
+	bool started;
+	/* worker only */
+	struct sp_rem *conn;
+	bool ever_ok;
+	/* under mu */
+	struct breg_body *cur; /* newest body for this server (a reference) */
+	uint64_t done_seq;     /* cur->seq once accepted */
+	uint64_t ok_gen;       /* generation of the newest accepted body */
+	uint64_t retry_at_ns;  /* after a failure: not before this */
+	uint32_t fails;	       /* consecutive */
+};
+
+struct ctl_breg {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* any change under mu; always broadcast */
+	/* immutable after start */
+	uint32_t interval_ms;
+	uint32_t timeout_ms;
+	struct ctl_breg_info info; /* strings point into strs */
+	char *strs;
+	char broker_id[24];
+	char dp_port[8];
+	char dp_cores[8];
+	ctl_breg_snapshot_fn snapshot;
+	ctl_breg_release_fn release;
+	void *arg;
+	pthread_t agent;
+	bool agent_started;
+	uint32_t n_ns;
+	struct breg_ns *ns;
+	/* under mu */
+	bool stop;
+	uint64_t kick_gen;
+	uint64_t seq;
+};
+
+/* ------------------------------------------------------------------ body */
+
+static void
+jbuf_u64(struct ctl_jbuf *o, uint64_t v)
+{
+	char s[24];
+	int n = snprintf(s, sizeof(s), "%" PRIu64, v);
+
+	ctl_jbuf_raw(o, s, (size_t)n);
+}
+
+int
+ctl_breg_body(const struct ctl_breg_topic *t, size_t n, uint64_t dv_counter, int64_t dv_ts,
+	      char **json, size_t *len)
+{
+	struct ctl_jbuf o;
+	size_t blen = 0;
+	uint8_t *p;
+
+	if (n > 0 && t == NULL)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].name == NULL || t[i].name[0] == '\0' ||
+		    (t[i].n_queue_cores > 0 && t[i].queue_cores == NULL))
+			return -EINVAL;
+	}
+	/* fastjson's order: keys sorted at every level, no blanks. */
+	ctl_jbuf_init(&o);
+	ctl_jbuf_lit(&o, "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
+			 "\"dataVersion\":{\"counter\":");
+	jbuf_u64(&o, dv_counter);
+	ctl_jbuf_lit(&o, ",\"timestamp\":");
+	ctl_jbuf_i64(&o, dv_ts);
+	ctl_jbuf_lit(&o, "},\"topicConfigTable\":{");
+	for (size_t i = 0; i < n; i++) {
+		const struct ctl_breg_topic *x = &t[i];
+
+		if (i > 0)
+			ctl_jbuf_lit(&o, ",");
+		ctl_jbuf_cstr(&o, x->name);
+		ctl_jbuf_lit(&o, ":{");
+		if (x->n_queue_cores > 0) {
+			ctl_jbuf_lit(&o, "\"dataplaneQueueCores\":[");
+			for (uint32_t q = 0; q < x->n_queue_cores; q++) {
+				if (q > 0)
+					ctl_jbuf_lit(&o, ",");
+				ctl_jbuf_i64(&o, x->queue_cores[q]);
+			}
+			ctl_jbuf_lit(&o, "],");
+		}
+		ctl_jbuf_lit(&o,
+			     x->order ? "\"order\":true,\"perm\":" : "\"order\":false,\"perm\":");
+		ctl_jbuf_i64(&o, x->perm);
+		ctl_jbuf_lit(&o, ",\"readQueueNums\":");
+		ctl_jbuf_i64(&o, x->read_queues);
+		ctl_jbuf_lit(&o, ",\"topicFilterType\":\"SINGLE_TAG\",\"topicName\":");
+		ctl_jbuf_cstr(&o, x->name);
+		ctl_jbuf_lit(&o, ",\"topicSysFlag\":");
+		ctl_jbuf_i64(&o, x->sys_flag);
+		ctl_jbuf_lit(&o, ",\"writeQueueNums\":");
+		ctl_jbuf_i64(&o, x->write_queues);
+		ctl_jbuf_lit(&o, "}");
+	}
+	ctl_jbuf_lit(&o, "}}}");
+	ctl_jbuf_raw(&o, "", 1); /* NUL, not counted */
+	if (o.err != 0) {
+		ctl_jbuf_free(&o);
+		return -ENOMEM;
+	}
+	p = ctl_jbuf_take(&o, &blen);
+	*json = (char *)p;
+	*len = blen - 1;
+	return 0;
+}
+
+/* Context: under mu. */
+static void
+body_put(struct breg_body *body)
+{
+	if (body == NULL || --body->refs > 0)
+		return;
+	free(body->json);
+	free(body);
+}
+
+/* Snapshot and build a body (one reference, the caller's). Context: agent, not under mu. */
+static int
+body_build(struct ctl_breg *b, uint64_t gen, struct breg_body **out)
+{
+	struct ctl_breg_topic *t = NULL;
+	struct breg_body *body;
+	uint64_t dv_counter = 0;
+	int64_t dv_ts = 0;
+	size_t n = 0;
+	int rc;
+
+	body = calloc(1, sizeof(*body));
+	if (body == NULL)
+		return -ENOMEM;
+	rc = b->snapshot(b->arg, &t, &n, &dv_counter, &dv_ts);
+	if (rc != 0)
+		goto err_free;
+	rc = ctl_breg_body(t, n, dv_counter, dv_ts, &body->json, &body->len);
+	b->release(b->arg, t, n);
+	if (rc != 0)
+		goto err_free;
+	body->refs = 1;
+	body->gen = gen;
+	body->n_topics = n;
+	snprintf(body->crc, sizeof(body->crc), "%" PRIu32, crc32_body(body->json, body->len));
+	*out = body;
+	return 0;
+
+err_free:
+	free(body);
+	return rc;
+}
+
+/* ------------------------------------------------------------- requests */
+
+static uint64_t
+deadline_after(uint32_t ms)
+{
+	return clk_mono_ns() + (uint64_t)ms * 1000000;
+}
+
+static uint32_t
+ms_until(uint64_t deadline_ns)
+{
+	uint64_t now = clk_mono_ns();
+
+	return now >= deadline_ns ? 0 : (uint32_t)((deadline_ns - now + 999999) / 1000000);
+}
+
+/* Fill @cmd's common fields and the broker's identity. Return: 0, -E2BIG. */
+static int
+cmd_init(const struct ctl_breg *b, struct wire_rem_cmd *cmd, int32_t code)
+{
+	int rc;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->code = code;
+	cmd->version = WIRE_REM_VERSION_V4_9_8;
+	cmd->language = WIRE_LANG_JAVA; /* what a RocketMQ broker says */
+	cmd->serialize = WIRE_REM_JSON;
+	if ((rc = wire_rem_ext_add(cmd, "brokerName", b->info.broker_name)) != 0 ||
+	    (rc = wire_rem_ext_add(cmd, "brokerAddr", b->info.broker_addr)) != 0 ||
+	    (rc = wire_rem_ext_add(cmd, "clusterName", b->info.cluster)) != 0 ||
+	    (rc = wire_rem_ext_add(cmd, "brokerId", b->broker_id)) != 0)
+		return rc;
+	return 0;
+}
+
+/*
+ * One request on @ns's connection, connecting first when there is none,
+ * within one timeout. A kept connection that fails is replaced once at
+ * once: it may simply have been closed by a restarted server.
+ * Return: the response code (>= 0; @remark set when the server sent one),
+ * or a negative errno (the connection is closed).
+ */
+static int
+ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t len, char *remark,
+	size_t remark_cap)
+{
+	uint64_t deadline = deadline_after(ns->b->timeout_ms);
+	struct sp_rem_resp resp;
+	int rc = -ETIMEDOUT;
+
+	remark[0] = '\0';
+	for (int attempt = 0; attempt < 2; attempt++) {
+		bool kept = ns->conn != NULL;
+		uint32_t left = ms_until(deadline);
+
+		if (left == 0)
+			return -ETIMEDOUT;
+		if (!kept) {
+			rc = sp_rem_connect(ns->addr, left, &ns->conn);
+			if (rc != 0)
+				return rc;
+			left = ms_until(deadline);
+		}
+		rc = sp_rem_call(ns->conn, cmd, body, len, left, 0, &resp);
+		if (rc == 0) {
+			if (resp.cmd.remark != NULL)
+				snprintf(remark, remark_cap, "%.*s", (int)resp.cmd.remark_len,
+					 resp.cmd.remark);
+			rc = resp.cmd.code < 0 ? -EPROTO : resp.cmd.code;
+			sp_rem_resp_free(&resp);
+			return rc;
+		}
+		sp_rem_close(ns->conn);
+		ns->conn = NULL;
+		if (!kept)
+			break;
+	}
+	return rc;
+}
+
+/* REGISTER_BROKER with @body. Return: 0, -EPROTO refused, -errno. Context: @ns's worker. */
+static int
+ns_register(struct breg_ns *ns, const struct breg_body *body)
+{
+	const struct ctl_breg *b = ns->b;
+	struct wire_rem_cmd *cmd = malloc(sizeof(*cmd));
+	char remark[256];
+	int rc;
+
+	if (cmd == NULL)
+		return -ENOMEM;
+	rc = cmd_init(b, cmd, WIRE_REQ_REGISTER_BROKER);
+	if (rc == 0 && b->info.ha_addr != NULL)
+		rc = wire_rem_ext_add(cmd, "haServerAddr", b->info.ha_addr);
+	if (rc == 0 && (rc = wire_rem_ext_add(cmd, "compressed", "false")) == 0)
+		rc = wire_rem_ext_add(cmd, "bodyCrc32", body->crc);
+	if (rc == 0 && b->info.has_dp) {
+		/* All four or none (docs/namesrv.md). */
+		if ((rc = wire_rem_ext_add(cmd, "dataplaneIp", b->info.dp_ip)) == 0 &&
+		    (rc = wire_rem_ext_add(cmd, "dataplaneMac", b->info.dp_mac)) == 0 &&
+		    (rc = wire_rem_ext_add(cmd, "dataplanePort", b->dp_port)) == 0)
+			rc = wire_rem_ext_add(cmd, "dataplaneCores", b->dp_cores);
+	}
+	if (rc == 0)
+		rc = ns_call(ns, cmd, body->json, body->len, remark, sizeof(remark));
+	free(cmd);
+	if (rc > 0) {
+		log_warn_ratelimited(BREG_TAG, "namesrv %s refused the registration: code %d %s",
+				     ns->addr, rc, remark);
+		return -EPROTO;
+	}
+	if (rc < 0)
+		log_warn_ratelimited(BREG_TAG, "register with namesrv %s failed: %s", ns->addr,
+				     err_str(rc));
+	return rc;
+}
+
+/* UNREGISTER_BROKER, best effort. Context: @ns's worker, at stop. */
+static void
+ns_unregister(struct breg_ns *ns)
+{
+	struct wire_rem_cmd *cmd = malloc(sizeof(*cmd));
+	char remark[256];
+	int rc = cmd == NULL ? -ENOMEM : cmd_init(ns->b, cmd, WIRE_REQ_UNREGISTER_BROKER);
+
+	if (rc == 0)
+		rc = ns_call(ns, cmd, NULL, 0, remark, sizeof(remark));
+	free(cmd);
+	if (rc == 0)
+		log_info(BREG_TAG, "unregistered from namesrv %s", ns->addr);
+	else
+		log_warn(BREG_TAG, "unregister from namesrv %s failed: %s", ns->addr,
+			 rc > 0 ? remark : err_str(rc));
+}
+
+/* ------------------------------------------------------------- threads */
+
+static void
+abs_time(uint64_t mono_ns, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(mono_ns / CLK_NS_PER_SEC);
+	ts->tv_nsec = (long)(mono_ns % CLK_NS_PER_SEC);
+}
+
+static uint64_t
+backoff_ns(const struct ctl_breg *b, uint32_t fails)
+{
+	uint64_t cap = SP_MIN(BREG_BACKOFF_MAX_MS, b->interval_ms);
+	uint64_t ms = (uint64_t)BREG_BACKOFF_MIN_MS << SP_MIN(fails - 1, 8u);
+
+	return SP_MIN(ms, cap) * 1000000;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct breg_ns *ns = arg;
+	struct ctl_breg *b = ns->b;
+
+	pthread_mutex_lock(&b->mu);
+	while (!b->stop) {
+		struct breg_body *body = ns->cur;
+		uint64_t now = clk_mono_ns();
+		struct timespec ts;
+		int rc;
+
+		if (body == NULL || body->seq == ns->done_seq) {
+			pthread_cond_wait(&b->cv, &b->mu);
+			continue;
+		}
+		if (now < ns->retry_at_ns) {
+			abs_time(ns->retry_at_ns, &ts);
+			(void)pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+			continue;
+		}
+		body->refs++;
+		pthread_mutex_unlock(&b->mu);
+		rc = ns_register(ns, body);
+		if (rc == 0 && (!ns->ever_ok || ns->fails > 0))
+			log_info(BREG_TAG, "registered %zu topics with namesrv %s", body->n_topics,
+				 ns->addr);
+		ns->ever_ok |= rc == 0;
+		pthread_mutex_lock(&b->mu);
+		if (rc == 0) {
+			ns->done_seq = body->seq;
+			ns->ok_gen = SP_MAX(ns->ok_gen, body->gen);
+			ns->fails = 0;
+			ns->retry_at_ns = 0;
+		} else {
+			ns->fails++;
+			ns->retry_at_ns = clk_mono_ns() + backoff_ns(b, ns->fails);
+		}
+		body_put(body);
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	/* Only a server that took us has anything to forget. */
+	if (ns->ever_ok)
+		ns_unregister(ns);
+	sp_rem_close(ns->conn);
+	ns->conn = NULL;
+	return NULL;
+}
+
+static void *
+agent_main(void *arg)
+{
+	struct ctl_breg *b = arg;
+	uint64_t built_gen = 0;
+	uint64_t next_ns = 0;
+
+	pthread_mutex_lock(&b->mu);
+	while (!b->stop) {
+		uint64_t now = clk_mono_ns();
+		struct breg_body *body = NULL;
+		struct timespec ts;
+		uint64_t gen;
+		int rc;
+
+		if (b->kick_gen == built_gen && now < next_ns) {
+			abs_time(next_ns, &ts);
+			(void)pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+			continue;
+		}
+		gen = b->kick_gen;
+		pthread_mutex_unlock(&b->mu);
+		rc = body_build(b, gen, &body);
+		if (rc != 0)
+			log_err_ratelimited(BREG_TAG, "topic snapshot for registration failed: %s",
+					    err_str(rc));
+		pthread_mutex_lock(&b->mu);
+		built_gen = gen;
+		next_ns =
+			now + (uint64_t)(rc == 0 ? b->interval_ms
+						 : SP_MIN(BREG_SNAPSHOT_RETRY_MS, b->interval_ms)) *
+				      1000000;
+		if (rc != 0)
+			continue;
+		body->seq = ++b->seq;
+		for (uint32_t i = 0; i < b->n_ns; i++) {
+			body_put(b->ns[i].cur);
+			b->ns[i].cur = body;
+			body->refs++;
+		}
+		body_put(body);
+		pthread_cond_broadcast(&b->cv);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+/* --------------------------------------------------------------- API */
+
+void
+ctl_breg_kick(struct ctl_breg *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->kick_gen++;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+int
+ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
+{
+	uint64_t deadline = deadline_after(timeout_ms);
+	struct timespec ts;
+	int rc = 0;
+
+	abs_time(deadline, &ts);
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		uint32_t i = 0;
+
+		while (i < b->n_ns && b->ns[i].ok_gen >= b->kick_gen)
+			i++;
+		if (i == b->n_ns)
+			break;
+		if (clk_mono_ns() >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		(void)pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+/* Stop and join the threads that started, then free. */
+static void
+breg_destroy(struct ctl_breg *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->stop = true;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	if (b->agent_started)
+		pthread_join(b->agent, NULL);
+	for (uint32_t i = 0; i < b->n_ns; i++) {
+		if (b->ns[i].started)
+			pthread_join(b->ns[i].thr, NULL);
+	}
+	for (uint32_t i = 0; i < b->n_ns; i++) {
+		body_put(b->ns[i].cur);
+		free(b->ns[i].addr);
+	}
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	free(b->ns);
+	free(b->strs);
+	free(b);
+}
+
+void
+ctl_breg_stop(struct ctl_breg *b)
+{
+	if (b != NULL)
+		breg_destroy(b);
+}
+
+/* Copy @s (NULL stays NULL) to *@dst at @*p. */
+static void
+str_place(const char *s, const char **dst, char **p)
+{
+	size_t n;
+
+	if (s == NULL) {
+		*dst = NULL;
+		return;
+	}
+	n = strlen(s) + 1;
+	memcpy(*p, s, n);
+	*dst = *p;
+	*p += n;
+}
+
+static bool
+info_valid(const struct ctl_breg_info *in)
+{
+	if (in->cluster == NULL || in->cluster[0] == '\0' || in->broker_name == NULL ||
+	    in->broker_name[0] == '\0' || in->broker_addr == NULL || in->broker_addr[0] == '\0' ||
+	    in->broker_id < 0)
+		return false;
+	return !in->has_dp ||
+	       (in->dp_ip != NULL && in->dp_mac != NULL && in->dp_port > 0 && in->dp_cores > 0);
+}
+
+static int
+info_copy(struct ctl_breg *b, const struct ctl_breg_info *in)
+{
+	const char *s[] = {in->cluster, in->broker_name, in->broker_addr,
+			   in->ha_addr, in->dp_ip,	 in->dp_mac};
+	size_t total = 0;
+	char *p;
+
+	for (size_t i = 0; i < ARRAY_SIZE(s); i++)
+		total += s[i] != NULL ? strlen(s[i]) + 1 : 0;
+	b->strs = malloc(total + 1);
+	if (b->strs == NULL)
+		return -ENOMEM;
+	p = b->strs;
+	b->info = *in;
+	str_place(in->cluster, &b->info.cluster, &p);
+	str_place(in->broker_name, &b->info.broker_name, &p);
+	str_place(in->broker_addr, &b->info.broker_addr, &p);
+	str_place(in->ha_addr, &b->info.ha_addr, &p);
+	str_place(in->dp_ip, &b->info.dp_ip, &p);
+	str_place(in->dp_mac, &b->info.dp_mac, &p);
+	snprintf(b->broker_id, sizeof(b->broker_id), "%" PRId64, in->broker_id);
+	snprintf(b->dp_port, sizeof(b->dp_port), "%u", (unsigned)in->dp_port);
+	snprintf(b->dp_cores, sizeof(b->dp_cores), "%u", (unsigned)in->dp_cores);
+	return 0;
+}
+
+/* Split "a:p; b:p" into b->ns. Return: 0, -EINVAL none or too many, -ENOMEM. */
+static int
+ns_parse(struct ctl_breg *b, const char *list)
+{
+	b->ns = calloc(BREG_NS_MAX, sizeof(*b->ns));
+	if (b->ns == NULL)
+		return -ENOMEM;
+	for (const char *p = list; *p != '\0';) {
+		size_t n = strcspn(p, ";");
+		const char *s = p;
+
+		p += n + (p[n] == ';');
+		while (n > 0 && (*s == ' ' || *s == '\t')) {
+			s++;
+			n--;
+		}
+		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		if (n == 0)
+			continue;
+		if (b->n_ns == BREG_NS_MAX)
+			return -EINVAL;
+		b->ns[b->n_ns].addr = strndup(s, n);
+		if (b->ns[b->n_ns].addr == NULL)
+			return -ENOMEM;
+		b->ns[b->n_ns].b = b;
+		b->n_ns++;
+	}
+	return b->n_ns > 0 ? 0 : -EINVAL;
+}
+
+int
+ctl_breg_start(const struct ctl_breg_cfg *cfg, struct ctl_breg **out)
+{
+	pthread_condattr_t ca;
+	struct ctl_breg *b;
+	int rc;
+
+	if (cfg == NULL || cfg->namesrv == NULL || cfg->snapshot == NULL || cfg->release == NULL ||
+	    !info_valid(&cfg->info))
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return -ENOMEM;
+	if (pthread_mutex_init(&b->mu, NULL) != 0) {
+		free(b);
+		return -ENOMEM;
+	}
+	/* Timed waits on the monotonic clock: a wall-clock step must not stall rounds. */
+	if (pthread_condattr_init(&ca) != 0) {
+		pthread_mutex_destroy(&b->mu);
+		free(b);
+		return -ENOMEM;
+	}
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (rc == 0)
+		rc = pthread_cond_init(&b->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc != 0) {
+		pthread_mutex_destroy(&b->mu);
+		free(b);
+		return -rc;
+	}
+	b->interval_ms = cfg->interval_ms != 0 ? cfg->interval_ms : CTL_BREG_INTERVAL_MS;
+	b->timeout_ms = cfg->timeout_ms != 0 ? cfg->timeout_ms : CTL_BREG_TIMEOUT_MS;
+	b->snapshot = cfg->snapshot;
+	b->release = cfg->release;
+	b->arg = cfg->arg;
+	b->kick_gen = 1; /* the first round counts as a kick */
+	if ((rc = info_copy(b, &cfg->info)) != 0 || (rc = ns_parse(b, cfg->namesrv)) != 0)
+		goto err_destroy;
+	for (uint32_t i = 0; i < b->n_ns; i++) {
+		char name[16];
+
+		rc = -pthread_create(&b->ns[i].thr, NULL, worker_main, &b->ns[i]);
+		if (rc != 0)
+			goto err_destroy;
+		b->ns[i].started = true;
+		snprintf(name, sizeof(name), "ctl-breg-ns%u", i % 1000);
+		(void)pthread_setname_np(b->ns[i].thr, name);
+	}
+	rc = -pthread_create(&b->agent, NULL, agent_main, b);
+	if (rc != 0)
+		goto err_destroy;
+	b->agent_started = true;
+	(void)pthread_setname_np(b->agent, "ctl-breg");
+	log_info(BREG_TAG, "broker %s id %" PRId64 " registers with %u namesrv(s) every %u ms",
+		 b->info.broker_name, b->info.broker_id, b->n_ns, b->interval_ms);
+	*out = b;
+	return 0;
+
+err_destroy:
+	/* No body was published (no agent), so no worker registered: none unregisters. */
+	breg_destroy(b);
+	return rc;
+}
