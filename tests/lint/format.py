@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-MODULES = ("common", "store", "dataplane", "control", "client", "bench", "tests")
+MODULES = ("common", "store", "dataplane", "control", "client", "broker", "bench", "tests")
 
 
 def sources(root):

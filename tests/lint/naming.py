@@ -16,6 +16,7 @@ PREFIXES = {
     "libsp_dp.a": ("dp_",),
     "libsp_ctl.a": ("ns_", "ctl_", "route_"),
     "libsprocket.a": ("sp_",),
+    "libsp_bk.a": ("bk_",),
 }
 
 

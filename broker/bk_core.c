@@ -1,0 +1,982 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_core.c - the broker's request handlers, run by each dataplane core
+ * inside its poll loop (docs/broker.md, docs/protocol.md §4-§6).
+ *
+ * A core owns store shard `id` and the queues mapped to it (qid % cores). It
+ * answers SEND, SEND_BATCH, PULL, the offset ops, SEND_BACK and PING for
+ * those queues, and REDIRECT for anyone else's. Nothing here allocates,
+ * locks, sleeps or logs: every table is sized at start (pending acks, parked
+ * pulls, consumer offsets) and a full table answers SYSTEM_BUSY.
+ *
+ * DESIGN
+ * Durability never makes the core wait. A SEND is appended, then
+ * store_ack_state() says whether the flush mode's condition already holds
+ * (ASYNC_FLUSH: always); if not, the answer goes into a FIFO of pending acks
+ * that the tick polls against the flusher's published offset. The FIFO is in
+ * ticket order, so the tick looks at its head only.
+ *
+ * Long polling: a PULL with SUSPEND that finds nothing is parked with what
+ * it needs to be re-run (queue, offset, limits, tag hashes). The tick
+ * re-runs parked pulls when this core appended or completed acks (data may
+ * have become visible) and when the earliest deadline passes; a pull that
+ * still finds nothing at its deadline is answered PULL_NOT_FOUND.
+ *
+ * Auto-creation: the core cannot create files, so a SEND for an unknown
+ * topic posts the name to the control thread's mailbox and is answered
+ * SYSTEM_BUSY; the client retries and finds the topic published.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "bk_priv.h"
+#include "common/clock.h"
+#include "common/compiler.h"
+#include "wire/dp.h"
+
+#define PULL_SCAN_MAX 1024u /* ConsumeQueue units looked at per pull */
+#define PULL_MSGS_MAX 1024
+
+static uint64_t
+ms_to_ns(uint64_t ms)
+{
+	return ms * 1000000ull;
+}
+
+/* ---- answering ---- */
+
+/* The request may have gone (session expired or reset): count it, nothing else to do. */
+static void
+respond(struct bk_core *c, struct dp_xsrv *xs, struct dp_xhandle h, uint32_t len)
+{
+	if (dp_xsrv_respond(xs, h, len) != 0)
+		c->st.gone++;
+}
+
+static int
+answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns, int32_t status,
+	   int redirect)
+{
+	struct wire_dp_resp_head head = {
+		.status = status, .ts_recv_ns = recv_ns, .ts_handled_ns = clk_mono_ns()};
+	uint8_t *buf;
+	long fixed;
+	uint32_t len;
+
+	if (status == WIRE_DP_ST_REDIRECT) {
+		head.redirect_core = (uint16_t)redirect;
+		head.redirect_port = (uint16_t)(c->bk->conf.dp_port + redirect);
+		c->st.redirects++;
+	} else if (status == WIRE_DP_ST_SYSTEM_BUSY) {
+		c->st.busy++;
+	} else {
+		c->st.errors++;
+	}
+	fixed = wire_dp_resp_fixed_len(op);
+	len = WIRE_DP_RESP_HEAD_LEN + (uint32_t)(fixed > 0 ? fixed : 0);
+	buf = dp_xsrv_resp_buf(c->xs, h, len);
+	if (buf == NULL)
+		return 0; /* the request is gone */
+	if (wire_dp_resp_error_encode(op, &head, buf, len) != (long)len)
+		return 0;
+	respond(c, c->xs, h, len);
+	return 0;
+}
+
+static void
+answer_send(struct bk_core *c, const struct bk_ack *a, int32_t status, uint64_t durable_ns)
+{
+	struct wire_dp_send_resp r = {
+		.head = {.status = status,
+			 .ts_recv_ns = a->recv_ns,
+			 .ts_handled_ns = a->handled_ns,
+			 .ts_durable_ns = durable_ns},
+		.phys_offset = a->phys,
+		.queue_offset = a->qoff,
+		.queue_id = a->qid,
+		.count = a->op == WIRE_DP_OP_SEND ? 1 : a->count,
+	};
+	int64_t *phys = NULL;
+	uint32_t len;
+	uint8_t *buf;
+
+	if (a->op == WIRE_DP_OP_SEND_BACK) {
+		/* Its answer is the common part alone (protocol.md §5.8). */
+		buf = dp_xsrv_resp_buf(c->xs, a->h, WIRE_DP_RESP_HEAD_LEN);
+		if (buf && wire_dp_bare_resp_encode(a->op, &r.head, buf, WIRE_DP_RESP_HEAD_LEN) ==
+				   WIRE_DP_RESP_HEAD_LEN)
+			respond(c, c->xs, a->h, WIRE_DP_RESP_HEAD_LEN);
+		return;
+	}
+	if (a->op == WIRE_DP_OP_SEND_BATCH) {
+		/* The batch's offsets sit contiguously in the ring unless it wrapped. */
+		if (a->batch_first + a->count <= c->bp_cap) {
+			phys = &c->batch_phys[a->batch_first];
+		} else {
+			/* Wrapped: bp_cap leaves room after it (see bk_core_init). */
+			uint32_t first = c->bp_cap - a->batch_first;
+
+			memcpy(&c->batch_phys[c->bp_cap], c->batch_phys,
+			       (a->count - first) * sizeof(int64_t));
+			phys = &c->batch_phys[a->batch_first];
+		}
+		r.phys_offsets = (const uint8_t *)phys;
+	}
+	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_SEND_RESP_FIXED +
+	      (a->op == WIRE_DP_OP_SEND_BATCH ? 8u * a->count : 0u);
+	buf = dp_xsrv_resp_buf(c->xs, a->h, len);
+	if (buf == NULL) {
+		/* Stored, but no buffer for a big answer: the client sees BUSY and may resend. */
+		if (dp_xsrv_is_pending(c->xs, a->h))
+			answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		return;
+	}
+	if (wire_dp_send_resp_encode(a->op, &r, buf, len) != (long)len)
+		return;
+	respond(c, c->xs, a->h, len);
+}
+
+/* ---- consumer offsets ---- */
+
+static uint32_t
+off_hash(const char *topic, size_t tl, const char *group, size_t gl, uint32_t qid)
+{
+	uint32_t h = bk_name_hash(topic, tl);
+
+	h = (h ^ bk_name_hash(group, gl)) * 16777619u;
+	return (h ^ qid) * 16777619u;
+}
+
+/* Return: the slot for the key; with @create a new one, or NULL (not found / full). */
+static struct bk_off *
+off_find(struct bk_core *c, const char *topic, size_t tl, const char *group, size_t gl,
+	 uint32_t qid, bool create)
+{
+	uint32_t h = off_hash(topic, tl, group, gl, qid);
+
+	for (uint32_t i = h & c->off_mask;; i = (i + 1) & c->off_mask) {
+		struct bk_off *o = &c->offs[i];
+
+		if (!atomic_load_relaxed(&o->used)) {
+			if (!create || (c->off_n + 1) * 4 > (c->off_mask + 1) * 3)
+				return NULL;
+			o->qid = qid;
+			o->hash = h;
+			o->topic_len = (uint16_t)tl;
+			o->group_len = (uint16_t)gl;
+			memcpy(o->topic, topic, tl);
+			o->topic[tl] = '\0';
+			memcpy(o->group, group, gl);
+			o->group[gl] = '\0';
+			atomic_store_relaxed(&o->offset, -1);
+			/* release: pairs with the acquire in bk_offsets_collect() */
+			atomic_store_release(&o->used, 1);
+			c->off_n++;
+			return o;
+		}
+		if (o->hash == h && o->qid == qid && o->topic_len == tl && o->group_len == gl &&
+		    memcmp(o->topic, topic, tl) == 0 && memcmp(o->group, group, gl) == 0)
+			return o;
+	}
+}
+
+int
+bk_core_offset_load(struct bk_core *c, const char *topic, const char *group, uint32_t qid,
+		    int64_t offset)
+{
+	struct bk_off *o = off_find(c, topic, strlen(topic), group, strlen(group), qid, true);
+
+	if (o == NULL)
+		return -ENOSPC;
+	atomic_store_relaxed(&o->offset, offset);
+	return 0;
+}
+
+/* ---- topics ---- */
+
+/* Asks the control thread to create @name. Return: true when posted. */
+static bool
+request_create(struct bk_core *c, const char *name, size_t len, uint32_t queues)
+{
+	uint64_t one = 1;
+
+	/* acquire: pairs with the control thread's release when it took the last one */
+	if (atomic_load_acquire(&c->create_full))
+		return false;
+	memcpy(c->create_req.name, name, len);
+	c->create_req.name[len] = '\0';
+	c->create_req.queues = queues;
+	/* release: pairs with the acquire in the control thread's mailbox scan */
+	atomic_store_release(&c->create_full, 1);
+	/* eventfd write never sleeps (the counter cannot overflow at 1 per post) */
+	if (write(c->bk->efd, &one, sizeof(one)) < 0)
+		return true; /* control also scans on its timer */
+	return true;
+}
+
+static bool
+is_system_topic(const char *name, size_t len)
+{
+	return (len >= 7 && memcmp(name, BK_RETRY_PREFIX, 7) == 0) ||
+	       (len >= 5 && memcmp(name, BK_DLQ_PREFIX, 5) == 0);
+}
+
+/*
+ * The topic for a write to @name, or NULL with *@status set: unknown (auto
+ * creation requested: SYSTEM_BUSY, else TOPIC_NOT_EXIST), not writable.
+ */
+static const struct bk_topic *
+topic_for_write(struct bk_core *c, const char *name, size_t len, bool force_create, uint32_t queues,
+		int32_t *status)
+{
+	const struct bk_topic *t;
+
+	if (!bk_topic_name_ok(name, len)) {
+		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
+		return NULL;
+	}
+	t = bk_topic_find(c->bk, name, len);
+	if (t == NULL) {
+		if (force_create || (c->bk->conf.auto_create && !is_system_topic(name, len))) {
+			request_create(c, name, len, queues);
+			*status = WIRE_DP_ST_SYSTEM_BUSY;
+		} else {
+			*status = WIRE_DP_ST_TOPIC_NOT_EXIST;
+		}
+		return NULL;
+	}
+	if (!(t->perm & META_PERM_WRITE) ||
+	    !(atomic_load_relaxed(&c->bk->perm) & META_PERM_WRITE)) {
+		*status = WIRE_DP_ST_NO_PERMISSION;
+		return NULL;
+	}
+	return t;
+}
+
+/* ---- SEND, SEND_BATCH ---- */
+
+static bool
+ack_room(const struct bk_core *c, uint32_t records)
+{
+	return c->ack_tail - c->ack_head < c->ack_cap &&
+	       c->bp_tail - c->bp_head + records <= c->bp_cap;
+}
+
+/* After the append: answer now, or keep the answer until the flush covers it. */
+static void
+ack_or_defer(struct bk_core *c, struct bk_ack *a)
+{
+	int st = store_ack_state(c->bk->store, c->id, a->ticket, a->put_ns, a->put_ns);
+
+	if (st == 0) {
+		c->acks[c->ack_tail++ % c->ack_cap] = *a;
+		return;
+	}
+	if (a->op == WIRE_DP_OP_SEND_BATCH)
+		c->bp_head += a->count;
+	if (st == 1)
+		answer_send(c, a, WIRE_DP_ST_SUCCESS, a->put_ns);
+	else
+		answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
+}
+
+static int32_t
+put_status(long rc)
+{
+	switch (rc) {
+	case -EAGAIN:
+		return WIRE_DP_ST_SYSTEM_BUSY;
+	case -EMSGSIZE:
+	case -EINVAL:
+		return WIRE_DP_ST_MESSAGE_ILLEGAL;
+	default:
+		return WIRE_DP_ST_SERVICE_NOT_AVAILABLE; /* the shard is fenced: disk error */
+	}
+}
+
+static void
+msg_from(struct wire_msg *m, const struct dp_xreq *req, const struct bk_core *c, int32_t qid)
+{
+	memset(m, 0, sizeof(*m));
+	m->queue_id = qid;
+	memcpy(m->born_host.addr, &req->peer.ip, 4);
+	m->born_host.port = req->peer.port;
+	m->store_host = c->bk->store_host;
+}
+
+static int
+do_send(struct bk_core *c, const struct dp_xreq *req)
+{
+	struct wire_dp_send_req r;
+	const struct bk_topic *t;
+	struct store_put_res res;
+	struct bk_ack a = {.h = req->h, .recv_ns = req->ts_recv_ns, .op = req->op};
+	struct wire_msg m;
+	int32_t status;
+	long rc;
+
+	if (wire_dp_send_req_decode(req->op, req->msg, req->len, &r) != 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	if (r.body_len > c->bk->conf.max_msg_size || r.body_len == 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+				  0);
+	t = topic_for_write(c, r.topic, r.topic_len, false, c->bk->conf.default_queues, &status);
+	if (t == NULL)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
+	if (r.queue_id < 0 || (uint32_t)r.queue_id >= t->write_queues)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	if (t->core[r.queue_id] != c->id)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
+				  t->core[r.queue_id]);
+	msg_from(&m, req, c, r.queue_id);
+	m.born_ts = r.born_ts;
+	m.sys_flag = r.sysflag;
+	m.topic = r.topic;
+	m.topic_len = (uint8_t)r.topic_len;
+
+	if (req->op == WIRE_DP_OP_SEND) {
+		if (!ack_room(c, 0))
+			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SYSTEM_BUSY, 0);
+		m.flag = r.flag;
+		m.reconsume_times = r.reconsume_times;
+		m.body = r.body;
+		m.body_len = r.body_len;
+		m.props = r.props;
+		m.props_len = r.props_len;
+		rc = store_put(c->bk->store, t->sq[r.queue_id], &m, &res);
+		if (rc < 0)
+			return answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(rc), 0);
+		c->st.sends++;
+		a.ticket = res.ticket;
+		a.phys = res.phys;
+		a.qoff = res.qoff;
+		a.count = 1;
+	} else {
+		struct wire_batch_item it;
+		size_t pos = 0;
+		uint32_t n = 0;
+		int k;
+
+		/* Validate the whole batch first: a bad item stores nothing. */
+		while ((k = wire_batch_next(r.body, r.body_len, &pos, &it)) == 1) {
+			if (it.body_len == 0 || it.body_len > c->bk->conf.max_msg_size)
+				k = -EINVAL;
+			if (k < 0)
+				break;
+			n++;
+		}
+		if (k < 0 || n == 0)
+			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
+		if (!ack_room(c, n) || n > c->bp_cap)
+			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SYSTEM_BUSY, 0);
+		a.batch_first = c->bp_tail % c->bp_cap;
+		a.count = 0;
+		pos = 0;
+		while (wire_batch_next(r.body, r.body_len, &pos, &it) == 1) {
+			m.flag = it.flag;
+			m.body = it.body;
+			m.body_len = it.body_len;
+			m.props = it.props;
+			m.props_len = it.props_len;
+			rc = store_put(c->bk->store, t->sq[r.queue_id], &m, &res);
+			if (rc < 0) {
+				/*
+				 * Items before this one are stored: answer with
+				 * what was stored when there is any, so the client
+				 * does not resend them; the rest fails.
+				 */
+				if (a.count == 0)
+					return answer_err(c, req->h, req->op, req->ts_recv_ns,
+							  put_status(rc), 0);
+				break;
+			}
+			if (a.count == 0) {
+				a.phys = res.phys;
+				a.qoff = res.qoff;
+			}
+			c->batch_phys[c->bp_tail++ % c->bp_cap] = res.phys;
+			a.ticket = res.ticket;
+			a.count++;
+		}
+		c->st.send_batches++;
+	}
+	a.qid = r.queue_id;
+	a.put_ns = clk_mono_ns();
+	a.handled_ns = a.put_ns;
+	c->park_dirty = true;
+	ack_or_defer(c, &a);
+	return 0;
+}
+
+/* ---- PULL ---- */
+
+static bool
+tag_match(const int32_t *tags, uint16_t n, int32_t h)
+{
+	if (n == 0)
+		return true;
+	for (uint16_t i = 0; i < n; i++)
+		if (tags[i] == h)
+			return true;
+	return false;
+}
+
+/*
+ * Answers a pull from @p's parameters, or leaves it for later.
+ * @final: no parking possible (deadline passed, or no SUSPEND).
+ * Return: true when answered (or the request is gone), false: park it.
+ */
+static bool
+pull_run(struct bk_core *c, const struct bk_park *p, bool final)
+{
+	const struct store *s = c->bk->store;
+	uint64_t min = store_queue_min(s, p->sq);
+	uint64_t max = store_queue_max(s, p->sq);
+	struct wire_dp_pull_resp r = {
+		.head = {.ts_recv_ns = p->recv_ns, .ts_handled_ns = clk_mono_ns()},
+		.min_offset = (int64_t)min,
+		.max_offset = (int64_t)max,
+	};
+	uint64_t off = (uint64_t)p->offset;
+	uint64_t end, scan;
+	uint32_t bytes = 0, cnt = 0, len;
+	uint8_t *buf;
+	long rl;
+
+	if (p->offset < 0 || off < min || off > max) {
+		r.head.status = WIRE_DP_ST_PULL_OFFSET_MOVED;
+		r.next_begin_offset = (int64_t)(p->offset < 0 || off < min ? min : max);
+		goto small;
+	}
+	/* Pass 1: what fits. */
+	for (scan = 0, end = off; end < max && scan < PULL_SCAN_MAX; end++, scan++) {
+		const uint8_t *rec;
+		struct cq_unit u;
+		long n = store_get(s, p->sq, end, &rec, &u);
+
+		if (n < 0)
+			break;
+		if (!tag_match(p->tags, p->tag_count, u.tag_hash))
+			continue;
+		if (cnt > 0 && (bytes + (uint32_t)n > p->max_bytes))
+			break;
+		bytes += (uint32_t)n;
+		if (++cnt >= (uint32_t)p->max_msgs) {
+			end++;
+			break;
+		}
+	}
+	r.next_begin_offset = (int64_t)end;
+	if (cnt == 0) {
+		if (end < max) {
+			r.head.status = WIRE_DP_ST_PULL_RETRY_IMMEDIATELY; /* filtered a window */
+			goto small;
+		}
+		if (!final)
+			return false;
+		r.head.status = WIRE_DP_ST_PULL_NOT_FOUND;
+		goto small;
+	}
+	r.head.status = WIRE_DP_ST_SUCCESS;
+	r.rec_count = cnt;
+	r.records_len = bytes;
+	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PULL_RESP_FIXED + bytes;
+	buf = dp_xsrv_resp_buf(c->xs, p->h, len);
+	if (buf == NULL) {
+		if (dp_xsrv_is_pending(c->xs, p->h))
+			answer_err(c, p->h, WIRE_DP_OP_PULL, p->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		return true;
+	}
+	/* Zero-copy form of the encoder: it writes the prefix, we append records. */
+	rl = wire_dp_pull_resp_encode(&r, buf, len);
+	if (rl < 0)
+		return true;
+	/* Pass 2: copy the same records (the log below max never changes). */
+	{
+		uint32_t at = (uint32_t)rl, got = 0;
+
+		for (uint64_t q = off; q < end && got < cnt; q++) {
+			const uint8_t *rec;
+			struct cq_unit u;
+			long n = store_get(s, p->sq, q, &rec, &u);
+
+			if (n < 0 || !tag_match(p->tags, p->tag_count, u.tag_hash))
+				continue;
+			memcpy(buf + at, rec, (size_t)n);
+			at += (uint32_t)n;
+			got++;
+		}
+		if (got != cnt)
+			return true; /* retention cut under us: the client retries */
+	}
+	c->st.pulls++;
+	respond(c, c->xs, p->h, len);
+	return true;
+
+small:
+	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PULL_RESP_FIXED;
+	buf = dp_xsrv_resp_buf(c->xs, p->h, len);
+	if (buf && wire_dp_pull_resp_encode(&r, buf, len) == (long)len)
+		respond(c, c->xs, p->h, len);
+	return true;
+}
+
+static int
+do_pull(struct bk_core *c, const struct dp_xreq *req)
+{
+	struct wire_dp_pull_req r;
+	const struct bk_topic *t;
+	struct bk_park p = {.h = req->h, .recv_ns = req->ts_recv_ns};
+	uint32_t suspend;
+
+	if (wire_dp_pull_req_decode(req->msg, req->len, &r) != 0 || r.max_msgs <= 0 ||
+	    r.max_bytes == 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	if (!bk_topic_name_ok(r.topic, r.topic_len))
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+				  0);
+	t = bk_topic_find(c->bk, r.topic, r.topic_len);
+	if (t == NULL)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_TOPIC_NOT_EXIST,
+				  0);
+	if (!(t->perm & META_PERM_READ) || !(atomic_load_relaxed(&c->bk->perm) & META_PERM_READ))
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, 0);
+	if (r.queue_id < 0 || (uint32_t)r.queue_id >= t->read_queues)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	if (t->core[r.queue_id] != c->id)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
+				  t->core[r.queue_id]);
+	if ((r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0 && r.group_len) {
+		struct bk_off *o = off_find(c, r.topic, r.topic_len, r.group, r.group_len,
+					    (uint32_t)r.queue_id, true);
+
+		if (o)
+			atomic_store_relaxed(&o->offset, r.commit_offset);
+	}
+	p.sq = t->sq[r.queue_id];
+	p.offset = r.queue_offset;
+	p.qid = r.queue_id;
+	p.max_msgs = r.max_msgs > PULL_MSGS_MAX ? PULL_MSGS_MAX : r.max_msgs;
+	p.max_bytes =
+		r.max_bytes > c->bk->conf.max_msg_size ? c->bk->conf.max_msg_size : r.max_bytes;
+	/* More tags than we keep: no broker filter, the client filters by string. */
+	if (r.expr_type == WIRE_DP_EXPR_TAG && r.tag_count <= BK_PULL_TAGS_MAX) {
+		p.tag_count = r.tag_count;
+		for (uint16_t i = 0; i < r.tag_count; i++)
+			p.tags[i] = wire_dp_pull_req_tag(&r, i);
+	}
+	suspend = (r.sysflag & WIRE_DP_PULL_SUSPEND) ? r.suspend_timeout_ms : 0;
+	if (suspend > BK_SUSPEND_MAX_MS)
+		suspend = BK_SUSPEND_MAX_MS;
+	if (pull_run(c, &p, suspend == 0 || c->park_n == c->park_cap))
+		return 0;
+	/* Park it. */
+	p.used = true;
+	p.deadline_ns = c->now_ns + ms_to_ns(suspend);
+	for (uint32_t i = 0; i < c->park_cap; i++) {
+		if (!c->parks[i].used) {
+			c->parks[i] = p;
+			c->park_n++;
+			c->st.parked++;
+			if (p.deadline_ns < c->park_next_deadline || c->park_n == 1)
+				c->park_next_deadline = p.deadline_ns;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static unsigned
+parks_scan(struct bk_core *c, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	unsigned done = 0;
+
+	for (uint32_t i = 0, seen = 0; i < c->park_cap && seen < c->park_n; i++) {
+		struct bk_park *p = &c->parks[i];
+
+		if (!p->used)
+			continue;
+		seen++;
+		if (!dp_xsrv_is_pending(c->xs, p->h) || pull_run(c, p, now >= p->deadline_ns)) {
+			p->used = false;
+			c->park_n--;
+			seen--;
+			done++;
+			continue;
+		}
+		if (p->deadline_ns < next)
+			next = p->deadline_ns;
+	}
+	c->park_next_deadline = next;
+	return done;
+}
+
+/* ---- offsets ---- */
+
+static int
+answer_offset(struct bk_core *c, const struct dp_xreq *req, int32_t status, int64_t off)
+{
+	struct wire_dp_offset_resp r = {
+		.head = {.status = status,
+			 .ts_recv_ns = req->ts_recv_ns,
+			 .ts_handled_ns = clk_mono_ns()},
+		.offset = off,
+	};
+	uint32_t len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_OFFSET_RESP_FIXED;
+	uint8_t *buf;
+
+	if (status != WIRE_DP_ST_SUCCESS)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
+	buf = dp_xsrv_resp_buf(c->xs, req->h, len);
+	if (buf && wire_dp_offset_resp_encode(req->op, &r, buf, len) == (long)len)
+		respond(c, c->xs, req->h, len);
+	return 0;
+}
+
+static int
+do_offset(struct bk_core *c, const struct dp_xreq *req)
+{
+	struct wire_dp_offset_req r;
+	const struct bk_topic *t;
+	const struct store_queue *sq;
+	struct bk_off *o;
+	int64_t v;
+
+	if (wire_dp_offset_req_decode(req->op, req->msg, req->len, &r) != 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	if (!bk_topic_name_ok(r.topic, r.topic_len))
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+				  0);
+	t = bk_topic_find(c->bk, r.topic, r.topic_len);
+	if (t == NULL)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_TOPIC_NOT_EXIST,
+				  0);
+	if (r.queue_id < 0 || (uint32_t)r.queue_id >= t->nq)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	if (t->core[r.queue_id] != c->id)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
+				  t->core[r.queue_id]);
+	sq = t->sq[r.queue_id];
+	switch (req->op) {
+	case WIRE_DP_OP_QUERY_OFFSET:
+		o = off_find(c, r.topic, r.topic_len, r.group, r.group_len, (uint32_t)r.queue_id,
+			     false);
+		if (o == NULL || atomic_load_relaxed(&o->offset) < 0)
+			return answer_offset(c, req, WIRE_DP_ST_QUERY_NOT_FOUND, 0);
+		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, atomic_load_relaxed(&o->offset));
+	case WIRE_DP_OP_UPDATE_OFFSET:
+		if (r.value < 0)
+			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_BAD_REQUEST, 0);
+		o = off_find(c, r.topic, r.topic_len, r.group, r.group_len, (uint32_t)r.queue_id,
+			     true);
+		if (o == NULL)
+			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SYSTEM_BUSY, 0);
+		atomic_store_relaxed(&o->offset, r.value);
+		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, r.value);
+	case WIRE_DP_OP_GET_MIN_OFFSET:
+		return answer_offset(c, req, WIRE_DP_ST_SUCCESS,
+				     (int64_t)store_queue_min(c->bk->store, sq));
+	case WIRE_DP_OP_GET_MAX_OFFSET:
+		return answer_offset(c, req, WIRE_DP_ST_SUCCESS,
+				     (int64_t)store_queue_max(c->bk->store, sq));
+	default: /* SEARCH_OFFSET */ {
+		uint64_t q;
+
+		if (store_search_time(c->bk->store, sq, r.value, &q) != 0)
+			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SYSTEM_ERROR, 0);
+		v = (int64_t)q;
+		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, v);
+	}
+	}
+	return 0;
+}
+
+/* ---- SEND_BACK ---- */
+
+static int
+props_copy_except(char *dst, size_t cap, size_t *len, const char *props, size_t plen,
+		  const char *const *skip)
+{
+	struct wire_kv kv;
+	size_t pos = 0;
+
+	*len = 0;
+	while (wire_props_next(props, plen, &pos, &kv)) {
+		bool drop = false;
+
+		for (unsigned i = 0; skip[i]; i++)
+			if (kv.key_len == strlen(skip[i]) &&
+			    memcmp(kv.key, skip[i], kv.key_len) == 0)
+				drop = true;
+		if (drop)
+			continue;
+		if (*len + kv.key_len + kv.val_len + 2 > cap)
+			return -ENOBUFS;
+		memcpy(dst + *len, kv.key, kv.key_len);
+		*len += kv.key_len;
+		dst[(*len)++] = WIRE_PROP_SEP_KV;
+		memcpy(dst + *len, kv.val, kv.val_len);
+		*len += kv.val_len;
+		dst[(*len)++] = WIRE_PROP_SEP_ITEM;
+	}
+	return 0;
+}
+
+static int
+do_send_back(struct bk_core *c, const struct dp_xreq *req)
+{
+	static const char *const skip[] = {"RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "DELAY", NULL};
+	char topic[META_TOPIC_MAX + 1];
+	struct wire_dp_send_back_req r;
+	const struct bk_topic *t;
+	struct store_put_res res;
+	struct bk_ack a = {.h = req->h, .recv_ns = req->ts_recv_ns, .op = req->op};
+	struct wire_msg orig, m;
+	const uint8_t *rec;
+	const char *rt;
+	size_t rtl, plen, tl, il;
+	char idbuf[WIRE_MSGID_MAX];
+	int32_t status;
+	uint32_t max_re;
+	bool dlq;
+	long n;
+
+	if (wire_dp_send_back_req_decode(req->msg, req->len, &r) != 0 || r.group_len == 0 ||
+	    r.group_len + 7 > META_TOPIC_MAX)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	n = store_get_phys(c->bk->store, r.phys_offset, &rec);
+	if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &orig) < 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_ERROR, 0);
+	max_re = r.max_reconsume_times > 0 ? (uint32_t)r.max_reconsume_times
+					   : c->bk->conf.max_reconsume;
+	dlq = (uint32_t)orig.reconsume_times + 1 > max_re || r.delay_level < 0;
+	tl = dlq ? 5 : 7;
+	memcpy(topic, dlq ? BK_DLQ_PREFIX : BK_RETRY_PREFIX, tl);
+	memcpy(topic + tl, r.group, r.group_len);
+	tl += r.group_len;
+	topic[tl] = '\0';
+	if (!bk_topic_name_ok(topic, tl))
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	t = topic_for_write(c, topic, tl, true, 1, &status);
+	if (t == NULL)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
+	if (t->core[0] != c->id)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
+				  t->core[0]);
+	if (!ack_room(c, 0))
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+	/* Properties: the original's, plus where it came from (RocketMQ's names). */
+	if (props_copy_except(c->props, sizeof(c->props), &plen, orig.props, orig.props_len,
+			      skip) != 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+				  0);
+	if (!wire_props_get(orig.props, orig.props_len, "RETRY_TOPIC", &rt, &rtl)) {
+		rt = orig.topic;
+		rtl = orig.topic_len;
+	}
+	il = wire_msgid_encode(&orig.store_host, orig.phys_offset, idbuf);
+	if (wire_props_append(c->props, sizeof(c->props), &plen, "RETRY_TOPIC", 11, rt, rtl) != 0 ||
+	    wire_props_append(c->props, sizeof(c->props), &plen, "ORIGIN_MESSAGE_ID", 17, idbuf,
+			      il) != 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+				  0);
+	msg_from(&m, req, c, 0);
+	m.topic = topic;
+	m.topic_len = (uint8_t)tl;
+	m.flag = orig.flag;
+	m.sys_flag = orig.sys_flag & ~(WIRE_SYSFLAG_BORNHOST_V6 | WIRE_SYSFLAG_STOREHOST_V6);
+	m.born_ts = orig.born_ts;
+	m.born_host = orig.born_host;
+	m.reconsume_times = orig.reconsume_times + 1;
+	m.body = orig.body;
+	m.body_len = orig.body_len;
+	m.props = c->props;
+	m.props_len = (uint16_t)plen;
+	n = store_put(c->bk->store, t->sq[0], &m, &res);
+	if (n < 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(n), 0);
+	a.ticket = res.ticket;
+	a.phys = res.phys;
+	a.qoff = res.qoff;
+	a.put_ns = a.handled_ns = clk_mono_ns();
+	c->park_dirty = true;
+	ack_or_defer(c, &a);
+	return 0;
+}
+
+/* ---- PING, DISCONNECT ---- */
+
+static int
+do_ping(struct bk_core *c, const struct dp_xreq *req)
+{
+	struct wire_dp_ping_req q;
+	struct wire_dp_ping_resp p = {
+		.head = {.status = WIRE_DP_ST_SUCCESS, .ts_recv_ns = req->ts_recv_ns}};
+	uint32_t len;
+	uint8_t *buf;
+
+	if (wire_dp_ping_req_decode(req->msg, req->len, &q) != 0)
+		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+	p.echo_ts_ns = q.client_ts_ns;
+	p.pad = q.pad;
+	p.pad_len = q.pad_len;
+	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED + q.pad_len;
+	buf = dp_xsrv_resp_buf(c->xs, req->h, len);
+	if (buf == NULL) {
+		if (dp_xsrv_is_pending(c->xs, req->h))
+			answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		return 0;
+	}
+	if (wire_dp_ping_resp_encode(&p, buf, len) == (long)len)
+		respond(c, c->xs, req->h, len);
+	return 0;
+}
+
+void
+bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
+{
+	struct bk_core *c = arg;
+
+	(void)s;
+	switch (req->op) {
+	case WIRE_DP_OP_SEND:
+	case WIRE_DP_OP_SEND_BATCH:
+		(void)do_send(c, req);
+		return;
+	case WIRE_DP_OP_PULL:
+		(void)do_pull(c, req);
+		return;
+	case WIRE_DP_OP_QUERY_OFFSET:
+	case WIRE_DP_OP_UPDATE_OFFSET:
+	case WIRE_DP_OP_GET_MIN_OFFSET:
+	case WIRE_DP_OP_GET_MAX_OFFSET:
+	case WIRE_DP_OP_SEARCH_OFFSET:
+		(void)do_offset(c, req);
+		return;
+	case WIRE_DP_OP_SEND_BACK:
+		(void)do_send_back(c, req);
+		return;
+	case WIRE_DP_OP_PING:
+		(void)do_ping(c, req);
+		return;
+	case WIRE_DP_OP_DISCONNECT: {
+		struct wire_dp_resp_head h = {.status = WIRE_DP_ST_SUCCESS,
+					      .ts_recv_ns = req->ts_recv_ns};
+		uint8_t *buf = dp_xsrv_resp_buf(c->xs, req->h, WIRE_DP_RESP_HEAD_LEN);
+
+		if (buf && wire_dp_bare_resp_encode(req->op, &h, buf, WIRE_DP_RESP_HEAD_LEN) ==
+				   WIRE_DP_RESP_HEAD_LEN)
+			respond(c, c->xs, req->h, WIRE_DP_RESP_HEAD_LEN);
+		return;
+	}
+	default:
+		(void)answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return;
+	}
+}
+
+/* ---- the tick: deferred acks, parked pulls ---- */
+
+unsigned
+bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
+{
+	struct bk_core *c = arg;
+	unsigned work = 0;
+
+	(void)lc;
+	c->now_ns = now_ns;
+	while (c->ack_head != c->ack_tail) {
+		struct bk_ack *a = &c->acks[c->ack_head % c->ack_cap];
+		uint64_t now = clk_mono_ns();
+		int st = store_ack_state(c->bk->store, c->id, a->ticket, a->put_ns, now);
+
+		if (st == 0)
+			break;
+		if (st == 1) {
+			answer_send(c, a, WIRE_DP_ST_SUCCESS, now);
+		} else if (st == -ETIMEDOUT) {
+			c->st.flush_timeouts++;
+			answer_send(c, a, WIRE_DP_ST_FLUSH_DISK_TIMEOUT, 0);
+		} else {
+			answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
+		}
+		if (a->op == WIRE_DP_OP_SEND_BATCH)
+			c->bp_head += a->count;
+		c->ack_head++;
+		c->park_dirty = true;
+		work++;
+	}
+	if (c->park_n && (c->park_dirty || now_ns >= c->park_next_deadline))
+		work += parks_scan(c, now_ns);
+	c->park_dirty = false;
+	return work;
+}
+
+/* ---- setup ---- */
+
+static void *
+table_alloc(size_t bytes)
+{
+	/* Untouched pages cost nothing: tables are sized for the worst case. */
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int
+bk_core_init(struct bk *bk, struct bk_core *c, unsigned id)
+{
+	const struct bk_conf *cf = &bk->conf;
+	uint32_t slots = 1024;
+
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	c->bk = bk;
+	c->ack_cap = cf->pending_acks;
+	c->bp_cap = cf->pending_acks * 4;
+	c->park_cap = cf->parked_pulls;
+	while (slots < cf->offset_slots)
+		slots <<= 1;
+	c->off_mask = slots - 1;
+	c->acks = table_alloc(sizeof(*c->acks) * c->ack_cap);
+	/* Twice the ring: a batch that wraps is made contiguous past its end. */
+	c->batch_phys = table_alloc(sizeof(int64_t) * c->bp_cap * 2);
+	c->parks = table_alloc(sizeof(*c->parks) * c->park_cap);
+	c->offs = table_alloc(sizeof(*c->offs) * slots);
+	if (!c->acks || !c->batch_phys || !c->parks || !c->offs) {
+		bk_core_fini(c);
+		return -ENOMEM;
+	}
+	c->park_next_deadline = UINT64_MAX;
+	return 0;
+}
+
+void
+bk_core_fini(struct bk_core *c)
+{
+	if (c->acks)
+		munmap(c->acks, sizeof(*c->acks) * c->ack_cap);
+	if (c->batch_phys)
+		munmap(c->batch_phys, sizeof(int64_t) * c->bp_cap * 2);
+	if (c->parks)
+		munmap(c->parks, sizeof(*c->parks) * c->park_cap);
+	if (c->offs)
+		munmap(c->offs, sizeof(*c->offs) * (c->off_mask + 1));
+	c->acks = NULL;
+	c->batch_phys = NULL;
+	c->parks = NULL;
+	c->offs = NULL;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bk_priv.h - sprocket-broker's internal types: where the dataplane (per-core
+ * request handlers) and the control side (topics, registration, offsets
+ * persistence) meet. docs/broker.md has the design.
+ *
+ * Threads:
+ *  - N dataplane cores (dp_lcore), core c owns store shard c and every queue
+ *    whose owner (qid % N) is c; they run bk_core_handle() and bk_core_tick();
+ *  - the control thread (main): signals, topic creation on request from the
+ *    cores, topic table publication with RCU (urcu-qsbr), offsets persistence;
+ *  - the registration agent (ctl_breg), the store's flusher/service/indexer.
+ */
+#ifndef SP_BROKER_BK_PRIV_H
+#define SP_BROKER_BK_PRIV_H
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/atomic.h"
+#include "dp/lcore.h"
+#include "dp/port.h"
+#include "dp/xport.h"
+#include "store/meta.h"
+#include "store/store.h"
+#include "wire/record.h"
+
+#define BK_CORES_MAX 64
+#define BK_PULL_TAGS_MAX 32
+#define BK_SUSPEND_MAX_MS 60000u
+#define BK_DLQ_PREFIX "%DLQ%"
+#define BK_RETRY_PREFIX "%RETRY%"
+
+/*
+ * A topic: immutable once published. The control thread makes a new one for
+ * any change and frees the old one after a grace period.
+ */
+struct bk_topic {
+	char name[META_TOPIC_MAX + 1];
+	uint32_t name_len;
+	uint32_t hash;
+	uint32_t perm; /* META_PERM_* */
+	uint32_t read_queues;
+	uint32_t write_queues;
+	uint32_t sys_flag;
+	bool order;
+	uint32_t nq;		 /* max(read, write) queues */
+	struct store_queue **sq; /* nq queues; sq[i] lives in shard core[i] */
+	uint16_t *core;		 /* owning core of queue i */
+};
+
+/* Published with rcu_assign_pointer; read by cores under QSBR. */
+struct bk_ttab {
+	uint32_t mask; /* open addressing, power of two slots */
+	uint32_t n;
+	struct bk_topic **slot;
+};
+
+/* A consumer offset slot in a core's table. Key written once, then `used` (release). */
+struct bk_off {
+	_Atomic uint32_t used; /* 0 empty, 1 key valid: pairs with acquire in bk_offsets_save() */
+	uint32_t qid;
+	uint32_t hash;
+	uint16_t topic_len;
+	uint16_t group_len;
+	char topic[META_TOPIC_MAX + 1];
+	char group[META_GROUP_MAX + 1];
+	_Atomic int64_t offset; /* written by the owning core, read relaxed by control */
+};
+
+/* A SEND waiting for its flush (SYNC_FLUSH). FIFO per core: tickets grow. */
+struct bk_ack {
+	struct dp_xhandle h;
+	uint64_t ticket;
+	uint64_t put_ns;
+	uint64_t recv_ns;
+	uint64_t handled_ns;
+	int64_t phys;
+	int64_t qoff;
+	int32_t qid;
+	uint16_t op;
+	uint32_t count;	      /* SEND_BATCH: records, phys offsets in batch_phys */
+	uint32_t batch_first; /* index into the core's batch offset pool */
+};
+
+/* A parked PULL (long polling). */
+struct bk_park {
+	bool used;
+	struct dp_xhandle h;
+	uint64_t recv_ns;
+	uint64_t deadline_ns;
+	const struct store_queue *sq; /* store queues live as long as the store */
+	int64_t offset;
+	int32_t qid;
+	int32_t max_msgs;
+	uint32_t max_bytes;
+	uint16_t tag_count; /* 0: no filter */
+	int32_t tags[BK_PULL_TAGS_MAX];
+};
+
+struct bk;
+
+/* Command from a core to control: create a topic (auto-creation). */
+struct bk_create_req {
+	char name[META_TOPIC_MAX + 1];
+	uint32_t queues;
+};
+
+struct bk_core_stats {
+	uint64_t sends;
+	uint64_t send_batches;
+	uint64_t pulls;
+	uint64_t parked;
+	uint64_t redirects;
+	uint64_t busy;
+	uint64_t errors;
+	uint64_t flush_timeouts;
+	uint64_t gone; /* answers whose request had gone */
+};
+
+struct bk_core {
+	unsigned id;
+	struct bk *bk;
+	struct dp_port *port;
+	struct dp_xsrv *xs;
+	struct dp_lcore lc;
+	uint64_t now_ns;
+	/* pending acks (SYNC_FLUSH): ring */
+	struct bk_ack *acks;
+	uint32_t ack_cap, ack_head, ack_tail;
+	int64_t *batch_phys; /* ring of per-record phys offsets for pending SEND_BATCHes */
+	uint32_t bp_cap, bp_head, bp_tail;
+	/* parked pulls */
+	struct bk_park *parks;
+	uint32_t park_cap, park_n;
+	uint64_t park_next_deadline;
+	bool park_dirty; /* data may have become visible since the last scan */
+	/* consumer offsets: open addressing, never shrinks */
+	struct bk_off *offs;
+	uint32_t off_mask;
+	uint32_t off_n;
+	/*
+	 * Auto-creation mailbox, core -> control: the core fills create_req and
+	 * sets create_full (release, pairs with the acquire in the control
+	 * thread's bk_ctl_poll_creates()), then pokes bk->efd; control creates
+	 * the topic, publishes it, and clears create_full (release, pairs with
+	 * the core's acquire before it writes the next request).
+	 */
+	_Atomic uint32_t create_full;
+	struct bk_create_req create_req;
+	char props[WIRE_PROPS_MAX + 1]; /* SEND_BACK: the rebuilt properties */
+	alignas(64) struct bk_core_stats st;
+};
+
+struct bk_conf {
+	const char *cluster;
+	const char *broker_name;
+	int64_t broker_id;
+	bool auto_create;
+	uint32_t default_queues;
+	uint32_t max_msg_size;
+	uint32_t max_reconsume;
+	uint32_t cores;
+	uint16_t dp_port;
+	uint32_t pending_acks;
+	uint32_t parked_pulls;
+	uint32_t offset_slots;
+};
+
+struct bk {
+	struct bk_conf conf;
+	struct store *store;
+	struct bk_ttab *ttab;  /* RCU */
+	_Atomic uint32_t perm; /* brokerPermission: writable/readable */
+	uint32_t ncores;
+	struct bk_core *cores;
+	int efd; /* eventfd: a core asks the control thread for work */
+	struct wire_host store_host;
+};
+
+/* ---- topic table (bk_topics.c) ---- */
+uint32_t bk_name_hash(const char *s, size_t len);
+/* Core side: the topic @name, or NULL. Caller is an RCU reader (QSBR online). */
+const struct bk_topic *bk_topic_find(const struct bk *bk, const char *name, size_t len);
+/* Control side: the next table with @t added or replacing its namesake; old topic in *@old. */
+MUST_CHECK int bk_ttab_with(const struct bk_ttab *cur, struct bk_topic *t, struct bk_ttab **out,
+			    struct bk_topic **old);
+void bk_ttab_free(struct bk_ttab *tab);
+/* Valid topic name: ^[%|a-zA-Z0-9_-]{1,127}$ as RocketMQ's TopicValidator. */
+bool bk_topic_name_ok(const char *s, size_t len);
+
+/* ---- dataplane core (bk_core.c) ---- */
+MUST_CHECK int bk_core_init(struct bk *bk, struct bk_core *c, unsigned id);
+void bk_core_fini(struct bk_core *c);
+void bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg);
+unsigned bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg);
+/* Startup (before the core runs): set a committed offset. Return: 0, -ENOSPC. */
+MUST_CHECK int bk_core_offset_load(struct bk_core *c, const char *topic, const char *group,
+				   uint32_t qid, int64_t offset);
+
+#endif /* SP_BROKER_BK_PRIV_H */

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_topics.c - the broker's topic table: an immutable open-addressing hash
+ * of immutable topics, published by the control thread with
+ * rcu_assign_pointer() and read by the dataplane cores under QSBR without a
+ * lock.
+ *
+ * A change (a created topic, a changed permission) builds a whole new table
+ * that shares the unchanged topics with the old one; the control thread
+ * frees the old table (and a replaced topic) after synchronize_rcu(). Tables
+ * are small next to a grace period's cost, and topic changes are rare, so
+ * copy-on-write keeps the readers' side to one hash probe.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "bk_priv.h"
+
+uint32_t
+bk_name_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+bool
+bk_topic_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > META_TOPIC_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '%' || c == '|' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static const struct bk_topic *
+tab_find(const struct bk_ttab *t, const char *name, size_t len, uint32_t h)
+{
+	if (t == NULL)
+		return NULL;
+	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		const struct bk_topic *p = t->slot[i];
+
+		if (p == NULL)
+			return NULL;
+		if (p->hash == h && p->name_len == len && memcmp(p->name, name, len) == 0)
+			return p;
+	}
+}
+
+const struct bk_topic *
+bk_topic_find(const struct bk *bk, const char *name, size_t len)
+{
+	/* pairs with rcu_assign_pointer() in the control thread's publish */
+	const struct bk_ttab *t = rcu_dereference(bk->ttab);
+
+	return tab_find(t, name, len, bk_name_hash(name, len));
+}
+
+static void
+tab_put(struct bk_ttab *t, struct bk_topic *p)
+{
+	for (uint32_t i = p->hash & t->mask;; i = (i + 1) & t->mask) {
+		if (t->slot[i] == NULL) {
+			t->slot[i] = p;
+			t->n++;
+			return;
+		}
+	}
+}
+
+int
+bk_ttab_with(const struct bk_ttab *cur, struct bk_topic *t, struct bk_ttab **out,
+	     struct bk_topic **old)
+{
+	uint32_t n = (cur ? cur->n : 0) + 1;
+	uint32_t slots = 16;
+	struct bk_ttab *nt;
+
+	*old = NULL;
+	while (slots < n * 2)
+		slots <<= 1;
+	nt = calloc(1, sizeof(*nt));
+	if (nt == NULL)
+		return -ENOMEM;
+	nt->slot = calloc(slots, sizeof(*nt->slot));
+	if (nt->slot == NULL) {
+		free(nt);
+		return -ENOMEM;
+	}
+	nt->mask = slots - 1;
+	if (cur) {
+		for (uint32_t i = 0; i <= cur->mask; i++) {
+			struct bk_topic *p = cur->slot[i];
+
+			if (p == NULL)
+				continue;
+			if (p->hash == t->hash && p->name_len == t->name_len &&
+			    memcmp(p->name, t->name, t->name_len) == 0) {
+				*old = p;
+				continue;
+			}
+			tab_put(nt, p);
+		}
+	}
+	tab_put(nt, t);
+	*out = nt;
+	return 0;
+}
+
+void
+bk_ttab_free(struct bk_ttab *tab)
+{
+	if (tab == NULL)
+		return;
+	free(tab->slot);
+	free(tab);
+}

@@ -1,0 +1,893 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * broker_main.c - sprocket-broker: configuration, startup, the control
+ * thread, shutdown (docs/broker.md).
+ *
+ *   sprocket-broker [-c broker.properties] [--key=value ...]
+ *
+ * The control thread (this one, after startup) owns the topic set: it loads
+ * topics.json, creates store queues (file creation blocks, so never on a
+ * core), publishes the topic table with RCU, answers the cores' auto-creation
+ * requests, persists consumer offsets every flushConsumerOffsetInterval and
+ * hands the registration agent (ctl_breg) the topic set to register with
+ * every NameServer.
+ *
+ * Signals (signalfd): SIGTERM/SIGINT shut down cleanly (unregister, stop
+ * cores, save offsets, flush and checkpoint the store, remove the abort
+ * file). SIGUSR1 write-protects the broker (brokerPermission 4: SENDs answer
+ * NO_PERMISSION and the registration drops the write bit so clients move
+ * away, RocketMQ's way to drain a broker); SIGUSR2 restores it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "bk_priv.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "control/breg.h"
+#include "wire/dp.h"
+#include "sp_config.h"
+
+#define BK_TAG "broker"
+#define TBW102 "TBW102" /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
+
+static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
+static const char *const role_choices[] = {"ASYNC_MASTER", "SYNC_MASTER", "SLAVE", NULL};
+static const char *const backend_choices[] = {"udp", "af_packet", "dpdk", NULL};
+static const char *const level_choices[] = {"err", "warn", "info", "debug", NULL};
+
+static const struct cfg_key bk_keys[] = {
+	{"brokerClusterName", CFG_STRING, "DefaultCluster", 1, 127, NULL, "cluster name"},
+	{"brokerName", CFG_STRING, "broker-a", 1, 127, NULL, "broker name"},
+	{"brokerId", CFG_INT, "0", 0, 0, NULL, "0 = master (slaves are not supported yet)"},
+	{"namesrvAddr", CFG_STRING, "127.0.0.1:9876", 0, 1024, NULL,
+	 "NameServers, host:port separated by ';' (empty: do not register)"},
+	{"brokerIP1", CFG_STRING, "127.0.0.1", 7, 15, NULL,
+	 "IPv4 address advertised for the remoting port"},
+	{"listenPort", CFG_INT, "10911", 1, 65535, NULL,
+	 "remoting TCP port (advertised; the TCP server comes with RocketMQ client support)"},
+	{"storePathRootDir", CFG_STRING, "./store", 1, 1024, NULL, "store root directory"},
+	{"flushDiskType", CFG_ENUM, "ASYNC_FLUSH", 0, 0, flush_choices,
+	 "SEND_OK after the page cache (ASYNC) or after fdatasync (SYNC)"},
+	{"brokerRole", CFG_ENUM, "ASYNC_MASTER", 0, 0, role_choices, "replication role"},
+	{"brokerPermission", CFG_INT, "6", 0, 7, NULL, "2 write, 4 read (6 both)"},
+	{"autoCreateTopicEnable", CFG_BOOL, "true", 0, 0, NULL,
+	 "create a topic on its first SEND (defaultTopicQueueNums queues)"},
+	{"defaultTopicQueueNums", CFG_INT, "4", 1, 1024, NULL, "queues of an auto-created topic"},
+	{"maxMessageSize", CFG_INT, "4194304", 1, 16777216, NULL, "largest message body (bytes)"},
+	{"maxReconsumeTimes", CFG_INT, "16", 1, 1000, NULL,
+	 "SEND_BACK: deliveries before a message goes to %DLQ%<group>"},
+	{"mapedFileSizeCommitLog", CFG_INT, "1073741824", 1048576, 1LL << 40, NULL,
+	 "CommitLog segment size"},
+	{"mapedFileSizeConsumeQueue", CFG_INT, "6000000", 20000, 1LL << 32, NULL,
+	 "ConsumeQueue file size (a multiple of 20)"},
+	{"flushIntervalCommitLog", CFG_INT, "500", 1, 60000, NULL, "ASYNC_FLUSH interval (ms)"},
+	{"syncFlushTimeout", CFG_INT, "5000", 1, 600000, NULL,
+	 "SYNC_FLUSH: answer FLUSH_DISK_TIMEOUT after this long (ms)"},
+	{"fileReservedTime", CFG_INT, "72", 1, 100000, NULL, "hours a sealed segment is kept"},
+	{"deleteWhen", CFG_STRING, "04", 1, 64, NULL, "hour of day for age-based deletion"},
+	{"diskMaxUsedSpaceRatio", CFG_INT, "75", 10, 95, NULL,
+	 "delete the oldest segment while the disk is fuller than this (percent)"},
+	{"flushConsumerOffsetInterval", CFG_INT, "5000", 100, 600000, NULL,
+	 "how often consumerOffset.json is written (ms)"},
+	{"registerNameServerPeriod", CFG_INT, "30000", 100, 600000, NULL,
+	 "re-register with every NameServer this often (ms)"},
+	{"dataplaneBackend", CFG_ENUM, "udp", 0, 0, backend_choices, "packet I/O backend"},
+	{"dataplaneCores", CFG_INT, "2", 1, BK_CORES_MAX, NULL, "dataplane cores (store shards)"},
+	{"dataplanePort", CFG_INT, "20911", 1, 65535, NULL,
+	 "UDP port of core 0; core c listens on dataplanePort + c"},
+	{"dataplaneIp", CFG_STRING, "127.0.0.1", 7, 15, NULL, "IPv4 address of the dataplane"},
+	{"dataplaneInterface", CFG_STRING, NULL, 0, 64, NULL,
+	 "af_packet: the interface (its address must be dataplaneIp)"},
+	{"dpdkArgs", CFG_STRING, NULL, 0, 1024, NULL, "dpdk: EAL arguments"},
+	{"dataplaneCpus", CFG_STRING, NULL, 0, 256, NULL,
+	 "CPUs to pin cores to, comma-separated (empty: core c on CPU c mod online CPUs)"},
+	{"busyPoll", CFG_BOOL, "false", 0, 0, NULL, "cores never sleep (dedicated hosts)"},
+	{"dataplaneRawEcho", CFG_BOOL, "false", 0, 0, NULL,
+	 "reflect raw \"PRAW\" datagrams so sprocket-bench can measure the port's floor"},
+	{"maxSessionsPerCore", CFG_INT, "1024", 1, 65536, NULL, "transport sessions per core"},
+	{"pendingAcksPerCore", CFG_INT, "8192", 16, 1 << 20, NULL,
+	 "SENDs waiting for their flush per core (then SYSTEM_BUSY)"},
+	{"parkedPullsPerCore", CFG_INT, "4096", 1, 1 << 20, NULL, "long-polling pulls per core"},
+	{"consumerOffsetSlotsPerCore", CFG_INT, "65536", 1024, 1 << 24, NULL,
+	 "(topic, group, queue) offsets per core"},
+	{"logLevel", CFG_ENUM, "info", 0, 0, level_choices, "log verbosity"},
+	/* RocketMQ broker keys with no meaning here (thread pools, Netty). */
+	{"rocketmqHome", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"sendMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"pullMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"useReentrantLockWhenPutMessage", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"waitTimeMillsInSendQueue", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"transientStorePoolEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"osPageCacheBusyTimeOutMills", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverWorkerThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"serverSelectorThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"longPollingEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"storePathCommitLog", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+};
+
+struct bk_ctl {
+	struct bk bk;
+	const struct cfg *cfg;
+	char topics_path[PATH_MAX];
+	char offsets_path[PATH_MAX];
+	struct dp_port *ports[BK_CORES_MAX];
+	bool cores_running;
+	/* the registration snapshot: topics as registered, under mu (agent thread reads) */
+	pthread_mutex_t mu;
+	struct meta_topic *reg;
+	size_t nreg;
+	uint16_t **reg_cores;
+	uint64_t dv_counter;
+	int64_t dv_ts;
+	struct ctl_breg *breg;
+};
+
+/* ---- topics ---- */
+
+static void
+topic_free(struct bk_topic *t)
+{
+	if (t == NULL)
+		return;
+	free(t->sq);
+	free(t->core);
+	free(t);
+}
+
+static int
+reg_add(struct bk_ctl *x, const struct bk_topic *t)
+{
+	struct meta_topic *n;
+	uint16_t **nc, *cores;
+	size_t i;
+
+	cores = malloc(sizeof(*cores) * t->nq);
+	if (cores == NULL)
+		return -ENOMEM;
+	memcpy(cores, t->core, sizeof(*cores) * t->nq);
+	pthread_mutex_lock(&x->mu);
+	for (i = 0; i < x->nreg; i++)
+		if (strcmp(x->reg[i].name, t->name) == 0)
+			break;
+	if (i == x->nreg) {
+		n = realloc(x->reg, sizeof(*n) * (x->nreg + 1));
+		nc = n ? realloc(x->reg_cores, sizeof(*nc) * (x->nreg + 1)) : NULL;
+		if (n)
+			x->reg = n;
+		if (nc == NULL) {
+			pthread_mutex_unlock(&x->mu);
+			free(cores);
+			return -ENOMEM;
+		}
+		x->reg_cores = nc;
+		x->reg_cores[i] = NULL;
+		x->nreg++;
+	}
+	memset(&x->reg[i], 0, sizeof(x->reg[i]));
+	memcpy(x->reg[i].name, t->name, t->name_len + 1);
+	x->reg[i].read_queues = t->read_queues;
+	x->reg[i].write_queues = t->write_queues;
+	x->reg[i].perm = t->perm;
+	x->reg[i].sys_flag = t->sys_flag;
+	x->reg[i].order = t->order;
+	free(x->reg_cores[i]);
+	x->reg_cores[i] = cores;
+	x->dv_counter++;
+	x->dv_ts = clk_wall_ms();
+	pthread_mutex_unlock(&x->mu);
+	return 0;
+}
+
+static void
+ttab_destroy(struct bk_ttab *t)
+{
+	if (t == NULL)
+		return;
+	for (uint32_t i = 0; i <= t->mask; i++)
+		topic_free(t->slot[i]);
+	bk_ttab_free(t);
+}
+
+static void
+reg_clear(struct bk_ctl *x)
+{
+	for (size_t i = 0; i < x->nreg; i++)
+		free(x->reg_cores[i]);
+	free(x->reg_cores);
+	free(x->reg);
+	x->reg = NULL;
+	x->reg_cores = NULL;
+	x->nreg = 0;
+}
+
+/* Creates (or updates) topic @mt: store queues, publish, persist, register. */
+static int
+topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
+{
+	struct bk *bk = &x->bk;
+	struct bk_topic *t, *old;
+	struct bk_ttab *nt, *cur = bk->ttab;
+	int err;
+
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return -ENOMEM;
+	t->name_len = (uint32_t)strlen(mt->name);
+	memcpy(t->name, mt->name, t->name_len + 1);
+	t->hash = bk_name_hash(t->name, t->name_len);
+	t->perm = mt->perm;
+	t->read_queues = mt->read_queues;
+	t->write_queues = mt->write_queues;
+	t->sys_flag = mt->sys_flag;
+	t->order = mt->order;
+	t->nq = SP_MAX(mt->read_queues, mt->write_queues);
+	t->sq = calloc(t->nq, sizeof(*t->sq));
+	t->core = calloc(t->nq, sizeof(*t->core));
+	if (!t->sq || !t->core) {
+		topic_free(t);
+		return -ENOMEM;
+	}
+	for (uint32_t q = 0; q < t->nq; q++) {
+		t->core[q] = (uint16_t)(q % bk->ncores);
+		err = store_queue_get(bk->store, t->name, q, t->core[q], &t->sq[q]);
+		if (err) {
+			log_err(BK_TAG, "topic %s queue %u: %s", t->name, q, strerror(-err));
+			topic_free(t);
+			return err;
+		}
+	}
+	err = bk_ttab_with(cur, t, &nt, &old);
+	if (err) {
+		topic_free(t);
+		return err;
+	}
+	/* pairs with rcu_dereference() in bk_topic_find() */
+	rcu_assign_pointer(bk->ttab, nt);
+	if (x->cores_running)
+		urcu_qsbr_synchronize_rcu();
+	bk_ttab_free(cur);
+	topic_free(old);
+	err = reg_add(x, t);
+	if (err)
+		return err;
+	if (persist) {
+		pthread_mutex_lock(&x->mu);
+		struct meta_version v = {.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
+
+		err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
+		pthread_mutex_unlock(&x->mu);
+		if (err)
+			log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
+	}
+	if (x->breg)
+		ctl_breg_kick(x->breg);
+	return 0;
+}
+
+static int
+topics_load(struct bk_ctl *x)
+{
+	struct meta_topic *ts = NULL;
+	size_t n = 0;
+	int err = meta_topics_load(&store_io_posix, x->topics_path, &ts, &n, NULL);
+
+	if (err) {
+		log_err(BK_TAG, "%s: %s", x->topics_path, strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < n && !err; i++)
+		err = topic_put(x, &ts[i], false);
+	free(ts);
+	if (err)
+		return err;
+	if (x->bk.conf.auto_create && bk_topic_find(&x->bk, TBW102, strlen(TBW102)) == NULL) {
+		struct meta_topic d = {.read_queues = x->bk.conf.default_queues,
+				       .write_queues = x->bk.conf.default_queues,
+				       .perm = META_PERM_INHERIT | META_PERM_READ |
+					       META_PERM_WRITE};
+
+		strcpy(d.name, TBW102);
+		err = topic_put(x, &d, true);
+	}
+	log_info(BK_TAG, "%zu topics loaded from %s", n, x->topics_path);
+	return err;
+}
+
+/* The cores' auto-creation mailboxes. Return: topics created. */
+static unsigned
+creates_poll(struct bk_ctl *x)
+{
+	unsigned done = 0;
+
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		struct bk_core *c = &x->bk.cores[i];
+		struct meta_topic mt = {.perm = META_PERM_READ | META_PERM_WRITE};
+
+		/* acquire: pairs with the core's release in request_create() */
+		if (!atomic_load_acquire(&c->create_full))
+			continue;
+		memcpy(mt.name, c->create_req.name, sizeof(mt.name));
+		mt.read_queues = mt.write_queues = c->create_req.queues;
+		if (bk_topic_find(&x->bk, mt.name, strlen(mt.name)) == NULL) {
+			int err = topic_put(x, &mt, true);
+
+			if (err)
+				log_warn(BK_TAG, "auto-creating topic %s: %s", mt.name,
+					 strerror(-err));
+			else
+				log_info(BK_TAG, "topic %s created (%u queues)", mt.name,
+					 mt.write_queues);
+			done++;
+		}
+		/* release: pairs with the core's acquire in request_create() */
+		atomic_store_release(&c->create_full, 0);
+	}
+	return done;
+}
+
+/* ---- registration snapshot (agent thread) ---- */
+
+static int
+reg_snapshot(void *arg, struct ctl_breg_topic **out, size_t *n, uint64_t *dv_counter,
+	     int64_t *dv_ts)
+{
+	struct bk_ctl *x = arg;
+	uint32_t bperm = atomic_load_relaxed(&x->bk.perm);
+	struct ctl_breg_topic *t;
+
+	pthread_mutex_lock(&x->mu);
+	t = calloc(x->nreg ? x->nreg : 1, sizeof(*t));
+	if (t == NULL) {
+		pthread_mutex_unlock(&x->mu);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < x->nreg; i++) {
+		const struct meta_topic *m = &x->reg[i];
+		uint32_t nq = SP_MAX(m->read_queues, m->write_queues);
+
+		t[i].name = strdup(m->name);
+		t[i].read_queues = m->read_queues;
+		t[i].write_queues = m->write_queues;
+		/* a write-protected broker registers its topics without the write bit */
+		t[i].perm = m->perm & (bperm | META_PERM_INHERIT);
+		t[i].sys_flag = m->sys_flag;
+		t[i].order = m->order;
+		t[i].n_queue_cores = nq;
+		t[i].queue_cores = malloc(sizeof(uint16_t) * nq);
+		if (t[i].queue_cores)
+			memcpy((uint16_t *)t[i].queue_cores, x->reg_cores[i],
+			       sizeof(uint16_t) * nq);
+		if (t[i].name == NULL || t[i].queue_cores == NULL) {
+			*n = i + 1;
+			pthread_mutex_unlock(&x->mu);
+			return -ENOMEM;
+		}
+	}
+	*out = t;
+	*n = x->nreg;
+	*dv_counter = x->dv_counter + bperm; /* a permission change is a new version */
+	*dv_ts = x->dv_ts;
+	pthread_mutex_unlock(&x->mu);
+	return 0;
+}
+
+static void
+reg_release(void *arg, struct ctl_breg_topic *t, size_t n)
+{
+	(void)arg;
+	for (size_t i = 0; i < n; i++) {
+		free((char *)t[i].name);
+		free((uint16_t *)t[i].queue_cores);
+	}
+	free(t);
+}
+
+/* ---- consumer offsets ---- */
+
+static int
+offsets_save(struct bk_ctl *x)
+{
+	struct meta_offset *o = NULL;
+	size_t n = 0, cap = 0;
+	int err;
+
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		struct bk_core *c = &x->bk.cores[i];
+
+		for (uint32_t k = 0; k <= c->off_mask; k++) {
+			struct bk_off *e = &c->offs[k];
+			int64_t v;
+
+			/* acquire: pairs with the release in off_find() */
+			if (!atomic_load_acquire(&e->used))
+				continue;
+			v = atomic_load_relaxed(&e->offset);
+			if (v < 0)
+				continue;
+			if (n == cap) {
+				struct meta_offset *no;
+
+				cap = cap ? cap * 2 : 64;
+				no = realloc(o, cap * sizeof(*o));
+				if (no == NULL) {
+					free(o);
+					return -ENOMEM;
+				}
+				o = no;
+			}
+			memset(&o[n], 0, sizeof(o[n]));
+			memcpy(o[n].topic, e->topic, e->topic_len + 1);
+			memcpy(o[n].group, e->group, e->group_len + 1);
+			o[n].queue_id = e->qid;
+			o[n].offset = v;
+			n++;
+		}
+	}
+	err = meta_offsets_save(&store_io_posix, x->offsets_path, o, n);
+	if (err)
+		log_err(BK_TAG, "saving %s: %s", x->offsets_path, strerror(-err));
+	free(o);
+	return err;
+}
+
+static int
+offsets_load(struct bk_ctl *x)
+{
+	struct meta_offset *o = NULL;
+	size_t n = 0;
+	int err = meta_offsets_load(&store_io_posix, x->offsets_path, &o, &n);
+
+	if (err) {
+		log_err(BK_TAG, "%s: %s", x->offsets_path, strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct bk_topic *t = bk_topic_find(&x->bk, o[i].topic, strlen(o[i].topic));
+		uint32_t core = t && o[i].queue_id < t->nq ? t->core[o[i].queue_id]
+							   : o[i].queue_id % x->bk.ncores;
+
+		err = bk_core_offset_load(&x->bk.cores[core], o[i].topic, o[i].group, o[i].queue_id,
+					  o[i].offset);
+	}
+	free(o);
+	if (err)
+		log_err(BK_TAG, "consumer offsets do not fit consumerOffsetSlotsPerCore");
+	return err;
+}
+
+/* ---- startup ---- */
+
+static int
+parse_cpus(const char *s, int *cpus, unsigned n)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned i = 0;
+
+	if (online < 1)
+		online = 1;
+	if (s == NULL || *s == '\0') {
+		for (i = 0; i < n; i++)
+			cpus[i] = (int)(i % (unsigned long)online);
+		return 0;
+	}
+	while (*s && i < n) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 0 || v >= 4096)
+			return -EINVAL;
+		cpus[i++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return -EINVAL;
+	}
+	return i == n ? 0 : -EINVAL;
+}
+
+static int
+mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int
+start_cores(struct bk_ctl *x)
+{
+	const struct cfg *cfg = x->cfg;
+	struct bk *bk = &x->bk;
+	struct dp_port_cfg pc = {
+		.base_port = bk->conf.dp_port,
+		.n = bk->ncores,
+		.iface = cfg_get_str(cfg, "dataplaneInterface")[0]
+				 ? cfg_get_str(cfg, "dataplaneInterface")
+				 : NULL,
+		.dpdk_args = cfg_get_str(cfg, "dpdkArgs"),
+		.icmp_guard = true,
+	};
+	int cpus[BK_CORES_MAX];
+	struct in_addr a;
+	int err;
+
+	err = dp_backend_parse(cfg_get_str(cfg, "dataplaneBackend"), &pc.backend);
+	if (err)
+		return err;
+	if (inet_pton(AF_INET, cfg_get_str(cfg, "dataplaneIp"), &a) != 1) {
+		log_err(BK_TAG, "dataplaneIp '%s' is not an IPv4 address",
+			cfg_get_str(cfg, "dataplaneIp"));
+		return -EINVAL;
+	}
+	pc.ip = a.s_addr;
+	if (parse_cpus(cfg_get_str(cfg, "dataplaneCpus"), cpus, bk->ncores) != 0) {
+		log_err(BK_TAG, "dataplaneCpus '%s' must list %u CPU numbers",
+			cfg_get_str(cfg, "dataplaneCpus"), bk->ncores);
+		return -EINVAL;
+	}
+	err = dp_ports_open(&pc, x->ports);
+	if (err) {
+		log_err(BK_TAG, "opening %u %s ports at %s:%u: %s", bk->ncores,
+			dp_backend_name(pc.backend), cfg_get_str(cfg, "dataplaneIp"),
+			bk->conf.dp_port, strerror(-err));
+		return err;
+	}
+	for (uint32_t i = 0; i < bk->ncores; i++) {
+		struct bk_core *c = &bk->cores[i];
+		struct dp_xsrv_cfg xc = {
+			.max_sessions = (unsigned)cfg_get_int(cfg, "maxSessionsPerCore"),
+			.max_msg = bk->conf.max_msg_size + WIRE_DP_MSG_OVERHEAD,
+			.core = (uint16_t)i,
+			.raw_echo = cfg_get_bool(cfg, "dataplaneRawEcho"),
+		};
+
+		c->port = x->ports[i];
+		err = dp_xsrv_create(&xc, c->port, bk_core_handle, c, &c->xs);
+		if (err) {
+			log_err(BK_TAG, "core %u transport: %s", i, strerror(-err));
+			return err;
+		}
+	}
+	x->cores_running = true;
+	for (uint32_t i = 0; i < bk->ncores; i++) {
+		struct bk_core *c = &bk->cores[i];
+		struct dp_lcore_cfg lc = {
+			.cpu = cpus[i],
+			.busy_poll = cfg_get_bool(cfg, "busyPoll"),
+			.tick = bk_core_tick,
+			.arg = c,
+		};
+
+		err = dp_lcore_start(&c->lc, i, &lc, c->port, c->xs);
+		if (err) {
+			log_err(BK_TAG, "core %u: %s", i, strerror(-err));
+			for (uint32_t k = 0; k < i; k++)
+				dp_lcore_stop(&bk->cores[k].lc);
+			x->cores_running = false;
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void
+stop_cores(struct bk_ctl *x)
+{
+	struct bk *bk = &x->bk;
+
+	if (x->cores_running)
+		for (uint32_t i = 0; i < bk->ncores; i++)
+			dp_lcore_stop(&bk->cores[i].lc);
+	x->cores_running = false;
+	for (uint32_t i = 0; i < bk->ncores; i++) {
+		if (bk->cores[i].xs)
+			dp_xsrv_destroy(bk->cores[i].xs);
+		bk->cores[i].xs = NULL;
+	}
+	if (x->ports[0])
+		dp_ports_close(x->ports, bk->ncores);
+	x->ports[0] = NULL;
+}
+
+static void
+print_stats(const struct bk_ctl *x)
+{
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		const struct bk_core *c = &x->bk.cores[i];
+
+		log_info(BK_TAG,
+			 "core %u: sends %" PRIu64 " batches %" PRIu64 " pulls %" PRIu64
+			 " parked %" PRIu64 " redirects %" PRIu64 " busy %" PRIu64
+			 " errors %" PRIu64 " flush timeouts %" PRIu64 " stalls %" PRIu64
+			 " (longest %" PRIu64 " us)",
+			 i, c->st.sends, c->st.send_batches, c->st.pulls, c->st.parked,
+			 c->st.redirects, c->st.busy, c->st.errors, c->st.flush_timeouts,
+			 (uint64_t)atomic_load_relaxed(&c->lc.st.stalls),
+			 (uint64_t)atomic_load_relaxed(&c->lc.st.stall_max_ns) / 1000);
+	}
+}
+
+static int
+run(struct bk_ctl *x, int sfd)
+{
+	uint64_t every = (uint64_t)cfg_get_int(x->cfg, "flushConsumerOffsetInterval");
+	uint64_t next_save = clk_mono_ns() / 1000000 + every;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+				      {.fd = x->bk.efd, .events = POLLIN}};
+		uint64_t now = clk_mono_ns() / 1000000;
+		int timeout = now >= next_save ? 0 : (int)SP_MIN(next_save - now, 100u);
+
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			return -errno;
+		if (p[1].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(x->bk.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				return -errno;
+		}
+		/* Also on the timer: a core's eventfd write may have failed. */
+		creates_poll(x);
+		if (p[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) != sizeof(si))
+				continue;
+			if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGUSR2) {
+				uint32_t perm = si.ssi_signo == SIGUSR1
+							? META_PERM_READ
+							: META_PERM_READ | META_PERM_WRITE;
+
+				atomic_store_relaxed(&x->bk.perm, perm);
+				log_info(BK_TAG, "brokerPermission %u (%s)", perm,
+					 perm & META_PERM_WRITE ? "writable" : "write-protected");
+				if (x->breg)
+					ctl_breg_kick(x->breg);
+				continue;
+			}
+			log_info(BK_TAG, "signal %u: shutting down", si.ssi_signo);
+			return 0;
+		}
+		now = clk_mono_ns() / 1000000;
+		if (now >= next_save) {
+			(void)offsets_save(x);
+			next_save = now + every;
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bk_ctl *x;
+	struct cfg *cfg;
+	struct cfg_err cerr;
+	struct store_cfg sc;
+	sigset_t sigs;
+	bool help = false;
+	int sfd, err, rc = 1;
+	struct in_addr a;
+	char dp_mac[24];
+
+	clk_init();
+	if (cfg_create(bk_keys, sizeof(bk_keys) / sizeof(bk_keys[0]), &cfg, &cerr) != 0) {
+		fprintf(stderr, "sprocket-broker: %s\n", cerr.msg);
+		return 2;
+	}
+	if (cfg_parse_args(cfg, argc, argv, &help, &cerr) != 0) {
+		fprintf(stderr, "sprocket-broker: %s\n", cerr.msg);
+		cfg_destroy(cfg);
+		return 2;
+	}
+	if (help) {
+		printf("usage: sprocket-broker [-c broker.properties] [--key=value ...]\nkeys:\n");
+		fflush(stdout);
+		cfg_print_help(cfg, STDOUT_FILENO);
+		cfg_destroy(cfg);
+		return 0;
+	}
+	{
+		enum log_level lvl = LOG_LVL_INFO;
+
+		if (log_level_parse(cfg_get_str(cfg, "logLevel"), &lvl) == 0)
+			log_set_level(lvl);
+	}
+	if (strcmp(cfg_get_str(cfg, "brokerRole"), "SLAVE") == 0 ||
+	    cfg_get_int(cfg, "brokerId") != 0) {
+		log_err(BK_TAG,
+			"brokerRole SLAVE / brokerId != 0: replication is not supported yet");
+		cfg_destroy(cfg);
+		return 2;
+	}
+	x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		return 1;
+	x->cfg = cfg;
+	pthread_mutex_init(&x->mu, NULL);
+	x->bk.conf = (struct bk_conf){
+		.cluster = cfg_get_str(cfg, "brokerClusterName"),
+		.broker_name = cfg_get_str(cfg, "brokerName"),
+		.auto_create = cfg_get_bool(cfg, "autoCreateTopicEnable"),
+		.default_queues = (uint32_t)cfg_get_int(cfg, "defaultTopicQueueNums"),
+		.max_msg_size = (uint32_t)cfg_get_int(cfg, "maxMessageSize"),
+		.max_reconsume = (uint32_t)cfg_get_int(cfg, "maxReconsumeTimes"),
+		.cores = (uint32_t)cfg_get_int(cfg, "dataplaneCores"),
+		.dp_port = (uint16_t)cfg_get_int(cfg, "dataplanePort"),
+		.pending_acks = (uint32_t)cfg_get_int(cfg, "pendingAcksPerCore"),
+		.parked_pulls = (uint32_t)cfg_get_int(cfg, "parkedPullsPerCore"),
+		.offset_slots = (uint32_t)cfg_get_int(cfg, "consumerOffsetSlotsPerCore"),
+	};
+	x->bk.ncores = x->bk.conf.cores;
+	if ((uint32_t)x->bk.conf.dp_port + x->bk.ncores - 1 > 65535) {
+		log_err(BK_TAG, "dataplanePort + dataplaneCores - 1 passes 65535");
+		goto out;
+	}
+	atomic_store_relaxed(&x->bk.perm, (uint32_t)cfg_get_int(cfg, "brokerPermission"));
+	if (inet_pton(AF_INET, cfg_get_str(cfg, "brokerIP1"), &a) != 1) {
+		log_err(BK_TAG, "brokerIP1 '%s' is not an IPv4 address",
+			cfg_get_str(cfg, "brokerIP1"));
+		goto out;
+	}
+	memcpy(x->bk.store_host.addr, &a.s_addr, 4);
+	x->bk.store_host.port = (uint32_t)cfg_get_int(cfg, "listenPort");
+
+	/* Signals go to the signalfd: block them before any thread starts. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
+	sigaddset(&sigs, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	x->bk.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sfd < 0 || x->bk.efd < 0) {
+		log_err(BK_TAG, "signalfd/eventfd: %s", strerror(errno));
+		goto out;
+	}
+
+	store_cfg_default(&sc);
+	sc.root = cfg_get_str(cfg, "storePathRootDir");
+	sc.shards = x->bk.ncores;
+	sc.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog");
+	sc.cq_units = (uint32_t)(cfg_get_int(cfg, "mapedFileSizeConsumeQueue") / 20);
+	sc.sync_flush = strcmp(cfg_get_str(cfg, "flushDiskType"), "SYNC_FLUSH") == 0;
+	sc.flush_interval_ms = (uint32_t)cfg_get_int(cfg, "flushIntervalCommitLog");
+	sc.sync_timeout_ms = (uint32_t)cfg_get_int(cfg, "syncFlushTimeout");
+	sc.file_reserved_hours = (uint32_t)cfg_get_int(cfg, "fileReservedTime");
+	sc.delete_when_hour = atoi(cfg_get_str(cfg, "deleteWhen")) % 24;
+	sc.disk_max_used_ratio = (uint32_t)cfg_get_int(cfg, "diskMaxUsedSpaceRatio");
+	sc.store_host = x->bk.store_host;
+	err = mkdirs(sc.root);
+	if (err == 0) {
+		snprintf(x->topics_path, sizeof(x->topics_path), "%s/config", sc.root);
+		err = mkdirs(x->topics_path);
+	}
+	if (err) {
+		log_err(BK_TAG, "%s: %s", sc.root, strerror(-err));
+		goto out;
+	}
+	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
+	snprintf(x->offsets_path, sizeof(x->offsets_path), "%s/config/consumerOffset.json",
+		 sc.root);
+	err = store_open(&sc, &x->bk.store);
+	if (err) {
+		log_err(BK_TAG, "opening the store at %s: %s", sc.root, strerror(-err));
+		goto out;
+	}
+	x->bk.cores = calloc(x->bk.ncores, sizeof(*x->bk.cores));
+	if (x->bk.cores == NULL)
+		goto out_store;
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		err = bk_core_init(&x->bk, &x->bk.cores[i], i);
+		if (err) {
+			log_err(BK_TAG, "core %u tables: %s", i, strerror(-err));
+			goto out_cores;
+		}
+	}
+	if (topics_load(x) != 0 || offsets_load(x) != 0)
+		goto out_cores;
+	if (start_cores(x) != 0)
+		goto out_ports;
+
+	snprintf(dp_mac, sizeof(dp_mac), "%02x:%02x:%02x:%02x:%02x:%02x", x->ports[0]->mac[0],
+		 x->ports[0]->mac[1], x->ports[0]->mac[2], x->ports[0]->mac[3], x->ports[0]->mac[4],
+		 x->ports[0]->mac[5]);
+	{
+		char addr[64];
+		struct ctl_breg_cfg bc = {
+			.namesrv = cfg_get_str(cfg, "namesrvAddr"),
+			.interval_ms = (uint32_t)cfg_get_int(cfg, "registerNameServerPeriod"),
+			.timeout_ms = 6000,
+			.info =
+				{
+					.cluster = x->bk.conf.cluster,
+					.broker_name = x->bk.conf.broker_name,
+					.broker_id = 0,
+					.broker_addr = addr,
+					.ha_addr = NULL,
+					.has_dp = true,
+					.dp_ip = cfg_get_str(cfg, "dataplaneIp"),
+					.dp_mac = dp_mac,
+					.dp_port = x->bk.conf.dp_port,
+					.dp_cores = (uint16_t)x->bk.ncores,
+				},
+			.snapshot = reg_snapshot,
+			.release = reg_release,
+			.arg = x,
+		};
+
+		snprintf(addr, sizeof(addr), "%s:%" PRId64, cfg_get_str(cfg, "brokerIP1"),
+			 cfg_get_int(cfg, "listenPort"));
+		if (bc.namesrv[0]) {
+			err = ctl_breg_start(&bc, &x->breg);
+			if (err) {
+				log_err(BK_TAG, "registration: %s", strerror(-err));
+				goto out_run;
+			}
+		}
+	}
+	log_info(BK_TAG,
+		 "sprocket-broker %s (%s) ready: %u %s cores at %s:%u.., store %s (%s), "
+		 "namesrv %s",
+		 x->bk.conf.broker_name, SP_VERSION, x->bk.ncores,
+		 cfg_get_str(cfg, "dataplaneBackend"), cfg_get_str(cfg, "dataplaneIp"),
+		 x->bk.conf.dp_port, sc.root, cfg_get_str(cfg, "flushDiskType"),
+		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
+	err = run(x, sfd);
+	rc = err ? 1 : 0;
+	if (x->breg)
+		ctl_breg_stop(x->breg);
+	x->breg = NULL;
+out_run:
+	stop_cores(x);
+	print_stats(x);
+	if (offsets_save(x) != 0)
+		rc = 1;
+	goto out_cores;
+out_ports:
+	stop_cores(x);
+out_cores:
+	for (uint32_t i = 0; x->bk.cores && i < x->bk.ncores; i++)
+		bk_core_fini(&x->bk.cores[i]);
+	free(x->bk.cores);
+	ttab_destroy(x->bk.ttab);
+	reg_clear(x);
+out_store:
+	if (x->bk.store)
+		store_close(x->bk.store);
+out:
+	log_info(BK_TAG, "stopped");
+	cfg_destroy(cfg);
+	return rc;
+}
