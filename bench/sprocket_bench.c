@@ -48,6 +48,7 @@
 #include "sp_config.h"
 #include "sprocket/route.h"
 #include "wire/dp.h"
+#include "wire/record.h"
 
 #define HIST_MAX_NS (60ull * 1000000000ull)
 #define RAW_MAGIC DP_RAW_MAGIC /* "PRAW": never "SPRK", so the peer reflects it */
@@ -105,6 +106,9 @@ usage(void)
 		"       sprocket-bench produce --namesrv=HOST:PORT [options]\n"
 		"                                       SEND -> ack against a running broker,\n"
 		"                                       next to the raw floor to its core 0\n"
+		"       sprocket-bench e2e --namesrv=HOST:PORT [options]\n"
+		"                                       produce as above plus long-polling\n"
+		"                                       consumers: send -> consume latency\n"
 		"options:\n"
 		"  --backend=udp|af_packet|dpdk  packet I/O port (default udp)\n"
 		"  --size=BYTES          request message size (default 64)\n"
@@ -756,6 +760,7 @@ struct prun {
 	struct result *res;
 	uint64_t errors;
 	uint64_t busy_answers;
+	uint64_t ok;
 	int32_t last_status;
 };
 
@@ -779,6 +784,7 @@ pdone(void *arg, int err, const uint8_t *msg, uint32_t len)
 			q->run->errors++;
 		return;
 	}
+	q->run->ok++;
 	if (q->measured) {
 		hist_record(q->run->res->h, now - q->due);
 		q->run->res->count++;
@@ -808,11 +814,146 @@ produce_encode(const struct opts *o, int32_t qid, uint64_t stamp, uint8_t *buf, 
 	return wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, cap);
 }
 
+static void
+odone(void *arg, int err, const uint8_t *msg, uint32_t len)
+{
+	struct {
+		bool done;
+		int64_t v;
+	} *st = arg;
+	struct wire_dp_offset_resp r;
+
+	st->done = true;
+	st->v = -1;
+	if (err == 0 && wire_dp_offset_resp_decode(WIRE_DP_OP_GET_MAX_OFFSET, msg, len, &r) == 0 &&
+	    r.head.status == WIRE_DP_ST_SUCCESS)
+		st->v = r.offset;
+}
+
+/* e2e: one long-polling PULL in flight per queue; latency = consumed - intended send time. */
+struct pcons {
+	struct prun *run;
+	struct result *res; /* the e2e row */
+	uint8_t buf[512];
+	uint32_t len;
+	int64_t next;
+	int32_t qid;
+	bool busy;
+	uint64_t warm_end;
+	uint64_t consumed;
+};
+
+static void
+cdone(void *arg, int err, const uint8_t *msg, uint32_t len)
+{
+	struct pcons *k = arg;
+	struct wire_dp_pull_resp r;
+	uint64_t now = clk_mono_ns();
+	size_t pos = 0;
+
+	k->busy = false;
+	if (err || wire_dp_pull_resp_decode(msg, len, &r) != 0) {
+		k->run->errors++;
+		return;
+	}
+	if (r.head.status == WIRE_DP_ST_SUCCESS || r.head.status == WIRE_DP_ST_PULL_NOT_FOUND ||
+	    r.head.status == WIRE_DP_ST_PULL_OFFSET_MOVED ||
+	    r.head.status == WIRE_DP_ST_PULL_RETRY_IMMEDIATELY)
+		k->next = r.next_begin_offset;
+	while (pos < r.records_len) {
+		struct wire_msg m;
+		long n = wire_rec_decode(r.records + pos, r.records_len - pos, 0, &m);
+		uint64_t stamp;
+
+		if (n <= 0)
+			break;
+		pos += (size_t)n;
+		k->consumed++;
+		if (m.body_len < sizeof(stamp))
+			continue;
+		memcpy(&stamp, m.body, sizeof(stamp));
+		if (stamp >= k->warm_end && stamp <= now) {
+			hist_record(k->res->h, now - stamp);
+			k->res->count++;
+		}
+	}
+}
+
+static int
+cons_submit(const struct opts *o, struct dp_xsess *s, struct pcons *k, uint32_t suspend_ms)
+{
+	struct wire_dp_pull_req r = {.queue_offset = k->next,
+				     .commit_offset = -1,
+				     .queue_id = k->qid,
+				     .max_msgs = 64,
+				     .max_bytes = 1u << 20,
+				     .sysflag = WIRE_DP_PULL_SUSPEND,
+				     .suspend_timeout_ms = suspend_ms,
+				     .group = "sprocket-bench",
+				     .group_len = 14,
+				     .topic = o->topic,
+				     .topic_len = (uint16_t)strlen(o->topic)};
+	long n = wire_dp_pull_req_encode(&r, k->buf, sizeof(k->buf));
+
+	if (n < 0)
+		return (int)n;
+	k->len = (uint32_t)n;
+	if (dp_xcli_submit(s, WIRE_DP_OP_PULL, k->buf, k->len, cdone, k) != 0)
+		return -EAGAIN;
+	k->busy = true;
+	return 0;
+}
+
+/* Waits for every busy consumer (their pulls end within the suspend time). */
+static void
+cons_drain(struct dp_xcli *cli, struct pcons *ks, unsigned n)
+{
+	uint64_t t = clk_mono_ns();
+
+	for (;;) {
+		bool any = false;
+
+		for (unsigned i = 0; i < n; i++)
+			any |= ks[i].busy;
+		if (!any || clk_mono_ns() - t > 3000000000ull)
+			return;
+		(void)dp_xcli_poll(cli);
+	}
+}
+
+static int
+max_offset_sync(const struct opts *o, struct dp_xcli *cli, struct dp_xsess *s, int32_t qid,
+		int64_t *out)
+{
+	struct wire_dp_offset_req r = {
+		.queue_id = qid, .topic = o->topic, .topic_len = (uint16_t)strlen(o->topic)};
+	struct {
+		bool done;
+		int64_t v;
+	} st = {0};
+	uint8_t buf[256];
+	long n = wire_dp_offset_req_encode(WIRE_DP_OP_GET_MAX_OFFSET, &r, buf, sizeof(buf));
+	uint64_t t = clk_mono_ns();
+
+	if (n < 0)
+		return (int)n;
+	if (dp_xcli_submit(s, WIRE_DP_OP_GET_MAX_OFFSET, buf, (uint32_t)n, odone, &st) != 0)
+		return -EAGAIN;
+	while (!st.done && clk_mono_ns() - t < 5000000000ull)
+		(void)dp_xcli_poll(cli);
+	if (!st.done || st.v < 0)
+		return -ETIMEDOUT;
+	*out = st.v;
+	return 0;
+}
+
 static int
 run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarget *pt, double warm,
-		  double secs, struct result *res)
+		  double secs, struct result *res, struct result *e2e)
 {
-	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MAX(8u, o->depth)};
+	struct pcons *ks = NULL;
+	/* every core's session may carry all sends and one pull per queue */
+	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MIN(256u, SP_MAX(8u, o->depth + pt->nq))};
 	unsigned nreq = o->depth; /* requests in flight in all */
 	struct dp_xsess *sess[BENCH_CORES_MAX] = {0};
 	struct preq *reqs = calloc(nreq, sizeof(*reqs));
@@ -847,9 +988,25 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	t_start = clk_mono_ns();
 	warm_end = t_start + (uint64_t)(warm * 1e9);
 	end = warm_end + (uint64_t)(secs * 1e9);
+	if (e2e) {
+		ks = calloc(pt->nq, sizeof(*ks));
+		if (!ks)
+			return -ENOMEM;
+		for (unsigned q = 0; q < pt->nq; q++) {
+			ks[q] = (struct pcons){
+				.run = &run, .res = e2e, .qid = (int32_t)q, .warm_end = warm_end};
+			err = max_offset_sync(o, cli, sess[pt->qcore[q]], (int32_t)q, &ks[q].next);
+			if (err)
+				return err;
+		}
+	}
 	for (;;) {
 		uint64_t now = clk_mono_ns();
 		bool any_busy = false;
+
+		for (unsigned q = 0; ks && q < pt->nq && now < end; q++)
+			if (!ks[q].busy)
+				(void)cons_submit(o, sess[pt->qcore[q]], &ks[q], 200);
 
 		for (unsigned i = 0; i < nreq; i++) {
 			struct preq *q = &reqs[i];
@@ -893,6 +1050,27 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 			}
 		}
 	}
+	if (ks) {
+		/* Consume what this slice produced (2 s at most), then let the pulls end. */
+		uint64_t t = clk_mono_ns(), got;
+
+		do {
+			got = 0;
+			for (unsigned q = 0; q < pt->nq; q++) {
+				got += ks[q].consumed;
+				if (!ks[q].busy && got < run.ok)
+					(void)cons_submit(o, sess[pt->qcore[q]], &ks[q], 100);
+			}
+			(void)dp_xcli_poll(cli);
+		} while (got < run.ok && clk_mono_ns() - t < 2000000000ull);
+		cons_drain(cli, ks, pt->nq);
+		if (got < run.ok)
+			fprintf(stderr, "sprocket-bench: e2e consumed %llu of %llu sent\n",
+				(unsigned long long)got, (unsigned long long)run.ok);
+		e2e->secs += secs;
+		e2e->lost += run.ok > got ? run.ok - got : 0;
+		free(ks);
+	}
 	if (run.errors || run.busy_answers)
 		fprintf(stderr,
 			"sprocket-bench: %llu failed sends (last status %d), %llu SYSTEM_BUSY\n",
@@ -930,7 +1108,7 @@ produce_prime(const struct opts *o, struct dp_port *port, const struct ptarget *
 	for (uint64_t t = clk_mono_ns(); clk_mono_ns() - t < 10000000000ull && !stop_flag;) {
 		r.count = 0;
 		r.lost = 0;
-		err = run_produce_slice(&one, port, pt, 0, 0.05, &r);
+		err = run_produce_slice(&one, port, pt, 0, 0.05, &r, NULL);
 		if (err)
 			break;
 		if (r.count >= pt->nq && r.lost == 0)
@@ -998,6 +1176,8 @@ run_produce(const struct opts *o)
 	struct opts me = *o;
 	struct result raw = {.mode = "ping-raw"};
 	struct result pr = {.mode = "produce"};
+	struct result ee = {.mode = "e2e"};
+	bool e2e = strcmp(o->mode, "e2e") == 0;
 	bool do_raw = !o->no_raw;
 	unsigned rounds = o->rounds;
 	int rc = 1;
@@ -1034,7 +1214,8 @@ run_produce(const struct opts *o)
 	}
 	if (do_raw && o->size + 16 > port->max_dgram)
 		do_raw = false;
-	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &pr.h) != 0)
+	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &pr.h) != 0 ||
+	    hist_create(HIST_MAX_NS, &ee.h) != 0)
 		goto out;
 	print_header(o);
 	if (!do_raw)
@@ -1049,16 +1230,19 @@ run_produce(const struct opts *o)
 				"raw datagrams (set dataplaneRawEcho=true)\n");
 			do_raw = false;
 		}
-		if (run_produce_slice(o, port, &pt, warm, slice, &pr) != 0)
+		if (run_produce_slice(o, port, &pt, warm, slice, &pr, e2e ? &ee : NULL) != 0)
 			goto out;
 	}
 	if (do_raw)
 		print_result(o, &raw);
 	print_result(o, &pr);
+	if (e2e)
+		print_result(o, &ee);
 	rc = 0;
 out:
 	hist_destroy(raw.h);
 	hist_destroy(pr.h);
+	hist_destroy(ee.h);
 	if (port)
 		dp_ports_close(&port, 1);
 	return rc;
@@ -1383,7 +1567,7 @@ main(int argc, char **argv)
 	}
 	if (strcmp(o.mode, "ping") == 0)
 		return run_ping(&o, argv[0]);
-	if (strcmp(o.mode, "produce") == 0)
+	if (strcmp(o.mode, "produce") == 0 || strcmp(o.mode, "e2e") == 0)
 		return run_produce(&o);
 	fprintf(stderr, "sprocket-bench: unknown mode '%s'\n", o.mode);
 	usage();
