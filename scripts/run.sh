@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# The main job. Today (until the broker lands, see README "Status"): install,
-# build, and run sprocket-bench's latency benchmark of the dataplane transport
-# against its echo peer, side by side with the raw port floor, on every
-# backend this machine can run (udp always; af_packet across a veth pair in
-# namespaces it creates when root; dpdk over net_memif when built with DPDK).
+# The main job: install, build, start a NameServer and a broker, run the
+# produce latency benchmark against them next to the raw port floor of the
+# same backend, print the percentile table, and stop everything cleanly.
 #
-#   scripts/run.sh                         all backends, 64 B and 1 KiB, 5 s each
-#   scripts/run.sh --backend=udp           one backend
-#   DURATION=10 SIZES="64 1024 65536" scripts/run.sh
+#   scripts/run.sh                       udp on loopback (the default)
+#   scripts/run.sh --backend=af_packet   broker and client across a veth pair in
+#                                        two network namespaces it creates (root)
+#   scripts/run.sh --backend=dpdk        broker and client over DPDK net_memif
+#   scripts/run.sh --backend=all         every backend this machine can run
+#   DURATION=10 SIZE=128 RATE=20000 FLUSH=SYNC_FLUSH scripts/run.sh
+#
+# CPU layout on a small machine: the broker's one dataplane core on CPU 1, the
+# benchmark on CPU 0 (CPUS="bench,broker" changes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-build}
-DURATION=${DURATION:-5}
-SIZES=${SIZES:-"64 1024"}
-backends=""
+DURATION=${DURATION:-10}
+SIZE=${SIZE:-128}
+RATE=${RATE:-}
+FLUSH=${FLUSH:-ASYNC_FLUSH}
+CPUS=${CPUS:-0,1}
+backend=udp
 for a in "$@"; do
 	case "$a" in
-	--backend=*) backends="${a#--backend=}" ;;
-	*) echo "usage: scripts/run.sh [--backend=udp|af_packet|dpdk]" >&2; exit 2 ;;
+	--backend=*) backend="${a#--backend=}" ;;
+	*) echo "usage: scripts/run.sh [--backend=udp|af_packet|dpdk|all]" >&2; exit 2 ;;
 	esac
 done
 
@@ -29,23 +36,105 @@ if [ ! -f "$BUILD/build.ninja" ]; then
 	meson setup "$BUILD" -Dwerror=true
 fi
 ninja -C "$BUILD"
-bench="$BUILD/bench/sprocket-bench"
+BIN="$PWD/$BUILD"
+bench_cpu=${CPUS%,*}
+broker_cpu=${CPUS#*,}
 
-if [ -z "$backends" ]; then
+if [ "$backend" = all ]; then
 	backends="udp"
 	if [ "$(id -u)" = 0 ]; then backends="$backends af_packet"; fi
 	if grep -q 'SP_DP_HAVE_DPDK' "$BUILD/build.ninja" 2>/dev/null; then backends="$backends dpdk"; fi
+	for b in $backends; do "$0" --backend="$b"; done
+	exit 0
 fi
 
-echo "== sprocket-bench ping: transport round trips vs the raw port floor (latency in us)"
-first=1
-for b in $backends; do
-	for s in $SIZES; do
-		if [ $first = 1 ]; then
-			"$bench" ping --backend="$b" --size="$s" --duration="$DURATION"
-			first=0
-		else
-			"$bench" ping --backend="$b" --size="$s" --duration="$DURATION" | grep -v '^#\|^mode'
-		fi
-	done
+work=$(mktemp -d /tmp/sprocket-run-XXXXXX)
+ns_pid=""
+bk_pid=""
+nsA=""
+nsB=""
+cleanup() {
+	set +e
+	[ -n "$bk_pid" ] && kill "$bk_pid" 2>/dev/null && wait "$bk_pid" 2>/dev/null
+	[ -n "$ns_pid" ] && kill "$ns_pid" 2>/dev/null && wait "$ns_pid" 2>/dev/null
+	[ -n "$nsA" ] && ip netns del "$nsA" 2>/dev/null
+	[ -n "$nsB" ] && ip netns del "$nsB" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Where each process runs: "in_b CMD &" runs in the broker's namespace (af_packet);
+# exec keeps $! the daemon's own pid, so that kill reaches it.
+in_b() { if [ -n "$nsB" ]; then exec ip netns exec "$nsB" "$@"; else exec "$@"; fi; }
+in_a() { if [ -n "$nsA" ]; then ip netns exec "$nsA" "$@"; else "$@"; fi; }
+
+ns_host=127.0.0.1
+ns_port=$((20000 + $$ % 20000))
+dp_port=$((40000 + $$ % 20000))
+broker_args=(--dataplaneBackend="$backend" --dataplanePort="$dp_port"
+	--dataplaneCores=1 --dataplaneCpus="$broker_cpu" --dataplaneRawEcho=true
+	--flushDiskType="$FLUSH")
+bench_args=(--backend="$backend" --cores="$bench_cpu")
+case "$backend" in
+udp)
+	broker_args+=(--dataplaneIp=127.0.0.1)
+	;;
+af_packet)
+	[ "$(id -u)" = 0 ] || { echo "run.sh: af_packet needs root (namespaces, raw sockets)" >&2; exit 1; }
+	tag=$(( $$ % 200 + 20 ))
+	nsA="sprun-$$-a"; nsB="sprun-$$-b"
+	ip netns add "$nsA"; ip netns add "$nsB"
+	ip link add "spr$$a" netns "$nsA" type veth peer name "spr$$b" netns "$nsB"
+	ip -n "$nsA" addr add "10.252.$tag.1/24" dev "spr$$a"
+	ip -n "$nsB" addr add "10.252.$tag.2/24" dev "spr$$b"
+	for n in "$nsA" "$nsB"; do ip -n "$n" link set lo up; done
+	ip -n "$nsA" link set "spr$$a" up; ip -n "$nsB" link set "spr$$b" up
+	ns_host="10.252.$tag.2"
+	broker_args+=(--dataplaneIp="10.252.$tag.2" --dataplaneInterface="spr$$b")
+	bench_args+=(--iface="spr$$a" --ip="10.252.$tag.1" --port=9000)
+	;;
+dpdk)
+	grep -q 'SP_DP_HAVE_DPDK' "$BUILD/build.ninja" || { echo "run.sh: built without DPDK" >&2; exit 1; }
+	export RUNTIME_DIRECTORY="$work/dpdk"
+	mkdir -p "$RUNTIME_DIRECTORY"
+	eal="--no-pci --no-huge --no-shconf --no-telemetry"
+	broker_args+=(--dataplaneIp=10.250.0.2
+		"--dpdkArgs=-l $broker_cpu $eal --file-prefix=sprun-bk-$$ --vdev=net_memif0,role=server,socket=/sprun-$$,socket-abstract=yes")
+	bench_args+=(--ip=10.250.0.1 --port=9000
+		"--dpdk-args=-l $bench_cpu $eal --file-prefix=sprun-cl-$$ --vdev=net_memif0,role=client,socket=/sprun-$$,socket-abstract=yes")
+	;;
+*)
+	echo "run.sh: unknown backend '$backend'" >&2; exit 2 ;;
+esac
+
+in_b "$BIN/control/sprocket-namesrv" --listenPort="$ns_port" --bindAddress=0.0.0.0 \
+	--kvConfigPath="$work/namesrv/kvConfig.json" >"$work/namesrv.log" 2>&1 &
+ns_pid=$!
+in_b "$BIN/broker/sprocket-broker" --storePathRootDir="$work/store" \
+	--namesrvAddr="127.0.0.1:$ns_port" --mapedFileSizeCommitLog=268435456 \
+	"${broker_args[@]}" >"$work/broker.log" 2>&1 &
+bk_pid=$!
+for _ in $(seq 300); do
+	grep -q ' ready: ' "$work/broker.log" 2>/dev/null && break
+	kill -0 "$bk_pid" 2>/dev/null || break
+	sleep 0.1
 done
+if ! grep -q ' ready: ' "$work/broker.log"; then
+	echo "run.sh: the broker did not start:" >&2; cat "$work/broker.log" >&2; exit 1
+fi
+# The route appears once the broker has registered (at start, then every 30 s).
+for _ in $(seq 100); do
+	grep -qE 'registered [0-9]+ topics with namesrv' "$work/broker.log" 2>/dev/null && break
+	sleep 0.1
+done
+
+echo "== sprocket: produce -> ack on $backend ($FLUSH), ${SIZE} B messages," \
+	"${DURATION} s, next to the raw port floor to the same broker core"
+in_a "$BIN/bench/sprocket-bench" produce --namesrv="$ns_host:$ns_port" --size="$SIZE" \
+	--duration="$DURATION" ${RATE:+--rate=$RATE} "${bench_args[@]}"
+
+kill "$bk_pid"
+if ! wait "$bk_pid"; then echo "run.sh: the broker did not stop cleanly" >&2; exit 1; fi
+bk_pid=""
+kill "$ns_pid"; wait "$ns_pid" || true; ns_pid=""
+grep -E ' core [0-9]+: sends' "$work/broker.log" | sed 's/^/# broker: /' || true
