@@ -15,6 +15,7 @@ PREFIXES = {
     "libsp_net.a": ("dp_",),
     "libsp_dp.a": ("dp_",),
     "libsp_ctl.a": ("ns_", "ctl_", "route_"),
+    "libsprocket.a": ("sp_",),
 }
 
 
