@@ -172,6 +172,11 @@ const struct sp__tq *sp__topic_find(const struct sp__topic *t, const char *broke
 /* Builds the queue lists of a parsed route (exposed for unit tests). */
 MUST_CHECK int sp__topic_build(const char *name, struct sp_route *r, struct sp__topic **out);
 void sp__topic_free(struct sp__topic *t);
+/*
+ * Puts @t in the cache (taking it over; @replace: over an older snapshot).
+ * Return: the cached snapshot, referenced; NULL out of memory.
+ */
+struct sp__topic *sp__topic_install(struct sp_client *c, struct sp__topic *t, bool replace);
 int sp__route_thread_start(struct sp_client *c);
 void sp__route_thread_stop(struct sp_client *c);
 
@@ -215,6 +220,11 @@ MUST_CHECK long sp__records_decode(const uint8_t *recs, size_t len, const char *
 size_t sp__rec_strbuf_size(size_t len, size_t n_recs);
 /* Return: records in @recs (walks TOTALSIZE only), or -EBADMSG. */
 MUST_CHECK long sp__records_count(const uint8_t *recs, size_t len);
+
+/* ---- push.c ---- */
+
+/* AllocateMessageQueueAveragely: member @idx of @cnt consumes [start, start + len) of @n. */
+void sp__mq_allocate(size_t n, unsigned idx, unsigned cnt, size_t *start, size_t *len);
 
 /* ---- pull.c ---- */
 

@@ -437,8 +437,8 @@ ctl_main(void *arg)
 /* ---- start / stop ---- */
 
 /* AllocateMessageQueueAveragely: member @idx of @cnt gets a contiguous range. */
-static void
-allocate(size_t n, unsigned idx, unsigned cnt, size_t *start, size_t *len)
+void
+sp__mq_allocate(size_t n, unsigned idx, unsigned cnt, size_t *start, size_t *len)
 {
 	long mod = (long)(n % cnt);
 	long avg;
@@ -506,7 +506,7 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	err = sp_topic_queues(c, p->topic, true, &mqs, &n);
 	if (err)
 		goto err_free;
-	allocate(n, p->cfg.member_index, p->cfg.member_count, &first, &len);
+	sp__mq_allocate(n, p->cfg.member_index, p->cfg.member_count, &first, &len);
 	p->qs = calloc(len ? len : 1, sizeof(*p->qs));
 	p->n_w = p->cfg.threads;
 	p->w = calloc(p->n_w, sizeof(*p->w));

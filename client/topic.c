@@ -171,8 +171,8 @@ sp__topic_put(struct sp_client *c, struct sp__topic *t)
 }
 
 /* Installs @t (one reference for the cache). Return: the installed snapshot, referenced. */
-static struct sp__topic *
-install(struct sp_client *c, struct sp__topic *t, bool replace)
+struct sp__topic *
+sp__topic_install(struct sp_client *c, struct sp__topic *t, bool replace)
 {
 	struct sp__topic **slot;
 	struct sp__topic *res;
@@ -247,7 +247,7 @@ sp__topic_get(struct sp_client *c, const char *topic, struct sp__topic **out)
 		sp__log(c, SP_LOG_WARN, "route of topic %s: %s", topic, sp_strerror(err));
 		return err;
 	}
-	t = install(c, t, false);
+	t = sp__topic_install(c, t, false);
 	if (!t)
 		return -ENOMEM;
 	*out = t;
@@ -288,7 +288,7 @@ refresh_all(struct sp_client *c)
 				sp_strerror(err));
 			continue;
 		}
-		t = install(c, t, true);
+		t = sp__topic_install(c, t, true);
 		if (t)
 			sp__topic_put(c, t);
 	}
