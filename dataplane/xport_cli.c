@@ -401,11 +401,16 @@ rx_one(struct dp_xcli *c, const struct dp_rx *rx, uint64_t now)
 		on_connect_resp(c, &h, pl);
 		return;
 	}
+	/*
+	 * Id and token: ids are only unique per server core, and a client
+	 * holds sessions to many cores (libsprocket: one per core it talks
+	 * to), whose servers hand out the same first ids.
+	 */
 	for (s = c->sessions; s; s = s->next) {
-		if (s->connected && s->id == h.session_id)
+		if (s->connected && s->id == h.session_id && s->token == h.token)
 			break;
 	}
-	if (!s || s->token != h.token || s->dead) {
+	if (!s || s->dead) {
 		c->st.rx_dropped++;
 		return;
 	}
