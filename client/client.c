@@ -654,6 +654,16 @@ sp_client_destroy(struct sp_client *c)
 	pthread_cond_signal(&c->exec_cond);
 	pthread_mutex_unlock(&c->exec_lock);
 	pthread_join(c->exec_thread, NULL);
+	{
+		const struct dp_xcli_stats *st = dp_xcli_stats(c->xcli);
+
+		sp__log(c, SP_LOG_DEBUG,
+			"transport: %llu requests, %llu retransmissions, %llu responses, %llu "
+			"dropped, %llu timeouts, %llu resets",
+			(unsigned long long)st->tx_requests, (unsigned long long)st->tx_retrans,
+			(unsigned long long)st->rx_responses, (unsigned long long)st->rx_dropped,
+			(unsigned long long)st->timeouts, (unsigned long long)st->resets);
+	}
 	while (c->eps) {
 		struct sp__ep *ep = c->eps;
 

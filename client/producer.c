@@ -548,10 +548,26 @@ sp_producer_send_async(struct sp_producer *p, const struct sp_msg *msg, sp_send_
 
 /* ---- one-way ---- */
 
+/*
+ * Context: the I/O thread. No retries (RocketMQ's sendOneway has none), but a
+ * REDIRECT is not a failure: the request goes to the named core.
+ */
 static void
 oneway_done(struct sp__call *call)
 {
-	psend_free(call->arg);
+	struct psend *s = call->arg;
+	struct wire_dp_resp_head h;
+
+	if (!call->err && wire_dp_resp_head_decode(call->resp, call->resp_len, &h) == 0 &&
+	    h.status == WIRE_DP_ST_REDIRECT && s->redirects < MAX_REDIRECTS) {
+		s->redirects++;
+		call->dst.port = h.redirect_port;
+		sp__call_reset(call);
+		sp__topic_refresh_soon(s->p->c, s->topic);
+		sp__call_submit(s->p->c, call);
+		return;
+	}
+	psend_free(s);
 }
 
 int

@@ -85,12 +85,12 @@ sp__pull_prepare(struct sp_client *c, const struct sp_mq *mq, const struct sp_pu
 	if (err)
 		return err;
 	r.queue_offset = req->offset;
-	r.commit_offset = req->commit_offset >= 0 ? req->commit_offset : 0;
+	r.commit_offset = req->commit_offset > 0 ? req->commit_offset : 0;
 	r.queue_id = mq->queue_id;
 	r.max_msgs = req->max_msgs ? (int32_t)req->max_msgs : 32;
 	r.max_bytes = req->max_bytes ? req->max_bytes : WIRE_DP_BODY_MAX_DEFAULT;
 	r.sysflag = WIRE_DP_PULL_SUBSCRIPTION;
-	if (req->commit_offset >= 0)
+	if (req->commit_offset > 0)
 		r.sysflag |= WIRE_DP_PULL_COMMIT_OFFSET;
 	if (req->suspend_ms) {
 		r.sysflag |= WIRE_DP_PULL_SUSPEND;

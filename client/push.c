@@ -58,6 +58,7 @@ struct pq {
 	int64_t committed;
 	unsigned backlog;
 	uint64_t retry_at_ns;
+	uint16_t redirect_port; /* a REDIRECT named the owning core: the route is stale */
 };
 
 struct item {
@@ -130,7 +131,6 @@ issue_pull(struct pq *q)
 		.expr = p->expr,
 		.suspend_ms = p->cfg.suspend_ms,
 		.group = p->group,
-		.commit_offset = -1,
 	};
 	struct sp__call *call = sp__call_new();
 	int err;
@@ -149,6 +149,8 @@ issue_pull(struct pq *q)
 	p->refs++;
 	pthread_mutex_unlock(&p->lock);
 	err = call ? sp__pull_prepare(p->c, &q->mq, &req, call) : -ENOMEM;
+	if (!err && q->redirect_port)
+		call->dst.port = q->redirect_port; /* written by this queue's threads, in turn */
 	if (err) {
 		sp__log(p->c, SP_LOG_WARN, "pull %s/%s/%d: %s", q->mq.topic, q->mq.broker,
 			(int)q->mq.queue_id, sp_strerror(err));
@@ -226,6 +228,20 @@ handle(struct worker *w, struct item *it)
 
 	if (!err)
 		err = sp__pull_parse(it->call, p->expr, &res);
+	if (err == SP_ERR_STATUS(WIRE_DP_ST_REDIRECT)) {
+		struct wire_dp_resp_head h;
+
+		if (wire_dp_resp_head_decode(it->call->resp, it->call->resp_len, &h) == 0) {
+			q->redirect_port = h.redirect_port;
+			sp__topic_refresh_soon(p->c, q->mq.topic);
+			sp__call_free(it->call);
+			pthread_mutex_lock(&p->lock);
+			q->pulling = false;
+			pthread_mutex_unlock(&p->lock);
+			issue_pull(q);
+			return;
+		}
+	}
 	sp__call_free(it->call);
 	pthread_mutex_lock(&p->lock);
 	q->pulling = false;

@@ -41,7 +41,7 @@ struct sp_pull_req {
 	const char *expr;      /* tag expression "a || b"; NULL or "*" = all */
 	uint32_t suspend_ms;   /* > 0: long poll up to this long (SUSPEND) */
 	const char *group;     /* consumer group (required by the broker) */
-	int64_t commit_offset; /* >= 0: also commit this offset for @group */
+	int64_t commit_offset; /* > 0: also commit this offset for @group */
 };
 
 struct sp_pull_result {
