@@ -46,12 +46,14 @@
 #include "dp/port.h"
 #include "dp/xport.h"
 #include "sp_config.h"
+#include "sprocket/route.h"
 #include "wire/dp.h"
 
 #define HIST_MAX_NS (60ull * 1000000000ull)
-#define RAW_MAGIC 0x57415250u /* "PRAW": never "SPRK", so the peer reflects it */
+#define RAW_MAGIC DP_RAW_MAGIC /* "PRAW": never "SPRK", so the peer reflects it */
 #define RAW_TIMEOUT_NS 200000000ull
 #define INFLIGHT_MAX 4096
+#define BENCH_CORES_MAX 64
 
 struct opts {
 	const char *mode;
@@ -69,7 +71,10 @@ struct opts {
 	unsigned rounds;
 	int cpu_self;
 	int cpu_peer;
-	const char *target; /* ip:port of a running echo peer */
+	const char *target;  /* ip:port of a running echo peer */
+	const char *namesrv; /* produce: NameServer list */
+	const char *topic;   /* produce: topic (default SprocketBench) */
+	unsigned queues;     /* produce: first N write queues (0: all) */
 	/* port setup */
 	const char *iface;
 	const char *ip;
@@ -97,6 +102,9 @@ usage(void)
 	fprintf(stderr,
 		"usage: sprocket-bench ping [options]   transport + raw round trips\n"
 		"       sprocket-bench echo [options]   the echo peer (started by ping)\n"
+		"       sprocket-bench produce --namesrv=HOST:PORT [options]\n"
+		"                                       SEND -> ack against a running broker,\n"
+		"                                       next to the raw floor to its core 0\n"
 		"options:\n"
 		"  --backend=udp|af_packet|dpdk  packet I/O port (default udp)\n"
 		"  --size=BYTES          request message size (default 64)\n"
@@ -111,6 +119,9 @@ usage(void)
 		"  --only=raw|ping       run one of the two modes\n"
 		"  --json                one JSON object per result line\n"
 		"  --no-busy             the peer waits in poll() when idle\n"
+		"  --namesrv=H:P[;H:P]   produce: NameServers to read the route from\n"
+		"  --topic=NAME          produce: topic (default SprocketBench; auto-created)\n"
+		"  --queues=N            produce: use the first N write queues (default all)\n"
 		"  --iface, --ip, --port, --dpdk-args          this side's port\n"
 		"  --peer-iface, --peer-ip, --peer-dpdk-args   the peer's port\n");
 }
@@ -139,6 +150,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"peer-ip", required_argument, NULL, 2},
 		{"peer-dpdk-args", required_argument, NULL, 3},
 		{"no-busy", no_argument, NULL, 4},
+		{"namesrv", required_argument, NULL, 5},
+		{"topic", required_argument, NULL, 6},
+		{"queues", required_argument, NULL, 7},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -153,6 +167,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 			   .rounds = 5,
 			   .cpu_self = 0,
 			   .cpu_peer = 1,
+			   .topic = "SprocketBench",
 			   .busy = true};
 	if (argc < 2) {
 		usage();
@@ -228,6 +243,15 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 4:
 			o->busy = false;
+			break;
+		case 5:
+			o->namesrv = optarg;
+			break;
+		case 6:
+			o->topic = optarg;
+			break;
+		case 7:
+			o->queues = (unsigned)atoi(optarg);
 			break;
 		default:
 			usage();
@@ -461,7 +485,8 @@ struct raw_hdr {
 	uint64_t seq;
 };
 
-static void
+/* Return: 0, -ETIMEDOUT the peer never reflected a probe (nothing measured). */
+static int
 run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, double warm, double secs,
 	struct result *res)
 {
@@ -508,8 +533,12 @@ run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, double 
 		if (n)
 			dp_port_rx_done(port);
 	}
-	if (!primed)
+	if (!primed) {
 		fprintf(stderr, "sprocket-bench: the peer did not answer raw probes for 3 s\n");
+		free(due);
+		free(buf);
+		return -ETIMEDOUT;
+	}
 	t_start = clk_mono_ns();
 	warm_end = t_start + (uint64_t)(warm * 1e9);
 	end = warm_end + (uint64_t)(secs * 1e9);
@@ -566,6 +595,7 @@ run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, double 
 	res->secs += secs;
 	free(due);
 	free(buf);
+	return 0;
 }
 
 /* ---- transport ping ---- */
@@ -697,6 +727,341 @@ run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, doubl
 		free(reqs[i].msg);
 	free(reqs);
 	return 0;
+}
+
+static void print_header(const struct opts *o);
+
+/* ---- produce: SEND -> ack against a running broker ---- */
+
+#define PRODUCE_QUEUES_MAX 1024
+
+struct ptarget {
+	struct dp_addr addr[PRODUCE_QUEUES_MAX]; /* queue -> owning core's address */
+	struct dp_addr cores[BENCH_CORES_MAX];
+	unsigned ncores;
+	unsigned nq;
+	uint16_t qcore[PRODUCE_QUEUES_MAX];
+};
+
+struct preq {
+	struct prun *run;
+	uint8_t *msg;
+	uint32_t len;
+	uint64_t due;
+	bool busy;
+	bool measured;
+};
+
+struct prun {
+	struct result *res;
+	uint64_t errors;
+	uint64_t busy_answers;
+	int32_t last_status;
+};
+
+static void
+pdone(void *arg, int err, const uint8_t *msg, uint32_t len)
+{
+	struct preq *q = arg;
+	struct wire_dp_send_resp r;
+	uint64_t now = clk_mono_ns();
+
+	q->busy = false;
+	if (err || wire_dp_send_resp_decode(WIRE_DP_OP_SEND, msg, len, &r) != 0) {
+		q->run->errors++;
+		return;
+	}
+	if (r.head.status != WIRE_DP_ST_SUCCESS) {
+		q->run->last_status = r.head.status;
+		if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY)
+			q->run->busy_answers++;
+		else
+			q->run->errors++;
+		return;
+	}
+	if (q->measured) {
+		hist_record(q->run->res->h, now - q->due);
+		q->run->res->count++;
+		if (r.head.ts_sent_ns > r.head.ts_recv_ns)
+			q->run->res->srv_ns += r.head.ts_sent_ns - r.head.ts_recv_ns;
+	}
+}
+
+/* Encodes a SEND of --size body bytes to queue @qid at @buf (cap @cap). */
+static long
+produce_encode(const struct opts *o, int32_t qid, uint64_t stamp, uint8_t *buf, size_t cap,
+	       uint8_t *body)
+{
+	static const char props[] = "TAGS\001bench\002";
+	struct wire_dp_send_req r = {
+		.born_ts = clk_wall_ms(),
+		.queue_id = qid,
+		.topic = o->topic,
+		.topic_len = (uint16_t)strlen(o->topic),
+		.props = props,
+		.props_len = sizeof(props) - 1,
+		.body = body,
+		.body_len = o->size,
+	};
+
+	memcpy(body, &stamp, sizeof(stamp) < o->size ? sizeof(stamp) : o->size);
+	return wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, cap);
+}
+
+static int
+run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarget *pt, double warm,
+		  double secs, struct result *res)
+{
+	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MAX(8u, o->depth)};
+	unsigned nreq = o->depth; /* requests in flight in all */
+	struct dp_xsess *sess[BENCH_CORES_MAX] = {0};
+	struct preq *reqs = calloc(nreq, sizeof(*reqs));
+	uint8_t *body = calloc(1, o->size);
+	size_t cap = o->size + 512 + strlen(o->topic);
+	struct prun run = {.res = res};
+	struct dp_xcli *cli;
+	uint64_t interval = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
+	uint64_t issued = 0, t_start, warm_end, end;
+	unsigned next_q = 0;
+	int err;
+
+	if (!reqs || !body)
+		return -ENOMEM;
+	err = dp_xcli_create(&cc, port, &cli);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < pt->ncores; i++) {
+		err = dp_xcli_connect(cli, pt->cores[i], 5000, &sess[i]);
+		if (err) {
+			fprintf(stderr, "sprocket-bench: connect to broker core %u failed: %s\n", i,
+				strerror(-err));
+			return err;
+		}
+	}
+	for (unsigned i = 0; i < nreq; i++) {
+		reqs[i].run = &run;
+		reqs[i].msg = malloc(cap);
+		if (!reqs[i].msg)
+			return -ENOMEM;
+	}
+	t_start = clk_mono_ns();
+	warm_end = t_start + (uint64_t)(warm * 1e9);
+	end = warm_end + (uint64_t)(secs * 1e9);
+	for (;;) {
+		uint64_t now = clk_mono_ns();
+		bool any_busy = false;
+
+		for (unsigned i = 0; i < nreq; i++) {
+			struct preq *q = &reqs[i];
+			unsigned qid, core;
+			uint64_t d;
+			long n;
+
+			if (q->busy) {
+				any_busy = true;
+				continue;
+			}
+			if (now >= end)
+				continue;
+			d = interval ? t_start + issued * interval : now;
+			if (interval && now < d)
+				break;
+			/* Round robin over the queues; this request's session is its queue's core. */
+			qid = next_q % pt->nq;
+			core = pt->qcore[qid];
+			n = produce_encode(o, (int32_t)qid, d, q->msg, cap, body);
+			if (n < 0)
+				return (int)n;
+			q->due = d;
+			q->measured = d >= warm_end;
+			if (dp_xcli_submit(sess[core], WIRE_DP_OP_SEND, q->msg, (uint32_t)n, pdone,
+					   q) != 0)
+				continue;
+			next_q++;
+			q->busy = true;
+			any_busy = true;
+			issued++;
+		}
+		if (now >= end && !any_busy)
+			break;
+		(void)dp_xcli_poll(cli);
+		for (unsigned i = 0; i < pt->ncores; i++) {
+			if (dp_xsess_is_dead(sess[i])) {
+				fprintf(stderr, "sprocket-bench: session to broker core %u died\n",
+					i);
+				return -ECONNRESET;
+			}
+		}
+	}
+	if (run.errors || run.busy_answers)
+		fprintf(stderr,
+			"sprocket-bench: %llu failed sends (last status %d), %llu SYSTEM_BUSY\n",
+			(unsigned long long)run.errors, run.last_status,
+			(unsigned long long)run.busy_answers);
+	res->secs += secs;
+	res->lost += run.errors + run.busy_answers;
+	res->retrans += dp_xcli_stats(cli)->tx_retrans;
+	for (unsigned i = 0; i < pt->ncores; i++)
+		dp_xcli_close(sess[i], 500);
+	dp_xcli_destroy(cli);
+	for (unsigned i = 0; i < nreq; i++)
+		free(reqs[i].msg);
+	free(reqs);
+	free(body);
+	return 0;
+}
+
+/*
+ * Sends one message to every queue until each is SUCCESS: creates an
+ * auto-created topic (the broker answers SYSTEM_BUSY until the control
+ * thread has published it) and warms every path. Return: 0 or -ETIMEDOUT.
+ */
+static int
+produce_prime(const struct opts *o, struct dp_port *port, const struct ptarget *pt)
+{
+	struct opts one = *o;
+	struct result r = {.mode = "prime"};
+	int err = hist_create(HIST_MAX_NS, &r.h);
+
+	if (err)
+		return err;
+	one.rate = 0;
+	one.depth = 1;
+	for (uint64_t t = clk_mono_ns(); clk_mono_ns() - t < 10000000000ull && !stop_flag;) {
+		r.count = 0;
+		r.lost = 0;
+		err = run_produce_slice(&one, port, pt, 0, 0.05, &r);
+		if (err)
+			break;
+		if (r.count >= pt->nq && r.lost == 0)
+			break;
+		usleep(20000);
+		err = -ETIMEDOUT;
+	}
+	hist_destroy(r.h);
+	return err;
+}
+
+static int
+produce_route(const struct opts *o, struct ptarget *pt)
+{
+	struct sp_route *rt = NULL;
+	const struct sp_route_queue *q = NULL;
+	const struct sp_route_broker *b;
+	int err = sp_route_fetch(o->namesrv, o->topic, 3000, &rt);
+
+	if (err == -ENOENT) {
+		/* Not created yet: the brokers that auto-create it register TBW102. */
+		err = sp_route_fetch(o->namesrv, "TBW102", 3000, &rt);
+		if (err == -ENOENT) {
+			fprintf(stderr,
+				"sprocket-bench: topic %s does not exist and no broker "
+				"auto-creates topics\n",
+				o->topic);
+			return err;
+		}
+	}
+	if (err) {
+		fprintf(stderr, "sprocket-bench: route of %s from %s: %s\n", o->topic, o->namesrv,
+			strerror(-err));
+		return err;
+	}
+	for (uint32_t i = 0; i < rt->n_queues && !q; i++)
+		if ((rt->queues[i].perm & 2) && rt->brokers[rt->queues[i].broker].has_dp)
+			q = &rt->queues[i];
+	if (q == NULL) {
+		fprintf(stderr, "sprocket-bench: no writable sprocket broker serves %s\n",
+			o->topic);
+		sp_route_free(rt);
+		return -ENOENT;
+	}
+	b = &rt->brokers[q->broker];
+	pt->nq = SP_MIN(q->write_queues, o->queues ? o->queues : PRODUCE_QUEUES_MAX);
+	pt->ncores = SP_MIN(b->dp_cores, BENCH_CORES_MAX);
+	for (unsigned c = 0; c < pt->ncores; c++)
+		pt->cores[c] = (struct dp_addr){.ip = b->dp_ip, .port = (uint16_t)(b->dp_port + c)};
+	for (unsigned i = 0; i < pt->nq; i++) {
+		pt->qcore[i] = sp_route_queue_core(rt, q, i);
+		if (pt->qcore[i] >= pt->ncores)
+			pt->qcore[i] = (uint16_t)(i % pt->ncores);
+		pt->addr[i] = pt->cores[pt->qcore[i]];
+	}
+	sp_route_free(rt);
+	return 0;
+}
+
+static int
+run_produce(const struct opts *o)
+{
+	struct ptarget pt = {0};
+	struct dp_port *port = NULL;
+	struct opts me = *o;
+	struct result raw = {.mode = "ping-raw"};
+	struct result pr = {.mode = "produce"};
+	bool do_raw = !o->no_raw;
+	unsigned rounds = o->rounds;
+	int rc = 1;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	clk_init();
+	if (o->namesrv == NULL) {
+		fprintf(stderr, "sprocket-bench produce: --namesrv=HOST:PORT is required\n");
+		return 2;
+	}
+	if (produce_route(o, &pt) != 0)
+		return 1;
+	if (!me.ip && o->backend == DP_BACKEND_UDP)
+		me.ip = "127.0.0.1";
+	pin(o->cpu_self);
+	if (open_port(&me, me.iface, me.ip, me.port, me.dpdk_args, &port) != 0)
+		return 1;
+	for (uint64_t t = clk_mono_ns(); !dp_port_link_up(port);) {
+		if (clk_mono_ns() - t > 10000000000ull) {
+			fprintf(stderr, "sprocket-bench: the %s link did not come up in 10 s\n",
+				dp_backend_name(o->backend));
+			goto out;
+		}
+		dp_port_wait(port, 1000);
+	}
+	if (produce_prime(o, port, &pt) != 0) {
+		fprintf(stderr,
+			"sprocket-bench: topic %s did not accept a message on every queue "
+			"within 10 s\n",
+			o->topic);
+		goto out;
+	}
+	if (do_raw && o->size + 16 > port->max_dgram)
+		do_raw = false;
+	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &pr.h) != 0)
+		goto out;
+	print_header(o);
+	if (!do_raw)
+		rounds = 1;
+	for (unsigned r = 0; r < rounds && !stop_flag; r++) {
+		double warm = r == 0 ? o->warmup : 0;
+		double slice = o->duration / rounds;
+
+		if (do_raw && run_raw(o, port, pt.cores[0], warm, slice, &raw) != 0) {
+			fprintf(stderr,
+				"sprocket-bench: no ping-raw row: the broker does not reflect "
+				"raw datagrams (set dataplaneRawEcho=true)\n");
+			do_raw = false;
+		}
+		if (run_produce_slice(o, port, &pt, warm, slice, &pr) != 0)
+			goto out;
+	}
+	if (do_raw)
+		print_result(o, &raw);
+	print_result(o, &pr);
+	rc = 0;
+out:
+	hist_destroy(raw.h);
+	hist_destroy(pr.h);
+	if (port)
+		dp_ports_close(&port, 1);
+	return rc;
 }
 
 /* ---- peer process and topology ---- */
@@ -987,8 +1352,8 @@ run_ping(const struct opts *o, const char *self)
 		double warm = r == 0 ? o->warmup : 0;
 		double slice = o->duration / rounds;
 
-		if (do_raw)
-			run_raw(o, port, peer, warm, slice, &raw);
+		if (do_raw && run_raw(o, port, peer, warm, slice, &raw) != 0)
+			goto out;
 		if (!o->no_xport && !stop_flag && run_xport(o, port, peer, warm, slice, &xp) != 0)
 			goto out;
 	}
@@ -1018,6 +1383,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(o.mode, "ping") == 0)
 		return run_ping(&o, argv[0]);
+	if (strcmp(o.mode, "produce") == 0)
+		return run_produce(&o);
 	fprintf(stderr, "sprocket-bench: unknown mode '%s'\n", o.mode);
 	usage();
 	return 2;

@@ -402,15 +402,15 @@ rx_one(struct dp_xcli *c, const struct dp_rx *rx, uint64_t now)
 		return;
 	}
 	/*
-	 * Id and token: ids are only unique per server core, and a client
-	 * holds sessions to many cores (libsprocket: one per core it talks
-	 * to), whose servers hand out the same first ids.
+	 * Session ids are per server core: two cores may hand out the same id,
+	 * so a session is named by its server's address and the id.
 	 */
 	for (s = c->sessions; s; s = s->next) {
-		if (s->connected && s->id == h.session_id && s->token == h.token)
+		if (s->connected && s->id == h.session_id && s->server.ip == rx->src.ip &&
+		    s->server.port == rx->src.port)
 			break;
 	}
-	if (!s || s->dead) {
+	if (!s || s->token != h.token || s->dead) {
 		c->st.rx_dropped++;
 		return;
 	}

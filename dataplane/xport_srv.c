@@ -594,6 +594,13 @@ rx_one(struct dp_xsrv *s, const struct dp_rx *rx)
 
 	if (rx->len >= 4) {
 		memcpy(&magic, rx->data, 4);
+		if (magic == DP_RAW_MAGIC && s->cfg.raw_echo) {
+			struct dp_tx tx = {.data = rx->data, .len = rx->len, .dst = rx->src};
+
+			/* Now: the datagram is only valid until the burst's rx_done(). */
+			s->st.raw_echoed += dp_port_tx_burst(s->port, &tx, 1);
+			return;
+		}
 		if (magic != WIRE_DP_MAGIC) {
 			s->st.rx_bad_magic++;
 			return;

@@ -45,7 +45,16 @@ struct dp_xsrv_cfg {
 	unsigned big_bufs;	  /* pool of max_msg buffers per core (default 32) */
 	uint32_t idle_timeout_ms; /* sessions idle this long are dropped (default 30000) */
 	uint16_t core;		  /* this core's number, told to clients */
+	bool raw_echo;		  /* reflect DP_RAW_MAGIC datagrams (benchmark floor) */
 };
+
+/*
+ * A datagram that starts with these 4 bytes ("PRAW" on the wire, never a
+ * transport packet) is reflected unchanged by a server created with
+ * raw_echo: sprocket-bench measures the port's raw round trip ("ping-raw",
+ * the floor) against the very core that serves its requests.
+ */
+#define DP_RAW_MAGIC 0x57415250u
 
 struct dp_xreq {
 	uint16_t op;
@@ -79,6 +88,7 @@ struct dp_xsrv_stats {
 	uint64_t rx_dup;
 	uint64_t rx_slot_busy;
 	uint64_t rx_too_big;
+	uint64_t raw_echoed; /* DP_RAW_MAGIC datagrams reflected (raw_echo) */
 	uint64_t tx_reset;
 	uint64_t tx_retrans;	/* response packets re-sent */
 	uint64_t resp_released; /* big responses freed on the client's final CREDIT */

@@ -593,5 +593,50 @@ test_limits_and_expiry(void)
 	srv_free(&sv);
 }
 
-T_MAIN(T_CASE(test_echo_sizes), T_CASE(test_faults_exactly_once), T_CASE(test_garbage),
-       T_CASE(test_limits_and_expiry))
+/*
+ * Two server cores hand out session ids on their own, so one client holds two
+ * sessions with the same id: each answer must reach the session of the
+ * server that sent it (the broker's cores did exactly this).
+ */
+static void
+test_same_session_id_two_servers(void)
+{
+	struct dp_xsrv_cfg cfg = {.max_sessions = 16};
+	struct dp_xcli_cfg ccfg = {0};
+	struct dp_port *cp = udp_port(0);
+	struct dp_xcli *cli;
+	struct dp_xsess *s[2];
+	struct srv sv[2];
+	struct call c;
+
+	srv_start(&sv[0], &cfg, NULL);
+	srv_start(&sv[1], &cfg, NULL);
+	T_ASSERT_EQ(dp_xcli_create(&ccfg, cp, &cli), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv[0].port->local, 2000, &s[0]), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv[1].port->local, 2000, &s[1]), 0);
+	for (int round = 0; round < 50; round++) {
+		for (int k = 0; k < 2; k++) {
+			struct wire_dp_ping_req q = {.client_ts_ns = (uint64_t)(round * 2 + k)};
+			struct wire_dp_ping_resp p;
+			uint8_t req[8];
+
+			T_ASSERT_EQ(wire_dp_ping_req_encode(&q, req, sizeof(req)), 8);
+			T_ASSERT_EQ(call(cli, s[k], WIRE_DP_OP_PING, req, 8, &c), 0);
+			T_ASSERT_EQ(wire_dp_ping_resp_decode(c.resp, c.len, &p), 0);
+			T_ASSERT_EQ_U64(p.echo_ts_ns, (uint64_t)(round * 2 + k));
+			free(c.resp);
+		}
+	}
+	/* the answers were never taken for the other session's */
+	T_ASSERT_EQ_U64(dp_xcli_stats(cli)->tx_retrans, 0);
+	for (int k = 0; k < 2; k++) {
+		dp_xcli_close(s[k], 1000);
+		srv_stop(&sv[k]);
+		srv_free(&sv[k]);
+	}
+	dp_xcli_destroy(cli);
+	cp->ops->close(cp);
+}
+
+T_MAIN(T_CASE(test_echo_sizes), T_CASE(test_same_session_id_two_servers),
+       T_CASE(test_faults_exactly_once), T_CASE(test_garbage), T_CASE(test_limits_and_expiry))
