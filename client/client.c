@@ -42,6 +42,11 @@
 #include "common/log.h"
 
 #define EP_RETRY_NS (1000ull * 1000000ull)
+
+STATIC_ASSERT((int)SP_BACKEND_UDP == (int)DP_BACKEND_UDP &&
+		      (int)SP_BACKEND_AF_PACKET == (int)DP_BACKEND_AF_PACKET &&
+		      (int)SP_BACKEND_DPDK == (int)DP_BACKEND_DPDK,
+	      "sp_backend mirrors dp_backend");
 #define MAX_RESETS 2
 
 /* A transport endpoint: one broker core. I/O thread only. */
