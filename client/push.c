@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * push.c - the push consumer: long polling, consume threads, offsets.
+ *
+ * Each queue this member owns (AllocateMessageQueueAveragely over the sorted
+ * read queues, member_index of member_count) has one PULL in flight at a
+ * time, with SUSPEND so the broker parks it until messages arrive. The I/O
+ * thread hands each answer, undecoded, to the consume thread that serves
+ * the queue (queue i -> thread i % threads), so a queue's messages are
+ * consumed one at a time in queue order while different queues run in
+ * parallel. That thread decodes the answer, issues the next PULL at once
+ * unless the queue's backlog (pulled, not yet consumed) is over
+ * max_backlog, then runs the callback on each message. A message the
+ * callback fails is sent back (SEND_BACK: %RETRY%<group>, maxReconsumeTimes
+ * from the config) and counts as consumed.
+ *
+ * Offsets: a queue's consumed offset is the offset after the last message
+ * consumed; the PULL carries it (COMMIT_OFFSET) and the control thread
+ * commits every changed one with UPDATE_OFFSET each commit_interval_ms and
+ * at stop. A group with no committed offset starts from the first or last
+ * offset or a timestamp (consume_from). Failed pulls are re-issued by the
+ * control thread after a second.
+ *
+ * DESIGN
+ * Lifetime: PULLs parked on the broker cannot be cancelled, and may come
+ * back after sp_push_stop() returned. The consumer is therefore refcounted:
+ * one reference for its owner and one per PULL in flight; the last one
+ * frees it. After stop, answers are dropped on arrival.
+ *
+ * Ownership: struct sp_push fields are guarded by p->lock except the
+ * immutable config; each struct pq's consume-side fields (next_pull,
+ * consumed) are written by its consume thread under p->lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_priv.h"
+#include "common/clock.h"
+#include "sprocket/consumer.h"
+
+#define RETRY_NS (1000ull * 1000000ull)
+#define SEND_BACK_TRIES 3
+
+struct sp_push;
+
+struct pq {
+	struct sp_push *p;
+	struct sp_mq mq;
+	unsigned worker;
+	bool have_offset; /* the start offset is known */
+	bool pulling;	  /* a PULL is in flight or queued for the consume thread */
+	bool paused;	  /* backlog full: the consume thread pulls when it drains */
+	int64_t next_pull;
+	int64_t consumed; /* everything before it is consumed */
+	int64_t committed;
+	unsigned backlog;
+	uint64_t retry_at_ns;
+	uint16_t redirect_port; /* a REDIRECT named the owning core: the route is stale */
+};
+
+struct item {
+	struct item *next;
+	struct pq *q;
+	struct sp__call *call;
+};
+
+struct worker {
+	struct sp_push *p;
+	pthread_t th;
+	pthread_cond_t cond;
+	struct item *head;
+	struct item *tail;
+};
+
+struct sp_push {
+	struct sp_client *c;
+	struct sp_push_cfg cfg;
+	char group[WIRE_DP_GROUP_MAX + 1];
+	char topic[SP_TOPIC_MAX + 1];
+	char *expr;
+
+	pthread_mutex_t lock;
+	pthread_cond_t ctl_cond;
+	bool stopping;
+	unsigned refs; /* owner + PULLs in flight */
+	struct pq *qs;
+	size_t n_q;
+	struct worker *w;
+	unsigned n_w;
+	pthread_t ctl;
+};
+
+static void
+push_free(struct sp_push *p)
+{
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->ctl_cond);
+	for (unsigned i = 0; i < p->n_w; i++)
+		pthread_cond_destroy(&p->w[i].cond);
+	free(p->w);
+	free(p->qs);
+	free(p->expr);
+	free(p);
+}
+
+/* Drops one reference; the caller holds p->lock, which this releases. */
+static void
+unref_unlock(struct sp_push *p)
+{
+	bool last = --p->refs == 0;
+
+	pthread_mutex_unlock(&p->lock);
+	if (last)
+		push_free(p);
+}
+
+/* ---- pulling ---- */
+
+static void pull_done(struct sp__call *call);
+
+/* Starts the next PULL of @q. Context: p->lock not held. */
+static void
+issue_pull(struct pq *q)
+{
+	struct sp_push *p = q->p;
+	struct sp_pull_req req = {
+		.max_msgs = p->cfg.pull_batch,
+		.expr = p->expr,
+		.suspend_ms = p->cfg.suspend_ms,
+		.group = p->group,
+	};
+	struct sp__call *call = sp__call_new();
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->stopping || q->pulling) {
+		pthread_mutex_unlock(&p->lock);
+		sp__call_free(call);
+		return;
+	}
+	req.offset = q->next_pull;
+	if (q->consumed > q->committed)
+		req.commit_offset = q->consumed;
+	q->pulling = true;
+	q->paused = false;
+	p->refs++;
+	pthread_mutex_unlock(&p->lock);
+	err = call ? sp__pull_prepare(p->c, &q->mq, &req, call) : -ENOMEM;
+	if (!err && q->redirect_port)
+		call->dst.port = q->redirect_port; /* written by this queue's threads, in turn */
+	if (err) {
+		sp__log(p->c, SP_LOG_WARN, "pull %s/%s/%d: %s", q->mq.topic, q->mq.broker,
+			(int)q->mq.queue_id, sp_strerror(err));
+		sp__call_free(call);
+		pthread_mutex_lock(&p->lock);
+		q->pulling = false;
+		q->retry_at_ns = clk_mono_ns() + RETRY_NS;
+		unref_unlock(p);
+		return;
+	}
+	call->done = pull_done;
+	call->arg = q;
+	sp__call_submit(p->c, call);
+}
+
+/* Context: the I/O thread: hand the answer to the queue's consume thread. */
+static void
+pull_done(struct sp__call *call)
+{
+	struct pq *q = call->arg;
+	struct sp_push *p = q->p;
+	struct item *it = malloc(sizeof(*it));
+	struct worker *w = &p->w[q->worker];
+
+	pthread_mutex_lock(&p->lock);
+	if (p->stopping || !it) {
+		q->pulling = false;
+		q->retry_at_ns = clk_mono_ns() + RETRY_NS;
+		free(it);
+		sp__call_free(call);
+		unref_unlock(p);
+		return;
+	}
+	it->next = NULL;
+	it->q = q;
+	it->call = call;
+	if (w->tail)
+		w->tail->next = it;
+	else
+		w->head = it;
+	w->tail = it;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- consuming ---- */
+
+static void
+consume_one(struct pq *q, const struct sp_msg_ext *m)
+{
+	struct sp_push *p = q->p;
+	enum sp_consume_status st = p->cfg.fn(p->cfg.arg, &q->mq, m);
+	int err = 0;
+
+	if (st == SP_CONSUME_SUCCESS)
+		return;
+	for (int i = 0; i < SEND_BACK_TRIES; i++) {
+		err = sp_send_back(p->c, p->group, m, q->mq.broker, 0, p->cfg.max_reconsume);
+		if (!err)
+			return;
+	}
+	/* RocketMQ would consume it again locally; this consumer logs and moves on */
+	sp__log(p->c, SP_LOG_ERR, "send back of %s (queue %d offset %lld) failed: %s", m->msg_id,
+		(int)q->mq.queue_id, (long long)m->queue_offset, sp_strerror(err));
+}
+
+static void
+handle(struct worker *w, struct item *it)
+{
+	struct sp_push *p = w->p;
+	struct pq *q = it->q;
+	struct sp_pull_result res;
+	bool pull_now = false;
+	int err = it->call->err;
+
+	if (!err)
+		err = sp__pull_parse(it->call, p->expr, &res);
+	if (err == SP_ERR_STATUS(WIRE_DP_ST_REDIRECT)) {
+		struct wire_dp_resp_head h;
+
+		if (wire_dp_resp_head_decode(it->call->resp, it->call->resp_len, &h) == 0) {
+			q->redirect_port = h.redirect_port;
+			sp__topic_refresh_soon(p->c, q->mq.topic);
+			sp__call_free(it->call);
+			pthread_mutex_lock(&p->lock);
+			q->pulling = false;
+			pthread_mutex_unlock(&p->lock);
+			issue_pull(q);
+			return;
+		}
+	}
+	sp__call_free(it->call);
+	pthread_mutex_lock(&p->lock);
+	q->pulling = false;
+	if (err) {
+		q->retry_at_ns = clk_mono_ns() + RETRY_NS;
+		pthread_mutex_unlock(&p->lock);
+		sp__log(p->c, SP_LOG_WARN, "pull %s/%s/%d: %s", q->mq.topic, q->mq.broker,
+			(int)q->mq.queue_id, sp_strerror(err));
+		return;
+	}
+	/* every earlier answer of this queue went through this thread already */
+	q->next_pull = res.next_offset;
+	if (res.status == SP_PULL_FOUND) {
+		q->backlog += (unsigned)res.n_msgs;
+		if (q->backlog < p->cfg.max_backlog)
+			pull_now = true;
+		else
+			q->paused = true;
+	} else {
+		/* nothing pulled: earlier batches of this queue are all consumed (same thread) */
+		if (res.status == SP_PULL_OFFSET_ILLEGAL)
+			q->consumed = res.next_offset;
+		else if (q->backlog == 0)
+			q->consumed = SP_MAX(q->consumed, res.next_offset);
+		pull_now = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (pull_now)
+		issue_pull(q);
+	if (res.status != SP_PULL_FOUND)
+		return;
+	for (size_t i = 0; i < res.n_msgs; i++) {
+		bool stop;
+
+		pthread_mutex_lock(&p->lock);
+		stop = p->stopping;
+		pthread_mutex_unlock(&p->lock);
+		if (stop)
+			break; /* not consumed: redelivered after the committed offset */
+		consume_one(q, &res.msgs[i]);
+		pthread_mutex_lock(&p->lock);
+		q->consumed = res.msgs[i].queue_offset + 1;
+		q->backlog--;
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_lock(&p->lock);
+	if (!p->stopping) {
+		/* messages the tag re-check dropped count as consumed */
+		q->consumed = SP_MAX(q->consumed, res.next_offset);
+		pull_now = q->paused && q->backlog < p->cfg.max_backlog / 2;
+	} else {
+		pull_now = false;
+	}
+	pthread_mutex_unlock(&p->lock);
+	sp_pull_result_free(&res);
+	if (pull_now)
+		issue_pull(q);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct sp_push *p = w->p;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct item *it = w->head;
+
+		if (!it) {
+			if (p->stopping)
+				break;
+			pthread_cond_wait(&w->cond, &p->lock);
+			continue;
+		}
+		w->head = it->next;
+		if (!w->head)
+			w->tail = NULL;
+		if (p->stopping) {
+			sp__call_free(it->call);
+			free(it);
+			p->refs--; /* the owner's reference keeps p alive here */
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		handle(w, it);
+		free(it);
+		pthread_mutex_lock(&p->lock);
+		p->refs--;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* ---- offsets ---- */
+
+static int
+start_offset(struct sp_push *p, struct pq *q)
+{
+	int64_t off;
+	int err = sp_query_offset(p->c, p->group, &q->mq, &off);
+
+	if (err == SP_ERR_STATUS(WIRE_DP_ST_QUERY_NOT_FOUND)) {
+		switch (p->cfg.from) {
+		case SP_FROM_FIRST:
+			err = sp_min_offset(p->c, &q->mq, &off);
+			break;
+		case SP_FROM_TIMESTAMP:
+			err = sp_search_offset(p->c, &q->mq, p->cfg.from_ts_ms, &off);
+			break;
+		case SP_FROM_LAST:
+		default:
+			err = sp_max_offset(p->c, &q->mq, &off);
+			break;
+		}
+	}
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->lock);
+	q->next_pull = off;
+	q->consumed = off;
+	q->committed = off;
+	q->have_offset = true;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+static void
+commit_all(struct sp_push *p)
+{
+	for (size_t i = 0; i < p->n_q; i++) {
+		struct pq *q = &p->qs[i];
+		int64_t off;
+		int err;
+
+		pthread_mutex_lock(&p->lock);
+		off = q->consumed;
+		if (!q->have_offset || off == q->committed) {
+			pthread_mutex_unlock(&p->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		err = sp_update_offset(p->c, p->group, &q->mq, off);
+		if (err) {
+			sp__log(p->c, SP_LOG_WARN, "commit offset %lld of %s/%d: %s",
+				(long long)off, q->mq.topic, (int)q->mq.queue_id, sp_strerror(err));
+			continue;
+		}
+		pthread_mutex_lock(&p->lock);
+		q->committed = off;
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
+static void *
+ctl_main(void *arg)
+{
+	struct sp_push *p = arg;
+	uint64_t last_commit = clk_mono_ns();
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		uint64_t now = clk_mono_ns();
+		struct timespec ts;
+
+		pthread_mutex_unlock(&p->lock);
+		for (size_t i = 0; i < p->n_q; i++) {
+			struct pq *q = &p->qs[i];
+			bool need_off;
+			bool need_pull;
+
+			pthread_mutex_lock(&p->lock);
+			need_off = !q->have_offset && now >= q->retry_at_ns;
+			need_pull = q->have_offset && !q->pulling && !q->paused && q->retry_at_ns &&
+				    now >= q->retry_at_ns;
+			if (need_pull)
+				q->retry_at_ns = 0;
+			pthread_mutex_unlock(&p->lock);
+			if (need_off) {
+				if (start_offset(p, q) == 0) {
+					issue_pull(q);
+				} else {
+					pthread_mutex_lock(&p->lock);
+					q->retry_at_ns = now + RETRY_NS;
+					pthread_mutex_unlock(&p->lock);
+				}
+			}
+			if (need_pull)
+				issue_pull(q);
+		}
+		if (now - last_commit >= (uint64_t)p->cfg.commit_interval_ms * 1000000ull) {
+			commit_all(p);
+			last_commit = now;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&p->lock);
+		if (!p->stopping)
+			pthread_cond_timedwait(&p->ctl_cond, &p->lock, &ts);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* ---- start / stop ---- */
+
+/* AllocateMessageQueueAveragely: member @idx of @cnt gets a contiguous range. */
+void
+sp__mq_allocate(size_t n, unsigned idx, unsigned cnt, size_t *start, size_t *len)
+{
+	long mod = (long)(n % cnt);
+	long avg;
+	long st;
+	long range;
+
+	if (n <= cnt)
+		avg = 1;
+	else if (mod > 0 && (long)idx < mod)
+		avg = (long)(n / cnt) + 1;
+	else
+		avg = (long)(n / cnt);
+	st = mod > 0 && (long)idx < mod ? (long)idx * avg : (long)idx * avg + mod;
+	range = SP_MIN(avg, (long)n - st);
+	*start = st < (long)n ? (size_t)st : 0;
+	*len = range > 0 ? (size_t)range : 0;
+}
+
+int
+sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push **out)
+{
+	struct sp_mq *mqs = NULL;
+	size_t n = 0;
+	size_t first;
+	size_t len;
+	struct sp_push *p;
+	int err;
+
+	if (!c || !cfg || !cfg->group || !cfg->topic || !cfg->fn || !cfg->group[0] ||
+	    strlen(cfg->group) > WIRE_DP_GROUP_MAX || strlen(cfg->topic) > SP_TOPIC_MAX)
+		return -EINVAL;
+	if (cfg->member_count && cfg->member_index >= cfg->member_count)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->c = c;
+	p->cfg = *cfg;
+	strcpy(p->group, cfg->group);
+	strcpy(p->topic, cfg->topic);
+	p->expr = strdup(cfg->expr && cfg->expr[0] ? cfg->expr : "*");
+	p->cfg.group = p->group;
+	p->cfg.topic = p->topic;
+	p->cfg.expr = p->expr;
+	if (!p->cfg.threads)
+		p->cfg.threads = 4;
+	if (!p->cfg.member_count)
+		p->cfg.member_count = 1;
+	if (!p->cfg.pull_batch)
+		p->cfg.pull_batch = 32;
+	if (!p->cfg.suspend_ms)
+		p->cfg.suspend_ms = 15000;
+	if (!p->cfg.commit_interval_ms)
+		p->cfg.commit_interval_ms = 5000;
+	if (!p->cfg.max_reconsume)
+		p->cfg.max_reconsume = 16;
+	if (!p->cfg.max_backlog)
+		p->cfg.max_backlog = 1000;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->ctl_cond, NULL);
+	p->refs = 1;
+	err = -ENOMEM;
+	if (!p->expr)
+		goto err_free;
+	err = sp_topic_queues(c, p->topic, true, &mqs, &n);
+	if (err)
+		goto err_free;
+	sp__mq_allocate(n, p->cfg.member_index, p->cfg.member_count, &first, &len);
+	p->qs = calloc(len ? len : 1, sizeof(*p->qs));
+	p->n_w = p->cfg.threads;
+	p->w = calloc(p->n_w, sizeof(*p->w));
+	err = -ENOMEM;
+	if (!p->qs || !p->w)
+		goto err_free;
+	p->n_q = len;
+	for (size_t i = 0; i < len; i++) {
+		p->qs[i].p = p;
+		p->qs[i].mq = mqs[first + i];
+		p->qs[i].worker = (unsigned)(i % p->n_w);
+	}
+	free(mqs);
+	mqs = NULL;
+	for (size_t i = 0; i < p->n_q; i++) {
+		err = start_offset(p, &p->qs[i]);
+		if (err) {
+			/* the control thread retries; a broker may be down for now */
+			sp__log(c, SP_LOG_WARN, "start offset of %s/%s/%d: %s", p->topic,
+				p->qs[i].mq.broker, (int)p->qs[i].mq.queue_id, sp_strerror(err));
+			p->qs[i].retry_at_ns = clk_mono_ns() + RETRY_NS;
+		}
+	}
+	for (unsigned i = 0; i < p->n_w; i++) {
+		p->w[i].p = p;
+		pthread_cond_init(&p->w[i].cond, NULL);
+	}
+	for (unsigned i = 0; i < p->n_w; i++) {
+		err = -pthread_create(&p->w[i].th, NULL, worker_main, &p->w[i]);
+		if (err) {
+			p->n_w = i;
+			goto err_stop;
+		}
+	}
+	err = -pthread_create(&p->ctl, NULL, ctl_main, p);
+	if (err)
+		goto err_stop;
+	for (size_t i = 0; i < p->n_q; i++)
+		if (p->qs[i].have_offset)
+			issue_pull(&p->qs[i]);
+	*out = p;
+	return 0;
+
+err_stop:
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	for (unsigned i = 0; i < p->n_w; i++)
+		pthread_cond_signal(&p->w[i].cond);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->n_w; i++)
+		pthread_join(p->w[i].th, NULL);
+	for (unsigned i = p->n_w; i < p->cfg.threads; i++)
+		pthread_cond_destroy(&p->w[i].cond);
+	p->n_w = p->cfg.threads;
+err_free:
+	free(mqs);
+	push_free(p);
+	return err;
+}
+
+void
+sp_push_stop(struct sp_push *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_signal(&p->ctl_cond);
+	for (unsigned i = 0; i < p->n_w; i++)
+		pthread_cond_signal(&p->w[i].cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->ctl, NULL);
+	for (unsigned i = 0; i < p->n_w; i++)
+		pthread_join(p->w[i].th, NULL);
+	commit_all(p);
+	pthread_mutex_lock(&p->lock);
+	unref_unlock(p); /* PULLs still parked on a broker free it when they return */
+}
+
+int
+sp_push_queues(struct sp_push *p, struct sp_mq **out, size_t *n)
+{
+	struct sp_mq *m = calloc(p->n_q ? p->n_q : 1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_q; i++)
+		m[i] = p->qs[i].mq;
+	*out = m;
+	*n = p->n_q;
+	return 0;
+}

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * topic.c - the client's route cache: one immutable snapshot per topic.
+ *
+ * A topic's route is fetched from the NameServer (sp_route_fetch) on the
+ * first use of the topic, by the thread that uses it, and then refreshed by
+ * the route thread every route_refresh_ms, or soon after a REDIRECT told a
+ * producer that the queue->core map it used is stale. A snapshot flattens
+ * the route into sorted lists of addressable queues (broker, queue id,
+ * owning core); queues of a broker that sent no dataplane endpoint are
+ * left out, since this client cannot reach them.
+ *
+ * Ownership: snapshots are immutable and refcounted under route_lock; the
+ * cache holds one reference to the newest snapshot of each topic, callers
+ * take their own with sp__topic_get() and drop it with sp__topic_put(). The
+ * route thread swaps in new snapshots; readers keep using the one they hold.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_priv.h"
+#include "common/clock.h"
+
+static const char *
+tq_broker_name(const struct sp_route *r, const struct sp__tq *q)
+{
+	return r->brokers[q->broker].name;
+}
+
+static const struct sp_route *sort_route; /* qsort has no context argument */
+
+static int
+tq_cmp(const void *a, const void *b)
+{
+	const struct sp__tq *x = a;
+	const struct sp__tq *y = b;
+	int d = strcmp(tq_broker_name(sort_route, x), tq_broker_name(sort_route, y));
+
+	if (d)
+		return d;
+	return (x->queue_id > y->queue_id) - (x->queue_id < y->queue_id);
+}
+
+void
+sp__topic_free(struct sp__topic *t)
+{
+	if (!t)
+		return;
+	sp_route_free(t->route);
+	free(t->wq);
+	free(t->rq);
+	free(t);
+}
+
+int
+sp__topic_build(const char *name, struct sp_route *r, struct sp__topic **out)
+{
+	static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct sp__topic *t;
+	size_t nw = 0;
+	size_t nr = 0;
+
+	if (strlen(name) > SP_TOPIC_MAX)
+		return -EINVAL;
+	for (uint32_t i = 0; i < r->n_queues; i++) {
+		const struct sp_route_queue *q = &r->queues[i];
+
+		if (q->broker >= r->n_brokers || !r->brokers[q->broker].has_dp ||
+		    !r->brokers[q->broker].dp_cores)
+			continue;
+		if (q->perm & 2)
+			nw += q->write_queues;
+		if (q->perm & 4)
+			nr += q->read_queues;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->wq = calloc(nw ? nw : 1, sizeof(*t->wq));
+	t->rq = calloc(nr ? nr : 1, sizeof(*t->rq));
+	if (!t->wq || !t->rq) {
+		free(t->wq);
+		free(t->rq);
+		free(t);
+		return -ENOMEM;
+	}
+	strcpy(t->name, name);
+	t->route = r;
+	for (uint32_t i = 0; i < r->n_queues; i++) {
+		const struct sp_route_queue *q = &r->queues[i];
+
+		if (q->broker >= r->n_brokers || !r->brokers[q->broker].has_dp ||
+		    !r->brokers[q->broker].dp_cores)
+			continue;
+		for (uint32_t k = 0; (q->perm & 2) && k < q->write_queues; k++)
+			t->wq[t->n_wq++] = (struct sp__tq){
+				.broker = q->broker,
+				.queue_id = (int32_t)k,
+				.core = sp_route_queue_core(r, q, k),
+			};
+		for (uint32_t k = 0; (q->perm & 4) && k < q->read_queues; k++)
+			t->rq[t->n_rq++] = (struct sp__tq){
+				.broker = q->broker,
+				.queue_id = (int32_t)k,
+				.core = sp_route_queue_core(r, q, k),
+			};
+	}
+	pthread_mutex_lock(&sort_lock);
+	sort_route = r;
+	qsort(t->wq, t->n_wq, sizeof(*t->wq), tq_cmp);
+	qsort(t->rq, t->n_rq, sizeof(*t->rq), tq_cmp);
+	sort_route = NULL;
+	pthread_mutex_unlock(&sort_lock);
+	t->fetched_ns = clk_mono_ns();
+	*out = t;
+	return 0;
+}
+
+struct dp_addr
+sp__tq_addr(const struct sp__topic *t, const struct sp__tq *q)
+{
+	const struct sp_route_broker *b = &t->route->brokers[q->broker];
+
+	return (struct dp_addr){.ip = b->dp_ip, .port = (uint16_t)(b->dp_port + q->core)};
+}
+
+const struct sp__tq *
+sp__topic_find(const struct sp__topic *t, const char *broker, int32_t qid, bool readable)
+{
+	const struct sp__tq *v = readable ? t->rq : t->wq;
+	size_t n = readable ? t->n_rq : t->n_wq;
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].queue_id != qid)
+			continue;
+		if (!broker || !broker[0] ||
+		    strcmp(t->route->brokers[v[i].broker].name, broker) == 0)
+			return &v[i];
+	}
+	return NULL;
+}
+
+/* ---- the cache ---- */
+
+static struct sp__topic **
+cache_slot(struct sp_client *c, const char *topic)
+{
+	for (size_t i = 0; i < c->n_topics; i++)
+		if (strcmp(c->topics[i]->name, topic) == 0)
+			return &c->topics[i];
+	return NULL;
+}
+
+static void
+put_locked(struct sp__topic *t)
+{
+	if (--t->refs == 0)
+		sp__topic_free(t);
+}
+
+void
+sp__topic_put(struct sp_client *c, struct sp__topic *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&c->route_lock);
+	put_locked(t);
+	pthread_mutex_unlock(&c->route_lock);
+}
+
+/* Installs @t (one reference for the cache). Return: the installed snapshot, referenced. */
+struct sp__topic *
+sp__topic_install(struct sp_client *c, struct sp__topic *t, bool replace)
+{
+	struct sp__topic **slot;
+	struct sp__topic *res;
+
+	pthread_mutex_lock(&c->route_lock);
+	slot = cache_slot(c, t->name);
+	if (slot && !replace) {
+		sp__topic_free(t); /* another thread fetched it meanwhile */
+		res = *slot;
+	} else if (slot) {
+		t->refs = 1;
+		put_locked(*slot);
+		*slot = t;
+		res = t;
+	} else {
+		if (c->n_topics == c->cap_topics) {
+			size_t cap = c->cap_topics ? c->cap_topics * 2 : 16;
+			struct sp__topic **v = realloc(c->topics, cap * sizeof(*v));
+
+			if (!v) {
+				pthread_mutex_unlock(&c->route_lock);
+				sp__topic_free(t);
+				return NULL;
+			}
+			c->topics = v;
+			c->cap_topics = cap;
+		}
+		t->refs = 1;
+		c->topics[c->n_topics++] = t;
+		res = t;
+	}
+	res->refs++;
+	pthread_mutex_unlock(&c->route_lock);
+	return res;
+}
+
+static int
+fetch(struct sp_client *c, const char *topic, struct sp__topic **out)
+{
+	struct sp_route *r;
+	int err;
+
+	err = sp_route_fetch(c->namesrv, topic, c->cfg.route_timeout_ms, &r);
+	if (err)
+		return err;
+	err = sp__topic_build(topic, r, out);
+	if (err)
+		sp_route_free(r);
+	return err;
+}
+
+int
+sp__topic_get(struct sp_client *c, const char *topic, struct sp__topic **out)
+{
+	struct sp__topic **slot;
+	struct sp__topic *t;
+	int err;
+
+	if (!topic || !topic[0] || strlen(topic) > SP_TOPIC_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&c->route_lock);
+	slot = cache_slot(c, topic);
+	if (slot) {
+		(*slot)->refs++;
+		*out = *slot;
+		pthread_mutex_unlock(&c->route_lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&c->route_lock);
+	err = fetch(c, topic, &t);
+	if (err) {
+		sp__log(c, SP_LOG_WARN, "route of topic %s: %s", topic, sp_strerror(err));
+		return err;
+	}
+	t = sp__topic_install(c, t, false);
+	if (!t)
+		return -ENOMEM;
+	*out = t;
+	return 0;
+}
+
+void
+sp__topic_refresh_soon(struct sp_client *c, const char *topic)
+{
+	(void)topic; /* the route thread refreshes every cached topic */
+	pthread_mutex_lock(&c->route_lock);
+	c->route_refresh_now = true;
+	pthread_cond_signal(&c->route_cond);
+	pthread_mutex_unlock(&c->route_lock);
+}
+
+static void
+refresh_all(struct sp_client *c)
+{
+	char(*names)[SP_TOPIC_MAX + 1];
+	size_t n;
+
+	pthread_mutex_lock(&c->route_lock);
+	n = c->n_topics;
+	names = calloc(n ? n : 1, sizeof(*names));
+	for (size_t i = 0; names && i < n; i++)
+		strcpy(names[i], c->topics[i]->name);
+	pthread_mutex_unlock(&c->route_lock);
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct sp__topic *t;
+		int err = fetch(c, names[i], &t);
+
+		if (err) {
+			/* keep the old route: a NameServer hiccup must not stop sends */
+			sp__log(c, SP_LOG_WARN, "route refresh of %s: %s", names[i],
+				sp_strerror(err));
+			continue;
+		}
+		t = sp__topic_install(c, t, true);
+		if (t)
+			sp__topic_put(c, t);
+	}
+	free(names);
+}
+
+static void *
+route_main(void *arg)
+{
+	struct sp_client *c = arg;
+	uint64_t last = clk_mono_ns();
+
+	pthread_mutex_lock(&c->route_lock);
+	while (!c->route_stop) {
+		uint64_t now = clk_mono_ns();
+		uint64_t period = (uint64_t)c->cfg.route_refresh_ms * 1000000ull;
+		struct timespec ts;
+
+		if (c->route_refresh_now || now - last >= period) {
+			c->route_refresh_now = false;
+			pthread_mutex_unlock(&c->route_lock);
+			refresh_all(c);
+			last = clk_mono_ns();
+			pthread_mutex_lock(&c->route_lock);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		{
+			uint64_t left = period - (now - last);
+			uint64_t ns = (uint64_t)ts.tv_nsec + left % 1000000000ull;
+
+			ts.tv_sec += (time_t)(left / 1000000000ull + ns / 1000000000ull);
+			ts.tv_nsec = (long)(ns % 1000000000ull);
+		}
+		pthread_cond_timedwait(&c->route_cond, &c->route_lock, &ts);
+	}
+	pthread_mutex_unlock(&c->route_lock);
+	return NULL;
+}
+
+int
+sp__route_thread_start(struct sp_client *c)
+{
+	return -pthread_create(&c->route_thread, NULL, route_main, c);
+}
+
+void
+sp__route_thread_stop(struct sp_client *c)
+{
+	pthread_mutex_lock(&c->route_lock);
+	c->route_stop = true;
+	pthread_cond_signal(&c->route_cond);
+	pthread_mutex_unlock(&c->route_lock);
+	pthread_join(c->route_thread, NULL);
+}
+
+int
+sp_topic_queues(struct sp_client *c, const char *topic, bool readable, struct sp_mq **out,
+		size_t *n)
+{
+	struct sp__topic *t;
+	const struct sp__tq *v;
+	struct sp_mq *m;
+	size_t cnt;
+	int err;
+
+	err = sp__topic_get(c, topic, &t);
+	if (err)
+		return err;
+	v = readable ? t->rq : t->wq;
+	cnt = readable ? t->n_rq : t->n_wq;
+	m = calloc(cnt ? cnt : 1, sizeof(*m));
+	if (!m) {
+		sp__topic_put(c, t);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		strcpy(m[i].topic, t->name);
+		strcpy(m[i].broker, t->route->brokers[v[i].broker].name);
+		m[i].queue_id = v[i].queue_id;
+	}
+	sp__topic_put(c, t);
+	*out = m;
+	*n = cnt;
+	return 0;
+}
