@@ -24,6 +24,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,7 @@ struct bk_ctl {
 	uint64_t dv_counter;
 	int64_t dv_ts;
 	struct ctl_breg *breg;
+	int cpus[BK_CORES_MAX];
 };
 
 /* ---- topics ---- */
@@ -500,6 +502,37 @@ parse_cpus(const char *s, int *cpus, unsigned n)
 	return i == n ? 0 : -EINVAL;
 }
 
+/*
+ * Every thread but the dataplane cores (store flusher, service, indexer,
+ * registration, control) inherits this affinity: all online CPUs except the
+ * cores'. A 1 ms service tick that lands on a core's CPU preempts its poll
+ * loop and shows in the tail; thread-per-core wants those CPUs to itself.
+ */
+static void
+keep_off_cores(const int *cpus, unsigned n)
+{
+	cpu_set_t set;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	int left = 0;
+
+	CPU_ZERO(&set);
+	for (long c = 0; c < online && c < CPU_SETSIZE; c++)
+		CPU_SET((int)c, &set);
+	for (unsigned i = 0; i < n; i++)
+		if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE)
+			CPU_CLR(cpus[i], &set);
+	for (long c = 0; c < online && c < CPU_SETSIZE; c++)
+		left += CPU_ISSET((int)c, &set) ? 1 : 0;
+	if (left == 0) {
+		log_warn(BK_TAG, "the dataplane cores use every CPU: control and store threads "
+				 "share them (expect a longer tail)");
+		return;
+	}
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		log_warn(BK_TAG, "cannot keep control threads off the dataplane CPUs: %s",
+			 strerror(errno));
+}
+
 static int
 mkdirs(const char *path)
 {
@@ -536,7 +569,7 @@ start_cores(struct bk_ctl *x)
 		.dpdk_args = cfg_get_str(cfg, "dpdkArgs"),
 		.icmp_guard = true,
 	};
-	int cpus[BK_CORES_MAX];
+	const int *cpus = x->cpus;
 	struct in_addr a;
 	int err;
 
@@ -549,11 +582,6 @@ start_cores(struct bk_ctl *x)
 		return -EINVAL;
 	}
 	pc.ip = a.s_addr;
-	if (parse_cpus(cfg_get_str(cfg, "dataplaneCpus"), cpus, bk->ncores) != 0) {
-		log_err(BK_TAG, "dataplaneCpus '%s' must list %u CPU numbers",
-			cfg_get_str(cfg, "dataplaneCpus"), bk->ncores);
-		return -EINVAL;
-	}
 	err = dp_ports_open(&pc, x->ports);
 	if (err) {
 		log_err(BK_TAG, "opening %u %s ports at %s:%u: %s", bk->ncores,
@@ -760,6 +788,13 @@ main(int argc, char **argv)
 	}
 	memcpy(x->bk.store_host.addr, &a.s_addr, 4);
 	x->bk.store_host.port = (uint32_t)cfg_get_int(cfg, "listenPort");
+
+	if (parse_cpus(cfg_get_str(cfg, "dataplaneCpus"), x->cpus, x->bk.ncores) != 0) {
+		log_err(BK_TAG, "dataplaneCpus '%s' must list %u CPU numbers",
+			cfg_get_str(cfg, "dataplaneCpus"), x->bk.ncores);
+		goto out;
+	}
+	keep_off_cores(x->cpus, x->bk.ncores);
 
 	/* Signals go to the signalfd: block them before any thread starts. */
 	sigemptyset(&sigs);
