@@ -439,6 +439,7 @@ struct result {
 	double secs;
 	struct hist *h;
 	uint64_t srv_ns;  /* sum of broker-side time (ts_sent - ts_recv), transport only */
+	uint64_t hdl_ns;  /* sum of ts_handled - ts_recv (produce: received -> appended) */
 	uint64_t retrans; /* transport: packets the client retransmitted */
 };
 
@@ -453,7 +454,7 @@ print_result(const struct opts *o, const struct result *r)
 		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"rate\":%.0f,"
 		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
 		       "\"p9999_ns\":%llu,\"max_ns\":%llu,\"msgs_per_s\":%.0f,"
-		       "\"server_mean_ns\":%.0f,\"retrans\":%llu}\n",
+		       "\"server_mean_ns\":%.0f,\"handled_mean_ns\":%.0f,\"retrans\":%llu}\n",
 		       r->mode, dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
 		       (unsigned long long)r->lost, o->depth, o->sessions, o->rate,
 		       (unsigned long long)hist_percentile(h, 50),
@@ -463,6 +464,7 @@ print_result(const struct opts *o, const struct result *r)
 		       (unsigned long long)hist_percentile(h, 99.99),
 		       (unsigned long long)hist_max(h), rate,
 		       r->count ? (double)r->srv_ns / (double)r->count : 0,
+		       r->count ? (double)r->hdl_ns / (double)r->count : 0,
 		       (unsigned long long)r->retrans);
 	} else {
 		printf("%-9s %-9s %7u %10llu %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %11.0f\n", r->mode,
@@ -790,6 +792,8 @@ pdone(void *arg, int err, const uint8_t *msg, uint32_t len)
 		q->run->res->count++;
 		if (r.head.ts_sent_ns > r.head.ts_recv_ns)
 			q->run->res->srv_ns += r.head.ts_sent_ns - r.head.ts_recv_ns;
+		if (r.head.ts_handled_ns > r.head.ts_recv_ns)
+			q->run->res->hdl_ns += r.head.ts_handled_ns - r.head.ts_recv_ns;
 	}
 }
 
@@ -1177,6 +1181,7 @@ run_produce(const struct opts *o)
 	struct result raw = {.mode = "ping-raw"};
 	struct result pr = {.mode = "produce"};
 	struct result ee = {.mode = "e2e"};
+	struct result xp = {.mode = "ping"};
 	bool e2e = strcmp(o->mode, "e2e") == 0;
 	bool do_raw = !o->no_raw;
 	unsigned rounds = o->rounds;
@@ -1215,7 +1220,7 @@ run_produce(const struct opts *o)
 	if (do_raw && o->size + 16 > port->max_dgram)
 		do_raw = false;
 	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &pr.h) != 0 ||
-	    hist_create(HIST_MAX_NS, &ee.h) != 0)
+	    hist_create(HIST_MAX_NS, &ee.h) != 0 || hist_create(HIST_MAX_NS, &xp.h) != 0)
 		goto out;
 	print_header(o);
 	if (!do_raw)
@@ -1230,11 +1235,16 @@ run_produce(const struct opts *o)
 				"raw datagrams (set dataplaneRawEcho=true)\n");
 			do_raw = false;
 		}
+		/* the transport alone against the same core: PING, answered by the broker */
+		if (!o->no_xport && run_xport(o, port, pt.cores[0], warm, slice, &xp) != 0)
+			goto out;
 		if (run_produce_slice(o, port, &pt, warm, slice, &pr, e2e ? &ee : NULL) != 0)
 			goto out;
 	}
 	if (do_raw)
 		print_result(o, &raw);
+	if (!o->no_xport)
+		print_result(o, &xp);
 	print_result(o, &pr);
 	if (e2e)
 		print_result(o, &ee);
@@ -1243,6 +1253,7 @@ out:
 	hist_destroy(raw.h);
 	hist_destroy(pr.h);
 	hist_destroy(ee.h);
+	hist_destroy(xp.h);
 	if (port)
 		dp_ports_close(&port, 1);
 	return rc;

@@ -131,7 +131,7 @@ done
 echo "== sprocket: produce -> ack on $backend ($FLUSH), ${SIZE} B messages," \
 	"${DURATION} s, next to the raw port floor to the same broker core"
 in_a "$BIN/bench/sprocket-bench" produce --namesrv="$ns_host:$ns_port" --size="$SIZE" \
-	--duration="$DURATION" ${RATE:+--rate=$RATE} "${bench_args[@]}"
+	--duration="$DURATION" ${RATE:+--rate=$RATE} ${JSON:+--json} "${bench_args[@]}"
 
 kill "$bk_pid"
 if ! wait "$bk_pid"; then echo "run.sh: the broker did not stop cleanly" >&2; exit 1; fi
