@@ -76,6 +76,9 @@ struct opts {
 	const char *namesrv; /* produce: NameServer list */
 	const char *topic;   /* produce: topic (default SprocketBench) */
 	unsigned queues;     /* produce: first N write queues (0: all) */
+	unsigned batch;	     /* produce/throughput: messages per SEND_BATCH (1: SEND) */
+	const char *topic2;  /* a second topic measured in the same run, slices alternating */
+	unsigned queues2;
 	/* port setup */
 	const char *iface;
 	const char *ip;
@@ -106,6 +109,8 @@ usage(void)
 		"       sprocket-bench produce --namesrv=HOST:PORT [options]\n"
 		"                                       SEND -> ack against a running broker,\n"
 		"                                       next to the raw floor to its core 0\n"
+		"       sprocket-bench throughput --namesrv=HOST:PORT [--batch=64 --depth=N]\n"
+		"                                       max rate with SEND_BATCH\n"
 		"       sprocket-bench e2e --namesrv=HOST:PORT [options]\n"
 		"                                       produce as above plus long-polling\n"
 		"                                       consumers: send -> consume latency\n"
@@ -126,6 +131,9 @@ usage(void)
 		"  --namesrv=H:P[;H:P]   produce: NameServers to read the route from\n"
 		"  --topic=NAME          produce: topic (default SprocketBench; auto-created)\n"
 		"  --queues=N            produce: use the first N write queues (default all)\n"
+		"  --batch=N             messages per SEND_BATCH (throughput default 64)\n"
+		"  --topic2=T --queues2=N  also measure topic T (first N queues), alternating\n"
+		"                        slices with --topic (e.g. 16 vs 10,000 queues)\n"
 		"  --iface, --ip, --port, --dpdk-args          this side's port\n"
 		"  --peer-iface, --peer-ip, --peer-dpdk-args   the peer's port\n");
 }
@@ -157,6 +165,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"namesrv", required_argument, NULL, 5},
 		{"topic", required_argument, NULL, 6},
 		{"queues", required_argument, NULL, 7},
+		{"batch", required_argument, NULL, 8},
+		{"topic2", required_argument, NULL, 9},
+		{"queues2", required_argument, NULL, 10},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -256,6 +267,15 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 7:
 			o->queues = (unsigned)atoi(optarg);
+			break;
+		case 8:
+			o->batch = (unsigned)atoi(optarg);
+			break;
+		case 9:
+			o->topic2 = optarg;
+			break;
+		case 10:
+			o->queues2 = (unsigned)atoi(optarg);
 			break;
 		default:
 			usage();
@@ -440,6 +460,7 @@ struct result {
 	struct hist *h;
 	uint64_t srv_ns;  /* sum of broker-side time (ts_sent - ts_recv), transport only */
 	uint64_t hdl_ns;  /* sum of ts_handled - ts_recv (produce: received -> appended) */
+	uint64_t msgs;	  /* messages acknowledged (batches count each of theirs) */
 	uint64_t retrans; /* transport: packets the client retransmitted */
 };
 
@@ -447,7 +468,7 @@ static void
 print_result(const struct opts *o, const struct result *r)
 {
 	struct hist *h = r->h;
-	double rate = r->secs > 0 ? (double)r->count / r->secs : 0;
+	double rate = r->secs > 0 ? (double)(r->msgs ? r->msgs : r->count) / r->secs : 0;
 
 	if (o->json) {
 		printf("{\"mode\":\"%s\",\"backend\":\"%s\",\"size\":%u,\"count\":%llu,"
@@ -739,7 +760,7 @@ static void print_header(const struct opts *o);
 
 /* ---- produce: SEND -> ack against a running broker ---- */
 
-#define PRODUCE_QUEUES_MAX 1024
+#define PRODUCE_QUEUES_MAX 16384
 
 struct ptarget {
 	struct dp_addr addr[PRODUCE_QUEUES_MAX]; /* queue -> owning core's address */
@@ -751,6 +772,7 @@ struct ptarget {
 
 struct preq {
 	struct prun *run;
+	uint16_t op;
 	uint8_t *msg;
 	uint32_t len;
 	uint64_t due;
@@ -774,7 +796,7 @@ pdone(void *arg, int err, const uint8_t *msg, uint32_t len)
 	uint64_t now = clk_mono_ns();
 
 	q->busy = false;
-	if (err || wire_dp_send_resp_decode(WIRE_DP_OP_SEND, msg, len, &r) != 0) {
+	if (err || wire_dp_send_resp_decode(q->op, msg, len, &r) != 0) {
 		q->run->errors++;
 		return;
 	}
@@ -786,10 +808,11 @@ pdone(void *arg, int err, const uint8_t *msg, uint32_t len)
 			q->run->errors++;
 		return;
 	}
-	q->run->ok++;
+	q->run->ok += q->op == WIRE_DP_OP_SEND ? 1 : r.count;
 	if (q->measured) {
 		hist_record(q->run->res->h, now - q->due);
 		q->run->res->count++;
+		q->run->res->msgs += q->op == WIRE_DP_OP_SEND ? 1 : r.count;
 		if (r.head.ts_sent_ns > r.head.ts_recv_ns)
 			q->run->res->srv_ns += r.head.ts_sent_ns - r.head.ts_recv_ns;
 		if (r.head.ts_handled_ns > r.head.ts_recv_ns)
@@ -815,6 +838,33 @@ produce_encode(const struct opts *o, int32_t qid, uint64_t stamp, uint8_t *buf, 
 	};
 
 	memcpy(body, &stamp, sizeof(stamp) < o->size ? sizeof(stamp) : o->size);
+	if (o->batch > 1) {
+		/* o->batch items of the same body; the batch shares the send's fields */
+		static uint8_t *items;
+		static size_t items_cap;
+		size_t need = (size_t)o->batch * (WIRE_BATCH_ITEM_FIXED + o->size + sizeof(props));
+		size_t len = 0;
+		struct wire_batch_item it = {.body = body,
+					     .body_len = o->size,
+					     .props = props,
+					     .props_len = sizeof(props) - 1};
+
+		if (items_cap < need) {
+			free(items);
+			items = malloc(need);
+			items_cap = items ? need : 0;
+			if (!items)
+				return -ENOMEM;
+		}
+		for (unsigned i = 0; i < o->batch; i++)
+			if (wire_batch_append(items, items_cap, &len, &it) != 0)
+				return -ENOBUFS;
+		r.props = NULL;
+		r.props_len = 0;
+		r.body = items;
+		r.body_len = (uint32_t)len;
+		return wire_dp_send_req_encode(WIRE_DP_OP_SEND_BATCH, &r, buf, cap);
+	}
 	return wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, cap);
 }
 
@@ -962,7 +1012,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	struct dp_xsess *sess[BENCH_CORES_MAX] = {0};
 	struct preq *reqs = calloc(nreq, sizeof(*reqs));
 	uint8_t *body = calloc(1, o->size);
-	size_t cap = o->size + 512 + strlen(o->topic);
+	size_t cap = (size_t)SP_MAX(1u, o->batch) * (o->size + 64) + 512 + strlen(o->topic);
 	struct prun run = {.res = res};
 	struct dp_xcli *cli;
 	uint64_t interval = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
@@ -1035,8 +1085,8 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 				return (int)n;
 			q->due = d;
 			q->measured = d >= warm_end;
-			if (dp_xcli_submit(sess[core], WIRE_DP_OP_SEND, q->msg, (uint32_t)n, pdone,
-					   q) != 0)
+			q->op = o->batch > 1 ? WIRE_DP_OP_SEND_BATCH : WIRE_DP_OP_SEND;
+			if (dp_xcli_submit(sess[core], q->op, q->msg, (uint32_t)n, pdone, q) != 0)
 				continue;
 			next_q++;
 			q->busy = true;
@@ -1045,7 +1095,12 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 		}
 		if (now >= end && !any_busy)
 			break;
-		(void)dp_xcli_poll(cli);
+		/*
+		 * Throughput runs share a small machine with the broker's store
+		 * threads: give them the CPU when there is nothing to read.
+		 */
+		if (dp_xcli_poll(cli) == 0 && o->batch > 1)
+			sched_yield();
 		for (unsigned i = 0; i < pt->ncores; i++) {
 			if (dp_xsess_is_dead(sess[i])) {
 				fprintf(stderr, "sprocket-bench: session to broker core %u died\n",
@@ -1101,26 +1156,59 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 static int
 produce_prime(const struct opts *o, struct dp_port *port, const struct ptarget *pt)
 {
-	struct opts one = *o;
+	struct dp_xcli_cfg cc = {.slots = 8};
+	struct dp_xsess *sess[BENCH_CORES_MAX] = {0};
 	struct result r = {.mode = "prime"};
+	struct prun run = {.res = &r};
+	size_t cap = (size_t)SP_MAX(1u, o->batch) * (o->size + 64) + 512 + strlen(o->topic);
+	uint8_t *body = calloc(1, o->size);
+	uint8_t *msg = malloc(cap);
+	uint64_t t0 = clk_mono_ns();
+	struct dp_xcli *cli = NULL;
 	int err = hist_create(HIST_MAX_NS, &r.h);
 
-	if (err)
-		return err;
-	one.rate = 0;
-	one.depth = 1;
-	for (uint64_t t = clk_mono_ns(); clk_mono_ns() - t < 10000000000ull && !stop_flag;) {
-		r.count = 0;
-		r.lost = 0;
-		err = run_produce_slice(&one, port, pt, 0, 0.05, &r, NULL);
-		if (err)
-			break;
-		if (r.count >= pt->nq && r.lost == 0)
-			break;
-		usleep(20000);
-		err = -ETIMEDOUT;
+	if (err || !body || !msg || dp_xcli_create(&cc, port, &cli) != 0) {
+		err = -ENOMEM;
+		goto out;
 	}
+	for (unsigned i = 0; i < pt->ncores; i++) {
+		err = dp_xcli_connect(cli, pt->cores[i], 5000, &sess[i]);
+		if (err)
+			goto out;
+	}
+	for (unsigned qid = 0; qid < pt->nq && !stop_flag;) {
+		struct preq q = {.run = &run, .busy = true};
+		uint64_t before = run.ok;
+		long n = produce_encode(o, (int32_t)qid, clk_mono_ns(), msg, cap, body);
+
+		q.op = o->batch > 1 ? WIRE_DP_OP_SEND_BATCH : WIRE_DP_OP_SEND;
+		if (n < 0 ||
+		    dp_xcli_submit(sess[pt->qcore[qid]], q.op, msg, (uint32_t)n, pdone, &q) != 0) {
+			err = -EIO;
+			goto out;
+		}
+		while (q.busy)
+			(void)dp_xcli_poll(cli);
+		if (run.ok > before) {
+			qid++;
+			continue;
+		}
+		if (clk_mono_ns() - t0 > 30000000000ull) {
+			err = -ETIMEDOUT;
+			goto out;
+		}
+		usleep(1000); /* SYSTEM_BUSY: the topic or its files are being made */
+	}
+	err = 0;
+out:
+	for (unsigned i = 0; i < pt->ncores; i++)
+		if (sess[i])
+			dp_xcli_close(sess[i], 500);
+	if (cli)
+		dp_xcli_destroy(cli);
 	hist_destroy(r.h);
+	free(body);
+	free(msg);
 	return err;
 }
 
@@ -1175,14 +1263,18 @@ produce_route(const struct opts *o, struct ptarget *pt)
 static int
 run_produce(const struct opts *o)
 {
-	struct ptarget pt = {0};
+	struct ptarget *pt = calloc(2, sizeof(*pt));
 	struct dp_port *port = NULL;
 	struct opts me = *o;
+	struct opts o2 = *o;
 	struct result raw = {.mode = "ping-raw"};
-	struct result pr = {.mode = "produce"};
+	struct result pr = {.mode = o->batch > 1 ? "throughput" : "produce"};
+	struct result pr2 = {.mode = "throughput"};
 	struct result ee = {.mode = "e2e"};
 	struct result xp = {.mode = "ping"};
+	char label[2][48];
 	bool e2e = strcmp(o->mode, "e2e") == 0;
+	bool two = o->topic2 != NULL;
 	bool do_raw = !o->no_raw;
 	unsigned rounds = o->rounds;
 	int rc = 1;
@@ -1191,12 +1283,22 @@ run_produce(const struct opts *o)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	clk_init();
+	if (pt == NULL)
+		return 1;
 	if (o->namesrv == NULL) {
 		fprintf(stderr, "sprocket-bench produce: --namesrv=HOST:PORT is required\n");
 		return 2;
 	}
-	if (produce_route(o, &pt) != 0)
+	o2.topic = o->topic2;
+	o2.queues = o->queues2;
+	if (produce_route(o, &pt[0]) != 0 || (two && produce_route(&o2, &pt[1]) != 0))
 		return 1;
+	if (two) {
+		snprintf(label[0], sizeof(label[0]), "%s-%uq", pr.mode, pt[0].nq);
+		snprintf(label[1], sizeof(label[1]), "%s-%uq", pr.mode, pt[1].nq);
+		pr.mode = label[0];
+		pr2.mode = label[1];
+	}
 	if (!me.ip && o->backend == DP_BACKEND_UDP)
 		me.ip = "127.0.0.1";
 	pin(o->cpu_self);
@@ -1210,35 +1312,36 @@ run_produce(const struct opts *o)
 		}
 		dp_port_wait(port, 1000);
 	}
-	if (produce_prime(o, port, &pt) != 0) {
-		fprintf(stderr,
-			"sprocket-bench: topic %s did not accept a message on every queue "
-			"within 10 s\n",
-			o->topic);
+	if (produce_prime(o, port, &pt[0]) != 0 || (two && produce_prime(&o2, port, &pt[1]) != 0)) {
+		fprintf(stderr, "sprocket-bench: a topic did not accept a message on every queue "
+				"within 30 s\n");
 		goto out;
 	}
 	if (do_raw && o->size + 16 > port->max_dgram)
 		do_raw = false;
 	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &pr.h) != 0 ||
-	    hist_create(HIST_MAX_NS, &ee.h) != 0 || hist_create(HIST_MAX_NS, &xp.h) != 0)
+	    hist_create(HIST_MAX_NS, &ee.h) != 0 || hist_create(HIST_MAX_NS, &xp.h) != 0 ||
+	    hist_create(HIST_MAX_NS, &pr2.h) != 0)
 		goto out;
 	print_header(o);
-	if (!do_raw)
+	if (!do_raw && !two)
 		rounds = 1;
 	for (unsigned r = 0; r < rounds && !stop_flag; r++) {
 		double warm = r == 0 ? o->warmup : 0;
 		double slice = o->duration / rounds;
 
-		if (do_raw && run_raw(o, port, pt.cores[0], warm, slice, &raw) != 0) {
+		if (do_raw && run_raw(o, port, pt[0].cores[0], warm, slice, &raw) != 0) {
 			fprintf(stderr,
 				"sprocket-bench: no ping-raw row: the broker does not reflect "
 				"raw datagrams (set dataplaneRawEcho=true)\n");
 			do_raw = false;
 		}
 		/* the transport alone against the same core: PING, answered by the broker */
-		if (!o->no_xport && run_xport(o, port, pt.cores[0], warm, slice, &xp) != 0)
+		if (!o->no_xport && run_xport(o, port, pt[0].cores[0], warm, slice, &xp) != 0)
 			goto out;
-		if (run_produce_slice(o, port, &pt, warm, slice, &pr, e2e ? &ee : NULL) != 0)
+		if (run_produce_slice(o, port, &pt[0], warm, slice, &pr, e2e ? &ee : NULL) != 0)
+			goto out;
+		if (two && run_produce_slice(&o2, port, &pt[1], warm, slice, &pr2, NULL) != 0)
 			goto out;
 	}
 	if (do_raw)
@@ -1246,14 +1349,18 @@ run_produce(const struct opts *o)
 	if (!o->no_xport)
 		print_result(o, &xp);
 	print_result(o, &pr);
+	if (two)
+		print_result(o, &pr2);
 	if (e2e)
 		print_result(o, &ee);
 	rc = 0;
 out:
 	hist_destroy(raw.h);
 	hist_destroy(pr.h);
+	hist_destroy(pr2.h);
 	hist_destroy(ee.h);
 	hist_destroy(xp.h);
+	free(pt);
 	if (port)
 		dp_ports_close(&port, 1);
 	return rc;
@@ -1578,6 +1685,14 @@ main(int argc, char **argv)
 	}
 	if (strcmp(o.mode, "ping") == 0)
 		return run_ping(&o, argv[0]);
+	if (strcmp(o.mode, "throughput") == 0) {
+		/* max rate: batches of --batch (default 64), pipelined --depth deep */
+		if (o.batch == 0)
+			o.batch = 64;
+		o.no_raw = o.no_xport = true;
+		o.rate = 0;
+		return run_produce(&o);
+	}
 	if (strcmp(o.mode, "produce") == 0 || strcmp(o.mode, "e2e") == 0)
 		return run_produce(&o);
 	fprintf(stderr, "sprocket-bench: unknown mode '%s'\n", o.mode);

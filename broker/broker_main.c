@@ -282,8 +282,17 @@ topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
 	return 0;
 }
 
+/* Return: a SIGTERM/SIGINT is waiting on @sfd (startup can take a while: let it stop). */
+static bool
+stop_requested(int sfd)
+{
+	struct pollfd p = {.fd = sfd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
 static int
-topics_load(struct bk_ctl *x)
+topics_load(struct bk_ctl *x, int sfd)
 {
 	struct meta_topic *ts = NULL;
 	size_t n = 0;
@@ -293,8 +302,13 @@ topics_load(struct bk_ctl *x)
 		log_err(BK_TAG, "%s: %s", x->topics_path, strerror(-err));
 		return err;
 	}
-	for (size_t i = 0; i < n && !err; i++)
+	for (size_t i = 0; i < n && !err; i++) {
 		err = topic_put(x, &ts[i], false);
+		if (err == 0 && i % 64 == 63 && stop_requested(sfd)) {
+			log_info(BK_TAG, "stopped while loading topics (%zu of %zu)", i + 1, n);
+			err = -EINTR;
+		}
+	}
 	free(ts);
 	if (err)
 		return err;
@@ -850,7 +864,7 @@ main(int argc, char **argv)
 			goto out_cores;
 		}
 	}
-	if (topics_load(x) != 0 || offsets_load(x) != 0)
+	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0)
 		goto out_cores;
 	if (start_cores(x) != 0)
 		goto out_ports;

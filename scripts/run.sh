@@ -11,6 +11,9 @@
 #   scripts/run.sh --backend=dpdk        broker and client over DPDK net_memif
 #   scripts/run.sh --backend=all         every backend this machine can run
 #   DURATION=10 SIZE=128 RATE=20000 FLUSH=SYNC_FLUSH scripts/run.sh
+#   MODE=e2e scripts/run.sh              produce -> consume (long polling) as well
+#   MODE=throughput BENCH_ARGS="--batch=64 --depth=8" scripts/run.sh --backend=dpdk
+#   TOPICS="Q16:16 Q10K:10000" ...      topics created before the broker starts (name:queues)
 #
 # CPU layout on a small machine: the broker's one dataplane core on CPU 1, the
 # benchmark on CPU 0 (CPUS="bench,broker" changes it).
@@ -22,6 +25,9 @@ DURATION=${DURATION:-10}
 SIZE=${SIZE:-128}
 RATE=${RATE:-}
 FLUSH=${FLUSH:-ASYNC_FLUSH}
+MODE=${MODE:-produce}
+BENCH_ARGS=${BENCH_ARGS:-}
+BROKER_ARGS=${BROKER_ARGS:-}
 CPUS=${CPUS:-0,1}
 backend=udp
 for a in "$@"; do
@@ -107,12 +113,26 @@ dpdk)
 	echo "run.sh: unknown backend '$backend'" >&2; exit 2 ;;
 esac
 
+if [ -n "${TOPICS:-}" ]; then
+	# Explicit creation, as mqadmin updateTopic would (the admin command is not there yet).
+	mkdir -p "$work/store/config"
+	{
+		printf '{"topicConfigTable":{'
+		sep=""
+		for t in $TOPICS; do
+			printf '%s"%s":{"topicName":"%s","readQueueNums":%s,"writeQueueNums":%s,"perm":6}' \
+				"$sep" "${t%%:*}" "${t%%:*}" "${t#*:}" "${t#*:}"
+			sep=","
+		done
+		printf '}}\n'
+	} >"$work/store/config/topics.json"
+fi
 in_b "$BIN/control/sprocket-namesrv" --listenPort="$ns_port" --bindAddress=0.0.0.0 \
 	--kvConfigPath="$work/namesrv/kvConfig.json" >"$work/namesrv.log" 2>&1 &
 ns_pid=$!
 in_b "$BIN/broker/sprocket-broker" --storePathRootDir="$work/store" \
 	--namesrvAddr="127.0.0.1:$ns_port" --mapedFileSizeCommitLog=268435456 \
-	"${broker_args[@]}" >"$work/broker.log" 2>&1 &
+	"${broker_args[@]}" $BROKER_ARGS >"$work/broker.log" 2>&1 &
 bk_pid=$!
 for _ in $(seq 300); do
 	grep -q ' ready: ' "$work/broker.log" 2>/dev/null && break
@@ -128,10 +148,11 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 
-echo "== sprocket: produce -> ack on $backend ($FLUSH), ${SIZE} B messages," \
+echo "== sprocket: $MODE on $backend ($FLUSH), ${SIZE} B messages," \
 	"${DURATION} s, next to the raw port floor to the same broker core"
-in_a "$BIN/bench/sprocket-bench" produce --namesrv="$ns_host:$ns_port" --size="$SIZE" \
-	--duration="$DURATION" ${RATE:+--rate=$RATE} ${JSON:+--json} "${bench_args[@]}"
+# shellcheck disable=SC2086 # BENCH_ARGS is a list of options
+in_a "$BIN/bench/sprocket-bench" "$MODE" --namesrv="$ns_host:$ns_port" --size="$SIZE" \
+	--duration="$DURATION" ${RATE:+--rate=$RATE} ${JSON:+--json} "${bench_args[@]}" $BENCH_ARGS
 
 kill "$bk_pid"
 if ! wait "$bk_pid"; then echo "run.sh: the broker did not stop cleanly" >&2; exit 1; fi

@@ -32,12 +32,13 @@
 
 #include "common/compiler.h"
 
-#define ROUTE_TOPIC_MAX 127   /* RocketMQ's TopicValidator limit */
-#define ROUTE_NAME_MAX 127    /* brokerName, clusterName */
-#define ROUTE_ADDR_MAX 63     /* "host:port" */
-#define ROUTE_ADDRS_MAX 16    /* broker ids per brokerName */
-#define ROUTE_QUEUES_MAX 4096 /* read/write queue numbers per topic */
-#define ROUTE_CORES_MAX 1024  /* dataplane cores per broker */
+#define ROUTE_TOPIC_MAX 127 /* RocketMQ's TopicValidator limit */
+#define ROUTE_NAME_MAX 127  /* brokerName, clusterName */
+#define ROUTE_ADDR_MAX 63   /* "host:port" */
+#define ROUTE_ADDRS_MAX 16  /* broker ids per brokerName */
+#define ROUTE_QUEUES_MAX                                                                           \
+	65535		     /* read/write queue numbers per topic (the broker's META_QUEUES_MAX) */
+#define ROUTE_CORES_MAX 1024 /* dataplane cores per broker */
 
 #define ROUTE_PERM_INHERIT 0x1
 #define ROUTE_PERM_WRITE 0x2
