@@ -72,12 +72,13 @@ struct opts {
 	unsigned rounds;
 	int cpu_self;
 	int cpu_peer;
-	const char *target;  /* ip:port of a running echo peer */
-	const char *namesrv; /* produce: NameServer list */
-	const char *topic;   /* produce: topic (default SprocketBench) */
-	unsigned queues;     /* produce: first N write queues (0: all) */
-	unsigned batch;	     /* produce/throughput: messages per SEND_BATCH (1: SEND) */
-	const char *topic2;  /* a second topic measured in the same run, slices alternating */
+	const char *target;    /* ip:port of a running echo peer */
+	const char *namesrv;   /* produce: NameServer list */
+	const char *topic;     /* produce: topic (default SprocketBench) */
+	unsigned queues;       /* produce: first N write queues (0: all) */
+	unsigned batch;	       /* produce/throughput: messages per SEND_BATCH (1: SEND) */
+	const char *topic2;    /* a second topic measured in the same run, slices alternating */
+	const char *fsync_dir; /* produce: also time pwrite + fdatasync of --size bytes here */
 	unsigned queues2;
 	/* port setup */
 	const char *iface;
@@ -127,11 +128,14 @@ usage(void)
 		"  --target=IP:PORT      use a running peer instead of starting one\n"
 		"  --only=raw|ping       run one of the two modes\n"
 		"  --json                one JSON object per result line\n"
-		"  --no-busy             the peer waits in poll() when idle\n"
+		"  --no-busy             the peer (ping) or this side (produce) waits in the\n"
+		"                        port after 50 us idle instead of spinning\n"
 		"  --namesrv=H:P[;H:P]   produce: NameServers to read the route from\n"
 		"  --topic=NAME          produce: topic (default SprocketBench; auto-created)\n"
 		"  --queues=N            produce: use the first N write queues (default all)\n"
 		"  --batch=N             messages per SEND_BATCH (throughput default 64)\n"
+		"  --fsync-dir=DIR       produce: also time one pwrite + fdatasync of --size\n"
+		"                        bytes in DIR (the SYNC_FLUSH yardstick), same run\n"
 		"  --topic2=T --queues2=N  also measure topic T (first N queues), alternating\n"
 		"                        slices with --topic (e.g. 16 vs 10,000 queues)\n"
 		"  --iface, --ip, --port, --dpdk-args          this side's port\n"
@@ -168,6 +172,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"batch", required_argument, NULL, 8},
 		{"topic2", required_argument, NULL, 9},
 		{"queues2", required_argument, NULL, 10},
+		{"fsync-dir", required_argument, NULL, 11},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -276,6 +281,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 10:
 			o->queues2 = (unsigned)atoi(optarg);
+			break;
+		case 11:
+			o->fsync_dir = optarg;
 			break;
 		default:
 			usage();
@@ -1017,6 +1025,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	struct dp_xcli *cli;
 	uint64_t interval = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
 	uint64_t issued = 0, t_start, warm_end, end;
+	uint64_t idle_since = clk_mono_ns();
 	unsigned next_q = 0;
 	int err;
 
@@ -1097,10 +1106,17 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 			break;
 		/*
 		 * Throughput runs share a small machine with the broker's store
-		 * threads: give them the CPU when there is nothing to read.
+		 * threads: give them the CPU when there is nothing to read. With
+		 * --no-busy (SYNC_FLUSH runs) wait in the port after 50 us idle,
+		 * so that a flusher sharing our CPU runs at once.
 		 */
-		if (dp_xcli_poll(cli) == 0 && o->batch > 1)
+		if (dp_xcli_poll(cli) != 0) {
+			idle_since = clk_mono_ns();
+		} else if (o->batch > 1) {
 			sched_yield();
+		} else if (!o->busy && clk_mono_ns() - idle_since > 50000) {
+			dp_port_wait(port, 200);
+		}
 		for (unsigned i = 0; i < pt->ncores; i++) {
 			if (dp_xsess_is_dead(sess[i])) {
 				fprintf(stderr, "sprocket-bench: session to broker core %u died\n",
@@ -1260,6 +1276,44 @@ produce_route(const struct opts *o, struct ptarget *pt)
 	return 0;
 }
 
+/*
+ * The yardstick of SYNC_FLUSH: append --size bytes to a file in --fsync-dir
+ * and fdatasync it, one at a time, for @secs; each round trip is a sample.
+ */
+static int
+run_fsync(const struct opts *o, double secs, struct result *res)
+{
+	char path[512];
+	uint8_t *buf = calloc(1, o->size);
+	uint64_t end = clk_mono_ns() + (uint64_t)(secs * 1e9);
+	off_t at = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/sprocket-bench-fsync.%d", o->fsync_dir, (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || buf == NULL) {
+		fprintf(stderr, "sprocket-bench: %s: %s\n", path, strerror(errno));
+		free(buf);
+		return -EIO;
+	}
+	while (clk_mono_ns() < end && !stop_flag) {
+		uint64_t t0 = clk_mono_ns();
+
+		if (pwrite(fd, buf, o->size, at) != (ssize_t)o->size || fdatasync(fd) != 0) {
+			res->lost++;
+			break;
+		}
+		at += o->size;
+		hist_record(res->h, clk_mono_ns() - t0);
+		res->count++;
+	}
+	res->secs += secs;
+	close(fd);
+	unlink(path);
+	free(buf);
+	return 0;
+}
+
 static int
 run_produce(const struct opts *o)
 {
@@ -1272,6 +1326,7 @@ run_produce(const struct opts *o)
 	struct result pr2 = {.mode = "throughput"};
 	struct result ee = {.mode = "e2e"};
 	struct result xp = {.mode = "ping"};
+	struct result fs = {.mode = "fdatasync"};
 	char label[2][48];
 	bool e2e = strcmp(o->mode, "e2e") == 0;
 	bool two = o->topic2 != NULL;
@@ -1321,10 +1376,10 @@ run_produce(const struct opts *o)
 		do_raw = false;
 	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &pr.h) != 0 ||
 	    hist_create(HIST_MAX_NS, &ee.h) != 0 || hist_create(HIST_MAX_NS, &xp.h) != 0 ||
-	    hist_create(HIST_MAX_NS, &pr2.h) != 0)
+	    hist_create(HIST_MAX_NS, &pr2.h) != 0 || hist_create(HIST_MAX_NS, &fs.h) != 0)
 		goto out;
 	print_header(o);
-	if (!do_raw && !two)
+	if (!do_raw && !two && !o->fsync_dir)
 		rounds = 1;
 	for (unsigned r = 0; r < rounds && !stop_flag; r++) {
 		double warm = r == 0 ? o->warmup : 0;
@@ -1343,6 +1398,8 @@ run_produce(const struct opts *o)
 			goto out;
 		if (two && run_produce_slice(&o2, port, &pt[1], warm, slice, &pr2, NULL) != 0)
 			goto out;
+		if (o->fsync_dir && run_fsync(o, slice, &fs) != 0)
+			goto out;
 	}
 	if (do_raw)
 		print_result(o, &raw);
@@ -1351,6 +1408,8 @@ run_produce(const struct opts *o)
 	print_result(o, &pr);
 	if (two)
 		print_result(o, &pr2);
+	if (o->fsync_dir)
+		print_result(o, &fs);
 	if (e2e)
 		print_result(o, &ee);
 	rc = 0;
@@ -1360,6 +1419,7 @@ out:
 	hist_destroy(pr2.h);
 	hist_destroy(ee.h);
 	hist_destroy(xp.h);
+	hist_destroy(fs.h);
 	free(pt);
 	if (port)
 		dp_ports_close(&port, 1);

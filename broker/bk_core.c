@@ -922,7 +922,12 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 	if (c->park_n && (c->park_dirty || now_ns >= c->park_next_deadline))
 		work += parks_scan(c, now_ns);
 	c->park_dirty = false;
-	return work;
+	/*
+	 * Acks waiting for the flusher count as work: an idle core would wait
+	 * in the port for up to a millisecond, and the flush that lands
+	 * meanwhile would be acknowledged that much later.
+	 */
+	return work + (c->ack_head != c->ack_tail);
 }
 
 /* ---- setup ---- */
