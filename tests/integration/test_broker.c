@@ -664,6 +664,9 @@ test_write_protect_and_auto_create(void)
 	c = send_retry(&k, 0, "Fresh", 0, NULL, "m0", 2);
 	T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_SUCCESS);
 	free(c.resp);
+	/* the control thread logs after it published the topic: the SEND may be first */
+	for (int i = 0; i < 300 && !bk_log_has(&b, "topic Fresh created (4 queues)"); i++)
+		usleep(10000);
 	T_ASSERT(bk_log_has(&b, "topic Fresh created (4 queues)"));
 	/* write-protected: SEND refused, nothing stored, PULL still served */
 	kill(b.pid, SIGUSR1);
