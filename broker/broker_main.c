@@ -937,6 +937,10 @@ out_store:
 		store_close(x->bk.store);
 out:
 	log_info(BK_TAG, "stopped");
+	if (x->bk.efd > 0)
+		close(x->bk.efd);
+	pthread_mutex_destroy(&x->mu);
+	free(x);
 	cfg_destroy(cfg);
 	return rc;
 }
