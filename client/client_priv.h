@@ -184,6 +184,12 @@ void sp__topic_put(struct sp_client *c, struct sp__topic *t);
  * route_timeout_ms per NameServer. Return: 0 or the fetch's error.
  */
 MUST_CHECK int sp__topic_refresh_now(struct sp_client *c, const char *topic);
+/*
+ * Has the route thread refetch every topic now and every 100 ms for @ms:
+ * a broker's re-registration (write protection) reaches the NameServer a
+ * little after the broker's first answer that shows it.
+ */
+void sp__topic_refresh_fast(struct sp_client *c, uint32_t ms);
 /* Asks the route thread to refetch @topic soon (after a REDIRECT). */
 void sp__topic_refresh_soon(struct sp_client *c, const char *topic);
 /* Return: the dataplane address of queue @q of @t. */

@@ -35,6 +35,7 @@
 #define MAX_REDIRECTS 3
 #define BUSY_DELAY_MIN_MS 1
 #define BUSY_DELAY_MAX_MS 50
+#define NO_PERM_FAST_REFRESH_MS 3000
 #define SEND_QUEUE_ID_OFF 8 /* docs/protocol.md §5.2 */
 
 struct sp_producer {
@@ -317,10 +318,10 @@ refresh_after_no_perm(struct psend *s)
 {
 	int err;
 
-	if (other_broker(s)) {
-		sp__topic_refresh_soon(s->p->c, s->topic);
+	/* the broker's new registration may not have reached the NameServer yet */
+	sp__topic_refresh_fast(s->p->c, NO_PERM_FAST_REFRESH_MS);
+	if (other_broker(s))
 		return;
-	}
 	err = sp__topic_refresh_now(s->p->c, s->topic);
 	if (err)
 		sp__log(s->p->c, SP_LOG_DEBUG, "route refresh of %s: %s", s->topic,

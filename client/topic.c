@@ -405,6 +405,17 @@ sp__topic_refresh_now(struct sp_client *c, const char *topic)
 }
 
 void
+sp__topic_refresh_fast(struct sp_client *c, uint32_t ms)
+{
+	pthread_mutex_lock(&c->route_lock);
+	c->route_fast_until_ns =
+		SP_MAX(c->route_fast_until_ns, clk_mono_ns() + (uint64_t)ms * 1000000ull);
+	c->route_refresh_now = true;
+	pthread_cond_signal(&c->route_cond);
+	pthread_mutex_unlock(&c->route_lock);
+}
+
+void
 sp__topic_refresh_soon(struct sp_client *c, const char *topic)
 {
 	(void)topic; /* the route thread refreshes every cached topic */
