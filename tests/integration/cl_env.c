@@ -15,6 +15,7 @@
 #include "dpdk/dpdk_test.h"
 #include "harness.h"
 #include "sprocket/route.h"
+#include "store/meta.h"
 
 #define DPDK_NET "10.250.7."
 
@@ -162,6 +163,23 @@ cl_broker_start(struct cl_env *e, unsigned i, const char *const *extra)
 		usleep(10000);
 	}
 	T_FAIL("broker %s never registered TBW102", name);
+}
+
+void
+cl_broker_precreate(struct cl_env *e, unsigned i, const char *topic, uint32_t queues)
+{
+	struct meta_topic t = {.read_queues = queues, .write_queues = queues, .perm = 6};
+	struct bk_proc *b = &e->bk[i];
+	char path[256];
+
+	T_ASSERT(b->dir[0] == '\0' && strlen(topic) <= META_TOPIC_MAX);
+	snprintf(t.name, sizeof(t.name), "%s", topic);
+	snprintf(b->dir, sizeof(b->dir), "/tmp/sp-bk-XXXXXX");
+	T_ASSERT(mkdtemp(b->dir) != NULL);
+	snprintf(path, sizeof(path), "mkdir -p %s/store/config", b->dir);
+	T_ASSERT_EQ(system(path), 0);
+	snprintf(path, sizeof(path), "%s/store/config/topics.json", b->dir);
+	T_ASSERT_EQ(meta_topics_save(&store_io_posix, path, &t, 1, NULL), 0);
 }
 
 void

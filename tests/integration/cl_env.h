@@ -58,6 +58,12 @@ void cl_env_start(struct cl_env *e, enum sp_backend be);
  */
 void cl_broker_start(struct cl_env *e, unsigned i, const char *const *extra);
 
+/*
+ * cl_broker_precreate() - give broker @i (not started yet) topic @topic with
+ * @queues queues in its topics.json, as an operator would. Asserts.
+ */
+void cl_broker_precreate(struct cl_env *e, unsigned i, const char *topic, uint32_t queues);
+
 /* SIGKILL broker @i (the store stays). */
 void cl_broker_kill(struct cl_env *e, unsigned i);
 
