@@ -21,6 +21,11 @@
  * The wait is bounded (1 ms with ordinary requests in flight, for the
  * transport's retransmission timers; 10 ms when only long polls are out).
  *
+ * Backoff: a call submitted with not_before_ns in the future (a SEND the
+ * broker answered SYSTEM_BUSY) waits on the I/O thread's delayed list and
+ * goes to its endpoint when due; while any waits, the I/O thread sleeps at
+ * most the in-flight bound, so no caller thread ever sleeps for a backoff.
+ *
  * Sessions: a session that dies (no answer after the transport's retries,
  * or a RESET) fails its calls with -ETIMEDOUT or -ECONNRESET. After a RESET
  * (broker restart, idle eviction) a call is re-sent on a new session, at
@@ -38,6 +43,7 @@
 #include <unistd.h>
 
 #include "client_priv.h"
+#include "common/atomic.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -103,6 +109,7 @@ sp__call_reset(struct sp__call *call)
 	call->resp_len = 0;
 	call->err = 0;
 	call->resets = 0;
+	call->not_before_ns = 0;
 	call->t_submit_ns = 0;
 	call->t_done_ns = 0;
 }
@@ -334,9 +341,9 @@ ep_keepalive(struct sp_client *c, struct sp__ep *ep, uint64_t now)
 	}
 }
 
-/* Moves the submission list to the endpoints. Return: calls taken. */
+/* Moves the submission list to the endpoints (or the delayed list). Return: calls taken. */
 static unsigned
-take_submissions(struct sp_client *c)
+take_submissions(struct sp_client *c, uint64_t now)
 {
 	struct sp__call *list;
 	unsigned n = 0;
@@ -347,10 +354,16 @@ take_submissions(struct sp_client *c)
 	pthread_mutex_unlock(&c->lock);
 	while (list) {
 		struct sp__call *call = list;
-		struct sp__ep *ep = ep_get(c, call->dst);
+		struct sp__ep *ep;
 
 		list = call->next;
 		n++;
+		if (call->not_before_ns > now) {
+			call->next = c->delayed;
+			c->delayed = call;
+			continue;
+		}
+		ep = ep_get(c, call->dst);
 		if (!ep) {
 			call->err = -ENOMEM;
 			call_finish(call);
@@ -359,6 +372,36 @@ take_submissions(struct sp_client *c)
 		ep_push(ep, call);
 	}
 	return n;
+}
+
+/* Moves the delayed calls that are due to their endpoints. Return: how many still wait. */
+static unsigned
+take_delayed(struct sp_client *c, uint64_t now, unsigned *moved)
+{
+	struct sp__call **pp = &c->delayed;
+	unsigned left = 0;
+
+	while (*pp) {
+		struct sp__call *call = *pp;
+		struct sp__ep *ep;
+
+		if (call->not_before_ns > now) {
+			pp = &call->next;
+			left++;
+			continue;
+		}
+		*pp = call->next;
+		call->not_before_ns = 0;
+		(*moved)++;
+		ep = ep_get(c, call->dst);
+		if (!ep) {
+			call->err = -ENOMEM;
+			call_finish(call);
+			continue;
+		}
+		ep_push(ep, call);
+	}
+	return left;
 }
 
 static void
@@ -414,7 +457,9 @@ io_main(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		if (stop)
 			break;
-		work += take_submissions(c);
+		work += take_submissions(c, now);
+		if (c->delayed)
+			inflight += take_delayed(c, now, &work); /* bounds the sleep below */
 		for (struct sp__ep *ep = c->eps; ep; ep = ep->next)
 			work += ep_service(c, ep, now);
 		work += dp_xcli_poll(c->xcli);
@@ -453,9 +498,16 @@ io_main(void *arg)
 	pthread_mutex_lock(&c->lock);
 	c->io_exited = true; /* later submissions fail at once */
 	pthread_mutex_unlock(&c->lock);
-	(void)take_submissions(c);
+	(void)take_submissions(c, 0);
 	for (struct sp__ep *ep = c->eps; ep; ep = ep->next)
 		ep_fail_pending(ep, -ECONNABORTED);
+	while (c->delayed) {
+		struct sp__call *call = c->delayed;
+
+		c->delayed = call->next;
+		call->err = -ECONNABORTED;
+		call_finish(call);
+	}
 	return NULL;
 }
 
@@ -575,7 +627,20 @@ sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out)
 
 	pc.backend = (enum dp_backend)cfg->backend;
 	pc.ip = cfg->local_ip;
-	pc.base_port = 0;
+	pc.base_port = cfg->local_port;
+	if (!pc.base_port && cfg->backend != SP_BACKEND_UDP) {
+		/*
+		 * af_packet and dpdk have no kernel to hand out a free port: pick
+		 * one from the pid and a per-process counter, in the range below
+		 * Linux's ephemeral ports, so clients of one process (and most
+		 * processes) differ. Pass local_port to be sure.
+		 */
+		static _Atomic unsigned seq;
+		unsigned k = atomic_fetch_add_explicit(&seq, 1,
+						       memory_order_relaxed); /* a counter only */
+
+		pc.base_port = (uint16_t)(20000 + ((unsigned)getpid() * 7 + k) % 12000);
+	}
 	pc.n = 1;
 	pc.iface = cfg->iface;
 	pc.dpdk_args = cfg->dpdk_args;

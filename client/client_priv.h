@@ -36,9 +36,10 @@ struct sp__call {
 	struct sp__call *next; /* I/O thread: submission and pending lists */
 	struct dp_addr dst;
 	uint16_t op;
-	bool long_poll; /* a PULL that may park: the I/O thread may sleep longer */
-	uint8_t resets; /* re-sent after a session RESET (at most twice) */
-	uint8_t *req;	/* owned by the creator; must live until completion */
+	bool long_poll;		/* a PULL that may park: the I/O thread may sleep longer */
+	uint8_t resets;		/* re-sent after a session RESET (at most twice) */
+	uint64_t not_before_ns; /* > now: the I/O thread holds it back until then (backoff) */
+	uint8_t *req;		/* owned by the creator; must live until completion */
 	uint32_t req_len;
 	/* written by the I/O thread before completion */
 	int err;       /* 0: resp holds the response; -errno from the transport */
@@ -72,6 +73,11 @@ struct sp__topic {
 	size_t n_rq;
 	unsigned refs; /* under the cache lock */
 	uint64_t fetched_ns;
+	/*
+	 * The topic has no route yet: this snapshot is TBW102's brokers with
+	 * their default queue count (producers only; refreshed quickly).
+	 */
+	bool provisional;
 };
 
 /* Latency fault tolerance (fault.c), pure logic under the producer's lock. */
@@ -110,6 +116,7 @@ struct sp_client {
 
 	/* I/O thread only */
 	struct sp__ep *eps;
+	struct sp__call *delayed; /* submitted with not_before_ns in the future */
 
 	/* route cache */
 	pthread_mutex_t route_lock;
@@ -120,6 +127,7 @@ struct sp_client {
 	pthread_t route_thread;
 	bool route_stop;
 	bool route_refresh_now;
+	uint64_t route_fast_until_ns; /* refresh every 100 ms until then */
 
 	/* callback executor */
 	pthread_mutex_t exec_lock;
@@ -159,9 +167,29 @@ MUST_CHECK int sp__exec_post(struct sp_client *c, void (*fn)(void *arg), void *a
 
 /* ---- topic.c ---- */
 
-/* Return: 0 with a referenced snapshot; fetches on first use. */
+/*
+ * Return: 0 with a referenced snapshot of @topic's own route (fetched on
+ * first use, or when the cached one is provisional); -ENOENT no route.
+ */
 MUST_CHECK int sp__topic_get(struct sp_client *c, const char *topic, struct sp__topic **out);
+/*
+ * As sp__topic_get(), for producers: a topic with no route yet gets a
+ * provisional snapshot built from TBW102's route (RocketMQ's auto-creation
+ * key topic) so that its first SEND makes a broker create it.
+ */
+MUST_CHECK int sp__topic_get_pub(struct sp_client *c, const char *topic, struct sp__topic **out);
 void sp__topic_put(struct sp_client *c, struct sp__topic *t);
+/*
+ * Fetches @topic's route now and caches it. Context: blocks up to
+ * route_timeout_ms per NameServer. Return: 0 or the fetch's error.
+ */
+MUST_CHECK int sp__topic_refresh_now(struct sp_client *c, const char *topic);
+/*
+ * Has the route thread refetch every topic now and every 100 ms for @ms:
+ * a broker's re-registration (write protection) reaches the NameServer a
+ * little after the broker's first answer that shows it.
+ */
+void sp__topic_refresh_fast(struct sp_client *c, uint32_t ms);
 /* Asks the route thread to refetch @topic soon (after a REDIRECT). */
 void sp__topic_refresh_soon(struct sp_client *c, const char *topic);
 /* Return: the dataplane address of queue @q of @t. */
@@ -171,6 +199,13 @@ const struct sp__tq *sp__topic_find(const struct sp__topic *t, const char *broke
 				    bool readable);
 /* Builds the queue lists of a parsed route (exposed for unit tests). */
 MUST_CHECK int sp__topic_build(const char *name, struct sp_route *r, struct sp__topic **out);
+/*
+ * Builds a provisional snapshot of @name from @tbw, TBW102's route: the
+ * write queues of each writable broker, queue q on core q % dp_cores, no
+ * read queues. Return: 0, -ENOENT no writable broker, -ENOMEM.
+ */
+MUST_CHECK int sp__topic_build_default(const char *name, struct sp_route *tbw,
+				       struct sp__topic **out);
 void sp__topic_free(struct sp__topic *t);
 /*
  * Puts @t in the cache (taking it over; @replace: over an older snapshot).

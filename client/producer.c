@@ -11,7 +11,13 @@
  * most MAX_REDIRECTS are followed); a refusal that did not store the
  * message or a transport failure -> the fault table learns about the
  * broker and, while tries and time are left, the request goes to another
- * queue, preferring another broker. A sync send runs the steps on the
+ * queue, preferring another broker. SYSTEM_BUSY is back-pressure, not a
+ * failure: a topic being auto-created, a full table, a segment being
+ * rotated. The same request goes to the same queue again after a pause
+ * (BUSY_DELAY_MIN_MS doubling up to BUSY_DELAY_MAX_MS, held on the I/O
+ * thread's delayed list), within send_timeout_ms and without using a retry
+ * or marking the broker faulty. NO_PERMISSION (a write-protected broker)
+ * also asks for a route refresh, which drops the broker's write queues. A sync send runs the steps on the
  * caller's thread; an async send runs them on the client's callback thread
  * (the I/O thread only posts the completion there).
  */
@@ -27,6 +33,9 @@
 #include "wire/record.h"
 
 #define MAX_REDIRECTS 3
+#define BUSY_DELAY_MIN_MS 1
+#define BUSY_DELAY_MAX_MS 50
+#define NO_PERM_FAST_REFRESH_MS 3000
 #define SEND_QUEUE_ID_OFF 8 /* docs/protocol.md §5.2 */
 
 struct sp_producer {
@@ -50,6 +59,7 @@ struct psend {
 	char broker[SP_BROKER_MAX + 1]; /* target of the current try */
 	char store_addr[64];		/* its remoting address, for the offset msgId */
 	unsigned redirects;
+	unsigned busy; /* SYSTEM_BUSY answers so far (the backoff) */
 	uint64_t deadline_ns;
 	int err;
 	struct sp_send_result res;
@@ -265,7 +275,7 @@ target(struct psend *s)
 	const struct sp_route_broker *b;
 	int err;
 
-	err = sp__topic_get(s->p->c, s->topic, &t);
+	err = sp__topic_get_pub(s->p->c, s->topic, &t);
 	if (err)
 		return err;
 	q = pick(s, t);
@@ -281,6 +291,61 @@ target(struct psend *s)
 	s->call->dst = sp__tq_addr(t, q);
 	sp__topic_put(s->p->c, t);
 	return 0;
+}
+
+/* Return: whether the cached route has a write queue on another broker than the last try's. */
+static bool
+other_broker(struct psend *s)
+{
+	struct sp__topic *t;
+	bool found = false;
+
+	if (sp__topic_get_pub(s->p->c, s->topic, &t) != 0)
+		return false;
+	for (size_t i = 0; i < t->n_wq && !found; i++)
+		found = strcmp(t->route->brokers[t->wq[i].broker].name, s->broker) != 0;
+	sp__topic_put(s->p->c, t);
+	return found;
+}
+
+/*
+ * A write-protected broker re-registered without its write bit. When our
+ * route knows no other broker, fetch the new one before the retry picks a
+ * queue (it may name brokers we have not seen); else refresh in the background.
+ */
+static void
+refresh_after_no_perm(struct psend *s)
+{
+	int err;
+
+	/* the broker's new registration may not have reached the NameServer yet */
+	sp__topic_refresh_fast(s->p->c, NO_PERM_FAST_REFRESH_MS);
+	if (other_broker(s))
+		return;
+	err = sp__topic_refresh_now(s->p->c, s->topic);
+	if (err)
+		sp__log(s->p->c, SP_LOG_DEBUG, "route refresh of %s: %s", s->topic,
+			sp_strerror(err));
+}
+
+/*
+ * After a SYSTEM_BUSY answer: the same request to the same core after a
+ * pause. Return: true when it was set up (time is left).
+ */
+static bool
+busy_again(struct psend *s, uint64_t now)
+{
+	uint64_t delay = (uint64_t)BUSY_DELAY_MIN_MS << SP_MIN(s->busy, 6u);
+
+	delay = SP_MIN(delay, (uint64_t)BUSY_DELAY_MAX_MS) * 1000000ull;
+	if (now + delay >= s->deadline_ns)
+		return false;
+	s->busy++;
+	sp__call_reset(s->call);
+	s->call->not_before_ns = now + delay;
+	/* an auto-created topic gets registered: pick its real route up soon */
+	sp__topic_refresh_soon(s->p->c, s->topic);
+	return true;
 }
 
 static bool
@@ -384,6 +449,14 @@ send_step(struct psend *s)
 			return 0;
 		}
 		err = SP_ERR_STATUS(r.head.status);
+		if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY && busy_again(s, now))
+			return 1;
+		if (r.head.status == WIRE_DP_ST_NO_PERMISSION)
+			refresh_after_no_perm(s);
+		if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY) {
+			s->err = err; /* out of time */
+			return 0;
+		}
 		failed = status_is_retriable(r.head.status);
 	} else {
 		failed = err_is_retriable(err);
@@ -438,7 +511,7 @@ choose_fixed(struct psend *s, const struct sp_msg *m)
 
 	if (!p->cfg.selector)
 		return 0;
-	err = sp__topic_get(p->c, s->topic, &t);
+	err = sp__topic_get_pub(p->c, s->topic, &t);
 	if (err)
 		return err;
 	if (!t->n_wq) {
@@ -550,20 +623,27 @@ sp_producer_send_async(struct sp_producer *p, const struct sp_msg *msg, sp_send_
 
 /*
  * Context: the I/O thread. No retries (RocketMQ's sendOneway has none), but a
- * REDIRECT is not a failure: the request goes to the named core.
+ * REDIRECT is not a failure: the request goes to the named core; nor is
+ * SYSTEM_BUSY, which stored nothing: the request is sent again after a pause,
+ * within send_timeout_ms.
  */
 static void
 oneway_done(struct sp__call *call)
 {
 	struct psend *s = call->arg;
 	struct wire_dp_resp_head h;
+	bool ok = !call->err && wire_dp_resp_head_decode(call->resp, call->resp_len, &h) == 0;
 
-	if (!call->err && wire_dp_resp_head_decode(call->resp, call->resp_len, &h) == 0 &&
-	    h.status == WIRE_DP_ST_REDIRECT && s->redirects < MAX_REDIRECTS) {
+	if (ok && h.status == WIRE_DP_ST_REDIRECT && s->redirects < MAX_REDIRECTS) {
 		s->redirects++;
 		call->dst.port = h.redirect_port;
 		sp__call_reset(call);
 		sp__topic_refresh_soon(s->p->c, s->topic);
+		sp__call_submit(s->p->c, call);
+		return;
+	}
+	/* BUSY stored nothing (an auto-created topic's first messages): send again later */
+	if (ok && h.status == WIRE_DP_ST_SYSTEM_BUSY && busy_again(s, clk_mono_ns())) {
 		sp__call_submit(s->p->c, call);
 		return;
 	}
@@ -596,44 +676,26 @@ sp_producer_send_oneway(struct sp_producer *p, const struct sp_msg *msg)
 
 /* ---- batch ---- */
 
-int
-sp_producer_send_batch(struct sp_producer *p, const struct sp_msg *msgs, size_t n,
-		       struct sp_send_result *res, char (*msg_ids)[SP_MSGID_LEN + 1])
+/* Encodes items [@from, @n) of @msgs, with UNIQ_KEYs @ids, as @s's SEND_BATCH. */
+static int
+batch_encode(struct psend *s, const struct sp_msg *msgs, size_t from, size_t n,
+	     char (*ids)[SP_MSGID_LEN + 1])
 {
-	char *props = NULL;
-	size_t *plen = NULL;
+	char *props = malloc(SP__PROPS_MAX);
 	uint8_t *body = NULL;
 	size_t body_cap = 0;
 	size_t body_len = 0;
-	struct psend *s;
-	int err;
+	size_t l;
+	int err = -ENOMEM;
 
-	if (!p || !msgs || !n)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		err = sp__msg_check(&msgs[i]);
-		if (err)
-			return err;
-		if (strcmp(msgs[i].topic, msgs[0].topic) != 0)
-			return -EINVAL;
-	}
-	s = psend_new(p, msgs[0].topic);
-	if (!s)
+	if (!props)
 		return -ENOMEM;
-	plen = calloc(n, sizeof(*plen));
-	props = malloc(SP__PROPS_MAX);
-	err = -ENOMEM;
-	if (!plen || !props)
-		goto out;
 	/* pass 1: sizes */
-	for (size_t i = 0; i < n; i++) {
-		char id[SP_MSGID_LEN + 1];
-
-		sp__msgid_new(id);
-		err = sp__msg_props(&msgs[i], id, props, SP__PROPS_MAX, &plen[i]);
+	for (size_t i = from; i < n; i++) {
+		err = sp__msg_props(&msgs[i], ids[i], props, SP__PROPS_MAX, &l);
 		if (err)
 			goto out;
-		body_cap += WIRE_BATCH_ITEM_FIXED + msgs[i].body_len + plen[i];
+		body_cap += WIRE_BATCH_ITEM_FIXED + msgs[i].body_len + l;
 	}
 	err = -EMSGSIZE;
 	if (body_cap > WIRE_DP_MSG_MAX_DEFAULT)
@@ -643,17 +705,10 @@ sp_producer_send_batch(struct sp_producer *p, const struct sp_msg *msgs, size_t 
 	if (!body)
 		goto out;
 	/* pass 2: the batch body, each item with its own UNIQ_KEY */
-	for (size_t i = 0; i < n; i++) {
-		char id[SP_MSGID_LEN + 1];
-		size_t l;
+	for (size_t i = from; i < n; i++) {
 		struct wire_batch_item it;
 
-		sp__msgid_new(id);
-		if (i == 0)
-			memcpy(s->res.msg_id, id, sizeof(id));
-		if (msg_ids)
-			memcpy(msg_ids[i], id, sizeof(id));
-		err = sp__msg_props(&msgs[i], id, props, SP__PROPS_MAX, &l);
+		err = sp__msg_props(&msgs[i], ids[i], props, SP__PROPS_MAX, &l);
 		if (err)
 			goto out;
 		it = (struct wire_batch_item){
@@ -667,21 +722,89 @@ sp_producer_send_batch(struct sp_producer *p, const struct sp_msg *msgs, size_t 
 		if (err)
 			goto out;
 	}
+	free(s->call->req);
+	s->call->req = NULL;
 	err = encode(s, WIRE_DP_OP_SEND_BATCH, s->topic, NULL, 0, body, body_len, 0);
-	if (err)
-		goto out;
-	err = choose_fixed(s, &msgs[0]);
-	if (err)
-		goto out;
-	free(body);
-	free(props);
-	free(plen);
-	return run_sync(s, res);
-
 out:
 	free(body);
 	free(props);
-	free(plen);
-	psend_free(s);
+	return err;
+}
+
+/*
+ * A broker whose CommitLog segment fills up mid-batch stores the items
+ * before that point and answers with their count (docs/broker.md): the rest
+ * is sent again as a new batch to the same queue, so the batch still lands
+ * whole and in order.
+ */
+int
+sp_producer_send_batch(struct sp_producer *p, const struct sp_msg *msgs, size_t n,
+		       struct sp_send_result *res, char (*msg_ids)[SP_MSGID_LEN + 1])
+{
+	char(*ids)[SP_MSGID_LEN + 1];
+	struct sp_send_result first = {0};
+	size_t done = 0;
+	int err = 0;
+
+	if (!p || !msgs || !n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		err = sp__msg_check(&msgs[i]);
+		if (err)
+			return err;
+		if (strcmp(msgs[i].topic, msgs[0].topic) != 0)
+			return -EINVAL;
+	}
+	ids = malloc(n * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		sp__msgid_new(ids[i]);
+	if (msg_ids)
+		memcpy(msg_ids, ids, n * sizeof(*ids));
+	while (done < n) {
+		struct sp_send_result r;
+		struct psend *s = psend_new(p, msgs[0].topic);
+
+		if (!s) {
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(s->res.msg_id, ids[done], sizeof(ids[done]));
+		err = batch_encode(s, msgs, done, n, ids);
+		if (!err && done == 0) {
+			err = choose_fixed(s, &msgs[0]);
+		} else if (!err) {
+			s->fixed = true; /* the rest goes where the first part went */
+			s->fixed_qid = first.queue_id;
+			snprintf(s->fixed_broker, sizeof(s->fixed_broker), "%s", first.broker);
+		}
+		if (err) {
+			psend_free(s);
+			break;
+		}
+		err = run_sync(s, &r);
+		if (done == 0) {
+			first = r;
+			first.count = 0;
+		} else {
+			first.tries += r.tries;
+			first.ts = r.ts;
+			first.t_done_ns = r.t_done_ns;
+			if (r.status && !first.status)
+				first.status = r.status;
+		}
+		if (err)
+			break;
+		if (r.count == 0 || r.count > n - done) {
+			err = -EPROTO; /* the broker must store at least one item, at most all */
+			break;
+		}
+		first.count += r.count;
+		done += r.count;
+	}
+	free(ids);
+	if (res)
+		*res = first; /* on an error, count says how many were stored */
 	return err;
 }

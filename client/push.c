@@ -12,7 +12,20 @@
  * unless the queue's backlog (pulled, not yet consumed) is over
  * max_backlog, then runs the callback on each message. A message the
  * callback fails is sent back (SEND_BACK: %RETRY%<group>, maxReconsumeTimes
- * from the config) and counts as consumed.
+ * from the config) and counts as consumed once the broker took it; while
+ * the broker answers SYSTEM_BUSY (it is creating the retry topic) the send
+ * back is tried again after a pause, and when it keeps failing the message
+ * is consumed again here after CONSUME_LATER_MS, as RocketMQ's
+ * submitConsumeRequestLater does: a failed message is never dropped.
+ *
+ * Retry topic: like RocketMQ's, the consumer also subscribes to
+ * %RETRY%<group> (tag expression "*": the messages were filtered before they
+ * failed). That topic exists only after the group's first SEND_BACK, so the
+ * control thread looks its route up every RETRY_ROUTE_NS (at once after a
+ * send back) until it appears, then adds its share of the retry queues
+ * (same member_index/member_count allocation), from the first offset when
+ * the group has none committed. A message from it is handed to the callback
+ * with its original topic, from the RETRY_TOPIC property.
  *
  * Offsets: a queue's consumed offset is the offset after the last message
  * consumed; the PULL carries it (COMMIT_OFFSET) and the control thread
@@ -36,13 +49,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client_priv.h"
 #include "common/clock.h"
 #include "sprocket/consumer.h"
 
 #define RETRY_NS (1000ull * 1000000ull)
+#define RETRY_ROUTE_NS (1000ull * 1000000ull)
+#define RETRY_QUEUES_MAX 16
 #define SEND_BACK_TRIES 3
+#define SEND_BACK_BUSY_MS 5000 /* how long SYSTEM_BUSY answers are waited out */
+#define CONSUME_LATER_MS 1000
+#define RETRY_PREFIX "%RETRY%"
 
 struct sp_push;
 
@@ -53,6 +72,7 @@ struct pq {
 	bool have_offset; /* the start offset is known */
 	bool pulling;	  /* a PULL is in flight or queued for the consume thread */
 	bool paused;	  /* backlog full: the consume thread pulls when it drains */
+	bool retry;	  /* a queue of %RETRY%<group> (immutable once added) */
 	int64_t next_pull;
 	int64_t consumed; /* everything before it is consumed */
 	int64_t committed;
@@ -86,8 +106,12 @@ struct sp_push {
 	pthread_cond_t ctl_cond;
 	bool stopping;
 	unsigned refs; /* owner + PULLs in flight */
-	struct pq *qs;
-	size_t n_q;
+	struct pq *qs; /* room for cap_q: retry queues are added later, qs never moves */
+	size_t n_q;    /* written by the control thread under lock */
+	size_t cap_q;
+	char retry_topic[SP_TOPIC_MAX + 1]; /* "" when none (name too long) */
+	bool retry_added;		    /* control thread only */
+	uint64_t retry_check_ns;	    /* next route lookup of retry_topic */
 	struct worker *w;
 	unsigned n_w;
 	pthread_t ctl;
@@ -128,7 +152,7 @@ issue_pull(struct pq *q)
 	struct sp_push *p = q->p;
 	struct sp_pull_req req = {
 		.max_msgs = p->cfg.pull_batch,
-		.expr = p->expr,
+		.expr = q->retry ? "*" : p->expr,
 		.suspend_ms = p->cfg.suspend_ms,
 		.group = p->group,
 	};
@@ -198,23 +222,86 @@ pull_done(struct sp__call *call)
 
 /* ---- consuming ---- */
 
-static void
+/* Sleeps @ms unless the consumer stops. Return: false when it is stopping. */
+static bool
+pause_ms(struct sp_push *p, unsigned ms)
+{
+	for (unsigned t = 0;; t += 10) {
+		bool stop;
+
+		pthread_mutex_lock(&p->lock);
+		stop = p->stopping;
+		pthread_mutex_unlock(&p->lock);
+		if (stop)
+			return false;
+		if (t >= ms)
+			return true;
+		usleep(10000);
+	}
+}
+
+/* SEND_BACK of @m. Return: true once the broker took it. */
+static bool
+send_back(struct pq *q, const struct sp_msg_ext *m)
+{
+	struct sp_push *p = q->p;
+	unsigned busy_ms = 0;
+	unsigned delay = 1;
+	int err = 0;
+
+	for (int tries = 0; tries < SEND_BACK_TRIES;) {
+		err = sp_send_back(p->c, p->group, m, q->mq.broker, 0, p->cfg.max_reconsume);
+		if (!err) {
+			pthread_mutex_lock(&p->lock);
+			p->retry_check_ns = 0; /* the retry topic exists now */
+			pthread_cond_signal(&p->ctl_cond);
+			pthread_mutex_unlock(&p->lock);
+			return true;
+		}
+		if (err == SP_ERR_STATUS(WIRE_DP_ST_SYSTEM_BUSY) && busy_ms < SEND_BACK_BUSY_MS) {
+			/* the broker is creating %RETRY%<group>, or a table is full */
+			busy_ms += delay;
+		} else {
+			tries++;
+			delay = 100;
+		}
+		if (!pause_ms(p, delay))
+			break;
+		delay = SP_MIN(delay * 2, 100u);
+	}
+	sp__log(p->c, SP_LOG_WARN, "send back of %s (queue %d offset %lld) failed: %s", m->msg_id,
+		(int)q->mq.queue_id, (long long)m->queue_offset, sp_strerror(err));
+	return false;
+}
+
+/* Return: true when @m is consumed (or sent back); false: the consumer is stopping. */
+static bool
 consume_one(struct pq *q, const struct sp_msg_ext *m)
 {
 	struct sp_push *p = q->p;
-	enum sp_consume_status st = p->cfg.fn(p->cfg.arg, &q->mq, m);
-	int err = 0;
+	char topic[SP_TOPIC_MAX + 1];
+	struct sp_msg_ext view;
+	const struct sp_msg_ext *cm = m;
+	const char *v;
+	size_t vl;
 
-	if (st == SP_CONSUME_SUCCESS)
-		return;
-	for (int i = 0; i < SEND_BACK_TRIES; i++) {
-		err = sp_send_back(p->c, p->group, m, q->mq.broker, 0, p->cfg.max_reconsume);
-		if (!err)
-			return;
+	if (q->retry && sp_msg_prop(m, "RETRY_TOPIC", &v, &vl) && vl > 0 && vl <= SP_TOPIC_MAX) {
+		/* the callback sees the topic it subscribed to (RocketMQ's resetRetryTopic) */
+		memcpy(topic, v, vl);
+		topic[vl] = '\0';
+		view = *m;
+		view.topic = topic;
+		cm = &view;
 	}
-	/* RocketMQ would consume it again locally; this consumer logs and moves on */
-	sp__log(p->c, SP_LOG_ERR, "send back of %s (queue %d offset %lld) failed: %s", m->msg_id,
-		(int)q->mq.queue_id, (long long)m->queue_offset, sp_strerror(err));
+	for (;;) {
+		if (p->cfg.fn(p->cfg.arg, &q->mq, cm) == SP_CONSUME_SUCCESS)
+			return true;
+		if (send_back(q, m))
+			return true;
+		/* consume it again here later rather than lose it */
+		if (!pause_ms(p, CONSUME_LATER_MS))
+			return false;
+	}
 }
 
 static void
@@ -227,7 +314,7 @@ handle(struct worker *w, struct item *it)
 	int err = it->call->err;
 
 	if (!err)
-		err = sp__pull_parse(it->call, p->expr, &res);
+		err = sp__pull_parse(it->call, q->retry ? "*" : p->expr, &res);
 	if (err == SP_ERR_STATUS(WIRE_DP_ST_REDIRECT)) {
 		struct wire_dp_resp_head h;
 
@@ -279,9 +366,8 @@ handle(struct worker *w, struct item *it)
 		pthread_mutex_lock(&p->lock);
 		stop = p->stopping;
 		pthread_mutex_unlock(&p->lock);
-		if (stop)
+		if (stop || !consume_one(q, &res.msgs[i]))
 			break; /* not consumed: redelivered after the committed offset */
-		consume_one(q, &res.msgs[i]);
 		pthread_mutex_lock(&p->lock);
 		q->consumed = res.msgs[i].queue_offset + 1;
 		q->backlog--;
@@ -345,7 +431,7 @@ start_offset(struct sp_push *p, struct pq *q)
 	int err = sp_query_offset(p->c, p->group, &q->mq, &off);
 
 	if (err == SP_ERR_STATUS(WIRE_DP_ST_QUERY_NOT_FOUND)) {
-		switch (p->cfg.from) {
+		switch (q->retry ? SP_FROM_FIRST : p->cfg.from) {
 		case SP_FROM_FIRST:
 			err = sp_min_offset(p->c, &q->mq, &off);
 			break;
@@ -396,6 +482,59 @@ commit_all(struct sp_push *p)
 	}
 }
 
+/*
+ * Adds this member's share of %RETRY%<group>'s queues once the topic exists.
+ * Context: the control thread.
+ */
+static void
+subscribe_retry(struct sp_push *p, uint64_t now)
+{
+	struct sp_mq *mqs;
+	size_t n;
+	size_t first;
+	size_t len;
+	size_t base = p->n_q;
+
+	if (p->retry_added || !p->retry_topic[0])
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (now < p->retry_check_ns) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	p->retry_check_ns = now + RETRY_ROUTE_NS;
+	pthread_mutex_unlock(&p->lock);
+	if (sp_topic_queues(p->c, p->retry_topic, true, &mqs, &n) != 0)
+		return; /* no SEND_BACK yet: no retry topic */
+	if (n == 0) {
+		free(mqs);
+		return;
+	}
+	sp__mq_allocate(n, p->cfg.member_index, p->cfg.member_count, &first, &len);
+	len = SP_MIN(len, p->cap_q - base);
+	for (size_t i = 0; i < len; i++) {
+		struct pq *q = &p->qs[base + i];
+
+		memset(q, 0, sizeof(*q));
+		q->p = p;
+		q->mq = mqs[first + i];
+		q->worker = (unsigned)((base + i) % p->n_w);
+		q->retry = true;
+		if (start_offset(p, q) != 0)
+			q->retry_at_ns = now + RETRY_NS;
+	}
+	free(mqs);
+	pthread_mutex_lock(&p->lock);
+	p->n_q = base + len;
+	pthread_mutex_unlock(&p->lock);
+	p->retry_added = true;
+	sp__log(p->c, SP_LOG_INFO, "group %s: consuming %zu queue(s) of %s", p->group, len,
+		p->retry_topic);
+	for (size_t i = 0; i < len; i++)
+		if (p->qs[base + i].have_offset)
+			issue_pull(&p->qs[base + i]);
+}
+
 static void *
 ctl_main(void *arg)
 {
@@ -408,6 +547,7 @@ ctl_main(void *arg)
 		struct timespec ts;
 
 		pthread_mutex_unlock(&p->lock);
+		subscribe_retry(p, now);
 		for (size_t i = 0; i < p->n_q; i++) {
 			struct pq *q = &p->qs[i];
 			bool need_off;
@@ -523,7 +663,11 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	if (err)
 		goto err_free;
 	sp__mq_allocate(n, p->cfg.member_index, p->cfg.member_count, &first, &len);
-	p->qs = calloc(len ? len : 1, sizeof(*p->qs));
+	p->cap_q = len + RETRY_QUEUES_MAX;
+	p->qs = calloc(p->cap_q, sizeof(*p->qs));
+	if (strncmp(p->topic, RETRY_PREFIX, strlen(RETRY_PREFIX)) != 0 &&
+	    strlen(RETRY_PREFIX) + strlen(p->group) <= SP_TOPIC_MAX)
+		snprintf(p->retry_topic, sizeof(p->retry_topic), "%s%s", RETRY_PREFIX, p->group);
 	p->n_w = p->cfg.threads;
 	p->w = calloc(p->n_w, sizeof(*p->w));
 	err = -ENOMEM;
@@ -605,13 +749,17 @@ sp_push_stop(struct sp_push *p)
 int
 sp_push_queues(struct sp_push *p, struct sp_mq **out, size_t *n)
 {
-	struct sp_mq *m = calloc(p->n_q ? p->n_q : 1, sizeof(*m));
+	struct sp_mq *m = calloc(p->cap_q, sizeof(*m));
+	size_t cnt;
 
 	if (!m)
 		return -ENOMEM;
-	for (size_t i = 0; i < p->n_q; i++)
+	pthread_mutex_lock(&p->lock);
+	cnt = p->n_q;
+	for (size_t i = 0; i < cnt; i++)
 		m[i] = p->qs[i].mq;
+	pthread_mutex_unlock(&p->lock);
 	*out = m;
-	*n = p->n_q;
+	*n = cnt;
 	return 0;
 }

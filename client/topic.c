@@ -10,6 +10,16 @@
  * owning core); queues of a broker that sent no dataplane endpoint are
  * left out, since this client cannot reach them.
  *
+ * A topic nobody created yet has no route (TOPIC_NOT_EXIST). Like
+ * RocketMQ's producer, sp__topic_get_pub() then borrows the route of
+ * TBW102, the topic every broker with autoCreateTopicEnable registers: its
+ * writable brokers, each with its default queue count. The first SEND makes
+ * the broker create the topic (SYSTEM_BUSY until its control thread has
+ * published it; the producer backs off and resends), the broker registers
+ * it, and the route thread, which refreshes provisional snapshots every
+ * PROVISIONAL_REFRESH_MS, swaps in the real route. Consumers never see a
+ * provisional snapshot: sp__topic_get() fetches the real route instead.
+ *
  * Ownership: snapshots are immutable and refcounted under route_lock; the
  * cache holds one reference to the newest snapshot of each topic, callers
  * take their own with sp__topic_get() and drop it with sp__topic_put(). The
@@ -23,6 +33,16 @@
 #include "client_priv.h"
 #include "common/clock.h"
 
+#define TBW102 "TBW102" /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
+#define PROVISIONAL_REFRESH_MS 100
+/*
+ * After a provisional topic got its route, other brokers may still be
+ * creating it (each creates it on its first SEND): keep refreshing quickly
+ * this long, so their queues are picked up in time.
+ */
+#define AFTER_CREATE_FAST_MS 3000
+#define REFRESH_MIN_GAP_MS 20 /* forced refreshes (after REDIRECT, BUSY) are coalesced */
+
 static const char *
 tq_broker_name(const struct sp_route *r, const struct sp__tq *q)
 {
@@ -30,6 +50,7 @@ tq_broker_name(const struct sp_route *r, const struct sp__tq *q)
 }
 
 static const struct sp_route *sort_route; /* qsort has no context argument */
+static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int
 tq_cmp(const void *a, const void *b)
@@ -57,7 +78,6 @@ sp__topic_free(struct sp__topic *t)
 int
 sp__topic_build(const char *name, struct sp_route *r, struct sp__topic **out)
 {
-	static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
 	struct sp__topic *t;
 	size_t nw = 0;
 	size_t nr = 0;
@@ -114,6 +134,61 @@ sp__topic_build(const char *name, struct sp_route *r, struct sp__topic **out)
 	sort_route = NULL;
 	pthread_mutex_unlock(&sort_lock);
 	t->fetched_ns = clk_mono_ns();
+	*out = t;
+	return 0;
+}
+
+int
+sp__topic_build_default(const char *name, struct sp_route *tbw, struct sp__topic **out)
+{
+	struct sp__topic *t;
+	size_t nw = 0;
+
+	if (strlen(name) > SP_TOPIC_MAX)
+		return -EINVAL;
+	for (uint32_t i = 0; i < tbw->n_queues; i++) {
+		const struct sp_route_queue *q = &tbw->queues[i];
+
+		if (q->broker < tbw->n_brokers && tbw->brokers[q->broker].has_dp &&
+		    tbw->brokers[q->broker].dp_cores && (q->perm & 2))
+			nw += q->write_queues;
+	}
+	if (!nw)
+		return -ENOENT;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->wq = calloc(nw, sizeof(*t->wq));
+	t->rq = calloc(1, sizeof(*t->rq));
+	if (!t->wq || !t->rq) {
+		free(t->wq);
+		free(t->rq);
+		free(t);
+		return -ENOMEM;
+	}
+	strcpy(t->name, name);
+	t->route = tbw;
+	for (uint32_t i = 0; i < tbw->n_queues; i++) {
+		const struct sp_route_queue *q = &tbw->queues[i];
+		const struct sp_route_broker *b = &tbw->brokers[q->broker];
+
+		if (q->broker >= tbw->n_brokers || !b->has_dp || !b->dp_cores || !(q->perm & 2))
+			continue;
+		/* the broker will create it with its own map: queue q on core q % cores */
+		for (uint32_t k = 0; k < q->write_queues; k++)
+			t->wq[t->n_wq++] = (struct sp__tq){
+				.broker = q->broker,
+				.queue_id = (int32_t)k,
+				.core = (uint16_t)(k % b->dp_cores),
+			};
+	}
+	pthread_mutex_lock(&sort_lock);
+	sort_route = tbw;
+	qsort(t->wq, t->n_wq, sizeof(*t->wq), tq_cmp);
+	sort_route = NULL;
+	pthread_mutex_unlock(&sort_lock);
+	t->fetched_ns = clk_mono_ns();
+	t->provisional = true;
 	*out = t;
 	return 0;
 }
@@ -224,34 +299,120 @@ fetch(struct sp_client *c, const char *topic, struct sp__topic **out)
 	return err;
 }
 
-int
-sp__topic_get(struct sp_client *c, const char *topic, struct sp__topic **out)
+/* Retry and DLQ topics are made by SEND_BACK, never by a producer's first SEND. */
+static bool
+may_auto_create(const char *topic)
+{
+	return strncmp(topic, "%RETRY%", 7) != 0 && strncmp(topic, "%DLQ%", 5) != 0 &&
+	       strcmp(topic, TBW102) != 0;
+}
+
+/* A provisional snapshot of @topic from TBW102's route. Return: 0 or -ENOENT, route errors. */
+static int
+fetch_default(struct sp_client *c, const char *topic, struct sp__topic **out)
+{
+	struct sp_route *r;
+	int err;
+
+	if (!may_auto_create(topic))
+		return -ENOENT;
+	err = sp_route_fetch(c->namesrv, TBW102, c->cfg.route_timeout_ms, &r);
+	if (err)
+		return err;
+	err = sp__topic_build_default(topic, r, out);
+	if (err)
+		sp_route_free(r);
+	return err;
+}
+
+/* Return: 0 with @topic's cached snapshot, referenced, unless it is missing or provisional and !@pub. */
+static bool
+cache_get(struct sp_client *c, const char *topic, bool pub, struct sp__topic **out)
 {
 	struct sp__topic **slot;
+	bool hit = false;
+
+	pthread_mutex_lock(&c->route_lock);
+	slot = cache_slot(c, topic);
+	if (slot && (pub || !(*slot)->provisional)) {
+		(*slot)->refs++;
+		*out = *slot;
+		hit = true;
+	}
+	pthread_mutex_unlock(&c->route_lock);
+	return hit;
+}
+
+static int
+topic_get(struct sp_client *c, const char *topic, bool pub, struct sp__topic **out)
+{
 	struct sp__topic *t;
+	bool replace = false;
 	int err;
 
 	if (!topic || !topic[0] || strlen(topic) > SP_TOPIC_MAX)
 		return -EINVAL;
-	pthread_mutex_lock(&c->route_lock);
-	slot = cache_slot(c, topic);
-	if (slot) {
-		(*slot)->refs++;
-		*out = *slot;
-		pthread_mutex_unlock(&c->route_lock);
+	if (cache_get(c, topic, pub, out))
 		return 0;
-	}
-	pthread_mutex_unlock(&c->route_lock);
 	err = fetch(c, topic, &t);
+	if (!err) {
+		replace = true; /* the real route wins over a provisional one */
+	} else if (err == -ENOENT && pub) {
+		err = fetch_default(c, topic, &t);
+		if (!err)
+			sp__log(c, SP_LOG_INFO, "topic %s has no route yet: sending by %s's", topic,
+				TBW102);
+	}
 	if (err) {
-		sp__log(c, SP_LOG_WARN, "route of topic %s: %s", topic, sp_strerror(err));
+		sp__log(c, err == -ENOENT ? SP_LOG_DEBUG : SP_LOG_WARN, "route of topic %s: %s",
+			topic, sp_strerror(err));
 		return err;
 	}
-	t = sp__topic_install(c, t, false);
+	t = sp__topic_install(c, t, replace);
 	if (!t)
 		return -ENOMEM;
+	if (t->provisional)
+		sp__topic_refresh_soon(c, topic);
 	*out = t;
 	return 0;
+}
+
+int
+sp__topic_get(struct sp_client *c, const char *topic, struct sp__topic **out)
+{
+	return topic_get(c, topic, false, out);
+}
+
+int
+sp__topic_get_pub(struct sp_client *c, const char *topic, struct sp__topic **out)
+{
+	return topic_get(c, topic, true, out);
+}
+
+int
+sp__topic_refresh_now(struct sp_client *c, const char *topic)
+{
+	struct sp__topic *t;
+	int err = fetch(c, topic, &t);
+
+	if (err)
+		return err;
+	t = sp__topic_install(c, t, true);
+	if (!t)
+		return -ENOMEM;
+	sp__topic_put(c, t);
+	return 0;
+}
+
+void
+sp__topic_refresh_fast(struct sp_client *c, uint32_t ms)
+{
+	pthread_mutex_lock(&c->route_lock);
+	c->route_fast_until_ns =
+		SP_MAX(c->route_fast_until_ns, clk_mono_ns() + (uint64_t)ms * 1000000ull);
+	c->route_refresh_now = true;
+	pthread_cond_signal(&c->route_cond);
+	pthread_mutex_unlock(&c->route_lock);
 }
 
 void
@@ -259,40 +420,64 @@ sp__topic_refresh_soon(struct sp_client *c, const char *topic)
 {
 	(void)topic; /* the route thread refreshes every cached topic */
 	pthread_mutex_lock(&c->route_lock);
-	c->route_refresh_now = true;
-	pthread_cond_signal(&c->route_cond);
+	if (!c->route_refresh_now) {
+		c->route_refresh_now = true;
+		pthread_cond_signal(&c->route_cond);
+	}
 	pthread_mutex_unlock(&c->route_lock);
 }
 
-static void
+/* Return: whether a provisional snapshot is left in the cache. */
+static bool
 refresh_all(struct sp_client *c)
 {
 	char(*names)[SP_TOPIC_MAX + 1];
+	bool *prov;
+	bool left = false;
 	size_t n;
 
 	pthread_mutex_lock(&c->route_lock);
 	n = c->n_topics;
 	names = calloc(n ? n : 1, sizeof(*names));
-	for (size_t i = 0; names && i < n; i++)
+	prov = calloc(n ? n : 1, sizeof(*prov));
+	for (size_t i = 0; names && prov && i < n; i++) {
 		strcpy(names[i], c->topics[i]->name);
+		prov[i] = c->topics[i]->provisional;
+	}
 	pthread_mutex_unlock(&c->route_lock);
-	if (!names)
-		return;
+	if (!names || !prov) {
+		free(names);
+		free(prov);
+		return true;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct sp__topic *t;
 		int err = fetch(c, names[i], &t);
 
+		if (err == -ENOENT && prov[i]) {
+			/* not registered yet: keep TBW102's brokers a little longer */
+			left = true;
+			continue;
+		}
 		if (err) {
 			/* keep the old route: a NameServer hiccup must not stop sends */
 			sp__log(c, SP_LOG_WARN, "route refresh of %s: %s", names[i],
 				sp_strerror(err));
 			continue;
 		}
+		if (prov[i]) {
+			sp__log(c, SP_LOG_INFO, "topic %s: route found", names[i]);
+			pthread_mutex_lock(&c->route_lock);
+			c->route_fast_until_ns = clk_mono_ns() + AFTER_CREATE_FAST_MS * 1000000ull;
+			pthread_mutex_unlock(&c->route_lock);
+		}
 		t = sp__topic_install(c, t, true);
 		if (t)
 			sp__topic_put(c, t);
 	}
 	free(names);
+	free(prov);
+	return left;
 }
 
 static void *
@@ -300,24 +485,33 @@ route_main(void *arg)
 {
 	struct sp_client *c = arg;
 	uint64_t last = clk_mono_ns();
+	bool provisional = false;
 
 	pthread_mutex_lock(&c->route_lock);
 	while (!c->route_stop) {
 		uint64_t now = clk_mono_ns();
-		uint64_t period = (uint64_t)c->cfg.route_refresh_ms * 1000000ull;
+		bool fast = provisional || now < c->route_fast_until_ns;
+		uint64_t period =
+			(uint64_t)(fast ? PROVISIONAL_REFRESH_MS : c->cfg.route_refresh_ms) *
+			1000000ull;
+		uint64_t left;
 		struct timespec ts;
 
-		if (c->route_refresh_now || now - last >= period) {
+		if (c->route_refresh_now && now - last >= REFRESH_MIN_GAP_MS * 1000000ull)
+			period = 0;
+		if (now - last >= period) {
 			c->route_refresh_now = false;
 			pthread_mutex_unlock(&c->route_lock);
-			refresh_all(c);
+			provisional = refresh_all(c);
 			last = clk_mono_ns();
 			pthread_mutex_lock(&c->route_lock);
 			continue;
 		}
+		left = period - (now - last);
+		if (c->route_refresh_now)
+			left = SP_MIN(left, REFRESH_MIN_GAP_MS * 1000000ull - (now - last));
 		clock_gettime(CLOCK_REALTIME, &ts);
 		{
-			uint64_t left = period - (now - last);
 			uint64_t ns = (uint64_t)ts.tv_nsec + left % 1000000000ull;
 
 			ts.tv_sec += (time_t)(left / 1000000000ull + ns / 1000000000ull);

@@ -303,11 +303,13 @@ nsp_start(const char *bin, const char *dir, const char *const *args, struct ns_p
 
 		if (f != NULL && fseeko(f, start, SEEK_SET) == 0) {
 			while (fgets(line, sizeof(line), f) != NULL) {
-				const char *m = strstr(line, "listening on 127.0.0.1:");
+				/* any bind address (0.0.0.0 in another namespace) */
+				const char *m = strstr(line, "listening on ");
 
+				if (m != NULL)
+					m = strchr(m, ':');
 				if (m != NULL) {
-					p->port = (uint16_t)atoi(m +
-								 strlen("listening on 127.0.0.1:"));
+					p->port = (uint16_t)atoi(m + 1);
 					fclose(f);
 					return 0;
 				}

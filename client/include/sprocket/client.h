@@ -75,11 +75,12 @@ enum sp_backend {
 struct sp_client_cfg {
 	const char *namesrv; /* "host:port;host:port" (required) */
 	enum sp_backend backend;
-	uint32_t local_ip;	     /* IPv4, network order; udp: 0 = any */
-	const char *iface;	     /* af_packet: interface */
-	const char *dpdk_args;	     /* dpdk: EAL arguments */
-	const char *client_id;	     /* RocketMQ clientID "ip@instance"; default "sprocket@<pid>" */
-	uint16_t slots;		     /* transport slots requested per broker core (default 8) */
+	uint32_t local_ip;     /* IPv4, network order; udp: 0 = any */
+	uint16_t local_port;   /* the client's UDP port; 0: udp any, others one picked per client */
+	const char *iface;     /* af_packet: interface */
+	const char *dpdk_args; /* dpdk: EAL arguments */
+	const char *client_id; /* RocketMQ clientID "ip@instance"; default "sprocket@<pid>" */
+	uint16_t slots;	       /* transport slots requested per broker core (default 8) */
 	uint32_t connect_timeout_ms; /* per session CONNECT (default 1000) */
 	uint32_t route_timeout_ms;   /* per NameServer request (default 3000) */
 	uint32_t route_refresh_ms;   /* route refresh period (default 30000) */

@@ -13,6 +13,10 @@
  * config (member_index of member_count) and gets its share of the topic's
  * queues by RocketMQ's AllocateMessageQueueAveragely over the sorted queue
  * list. Every member must be configured with the same member_count.
+ *
+ * Retries: as RocketMQ's, the push consumer also subscribes to
+ * %RETRY%<group>, where the broker puts the messages it sent back, as soon
+ * as that topic exists; a failed message is therefore consumed again.
  */
 #ifndef SPROCKET_CONSUMER_H
 #define SPROCKET_CONSUMER_H
@@ -114,7 +118,9 @@ enum sp_consume_status {
 /*
  * One message to consume. Runs on a consume thread; messages of one queue
  * are delivered one at a time in queue order (each queue is served by one
- * consume thread), different queues in parallel.
+ * consume thread), different queues in parallel. A message that failed
+ * earlier comes back from %RETRY%<group> (@mq is then that queue) with
+ * msg->topic restored to its original topic and msg->reconsume_times > 0.
  */
 typedef enum sp_consume_status (*sp_consume_fn)(void *arg, const struct sp_mq *mq,
 						const struct sp_msg_ext *msg);
@@ -162,7 +168,10 @@ MUST_CHECK int sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg,
  */
 void sp_push_stop(struct sp_push *p);
 
-/* Return: the queues this member consumes (a malloc'd copy in *@out; free() it). */
+/*
+ * Return: the queues this member consumes, its %RETRY%<group> queues
+ * included once that topic exists (a malloc'd copy in *@out; free() it).
+ */
 MUST_CHECK int sp_push_queues(struct sp_push *p, struct sp_mq **out, size_t *n);
 
 #endif /* SPROCKET_CONSUMER_H */

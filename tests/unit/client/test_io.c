@@ -467,19 +467,22 @@ test_retry_after_busy(void)
 {
 	struct sp_client *c;
 	struct sp_producer *p;
-	struct sp_producer_cfg pc = {.retry_times = 2};
+	struct sp_producer_cfg pc = {.retry_times = 2, .send_timeout_ms = 300};
 	struct sp_msg m = {.topic = "T", .body = "x", .body_len = 1};
 	struct sp_send_result res;
 
 	fake_start();
 	c = client_new();
 	T_ASSERT_EQ(sp_producer_create(c, &pc, &p), 0);
-	atomic_store(&F.busy_left, 2);
+	/* SYSTEM_BUSY is back-pressure: sent again after a pause, not a retry */
+	atomic_store(&F.busy_left, 5);
 	T_ASSERT_EQ(sp_producer_send(p, &m, &res), 0);
-	T_ASSERT_EQ(res.tries, 3);
-	atomic_store(&F.busy_left, 3);
+	T_ASSERT_EQ(res.tries, 1);
+	/* until send_timeout_ms runs out */
+	atomic_store(&F.busy_left, 1000000);
 	T_ASSERT_EQ(sp_producer_send(p, &m, &res), SP_ERR_STATUS(WIRE_DP_ST_SYSTEM_BUSY));
-	T_ASSERT_EQ(res.tries, 3);
+	T_ASSERT_EQ(res.tries, 1);
+	atomic_store(&F.busy_left, 0);
 	sp_producer_destroy(p);
 	sp_client_destroy(c);
 	fake_stop();
