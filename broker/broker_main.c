@@ -397,7 +397,8 @@ reg_snapshot(void *arg, struct ctl_breg_topic **out, size_t *n, uint64_t *dv_cou
 	}
 	*out = t;
 	*n = x->nreg;
-	*dv_counter = x->dv_counter + bperm; /* a permission change is a new version */
+	/* a permission change is a new version too (perm < 8: no two states share one) */
+	*dv_counter = x->dv_counter * 8 + bperm;
 	*dv_ts = x->dv_ts;
 	pthread_mutex_unlock(&x->mu);
 	return 0;
