@@ -365,7 +365,8 @@ afp_tx_burst(struct dp_port *p, const struct dp_tx *tx, unsigned n)
 		f = (uint8_t *)h + AFP_TX_OFF;
 		if (t->hdr_len)
 			memcpy(f + DP_UDP_HDRS, t->hdr, t->hdr_len);
-		memcpy(f + DP_UDP_HDRS + t->hdr_len, t->data, t->len);
+		if (t->len) /* a header-only packet may carry data NULL */
+			memcpy(f + DP_UDP_HDRS + t->hdr_len, t->data, t->len);
 		/* Software UDP checksum: offload is not offered to packet sockets. */
 		dp__frame_udp_hdrs(f, p->mac, mac, p->local.ip, t->dst.ip, p->local.port,
 				   t->dst.port, len, a->ip_id++, true);

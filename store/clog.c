@@ -474,6 +474,14 @@ clog_close(struct clog *c)
 		c->graveyard = s->grave_next;
 		clog_seg_free(c, s);
 	}
+	/* write-behind buffers retired but still in their grace period */
+	while (c->buf_graves != NULL) {
+		struct clog_buf_grave *g = c->buf_graves;
+
+		c->buf_graves = g->next;
+		clog_buf_free(c, g->buf);
+		free(g);
+	}
 	free(c->dir);
 	free(c);
 }
