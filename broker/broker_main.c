@@ -98,6 +98,8 @@ static const struct cfg_key bk_keys[] = {
 	{"dpdkArgs", CFG_STRING, NULL, 0, 1024, NULL, "dpdk: EAL arguments"},
 	{"dataplaneCpus", CFG_STRING, NULL, 0, 256, NULL,
 	 "CPUs to pin cores to, comma-separated (empty: core c on CPU c mod online CPUs)"},
+	{"controlCpus", CFG_STRING, NULL, 0, 256, NULL,
+	 "CPUs for every other thread, comma-separated (empty: those the cores do not use)"},
 	{"busyPoll", CFG_BOOL, "false", 0, 0, NULL, "cores never sleep (dedicated hosts)"},
 	{"dataplaneRawEcho", CFG_BOOL, "false", 0, 0, NULL,
 	 "reflect raw \"PRAW\" datagrams so sprocket-bench can measure the port's floor"},
@@ -523,29 +525,45 @@ parse_cpus(const char *s, int *cpus, unsigned n)
  * cores'. A 1 ms service tick that lands on a core's CPU preempts its poll
  * loop and shows in the tail; thread-per-core wants those CPUs to itself.
  */
-static void
-keep_off_cores(const int *cpus, unsigned n)
+static int
+keep_off_cores(const int *cpus, unsigned n, const char *control)
 {
 	cpu_set_t set;
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	int left = 0;
 
 	CPU_ZERO(&set);
-	for (long c = 0; c < online && c < CPU_SETSIZE; c++)
-		CPU_SET((int)c, &set);
-	for (unsigned i = 0; i < n; i++)
-		if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE)
-			CPU_CLR(cpus[i], &set);
-	for (long c = 0; c < online && c < CPU_SETSIZE; c++)
+	if (control != NULL && control[0] != '\0') {
+		/* an explicit list: a 2-CPU benchmark box keeps its client's CPU clean */
+		for (const char *p = control; *p;) {
+			char *end;
+			long v = strtol(p, &end, 10);
+
+			if (end == p || v < 0 || v >= CPU_SETSIZE || (*end && *end != ',')) {
+				log_err(BK_TAG, "controlCpus '%s' is not a list of CPU numbers",
+					control);
+				return -EINVAL;
+			}
+			CPU_SET((int)v, &set);
+			p = *end ? end + 1 : end;
+		}
+	} else {
+		for (long c = 0; c < online && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, &set);
+		for (unsigned i = 0; i < n; i++)
+			if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE)
+				CPU_CLR(cpus[i], &set);
+	}
+	for (long c = 0; c < CPU_SETSIZE; c++)
 		left += CPU_ISSET((int)c, &set) ? 1 : 0;
 	if (left == 0) {
 		log_warn(BK_TAG, "the dataplane cores use every CPU: control and store threads "
 				 "share them (expect a longer tail)");
-		return;
+		return 0;
 	}
 	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		log_warn(BK_TAG, "cannot keep control threads off the dataplane CPUs: %s",
-			 strerror(errno));
+		log_warn(BK_TAG, "cannot place control threads: %s", strerror(errno));
+	return 0;
 }
 
 static int
@@ -809,7 +827,8 @@ main(int argc, char **argv)
 			cfg_get_str(cfg, "dataplaneCpus"), x->bk.ncores);
 		goto out;
 	}
-	keep_off_cores(x->cpus, x->bk.ncores);
+	if (keep_off_cores(x->cpus, x->bk.ncores, cfg_get_str(cfg, "controlCpus")) != 0)
+		goto out;
 
 	/* Signals go to the signalfd: block them before any thread starts. */
 	sigemptyset(&sigs);

@@ -15,8 +15,11 @@
 #   MODE=throughput BENCH_ARGS="--batch=64 --depth=8" scripts/run.sh --backend=dpdk
 #   TOPICS="Q16:16 Q10K:10000" ...      topics created before the broker starts (name:queues)
 #
-# CPU layout on a small machine: the broker's one dataplane core on CPU 1, the
-# benchmark on CPU 0 (CPUS="bench,broker" changes it).
+# CPU layout on a small machine: the broker's one dataplane core alone on CPU 1
+# (as on a production host), the benchmark on CPU 0 with everything else (the
+# broker's store and control threads, the NameServer). CPUS="bench,broker"
+# changes it; BROKER_ARGS=--controlCpus=1 puts the broker's other threads on its
+# core's CPU instead. On 2 vCPUs neither is quiet: see docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,8 +85,8 @@ broker_args=(--dataplaneBackend="$backend" --dataplanePort="$dp_port"
 	--flushDiskType="$FLUSH")
 bench_args=(--backend="$backend" --cores="$bench_cpu")
 # SYNC_FLUSH is judged against one fdatasync on the same disk, in the same run.
-# The benchmark then waits in its port when idle rather than spin: on a small machine the
-# broker's flusher shares its CPU (the broker keeps its own threads off the core's CPU).
+# The benchmark then waits in its port when idle rather than spin (CPUS may put the
+# broker's flusher on the benchmark's CPU).
 if [ "$FLUSH" = SYNC_FLUSH ]; then bench_args+=(--fsync-dir="$work" --no-busy); fi
 case "$backend" in
 udp)
