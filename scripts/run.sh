@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # The main job: install, build, start a NameServer and a broker, run the
-# produce latency benchmark against them next to the raw port floor of the
+# produce-and-consume latency benchmark against them (produce -> SEND_OK, and
+# send -> consumed by long-polling pulls) next to the raw port floor of the
 # same backend, print the percentile table, and stop everything cleanly.
 #
 #   scripts/run.sh                       udp on loopback (the default)
@@ -11,7 +12,7 @@
 #   scripts/run.sh --backend=dpdk        broker and client over DPDK net_memif
 #   scripts/run.sh --backend=all         every backend this machine can run
 #   DURATION=10 SIZE=128 RATE=20000 FLUSH=SYNC_FLUSH scripts/run.sh
-#   MODE=e2e scripts/run.sh              produce -> consume (long polling) as well
+#   MODE=produce scripts/run.sh          produce -> ack only (MODE=e2e, the default, adds consumers)
 #   MODE=throughput BENCH_ARGS="--batch=64 --depth=8" scripts/run.sh --backend=dpdk
 #   TOPICS="Q16:16 Q10K:10000" ...      topics created before the broker starts (name:queues)
 #
@@ -28,7 +29,7 @@ DURATION=${DURATION:-10}
 SIZE=${SIZE:-128}
 RATE=${RATE:-}
 FLUSH=${FLUSH:-ASYNC_FLUSH}
-MODE=${MODE:-produce}
+MODE=${MODE:-e2e}
 BENCH_ARGS=${BENCH_ARGS:-}
 BROKER_ARGS=${BROKER_ARGS:-}
 CPUS=${CPUS:-0,1}
