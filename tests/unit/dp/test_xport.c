@@ -286,8 +286,11 @@ pipe_done(void *arg, int err, const uint8_t *msg, uint32_t len)
 	struct pdone *d = arg;
 	struct pipe_slot *ps = &d->p->slot[d->i];
 
-	if (err != 0 || len != ps->len + 40 || memcmp(msg + 40, ps->msg, ps->len) != 0)
+	if (err != 0 || len != ps->len + 40 || memcmp(msg + 40, ps->msg, ps->len) != 0) {
+		fprintf(stderr, "request %llu (%u bytes) failed: err %d, answer %u bytes\n",
+			(unsigned long long)ps->id, ps->len, err, err ? 0 : len);
 		d->p->failures++;
+	}
 	ps->busy = false;
 	d->p->completed++;
 }
@@ -297,7 +300,13 @@ test_faults_exactly_once(void)
 {
 	struct port_fault_cfg fc = {.drop_pct = 10, .dup_pct = 10, .reorder_pct = 10, .seed = 7};
 	struct port_fault_cfg fc2 = fc;
-	struct dp_xsrv_cfg cfg = {.max_sessions = 4, .big_bufs = 16};
+	/*
+	 * 8 slots can hold 8 reassembly buffers and 8 stored answers; answers
+	 * whose final CREDIT was dropped wait in limbo until the next flush. 16
+	 * buffers left no margin: a loaded box once ran out and the handler
+	 * answered SYSTEM_BUSY (a failure here, correct behaviour there).
+	 */
+	struct dp_xsrv_cfg cfg = {.max_sessions = 4, .big_bufs = 32};
 	struct dp_xcli_cfg ccfg = {.rto_us = 2000, .max_retries = 30};
 	struct dp_port *cp;
 	struct dp_xcli *cli;
@@ -627,8 +636,11 @@ test_same_session_id_two_servers(void)
 			free(c.resp);
 		}
 	}
-	/* the answers were never taken for the other session's */
-	T_ASSERT_EQ_U64(dp_xcli_stats(cli)->tx_retrans, 0);
+	/*
+	 * Each echo matched its own request above; retransmissions are not
+	 * checked, since a starved box retransmits on its own (before the fix
+	 * every answer of one session was dropped and its calls timed out).
+	 */
 	for (int k = 0; k < 2; k++) {
 		dp_xcli_close(s[k], 1000);
 		srv_stop(&sv[k]);
