@@ -41,7 +41,7 @@
 #include "wire/dp.h"
 
 #define PULL_SCAN_MAX 1024u /* ConsumeQueue units looked at per pull */
-#define PULL_MSGS_MAX 1024
+#define PULL_MSGS_MAX BK_PULL_MSGS_MAX
 
 static uint64_t
 ms_to_ns(uint64_t ms)
@@ -470,6 +470,8 @@ pull_run(struct bk_core *c, const struct bk_park *p, bool final)
 		if (cnt > 0 && (bytes + (uint32_t)n > p->max_bytes))
 			break;
 		bytes += (uint32_t)n;
+		c->pull_rec[cnt] = rec;
+		c->pull_len[cnt] = (uint32_t)n;
 		if (++cnt >= (uint32_t)p->max_msgs) {
 			end++;
 			break;
@@ -500,23 +502,13 @@ pull_run(struct bk_core *c, const struct bk_park *p, bool final)
 	rl = wire_dp_pull_resp_encode(&r, buf, len);
 	if (rl < 0)
 		return true;
-	/* Pass 2: copy the same records (the log below max never changes). */
-	{
-		uint32_t at = (uint32_t)rl, got = 0;
-
-		for (uint64_t q = off; q < end && got < cnt; q++) {
-			const uint8_t *rec;
-			struct cq_unit u;
-			long n = store_get(s, p->sq, q, &rec, &u);
-
-			if (n < 0 || !tag_match(p->tags, p->tag_count, u.tag_hash))
-				continue;
-			memcpy(buf + at, rec, (size_t)n);
-			at += (uint32_t)n;
-			got++;
-		}
-		if (got != cnt)
-			return true; /* retention cut under us: the client retries */
+	/*
+	 * Pass 2: copy what pass 1 chose. The pointers stay valid for this
+	 * call: retention unmaps a segment only after a grace period.
+	 */
+	for (uint32_t i = 0, at = (uint32_t)rl; i < cnt; i++) {
+		memcpy(buf + at, c->pull_rec[i], c->pull_len[i]);
+		at += c->pull_len[i];
 	}
 	c->st.pulls++;
 	respond(c, c->xs, p->h, len);

@@ -28,6 +28,7 @@
 
 #define BK_CORES_MAX 64
 #define BK_PULL_TAGS_MAX 32
+#define BK_PULL_MSGS_MAX 1024 /* records per PULL answer */
 #define BK_SUSPEND_MAX_MS 60000u
 #define BK_DLQ_PREFIX "%DLQ%"
 #define BK_RETRY_PREFIX "%RETRY%"
@@ -150,6 +151,9 @@ struct bk_core {
 	_Atomic uint32_t create_full;
 	struct bk_create_req create_req;
 	char props[WIRE_PROPS_MAX + 1]; /* SEND_BACK: the rebuilt properties */
+	/* PULL: the records chosen by the first pass, copied by the second */
+	const uint8_t *pull_rec[BK_PULL_MSGS_MAX];
+	uint32_t pull_len[BK_PULL_MSGS_MAX];
 	alignas(64) struct bk_core_stats st;
 };
 
