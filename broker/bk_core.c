@@ -235,14 +235,14 @@ static const struct bk_topic *
 topic_for_write(struct bk_core *c, const char *name, size_t len, bool force_create, uint32_t queues,
 		int32_t *status)
 {
-	const struct bk_topic *t;
+	/* Published topics have valid names: check the name only on a miss. */
+	const struct bk_topic *t = bk_topic_find(c->bk, name, len);
 
-	if (!bk_topic_name_ok(name, len)) {
-		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
-		return NULL;
-	}
-	t = bk_topic_find(c->bk, name, len);
 	if (t == NULL) {
+		if (!bk_topic_name_ok(name, len)) {
+			*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
+			return NULL;
+		}
 		if (force_create || (c->bk->conf.auto_create && !is_system_topic(name, len))) {
 			request_create(c, name, len, queues);
 			*status = WIRE_DP_ST_SYSTEM_BUSY;
@@ -533,12 +533,12 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	if (wire_dp_pull_req_decode(req->msg, req->len, &r) != 0 || r.max_msgs <= 0 ||
 	    r.max_bytes == 0)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
-	if (!bk_topic_name_ok(r.topic, r.topic_len))
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
-				  0);
 	t = bk_topic_find(c->bk, r.topic, r.topic_len);
 	if (t == NULL)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_TOPIC_NOT_EXIST,
+		return answer_err(c, req->h, req->op, req->ts_recv_ns,
+				  bk_topic_name_ok(r.topic, r.topic_len)
+					  ? WIRE_DP_ST_TOPIC_NOT_EXIST
+					  : WIRE_DP_ST_MESSAGE_ILLEGAL,
 				  0);
 	if (!(t->perm & META_PERM_READ) || !(atomic_load_relaxed(&c->bk->perm) & META_PERM_READ))
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, 0);
@@ -646,12 +646,12 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 
 	if (wire_dp_offset_req_decode(req->op, req->msg, req->len, &r) != 0)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
-	if (!bk_topic_name_ok(r.topic, r.topic_len))
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
-				  0);
 	t = bk_topic_find(c->bk, r.topic, r.topic_len);
 	if (t == NULL)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_TOPIC_NOT_EXIST,
+		return answer_err(c, req->h, req->op, req->ts_recv_ns,
+				  bk_topic_name_ok(r.topic, r.topic_len)
+					  ? WIRE_DP_ST_TOPIC_NOT_EXIST
+					  : WIRE_DP_ST_MESSAGE_ILLEGAL,
 				  0);
 	if (r.queue_id < 0 || (uint32_t)r.queue_id >= t->nq)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
