@@ -14,7 +14,7 @@ secs=${1:-600}
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-	targets=(remoting record dp config namesrv route)
+	targets=(remoting record dp config namesrv route broker)
 fi
 
 if [ ! -d build-fuzz ]; then
