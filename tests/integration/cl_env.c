@@ -147,11 +147,12 @@ cl_broker_start(struct cl_env *e, unsigned i, const char *const *extra)
 			 extra[k]);
 	broker_run(e, i);
 	snprintf(name, sizeof(name), "broker-%c", 'a' + i);
-	/* registered: TBW102 (auto-creation) lists this broker */
+	/* registered: TBW102 (auto-creation) or the topic the test names lists this broker */
 	for (int t = 0; t < 1000; t++) {
 		struct sp_route *r;
 
-		if (sp_route_fetch(e->namesrv, "TBW102", 1000, &r) == 0) {
+		if (sp_route_fetch(e->namesrv, e->wait_topic ? e->wait_topic : "TBW102", 1000,
+				   &r) == 0) {
 			bool found = false;
 
 			for (uint32_t k = 0; k < r->n_brokers; k++)
@@ -162,7 +163,7 @@ cl_broker_start(struct cl_env *e, unsigned i, const char *const *extra)
 		}
 		usleep(10000);
 	}
-	T_FAIL("broker %s never registered TBW102", name);
+	T_FAIL("broker %s never registered %s", name, e->wait_topic ? e->wait_topic : "TBW102");
 }
 
 void

@@ -37,6 +37,7 @@ struct cl_env {
 	unsigned n_extra[CL_MAX_BROKERS];
 	uint32_t connect_timeout_ms; /* of the clients made after it is set (default 5000) */
 	uint32_t route_refresh_ms;   /* clients' route refresh period (0: the library's 30 s) */
+	const char *wait_topic;	     /* cl_broker_start() waits for its route (NULL: TBW102) */
 };
 
 /* Return: the backend named @s ("udp", "af_packet", "dpdk"), or -1. */

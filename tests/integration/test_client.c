@@ -961,11 +961,85 @@ test_send_back(void)
 	cl_env_stop(&E);
 }
 
+/*
+ * Bad input through libsprocket, on this backend, against a broker with
+ * auto-creation off: each is a clear error and nothing is written.
+ */
+static void
+test_bad_input(void)
+{
+	const char *args[] = {"--autoCreateTopicEnable=false", "--maxMessageSize=4096", NULL};
+	struct sp_producer_cfg pc = {.retry_times = 2, .send_timeout_ms = 5000};
+	static uint8_t big[8192];
+	struct sp_client *c;
+	struct sp_producer *p;
+	struct sp_send_result res;
+	struct sp_pull_result pr;
+	struct sp_pull_req rq = {.group = "GBad", .max_msgs = 8};
+	struct sp_msg m = {.topic = "Known", .body = big, .body_len = sizeof(big)};
+	struct sp_mq mq = {.topic = "Known", .queue_id = 0};
+	int64_t off;
+	int err;
+
+	cl_env_start(&E, g_be);
+	E.wait_topic = "Known";
+	cl_broker_precreate(&E, 0, "Known", 4);
+	cl_broker_start(&E, 0, args);
+	c = cl_client_new(&E);
+	T_ASSERT_EQ(sp_producer_create(c, &pc, &p), 0);
+	/* oversized body: refused (by the client or the broker), never stored */
+	err = sp_producer_send(p, &m, &res);
+	printf("# bad_input: oversized body: %s\n", sp_strerror(err));
+	T_ASSERT(err != 0);
+	/* unknown topic, auto-creation off: no route */
+	m.topic = "Nope";
+	m.body_len = 8;
+	err = sp_producer_send(p, &m, &res);
+	printf("# bad_input: unknown topic: %s\n", sp_strerror(err));
+	T_ASSERT(err != 0);
+	/* invalid topic name */
+	m.topic = "bad topic";
+	err = sp_producer_send(p, &m, &res);
+	printf("# bad_input: invalid name: %s\n", sp_strerror(err));
+	T_ASSERT(err != 0);
+	/* offsets past the end and negative: the broker says where to restart */
+	rq.offset = 1000;
+	T_ASSERT_EQ(sp_pull(c, &mq, &rq, &pr), 0);
+	T_ASSERT_EQ(pr.status, SP_PULL_OFFSET_ILLEGAL);
+	T_ASSERT_EQ(pr.next_offset, 0);
+	sp_pull_result_free(&pr);
+	rq.offset = -7;
+	err = sp_pull(c, &mq, &rq, &pr);
+	if (err == 0) {
+		T_ASSERT_EQ(pr.status, SP_PULL_OFFSET_ILLEGAL);
+		sp_pull_result_free(&pr);
+	}
+	/* a negative committed offset, a queue the topic does not have */
+	T_ASSERT(sp_update_offset(c, "GBad", &mq, -5) != 0);
+	T_ASSERT(sp_query_offset(c, "GBad", &mq, &off) != 0);
+	mq.queue_id = 99;
+	T_ASSERT(sp_max_offset(c, &mq, &off) != 0);
+	/* nothing was written */
+	for (int q = 0; q < 4; q++) {
+		mq.queue_id = q;
+		T_ASSERT_EQ(sp_max_offset(c, &mq, &off), 0);
+		T_ASSERT_EQ(off, 0);
+	}
+	/* and the broker still serves */
+	m.topic = "Known";
+	T_ASSERT_EQ(sp_producer_send(p, &m, &res), 0);
+	T_ASSERT_EQ(res.status, 0);
+	sp_producer_destroy(p);
+	sp_client_destroy(c);
+	cl_env_stop(&E);
+	E.wait_topic = NULL;
+}
+
 /* ---- main: the backend, then the cases ---- */
 
 static const struct t_case cases[] = {
 	T_CASE(test_basic),	    T_CASE(test_million),   T_CASE(test_sync_flush_kill),
-	T_CASE(test_write_protect), T_CASE(test_send_back),
+	T_CASE(test_write_protect), T_CASE(test_send_back), T_CASE(test_bad_input),
 };
 
 int
