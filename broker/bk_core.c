@@ -739,6 +739,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	struct wire_msg orig, m;
 	const uint8_t *rec;
 	const char *rt;
+	const char *oid;
 	size_t rtl, plen, tl, il;
 	char idbuf[WIRE_MSGID_MAX];
 	int32_t status;
@@ -779,7 +780,13 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 		rt = orig.topic;
 		rtl = orig.topic_len;
 	}
-	il = wire_msgid_encode(&orig.store_host, orig.phys_offset, idbuf);
+	/* As RocketMQ: the first delivery's id stays the origin through every retry. */
+	if (wire_props_get(orig.props, orig.props_len, "ORIGIN_MESSAGE_ID", &oid, &il) && il > 0 &&
+	    il < sizeof(idbuf)) {
+		memcpy(idbuf, oid, il);
+	} else {
+		il = wire_msgid_encode(&orig.store_host, orig.phys_offset, idbuf);
+	}
 	if (wire_props_append(c->props, sizeof(c->props), &plen, "RETRY_TOPIC", 11, rt, rtl) != 0 ||
 	    wire_props_append(c->props, sizeof(c->props), &plen, "ORIGIN_MESSAGE_ID", 17, idbuf,
 			      il) != 0)

@@ -645,6 +645,16 @@ test_send_back_retry_then_dlq(void)
 	}
 	(void)first_phys(&k, "%DLQ%G", &rt, "T", &re);
 	T_ASSERT_EQ(re, 3);
+	{
+		/* the origin id is the first delivery's, through both retries */
+		const char *oid = "ORIGIN_MESSAGE_ID";
+		char want[WIRE_MSGID_MAX];
+		struct wire_host host = {.addr = {127, 0, 0, 1}, .port = 10911};
+
+		wire_msgid_encode(&host, r.phys_offset, want);
+		(void)first_phys(&k, "%RETRY%G", &oid, want, &re);
+		(void)first_phys(&k, "%DLQ%G", &oid, want, &re);
+	}
 	conn_close(&k);
 	T_ASSERT_EQ(bk_stop(&b), 0);
 	bk_cleanup(&b);
