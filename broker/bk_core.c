@@ -259,6 +259,40 @@ topic_for_write(struct bk_core *c, const char *name, size_t len, bool force_crea
 	return t;
 }
 
+/* The topic @name of a read or offset request, or NULL after answering why not. */
+static const struct bk_topic *
+topic_or_answer(struct bk_core *c, const struct dp_xreq *req, const char *name, size_t len)
+{
+	const struct bk_topic *t = bk_topic_find(c->bk, name, len);
+
+	if (t == NULL)
+		(void)answer_err(c, req->h, req->op, req->ts_recv_ns,
+				 bk_topic_name_ok(name, len) ? WIRE_DP_ST_TOPIC_NOT_EXIST
+							     : WIRE_DP_ST_MESSAGE_ILLEGAL,
+				 0);
+	return t;
+}
+
+/*
+ * Return: whether queue @qid (< @limit) of @t is this core's; otherwise the
+ * request was answered BAD_REQUEST (out of range) or REDIRECT (its owner).
+ */
+static bool
+queue_is_mine(struct bk_core *c, const struct dp_xreq *req, const struct bk_topic *t, int32_t qid,
+	      uint32_t limit)
+{
+	if (qid < 0 || (uint32_t)qid >= limit) {
+		(void)answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return false;
+	}
+	if (t->core[qid] != c->id) {
+		(void)answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
+				 t->core[qid]);
+		return false;
+	}
+	return true;
+}
+
 /* ---- SEND, SEND_BATCH ---- */
 
 static bool
@@ -329,11 +363,8 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	t = topic_for_write(c, r.topic, r.topic_len, false, c->bk->conf.default_queues, &status);
 	if (t == NULL)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
-	if (r.queue_id < 0 || (uint32_t)r.queue_id >= t->write_queues)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
-	if (t->core[r.queue_id] != c->id)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
-				  t->core[r.queue_id]);
+	if (!queue_is_mine(c, req, t, r.queue_id, t->write_queues))
+		return 0;
 	msg_from(&m, req, c, r.queue_id);
 	m.born_ts = r.born_ts;
 	m.sys_flag = r.sysflag;
@@ -533,20 +564,13 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	if (wire_dp_pull_req_decode(req->msg, req->len, &r) != 0 || r.max_msgs <= 0 ||
 	    r.max_bytes == 0)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
-	t = bk_topic_find(c->bk, r.topic, r.topic_len);
+	t = topic_or_answer(c, req, r.topic, r.topic_len);
 	if (t == NULL)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns,
-				  bk_topic_name_ok(r.topic, r.topic_len)
-					  ? WIRE_DP_ST_TOPIC_NOT_EXIST
-					  : WIRE_DP_ST_MESSAGE_ILLEGAL,
-				  0);
+		return 0;
 	if (!(t->perm & META_PERM_READ) || !(atomic_load_relaxed(&c->bk->perm) & META_PERM_READ))
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, 0);
-	if (r.queue_id < 0 || (uint32_t)r.queue_id >= t->read_queues)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
-	if (t->core[r.queue_id] != c->id)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
-				  t->core[r.queue_id]);
+	if (!queue_is_mine(c, req, t, r.queue_id, t->read_queues))
+		return 0;
 	if ((r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0 && r.group_len) {
 		struct bk_off *o = off_find(c, r.topic, r.topic_len, r.group, r.group_len,
 					    (uint32_t)r.queue_id, true);
@@ -646,18 +670,9 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 
 	if (wire_dp_offset_req_decode(req->op, req->msg, req->len, &r) != 0)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
-	t = bk_topic_find(c->bk, r.topic, r.topic_len);
-	if (t == NULL)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns,
-				  bk_topic_name_ok(r.topic, r.topic_len)
-					  ? WIRE_DP_ST_TOPIC_NOT_EXIST
-					  : WIRE_DP_ST_MESSAGE_ILLEGAL,
-				  0);
-	if (r.queue_id < 0 || (uint32_t)r.queue_id >= t->nq)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
-	if (t->core[r.queue_id] != c->id)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
-				  t->core[r.queue_id]);
+	t = topic_or_answer(c, req, r.topic, r.topic_len);
+	if (t == NULL || !queue_is_mine(c, req, t, r.queue_id, t->nq))
+		return 0;
 	sq = t->sq[r.queue_id];
 	switch (req->op) {
 	case WIRE_DP_OP_QUERY_OFFSET:
@@ -766,9 +781,8 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	t = topic_for_write(c, topic, tl, true, 1, &status);
 	if (t == NULL)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
-	if (t->core[0] != c->id)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
-				  t->core[0]);
+	if (!queue_is_mine(c, req, t, 0, t->nq))
+		return 0;
 	if (!ack_room(c, 0))
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 	/* Properties: the original's, plus where it came from (RocketMQ's names). */
