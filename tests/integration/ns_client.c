@@ -246,42 +246,14 @@ nsc_register_body(const char *prefix, uint32_t n, int64_t ts, int64_t counter, s
 	return s;
 }
 
-int
-nsp_start(const char *bin, const char *dir, const char *const *args, struct ns_proc *p)
+pid_t
+tproc_spawn(const char *const *argv, const char *logpath)
 {
-	char kv[128];
-	char logpath[128];
-	const char *argv[32];
-	int argc = 0;
-	char line[4096];
-	struct stat sb;
-	off_t start = 0;
+	pid_t pid = fork();
 
-	memset(p, 0, sizeof(*p));
-	if (dir != NULL) {
-		snprintf(p->dir, sizeof(p->dir), "%s", dir);
-	} else {
-		snprintf(p->dir, sizeof(p->dir), "/tmp/sp-ns-XXXXXX");
-		if (mkdtemp(p->dir) == NULL)
-			return -errno;
-	}
-	snprintf(kv, sizeof(kv), "--kvConfigPath=%s/data/kvConfig.json", p->dir);
-	snprintf(logpath, sizeof(logpath), "%s/namesrv.log", p->dir);
-	/* A restart appends to the log: look only past what is there now. */
-	if (stat(logpath, &sb) == 0)
-		start = sb.st_size;
-	argv[argc++] = bin;
-	argv[argc++] = "--listenPort=0";
-	argv[argc++] = "--bindAddress=127.0.0.1";
-	argv[argc++] = kv;
-	for (size_t i = 0; args != NULL && args[i] != NULL && argc < 30; i++)
-		argv[argc++] = args[i];
-	argv[argc] = NULL;
-
-	p->pid = fork();
-	if (p->pid < 0)
+	if (pid < 0)
 		return -errno;
-	if (p->pid == 0) {
+	if (pid == 0) {
 		int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
 		/*
@@ -293,23 +265,31 @@ nsp_start(const char *bin, const char *dir, const char *const *args, struct ns_p
 			_exit(127);
 		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);
-		execv(bin, (char *const *)argv);
+		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
-	/* Wait for the port in the log (bounded: 30 s). */
+	return pid;
+}
+
+off_t
+tproc_log_size(const char *logpath)
+{
+	struct stat sb;
+
+	return stat(logpath, &sb) == 0 ? sb.st_size : 0;
+}
+
+int
+tproc_wait_line(pid_t *pid, const char *logpath, off_t start, const char *needle, char *line,
+		size_t cap, const char *what)
+{
 	for (int i = 0; i < 3000; i++) {
 		FILE *f = fopen(logpath, "r");
 		int st;
 
 		if (f != NULL && fseeko(f, start, SEEK_SET) == 0) {
-			while (fgets(line, sizeof(line), f) != NULL) {
-				/* any bind address (0.0.0.0 in another namespace) */
-				const char *m = strstr(line, "listening on ");
-
-				if (m != NULL)
-					m = strchr(m, ':');
-				if (m != NULL) {
-					p->port = (uint16_t)atoi(m + 1);
+			while (fgets(line, (int)cap, f) != NULL) {
+				if (strstr(line, needle) != NULL) {
 					fclose(f);
 					return 0;
 				}
@@ -317,76 +297,145 @@ nsp_start(const char *bin, const char *dir, const char *const *args, struct ns_p
 		}
 		if (f != NULL)
 			fclose(f);
-		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
-			p->pid = 0;
+		if (waitpid(*pid, &st, WNOHANG) == *pid) {
+			*pid = 0;
 			break;
 		}
 		usleep(10000);
 	}
-	fprintf(stderr, "sprocket-namesrv did not come up; log %s:\n", logpath);
+	fprintf(stderr, "%s did not come up; log %s:\n", what, logpath);
 	{
 		FILE *f = fopen(logpath, "r");
 
-		while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		while (f != NULL && fgets(line, (int)cap, f) != NULL)
 			fputs(line, stderr);
 		if (f != NULL)
 			fclose(f);
 	}
-	if (p->pid > 0) {
-		kill(p->pid, SIGKILL);
-		waitpid(p->pid, NULL, 0);
-	}
+	tproc_kill(pid);
 	return -EIO;
+}
+
+int
+tproc_stop(pid_t *pid)
+{
+	int st = 0;
+
+	if (*pid <= 0)
+		return -1;
+	kill(*pid, SIGTERM);
+	for (int i = 0; i < 3000; i++) {
+		if (waitpid(*pid, &st, WNOHANG) == *pid) {
+			*pid = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
+		usleep(10000);
+	}
+	tproc_kill(pid);
+	return -1;
+}
+
+void
+tproc_kill(pid_t *pid)
+{
+	if (*pid <= 0)
+		return;
+	kill(*pid, SIGKILL);
+	waitpid(*pid, NULL, 0);
+	*pid = 0;
+}
+
+void
+tproc_rmdir(const char *dir, const char *prefix)
+{
+	char cmd[256];
+
+	if (strncmp(dir, prefix, strlen(prefix)) != 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+bool
+tproc_log_has(const char *logpath, const char *needle)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen(logpath, "r");
+
+	while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL)
+		found = strstr(line, needle) != NULL;
+	if (f != NULL)
+		fclose(f);
+	return found;
+}
+
+int
+nsp_start(const char *bin, const char *dir, const char *const *args, struct ns_proc *p)
+{
+	char kv[128];
+	char logpath[128];
+	const char *argv[32];
+	int argc = 0;
+	char line[4096];
+	off_t start;
+	const char *m;
+
+	memset(p, 0, sizeof(*p));
+	if (dir != NULL) {
+		snprintf(p->dir, sizeof(p->dir), "%s", dir);
+	} else {
+		snprintf(p->dir, sizeof(p->dir), "/tmp/sp-ns-XXXXXX");
+		if (mkdtemp(p->dir) == NULL)
+			return -errno;
+	}
+	snprintf(kv, sizeof(kv), "--kvConfigPath=%s/data/kvConfig.json", p->dir);
+	snprintf(logpath, sizeof(logpath), "%s/namesrv.log", p->dir);
+	start = tproc_log_size(logpath);
+	argv[argc++] = bin;
+	argv[argc++] = "--listenPort=0";
+	argv[argc++] = "--bindAddress=127.0.0.1";
+	argv[argc++] = kv;
+	for (size_t i = 0; args != NULL && args[i] != NULL && argc < 30; i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+
+	p->pid = tproc_spawn(argv, logpath);
+	if (p->pid < 0)
+		return (int)p->pid;
+	/* the port, from "listening on ADDR:PORT" (any bind address: 0.0.0.0 in another namespace) */
+	if (tproc_wait_line(&p->pid, logpath, start, "listening on ", line, sizeof(line),
+			    "sprocket-namesrv") != 0)
+		return -EIO;
+	m = strchr(strstr(line, "listening on "), ':');
+	if (m == NULL) {
+		tproc_kill(&p->pid);
+		return -EIO;
+	}
+	p->port = (uint16_t)atoi(m + 1);
+	return 0;
 }
 
 int
 nsp_stop(struct ns_proc *p)
 {
-	int st = 0;
-
-	if (p->pid <= 0)
-		return -1;
-	kill(p->pid, SIGTERM);
-	for (int i = 0; i < 3000; i++) {
-		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
-			p->pid = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		}
-		usleep(10000);
-	}
-	kill(p->pid, SIGKILL);
-	waitpid(p->pid, NULL, 0);
-	p->pid = 0;
-	return -1;
+	return tproc_stop(&p->pid);
 }
 
 void
 nsp_cleanup(struct ns_proc *p)
 {
-	char cmd[160];
-
 	if (p->pid > 0)
 		nsp_stop(p);
-	if (strncmp(p->dir, "/tmp/sp-ns-", 11) != 0)
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p->dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", p->dir);
+	tproc_rmdir(p->dir, "/tmp/sp-ns-");
 }
 
 bool
 nsp_log_has(const struct ns_proc *p, const char *needle)
 {
 	char path[128];
-	char line[4096];
-	bool found = false;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/namesrv.log", p->dir);
-	f = fopen(path, "r");
-	while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL)
-		found = strstr(line, needle) != NULL;
-	if (f != NULL)
-		fclose(f);
-	return found;
+	return tproc_log_has(path, needle);
 }

@@ -66,6 +66,39 @@ bool nsc_wait_closed(struct ns_client *c, int timeout_ms);
 char *nsc_register_body(const char *prefix, uint32_t n, int64_t ts, int64_t counter, size_t *len);
 
 /* A running sprocket-namesrv. */
+/*
+ * Daemon processes of the integration tests (sprocket-namesrv here,
+ * sprocket-broker in bk_proc.c): one launcher for both.
+ */
+
+/* Fork and exec @argv with stdout and stderr appended to @logpath; the child
+ * dies with the test (PR_SET_PDEATHSIG). Return: its pid, or -errno. */
+pid_t tproc_spawn(const char *const *argv, const char *logpath);
+
+/* Size of @logpath now, 0 when missing (a restart appends: look past it). */
+off_t tproc_log_size(const char *logpath);
+
+/*
+ * tproc_wait_line() - wait (30 s) for a line of @logpath past @start that
+ * holds @needle and copy it to @line. On failure print the log under "@what
+ * did not come up", kill the process and set *@pid to 0.
+ * Return: 0, -EIO.
+ */
+int tproc_wait_line(pid_t *pid, const char *logpath, off_t start, const char *needle, char *line,
+		    size_t cap, const char *what);
+
+/* SIGTERM, wait (30 s, then SIGKILL). Return: the exit status, -1 if killed or not running. */
+int tproc_stop(pid_t *pid);
+
+/* SIGKILL and reap. */
+void tproc_kill(pid_t *pid);
+
+/* Remove @dir when it starts with @prefix (a test's private /tmp dir). */
+void tproc_rmdir(const char *dir, const char *prefix);
+
+/* Return: whether a line of @logpath holds @needle. */
+bool tproc_log_has(const char *logpath, const char *needle);
+
 struct ns_proc {
 	pid_t pid;
 	uint16_t port;
