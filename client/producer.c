@@ -529,6 +529,26 @@ choose_fixed(struct psend *s, const struct sp_msg *m)
 	return 0;
 }
 
+/* A send prepared, placed by the selector and aimed (async and oneway paths). Return: 0 or an error (nothing kept). */
+static int
+prepare_targeted(struct sp_producer *p, const struct sp_msg *msg, struct psend **out)
+{
+	struct psend *s;
+	int err = prepare_one(p, msg, &s);
+
+	if (err)
+		return err;
+	err = choose_fixed(s, msg);
+	if (!err)
+		err = target(s);
+	if (err) {
+		psend_free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
 int
 sp_producer_send(struct sp_producer *p, const struct sp_msg *msg, struct sp_send_result *res)
 {
@@ -597,16 +617,9 @@ sp_producer_send_async(struct sp_producer *p, const struct sp_msg *msg, sp_send_
 
 	if (!p || !cb)
 		return -EINVAL;
-	err = prepare_one(p, msg, &s);
+	err = prepare_targeted(p, msg, &s);
 	if (err)
 		return err;
-	err = choose_fixed(s, msg);
-	if (!err)
-		err = target(s);
-	if (err) {
-		psend_free(s);
-		return err;
-	}
 	s->cb = cb;
 	s->cb_arg = arg;
 	s->res.tries = 1;
@@ -658,16 +671,9 @@ sp_producer_send_oneway(struct sp_producer *p, const struct sp_msg *msg)
 
 	if (!p)
 		return -EINVAL;
-	err = prepare_one(p, msg, &s);
+	err = prepare_targeted(p, msg, &s);
 	if (err)
 		return err;
-	err = choose_fixed(s, msg);
-	if (!err)
-		err = target(s);
-	if (err) {
-		psend_free(s);
-		return err;
-	}
 	s->call->done = oneway_done;
 	s->call->arg = s;
 	sp__call_submit(p->c, s->call);
