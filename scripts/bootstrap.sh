@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Install every Debian package that sprocket's build, tests and benchmarks need.
-# Idempotent: when everything is present it only runs dpkg-query and exits.
+# Install every Debian package that sprocket's build, tests and benchmarks need,
+# and the node modules of the RocketMQ client tests (tests/compat: ali-ons,
+# pinned by its package-lock.json).
+# Idempotent: when everything is present it only runs dpkg-query, node and
+# sha256sum, and exits.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PKGS=(
 	# build
@@ -24,15 +28,38 @@ for p in "${PKGS[@]}"; do
 	fi
 done
 
-if [ "${#missing[@]}" -eq 0 ]; then
-	exit 0
+# node and npm run tests/compat. From apt only when missing: a node installed
+# otherwise (NodeSource's nodejs bundles npm and conflicts with Debian's npm)
+# is fine, ali-ons needs node >= 8.
+if ! command -v node >/dev/null 2>&1; then
+	missing+=(nodejs)
+fi
+if ! command -v npm >/dev/null 2>&1; then
+	missing+=(npm)
 fi
 
-echo "bootstrap: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-	SUDO="sudo"
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "bootstrap: installing ${missing[*]}"
+	SUDO=""
+	if [ "$(id -u)" -ne 0 ]; then
+		SUDO="sudo"
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# tests/compat/node_modules exactly as package-lock.json says (npm ci), again
+# only when the lock, package.json or node changed since the last install: the
+# stamp lives in node_modules, so deleting node_modules also reinstalls.
+compat=tests/compat
+stamp=$compat/node_modules/.sprocket-bootstrap
+want="$(cat "$compat/package.json" "$compat/package-lock.json" | sha256sum | cut -d' ' -f1) node $(node --version)"
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+	echo "bootstrap: npm ci in $compat"
+	if ! (cd "$compat" && npm ci --no-audit --no-fund --loglevel=error); then
+		echo "bootstrap: npm ci in $compat failed (is the npm registry reachable?)" >&2
+		exit 1
+	fi
+	printf '%s\n' "$want" >"$stamp"
+fi
