@@ -191,7 +191,7 @@ struct bk_core {
 	struct bk_create_req create_req;
 	char props[WIRE_PROPS_MAX + 1]; /* SEND_BACK: the rebuilt properties */
 	bool rmt_posted;		/* completions posted since the last wake-up check */
-	uint32_t rmt_gone;		/* serial of the command just sent back for a bigger buffer */
+	uint32_t rmt_gone; /* serial of the command just sent back for a bigger buffer */
 	/* PULL: the records chosen by the first pass, copied by the second */
 	const uint8_t *pull_rec[BK_PULL_MSGS_MAX];
 	uint32_t pull_len[BK_PULL_MSGS_MAX];

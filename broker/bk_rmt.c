@@ -41,7 +41,7 @@
 #include "wire/remoting.h"
 
 #define TAG "broker.remoting"
-#define OUT_PAUSE (16u << 20)	   /* stop reading a connection with this much unsent */
+#define OUT_PAUSE (16u << 20)	    /* stop reading a connection with this much unsent */
 #define PULL_MAX_BYTES (256u << 10) /* RocketMQ's in-memory transfer limit */
 #define PULL_MAX_MSGS 32
 #define QUERY_MAX 64
@@ -148,8 +148,7 @@ conn_events(struct bk_rmt *r, struct rconn *c)
 		(void)epoll_ctl(r->ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-static void
-conn_close(struct bk_rmt *r, struct rconn *c, const char *why);
+static void conn_close(struct bk_rmt *r, struct rconn *c, const char *why);
 
 /* Writes what it can. Return: 0, -1 the connection was closed. */
 static int
@@ -273,8 +272,8 @@ static void
 reply(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, int32_t code,
       const char *remark)
 {
-	struct rresp o = {.code = code, .opaque = q->opaque, .serialize = q->serialize,
-			  .remark = remark};
+	struct rresp o = {
+		.code = code, .opaque = q->opaque, .serialize = q->serialize, .remark = remark};
 
 	if (q->flag & WIRE_REM_FLAG_ONEWAY)
 		return;
@@ -623,8 +622,8 @@ sub_parse(json_object *s, struct rsub *out)
 	memset(out, 0, sizeof(*out));
 	if (topic)
 		snprintf(out->topic, sizeof(out->topic), "%s", topic);
-	if (json_object_object_get_ex(s, "codeSet", &cs) && json_object_is_type(cs, json_type_array) &&
-	    json_object_array_length(cs) > 0) {
+	if (json_object_object_get_ex(s, "codeSet", &cs) &&
+	    json_object_is_type(cs, json_type_array) && json_object_array_length(cs) > 0) {
 		size_t n = json_object_array_length(cs);
 
 		if (n > SUB_CODES_MAX)
@@ -759,8 +758,8 @@ do_consumer_list(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q
 	char remark[320];
 	json_object *o, *arr;
 	const char **ids;
-	struct rresp out = {.code = WIRE_RSP_SUCCESS, .opaque = q->opaque,
-			    .serialize = q->serialize};
+	struct rresp out = {
+		.code = WIRE_RSP_SUCCESS, .opaque = q->opaque, .serialize = q->serialize};
 	const char *s;
 
 	if (g == NULL || g->n == 0) {
@@ -813,14 +812,15 @@ do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, bool lo
 	json_object *o = jparse(q->body, q->body_len), *set, *ok = NULL, *res = NULL;
 	const char *g = o ? js(o, "consumerGroup") : NULL;
 	const char *cid = o ? js(o, "clientId") : NULL;
-	struct rresp out = {.code = WIRE_RSP_SUCCESS, .opaque = q->opaque,
-			    .serialize = q->serialize};
+	struct rresp out = {
+		.code = WIRE_RSP_SUCCESS, .opaque = q->opaque, .serialize = q->serialize};
 
 	if (!g || !cid || strlen(g) > META_GROUP_MAX || strlen(cid) >= 256 ||
 	    !json_object_object_get_ex(o, "mqSet", &set) ||
 	    !json_object_is_type(set, json_type_array)) {
 		json_object_put(o);
-		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "lock body is not valid LockBatchRequestBody");
+		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+		      "lock body is not valid LockBatchRequestBody");
 		return;
 	}
 	if (lock) {
@@ -833,7 +833,8 @@ do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, bool lo
 		int32_t qid;
 		struct rlock *l;
 
-		if (!t || strlen(t) > META_TOPIC_MAX || !json_object_object_get_ex(mq, "queueId", &qv))
+		if (!t || strlen(t) > META_TOPIC_MAX ||
+		    !json_object_object_get_ex(mq, "queueId", &qv))
 			continue;
 		qid = (int32_t)json_object_get_int(qv);
 		l = lock_find(r, g, t, qid);
@@ -978,7 +979,8 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	}
 	/* A retry-topic send past maxReconsumeTimes goes to the group's DLQ (RocketMQ). */
 	if (!batch && tl > 7 && memcmp(topic, BK_RETRY_PREFIX, 7) == 0 &&
-	    recon >= (maxre >= 0 ? maxre : (int64_t)r->bk->conf.max_reconsume) && tl - 7 + 5 <= META_TOPIC_MAX) {
+	    recon >= (maxre >= 0 ? maxre : (int64_t)r->bk->conf.max_reconsume) &&
+	    tl - 7 + 5 <= META_TOPIC_MAX) {
 		snprintf(dlq, sizeof(dlq), "%s%.*s", BK_DLQ_PREFIX, (int)(tl - 7), topic + 7);
 		topic = dlq;
 		tl = strlen(dlq);
@@ -1009,8 +1011,9 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	if ((uint64_t)qid >= t->nq) {
 		char remark[160];
 
-		snprintf(remark, sizeof(remark), "request queueId[%" PRId64 "] is illegal, topic has %u queues",
-			 qid, t->nq);
+		snprintf(remark, sizeof(remark),
+			 "request queueId[%" PRId64 "] is illegal, topic has %u queues", qid,
+			 t->nq);
 		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, remark);
 		return;
 	}
@@ -1047,7 +1050,8 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	len = wire_dp_send_req_encode(j->c.op, &s, j->reqbuf, q->body_len + pl + tl + 256);
 	if (len < 0) {
 		job_free(r, j);
-		reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, "the message does not fit the dataplane format");
+		reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL,
+		      "the message does not fit the dataplane format");
 		return;
 	}
 	j->c.req_len = (uint32_t)len;
@@ -1075,9 +1079,11 @@ do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 
 	if (!group || !topic || ext_i(q, "queueId", NULL, &qid) ||
 	    ext_i(q, "queueOffset", NULL, &qoff) || gl > META_GROUP_MAX || gl == 0) {
-		struct rresp o = {.code = WIRE_RSP_SYSTEM_ERROR, .opaque = q->opaque,
+		struct rresp o = {.code = WIRE_RSP_SYSTEM_ERROR,
+				  .opaque = q->opaque,
 				  .serialize = q->serialize,
-				  .remark = "the pull header lacks consumerGroup, topic, queueId or queueOffset"};
+				  .remark = "the pull header lacks consumerGroup, topic, queueId "
+					    "or queueOffset"};
 
 		resp_ext(&o, "nextBeginOffset", "0");
 		resp_ext(&o, "minOffset", "0");
@@ -1099,8 +1105,8 @@ do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 
 		if (t == NULL) {
 			o.code = WIRE_RSP_TOPIC_NOT_EXIST;
-			snprintf(remark, sizeof(remark), "topic[%.*s] not exist, apply first please!",
-				 (int)tl, topic);
+			snprintf(remark, sizeof(remark),
+				 "topic[%.*s] not exist, apply first please!", (int)tl, topic);
 		} else if (etype && strcmp(etype, "TAG") != 0) {
 			o.code = WIRE_RSP_SYSTEM_ERROR;
 			snprintf(remark, sizeof(remark),
@@ -1135,7 +1141,8 @@ do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	p.max_msgs = (int32_t)(maxn <= 0 ? 1 : SP_MIN(maxn, (int64_t)BK_PULL_MSGS_MAX));
 	p.max_bytes = PULL_MAX_BYTES;
 	p.sysflag = (uint32_t)sysflag & (WIRE_DP_PULL_COMMIT_OFFSET | WIRE_DP_PULL_SUSPEND);
-	p.suspend_timeout_ms = suspend < 0 ? 0 : (uint32_t)SP_MIN(suspend, (int64_t)BK_SUSPEND_MAX_MS);
+	p.suspend_timeout_ms =
+		suspend < 0 ? 0 : (uint32_t)SP_MIN(suspend, (int64_t)BK_SUSPEND_MAX_MS);
 	p.expr_type = WIRE_DP_EXPR_TAG;
 	p.tag_hashes = (const uint8_t *)codes; /* little-endian host (wire/dp.h) */
 	p.tag_count = ncodes;
@@ -1213,15 +1220,16 @@ do_offset(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	if (!topic || ext_i(q, "queueId", NULL, &qid) ||
 	    ((op == WIRE_DP_OP_QUERY_OFFSET || op == WIRE_DP_OP_UPDATE_OFFSET) &&
 	     (!group || gl == 0 || gl > META_GROUP_MAX))) {
-		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the header lacks topic, queueId or consumerGroup");
+		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+		      "the header lacks topic, queueId or consumerGroup");
 		return;
 	}
 	t = bk_topic_find(r->bk, topic, tl);
 	if (t == NULL) {
 		char remark[200];
 
-		snprintf(remark, sizeof(remark), "topic[%.*s] not exist, apply first please!", (int)tl,
-			 topic);
+		snprintf(remark, sizeof(remark), "topic[%.*s] not exist, apply first please!",
+			 (int)tl, topic);
 		reply(r, c, q, WIRE_RSP_TOPIC_NOT_EXIST, remark);
 		return;
 	}
@@ -1347,9 +1355,11 @@ do_lookup(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 			maxn = 1;
 		n = store_query_key(r->bk->store, topic, key, begin, end, phys, (size_t)maxn);
 		if (n <= 0) {
-			struct rresp o = {.code = WIRE_RSP_QUERY_NOT_FOUND, .opaque = q->opaque,
-					  .serialize = q->serialize,
-					  .remark = "can not find message, maybe time range not correct"};
+			struct rresp o = {
+				.code = WIRE_RSP_QUERY_NOT_FOUND,
+				.opaque = q->opaque,
+				.serialize = q->serialize,
+				.remark = "can not find message, maybe time range not correct"};
 
 			resp_ext(&o, "indexLastUpdateTimestamp", "0");
 			resp_ext(&o, "indexLastUpdatePhyoffset", "0");
@@ -1422,7 +1432,8 @@ answer_send(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
 		return;
 	}
 	if (wire_dp_send_resp_decode(j->c.op, m, len, &s) != 0 ||
-	    (s.head.status != WIRE_DP_ST_SUCCESS && s.head.status != WIRE_DP_ST_FLUSH_DISK_TIMEOUT)) {
+	    (s.head.status != WIRE_DP_ST_SUCCESS &&
+	     s.head.status != WIRE_DP_ST_FLUSH_DISK_TIMEOUT)) {
 		struct wire_dp_resp_head h;
 		int32_t st = wire_dp_resp_head_decode(m, len, &h) == 0 ? h.status
 								       : WIRE_DP_ST_SYSTEM_ERROR;
@@ -1550,8 +1561,8 @@ answer_lookup(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 
 		if (j->code == WIRE_REQ_VIEW_MESSAGE_BY_ID) {
 			o.code = WIRE_RSP_SYSTEM_ERROR;
-			snprintf(remark, sizeof(remark), "can not find message by the offset, %" PRId64,
-				 j->phys[0]);
+			snprintf(remark, sizeof(remark),
+				 "can not find message by the offset, %" PRId64, j->phys[0]);
 		} else {
 			o.code = WIRE_RSP_QUERY_NOT_FOUND;
 			snprintf(remark, sizeof(remark),
@@ -1623,7 +1634,8 @@ job_done(struct bk_rmt *r, struct rjob *j)
 	c = conn_get(r, j->conn, j->gen);
 	if (c && !j->oneway) {
 		if (j->c.need) {
-			struct rresp o = {.code = WIRE_RSP_SYSTEM_BUSY, .opaque = j->opaque,
+			struct rresp o = {.code = WIRE_RSP_SYSTEM_BUSY,
+					  .opaque = j->opaque,
 					  .serialize = j->serialize,
 					  .remark = "[OVERLOAD]system busy"};
 
@@ -1888,7 +1900,8 @@ srv_accept(struct bk_rmt *r)
 			;
 		if (id == r->nconns) {
 			if (r->nconns >= r->conf.max_conns) {
-				log_warn_ratelimited(TAG, "refusing a connection: %u open (the limit)",
+				log_warn_ratelimited(TAG,
+						     "refusing a connection: %u open (the limit)",
 						     r->nconns);
 				close(fd);
 				continue;

@@ -46,7 +46,7 @@
 #include "sp_config.h"
 
 #define BK_TAG "broker"
-#define RMT_RING 4096 /* command/completion ring per core; remoting keeps fewer in flight */
+#define RMT_RING 4096	/* command/completion ring per core; remoting keeps fewer in flight */
 #define TBW102 "TBW102" /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
 
 static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
@@ -881,7 +881,8 @@ main(int argc, char **argv)
 			.max_frame = (uint32_t)cfg_get_int(cfg, "remotingMaxFrameSize"),
 			.inflight_per_core = RMT_RING - 64,
 			.max_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections"),
-			.client_expire_ms = (uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
+			.client_expire_ms =
+				(uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
 			.lock_expire_ms = 60000,
 		};
 		struct bk_rmt_ops ro = {.topic_put = rmt_topic_put, .arg = x};

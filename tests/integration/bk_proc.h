@@ -17,8 +17,8 @@
 
 struct bk_proc {
 	pid_t pid;
-	char dir[128];	  /* store root and log */
-	uint16_t dp_port; /* dataplane base port */
+	char dir[128];	   /* store root and log */
+	uint16_t dp_port;  /* dataplane base port */
 	uint16_t rmt_port; /* remoting TCP port, from the "ready" line */
 };
 

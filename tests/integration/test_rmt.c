@@ -46,8 +46,9 @@ static int
 send_v2(struct ns_client *c, const char *topic, int qid, const char *props, const char *body)
 {
 	char q[16], born[24];
-	const char *ext[] = {"a", "PID_T", "b", topic, "c", "TBW102", "d", "4", "e", q, "f", "0",
-			     "g", born, "h", "0", "i", props, "j", "0", "k", "false", NULL};
+	const char *ext[] = {"a", "PID_T", "b", topic, "c", "TBW102", "d", "4",
+			     "e", q,	   "f", "0",   "g", born,     "h", "0",
+			     "i", props,   "j", "0",   "k", "false",  NULL};
 
 	snprintf(q, sizeof(q), "%d", qid);
 	snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
@@ -59,10 +60,27 @@ pull(struct ns_client *c, const char *group, const char *topic, int qid, long lo
      const char *sub, long long suspend_ms)
 {
 	char q[16], o[24], s[24], flag[8];
-	const char *ext[] = {"consumerGroup", group, "topic", topic, "queueId", q,
-			     "queueOffset", o, "maxMsgNums", "32", "sysFlag", flag,
-			     "commitOffset", "-1", "suspendTimeoutMillis", s,
-			     "subscription", sub, "subVersion", "1", NULL};
+	const char *ext[] = {"consumerGroup",
+			     group,
+			     "topic",
+			     topic,
+			     "queueId",
+			     q,
+			     "queueOffset",
+			     o,
+			     "maxMsgNums",
+			     "32",
+			     "sysFlag",
+			     flag,
+			     "commitOffset",
+			     "-1",
+			     "suspendTimeoutMillis",
+			     s,
+			     "subscription",
+			     sub,
+			     "subVersion",
+			     "1",
+			     NULL};
 
 	snprintf(q, sizeof(q), "%d", qid);
 	snprintf(o, sizeof(o), "%lld", off);
@@ -182,8 +200,8 @@ test_send_pull(void)
 	/* QUERY_MESSAGE by key: the indexer runs in the background, so wait for it. */
 	{
 		char end[24];
-		const char *ext[] = {"topic", "RmtA", "key", "k1", "maxNum", "32", "beginTimestamp",
-				     "0", "endTimestamp", end, NULL};
+		const char *ext[] = {"topic",	       "RmtA", "key",	       "k1", "maxNum", "32",
+				     "beginTimestamp", "0",    "endTimestamp", end,  NULL};
 		int rc = -1;
 
 		snprintf(end, sizeof(end), "%lld", (long long)clk_wall_ms() + 60000);
@@ -200,10 +218,25 @@ test_send_pull(void)
 	/* V1 names, binary (ROCKETMQ) header: the answer comes in the request's type. */
 	{
 		char born[24];
-		const char *ext[] = {"producerGroup", "P", "topic", "RmtA", "defaultTopic", "TBW102",
-				     "defaultTopicQueueNums", "4", "queueId", "-1", "sysFlag", "0",
-				     "bornTimestamp", born, "flag", "7", "properties",
-				     "TAGS\001TagZ", NULL};
+		const char *ext[] = {"producerGroup",
+				     "P",
+				     "topic",
+				     "RmtA",
+				     "defaultTopic",
+				     "TBW102",
+				     "defaultTopicQueueNums",
+				     "4",
+				     "queueId",
+				     "-1",
+				     "sysFlag",
+				     "0",
+				     "bornTimestamp",
+				     born,
+				     "flag",
+				     "7",
+				     "properties",
+				     "TAGS\001TagZ",
+				     NULL};
 		int op;
 
 		snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
@@ -227,10 +260,27 @@ test_long_poll(void)
 	struct wire_msg m[4];
 	int op;
 	char q[8] = "0", o[8] = "0";
-	const char *ext[] = {"consumerGroup", "G", "topic", "RmtL", "queueId", q,
-			     "queueOffset", o, "maxMsgNums", "32", "sysFlag", "6",
-			     "commitOffset", "-1", "suspendTimeoutMillis", "20000",
-			     "subscription", "*", "subVersion", "1", NULL};
+	const char *ext[] = {"consumerGroup",
+			     "G",
+			     "topic",
+			     "RmtL",
+			     "queueId",
+			     q,
+			     "queueOffset",
+			     o,
+			     "maxMsgNums",
+			     "32",
+			     "sysFlag",
+			     "6",
+			     "commitOffset",
+			     "-1",
+			     "suspendTimeoutMillis",
+			     "20000",
+			     "subscription",
+			     "*",
+			     "subVersion",
+			     "1",
+			     NULL};
 
 	start(NULL);
 	conn(&c);
@@ -320,10 +370,25 @@ test_offsets(void)
 		    WIRE_RSP_TOPIC_NOT_EXIST);
 	/* Piggy-backed commit on a pull (sysFlag bit 0). */
 	{
-		const char *ext[] = {"consumerGroup", "GO", "topic", "RmtO", "queueId", "0",
-				     "queueOffset", "2", "maxMsgNums", "32", "sysFlag", "1",
-				     "commitOffset", "2", "suspendTimeoutMillis", "0",
-				     "subVersion", "1", NULL};
+		const char *ext[] = {"consumerGroup",
+				     "GO",
+				     "topic",
+				     "RmtO",
+				     "queueId",
+				     "0",
+				     "queueOffset",
+				     "2",
+				     "maxMsgNums",
+				     "32",
+				     "sysFlag",
+				     "1",
+				     "commitOffset",
+				     "2",
+				     "suspendTimeoutMillis",
+				     "0",
+				     "subVersion",
+				     "1",
+				     NULL};
 
 		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_PULL_MESSAGE, ext, NULL, 0),
 			    WIRE_RSP_PULL_NOT_FOUND);
@@ -413,10 +478,25 @@ test_groups(void)
 	T_ASSERT_EQ(send_v2(&c, "RmtG", 0, "TAGS\001TagB\002", "b"), WIRE_RSP_SUCCESS);
 	T_ASSERT_EQ(send_v2(&c, "RmtG", 0, "TAGS\001TagA\002", "a"), WIRE_RSP_SUCCESS);
 	{
-		const char *ext[] = {"consumerGroup", "GG", "topic", "RmtG", "queueId", "0",
-				     "queueOffset", "0", "maxMsgNums", "32", "sysFlag", "0",
-				     "commitOffset", "0", "suspendTimeoutMillis", "0",
-				     "subVersion", "1", NULL};
+		const char *ext[] = {"consumerGroup",
+				     "GG",
+				     "topic",
+				     "RmtG",
+				     "queueId",
+				     "0",
+				     "queueOffset",
+				     "0",
+				     "maxMsgNums",
+				     "32",
+				     "sysFlag",
+				     "0",
+				     "commitOffset",
+				     "0",
+				     "suspendTimeoutMillis",
+				     "0",
+				     "subVersion",
+				     "1",
+				     NULL};
 
 		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_PULL_MESSAGE, ext, NULL, 0), WIRE_RSP_SUCCESS);
 		T_ASSERT_EQ(records(&c, m, 4), 1);
@@ -426,7 +506,8 @@ test_groups(void)
 	{
 		const char *ext[] = {"clientID", "10.0.0.1@1", "consumerGroup", "GG", NULL};
 
-		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UNREGISTER_CLIENT, ext, NULL, 0), WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UNREGISTER_CLIENT, ext, NULL, 0),
+			    WIRE_RSP_SUCCESS);
 		T_ASSERT_EQ(consumer_list(&c, "GG", list, sizeof(list)), WIRE_RSP_SYSTEM_ERROR);
 	}
 	/* Bad heartbeat JSON: an error answer, the connection stays. */
@@ -446,8 +527,20 @@ test_send_back(void)
 	struct wire_host h;
 	int64_t phys;
 	char off[24], id[64];
-	const char *ext[] = {"offset", off, "group", "GB", "delayLevel", "0", "originMsgId", id,
-			     "originTopic", "RmtB", "unitMode", "false", "maxReconsumeTimes", "16",
+	const char *ext[] = {"offset",
+			     off,
+			     "group",
+			     "GB",
+			     "delayLevel",
+			     "0",
+			     "originMsgId",
+			     id,
+			     "originTopic",
+			     "RmtB",
+			     "unitMode",
+			     "false",
+			     "maxReconsumeTimes",
+			     "16",
 			     NULL};
 
 	start(NULL);
@@ -486,8 +579,8 @@ test_batch(void)
 	size_t len = 0;
 	struct wire_msg m[8];
 	char born[24];
-	const char *ext[] = {"a", "P", "b", "RmtBatch", "c", "TBW102", "d", "4", "e", "0",
-			     "f", "0", "g", born, "h", "0", "m", "true", NULL};
+	const char *ext[] = {"a", "P", "b", "RmtBatch", "c", "TBW102", "d", "4",    "e", "0",
+			     "f", "0", "g", born,	"h", "0",      "m", "true", NULL};
 	const char *ids;
 
 	snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
@@ -543,11 +636,25 @@ test_locks_topics(void)
 
 	T_ASSERT_EQ(send_v2(&c, "Made", 0, "", "x"), WIRE_RSP_TOPIC_NOT_EXIST);
 	{
-		const char *ext[] = {"topic", "Made", "defaultTopic", "TBW102", "readQueueNums",
-				     "3", "writeQueueNums", "3", "perm", "6", "topicFilterType",
-				     "SINGLE_TAG", "topicSysFlag", "0", "order", "false", NULL};
+		const char *ext[] = {"topic",
+				     "Made",
+				     "defaultTopic",
+				     "TBW102",
+				     "readQueueNums",
+				     "3",
+				     "writeQueueNums",
+				     "3",
+				     "perm",
+				     "6",
+				     "topicFilterType",
+				     "SINGLE_TAG",
+				     "topicSysFlag",
+				     "0",
+				     "order",
+				     "false",
+				     NULL};
 		const char *bad[] = {"topic", "Bad Name", "readQueueNums", "3", "writeQueueNums",
-				     "3", NULL};
+				     "3",     NULL};
 
 		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UPDATE_AND_CREATE_TOPIC, ext, NULL, 0),
 			    WIRE_RSP_SUCCESS);
@@ -565,11 +672,11 @@ test_locks_topics(void)
 static void
 test_bad_input(void)
 {
-	static const char *const args[] = {"--remotingMaxFrameSize=65536",
-					   "--maxMessageSize=1024", NULL};
+	static const char *const args[] = {"--remotingMaxFrameSize=65536", "--maxMessageSize=1024",
+					   NULL};
 	struct ns_client a, b;
-	uint8_t big[8] = {0x00, 0x20, 0x00, 0x00, 0, 0, 0, 10}; /* length 2 MiB */
-	uint8_t bad[12] = {0, 0, 0, 8, 0, 0, 0, 200, 'x', 'x', 'x', 'x'}; /* header > length */
+	uint8_t big[8] = {0x00, 0x20, 0x00, 0x00, 0, 0, 0, 10};		    /* length 2 MiB */
+	uint8_t bad[12] = {0, 0, 0, 8, 0, 0, 0, 200, 'x', 'x', 'x', 'x'};   /* header > length */
 	uint8_t json[] = {0, 0, 0, 9, 0, 0, 0, 5, '{', '"', 'c', 'o', 'd'}; /* truncated JSON */
 	char body[2048];
 
