@@ -51,11 +51,75 @@ ms_to_ns(uint64_t ms)
 
 /* ---- answering ---- */
 
+/*
+ * Answers go back the way the request came: to the transport server, or,
+ * for a request the control thread put on the command ring (RocketMQ
+ * remoting), into the command's own buffer and back on the completion ring.
+ */
+static bool
+is_rmt(struct dp_xhandle h)
+{
+	return h.session_id == BK_RMT_SESSION;
+}
+
+static struct bk_rcmd *
+rcmd_of(struct dp_xhandle h)
+{
+	return (struct bk_rcmd *)(uintptr_t)h.req_id;
+}
+
+/* Hands @cmd back to the control thread; the core must not touch it again. */
+static void
+rmt_complete(struct bk_core *c, struct bk_rcmd *cmd)
+{
+	/* Cannot fail: control keeps fewer commands in flight than the ring holds. */
+	if (dp_lcore_complete(&c->lc, cmd) != 0)
+		c->st.gone++;
+	c->rmt_posted = true;
+}
+
+/*
+ * A buffer for the @len-byte answer to @h, or NULL: the request is gone,
+ * or (command ring) its buffer is too small: the command goes back now
+ * with `need` set, and control runs it again with a buffer that fits.
+ */
+static uint8_t *
+ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len)
+{
+	struct bk_rcmd *cmd;
+
+	if (!is_rmt(h))
+		return dp_xsrv_resp_buf(c->xs, h, len);
+	cmd = rcmd_of(h);
+	if (len <= cmd->resp_cap)
+		return cmd->resp;
+	cmd->need = len;
+	cmd->resp_len = 0;
+	c->rmt_gone = h.seq;
+	rmt_complete(c, cmd);
+	return NULL;
+}
+
+static bool
+ans_pending(struct bk_core *c, struct dp_xhandle h)
+{
+	if (!is_rmt(h))
+		return dp_xsrv_is_pending(c->xs, h);
+	return h.seq != c->rmt_gone;
+}
+
 /* The request may have gone (session expired or reset): count it, nothing else to do. */
 static void
-respond(struct bk_core *c, struct dp_xsrv *xs, struct dp_xhandle h, uint32_t len)
+respond(struct bk_core *c, struct dp_xhandle h, uint32_t len)
 {
-	if (dp_xsrv_respond(xs, h, len) != 0)
+	if (is_rmt(h)) {
+		struct bk_rcmd *cmd = rcmd_of(h);
+
+		cmd->resp_len = len;
+		rmt_complete(c, cmd);
+		return;
+	}
+	if (dp_xsrv_respond(c->xs, h, len) != 0)
 		c->st.gone++;
 }
 
@@ -80,12 +144,12 @@ answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns
 	}
 	fixed = wire_dp_resp_fixed_len(op);
 	len = WIRE_DP_RESP_HEAD_LEN + (uint32_t)(fixed > 0 ? fixed : 0);
-	buf = dp_xsrv_resp_buf(c->xs, h, len);
+	buf = ans_buf(c, h, len);
 	if (buf == NULL)
 		return 0; /* the request is gone */
 	if (wire_dp_resp_error_encode(op, &head, buf, len) != (long)len)
 		return 0;
-	respond(c, c->xs, h, len);
+	respond(c, h, len);
 	return 0;
 }
 
@@ -108,10 +172,10 @@ answer_send(struct bk_core *c, const struct bk_ack *a, int32_t status, uint64_t 
 
 	if (a->op == WIRE_DP_OP_SEND_BACK) {
 		/* Its answer is the common part alone (protocol.md §5.8). */
-		buf = dp_xsrv_resp_buf(c->xs, a->h, WIRE_DP_RESP_HEAD_LEN);
+		buf = ans_buf(c, a->h, WIRE_DP_RESP_HEAD_LEN);
 		if (buf && wire_dp_bare_resp_encode(a->op, &r.head, buf, WIRE_DP_RESP_HEAD_LEN) ==
 				   WIRE_DP_RESP_HEAD_LEN)
-			respond(c, c->xs, a->h, WIRE_DP_RESP_HEAD_LEN);
+			respond(c, a->h, WIRE_DP_RESP_HEAD_LEN);
 		return;
 	}
 	if (a->op == WIRE_DP_OP_SEND_BATCH) {
@@ -130,16 +194,16 @@ answer_send(struct bk_core *c, const struct bk_ack *a, int32_t status, uint64_t 
 	}
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_SEND_RESP_FIXED +
 	      (a->op == WIRE_DP_OP_SEND_BATCH ? 8u * a->count : 0u);
-	buf = dp_xsrv_resp_buf(c->xs, a->h, len);
+	buf = ans_buf(c, a->h, len);
 	if (buf == NULL) {
 		/* Stored, but no buffer for a big answer: the client sees BUSY and may resend. */
-		if (dp_xsrv_is_pending(c->xs, a->h))
+		if (ans_pending(c, a->h))
 			answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return;
 	}
 	if (wire_dp_send_resp_encode(a->op, &r, buf, len) != (long)len)
 		return;
-	respond(c, c->xs, a->h, len);
+	respond(c, a->h, len);
 }
 
 /* ---- consumer offsets ---- */
@@ -523,9 +587,9 @@ pull_run(struct bk_core *c, const struct bk_park *p, bool final)
 	r.rec_count = cnt;
 	r.records_len = bytes;
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PULL_RESP_FIXED + bytes;
-	buf = dp_xsrv_resp_buf(c->xs, p->h, len);
+	buf = ans_buf(c, p->h, len);
 	if (buf == NULL) {
-		if (dp_xsrv_is_pending(c->xs, p->h))
+		if (ans_pending(c, p->h))
 			answer_err(c, p->h, WIRE_DP_OP_PULL, p->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return true;
 	}
@@ -542,14 +606,14 @@ pull_run(struct bk_core *c, const struct bk_park *p, bool final)
 		at += c->pull_len[i];
 	}
 	c->st.pulls++;
-	respond(c, c->xs, p->h, len);
+	respond(c, p->h, len);
 	return true;
 
 small:
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PULL_RESP_FIXED;
-	buf = dp_xsrv_resp_buf(c->xs, p->h, len);
+	buf = ans_buf(c, p->h, len);
 	if (buf && wire_dp_pull_resp_encode(&r, buf, len) == (long)len)
-		respond(c, c->xs, p->h, len);
+		respond(c, p->h, len);
 	return true;
 }
 
@@ -623,7 +687,7 @@ parks_scan(struct bk_core *c, uint64_t now)
 		if (!p->used)
 			continue;
 		seen++;
-		if (!dp_xsrv_is_pending(c->xs, p->h) || pull_run(c, p, now >= p->deadline_ns)) {
+		if (!ans_pending(c, p->h) || pull_run(c, p, now >= p->deadline_ns)) {
 			p->used = false;
 			c->park_n--;
 			seen--;
@@ -653,9 +717,9 @@ answer_offset(struct bk_core *c, const struct dp_xreq *req, int32_t status, int6
 
 	if (status != WIRE_DP_ST_SUCCESS)
 		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
-	buf = dp_xsrv_resp_buf(c->xs, req->h, len);
+	buf = ans_buf(c, req->h, len);
 	if (buf && wire_dp_offset_resp_encode(req->op, &r, buf, len) == (long)len)
-		respond(c, c->xs, req->h, len);
+		respond(c, req->h, len);
 	return 0;
 }
 
@@ -847,14 +911,14 @@ do_ping(struct bk_core *c, const struct dp_xreq *req)
 	p.pad = q.pad;
 	p.pad_len = q.pad_len;
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED + q.pad_len;
-	buf = dp_xsrv_resp_buf(c->xs, req->h, len);
+	buf = ans_buf(c, req->h, len);
 	if (buf == NULL) {
-		if (dp_xsrv_is_pending(c->xs, req->h))
+		if (ans_pending(c, req->h))
 			answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return 0;
 	}
 	if (wire_dp_ping_resp_encode(&p, buf, len) == (long)len)
-		respond(c, c->xs, req->h, len);
+		respond(c, req->h, len);
 	return 0;
 }
 
@@ -888,15 +952,79 @@ bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
 	case WIRE_DP_OP_DISCONNECT: {
 		struct wire_dp_resp_head h = {.status = WIRE_DP_ST_SUCCESS,
 					      .ts_recv_ns = req->ts_recv_ns};
-		uint8_t *buf = dp_xsrv_resp_buf(c->xs, req->h, WIRE_DP_RESP_HEAD_LEN);
+		uint8_t *buf = ans_buf(c, req->h, WIRE_DP_RESP_HEAD_LEN);
 
 		if (buf && wire_dp_bare_resp_encode(req->op, &h, buf, WIRE_DP_RESP_HEAD_LEN) ==
 				   WIRE_DP_RESP_HEAD_LEN)
-			respond(c, c->xs, req->h, WIRE_DP_RESP_HEAD_LEN);
+			respond(c, req->h, WIRE_DP_RESP_HEAD_LEN);
 		return;
 	}
 	default:
 		(void)answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return;
+	}
+}
+
+/* ---- requests from the command ring (RocketMQ remoting, docs/remoting.md) ---- */
+
+/* Copies the records at cmd->phys[] (any shard: reads are safe from every core). */
+static void
+rmt_gather(struct bk_core *c, struct bk_rcmd *cmd)
+{
+	uint32_t at = cmd->resp_len;
+
+	cmd->status = WIRE_DP_ST_SUCCESS;
+	for (uint32_t i = cmd->nphys_done; i < cmd->nphys; i++) {
+		const uint8_t *rec;
+		long n = store_get_phys(c->bk->store, cmd->phys[i], &rec);
+
+		if (n < 0) {
+			/* gone (retention) or never there: skip, as RocketMQ does */
+			cmd->nphys_done = i + 1;
+			continue;
+		}
+		if (at + (uint64_t)n > cmd->resp_cap) {
+			cmd->need = at + (uint32_t)n;
+			break;
+		}
+		memcpy(cmd->resp + at, rec, (size_t)n);
+		at += (uint32_t)n;
+		cmd->nphys_done = i + 1;
+		cmd->found++;
+	}
+	cmd->resp_len = at;
+}
+
+void
+bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
+{
+	struct bk_core *c = arg;
+	struct bk_rcmd *cmd = p;
+	struct dp_xreq req = {
+		.op = cmd->op,
+		.msg = cmd->req,
+		.len = cmd->req_len,
+		.ts_recv_ns = cmd->recv_ns,
+		.h = {.session_id = BK_RMT_SESSION, .seq = cmd->serial, .req_id = (uintptr_t)cmd},
+		.peer = cmd->peer,
+	};
+
+	(void)lc;
+	cmd->need = 0;
+	switch (cmd->op) {
+	case BK_ROP_EARLIEST:
+		cmd->status = store_earliest_time(c->bk->store, cmd->sq, &cmd->value) == 0
+				      ? WIRE_DP_ST_SUCCESS
+				      : WIRE_DP_ST_SYSTEM_ERROR;
+		rmt_complete(c, cmd);
+		return;
+	case BK_ROP_GATHER:
+		rmt_gather(c, cmd);
+		rmt_complete(c, cmd);
+		return;
+	default:
+		cmd->resp_len = 0;
+		bk_core_handle(NULL, &req, c);
 		return;
 	}
 }
@@ -935,6 +1063,18 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 	if (c->park_n && (c->park_dirty || now_ns >= c->park_next_deadline))
 		work += parks_scan(c, now_ns);
 	c->park_dirty = false;
+	if (c->rmt_posted) {
+		uint64_t one = 1;
+
+		c->rmt_posted = false;
+		/* seq_cst: pairs with the control thread's store before its ring check */
+		if (atomic_load(&c->bk->ctl_sleeping)) {
+			/* eventfd write never sleeps; a failure is fine: control also polls on a timer */
+			ssize_t r = write(c->bk->efd, &one, sizeof(one));
+
+			(void)r;
+		}
+	}
 	/*
 	 * Acks waiting for the flusher count as work: an idle core would wait
 	 * in the port for up to a millisecond, and the flush that lands

@@ -102,6 +102,45 @@ struct bk_park {
 
 struct bk;
 
+/*
+ * A request that came in over TCP (RocketMQ remoting, bk_rmt.c). The
+ * control thread fills it and posts it on the owning core's command ring;
+ * the core runs it through the same handlers as a dataplane request (the
+ * handle's session_id is BK_RMT_SESSION, req_id points here), writes the
+ * answer into resp and posts it on its completion ring. Between post and
+ * completion the core owns it; control never touches it.
+ */
+#define BK_RMT_SESSION UINT32_MAX
+
+enum bk_rop {
+	/* internal ops (not on the dataplane wire) */
+	BK_ROP_EARLIEST = 100, /* store time of sq's first message -> value */
+	BK_ROP_GATHER = 101,   /* the records at phys[nphys_done..nphys) -> resp */
+};
+
+struct bk_rcmd {
+	/* control writes before posting */
+	uint16_t op; /* WIRE_DP_OP_* (req holds the dataplane request) or BK_ROP_* */
+	uint16_t core;
+	uint32_t serial; /* unique among commands in flight: the handle's seq */
+	uint64_t recv_ns;
+	struct dp_addr peer;
+	const uint8_t *req;
+	uint32_t req_len;
+	uint8_t *resp;
+	uint32_t resp_cap;
+	const struct store_queue *sq; /* BK_ROP_EARLIEST */
+	int64_t *phys;		      /* BK_ROP_GATHER */
+	uint32_t nphys;
+	/* the core writes */
+	uint32_t nphys_done; /* BK_ROP_GATHER: control zeroes it once */
+	uint32_t found;	     /* BK_ROP_GATHER: records copied */
+	uint32_t resp_len;   /* kept across a BK_ROP_GATHER re-run */
+	uint32_t need;	     /* resp was too small: run again with this many bytes */
+	int32_t status;	     /* BK_ROP_*: WIRE_DP_ST_* */
+	int64_t value;	     /* BK_ROP_EARLIEST */
+};
+
 /* Command from a core to control: create a topic (auto-creation). */
 struct bk_create_req {
 	char name[META_TOPIC_MAX + 1];
@@ -151,6 +190,8 @@ struct bk_core {
 	_Atomic uint32_t create_full;
 	struct bk_create_req create_req;
 	char props[WIRE_PROPS_MAX + 1]; /* SEND_BACK: the rebuilt properties */
+	bool rmt_posted;		/* completions posted since the last wake-up check */
+	uint32_t rmt_gone; /* serial of the command just sent back for a bigger buffer */
 	/* PULL: the records chosen by the first pass, copied by the second */
 	const uint8_t *pull_rec[BK_PULL_MSGS_MAX];
 	uint32_t pull_len[BK_PULL_MSGS_MAX];
@@ -180,6 +221,8 @@ struct bk {
 	uint32_t ncores;
 	struct bk_core *cores;
 	int efd; /* eventfd: a core asks the control thread for work */
+	/* control is (about to be) waiting: a core that posted a completion pokes efd */
+	alignas(64) _Atomic bool ctl_sleeping;
 	struct wire_host store_host;
 };
 
@@ -198,6 +241,8 @@ bool bk_topic_name_ok(const char *s, size_t len);
 MUST_CHECK int bk_core_init(struct bk *bk, struct bk_core *c, unsigned id);
 void bk_core_fini(struct bk_core *c);
 void bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg);
+/* dp_lcore on_cmd: runs a struct bk_rcmd from the control thread. */
+void bk_core_cmd(struct dp_lcore *lc, void *cmd, void *arg);
 unsigned bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg);
 /* Startup (before the core runs): set a committed offset. Return: 0, -ENOSPC. */
 MUST_CHECK int bk_core_offset_load(struct bk_core *c, const char *topic, const char *group,

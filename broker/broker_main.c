@@ -37,6 +37,7 @@
 #include <urcu/urcu-qsbr.h>
 
 #include "bk_priv.h"
+#include "bk_rmt.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -45,6 +46,7 @@
 #include "sp_config.h"
 
 #define BK_TAG "broker"
+#define RMT_RING 4096	/* command/completion ring per core; remoting keeps fewer in flight */
 #define TBW102 "TBW102" /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
 
 static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
@@ -60,8 +62,14 @@ static const struct cfg_key bk_keys[] = {
 	 "NameServers, host:port separated by ';' (empty: do not register)"},
 	{"brokerIP1", CFG_STRING, "127.0.0.1", 7, 15, NULL,
 	 "IPv4 address advertised for the remoting port"},
-	{"listenPort", CFG_INT, "10911", 1, 65535, NULL,
-	 "remoting TCP port (advertised; the TCP server comes with RocketMQ client support)"},
+	{"listenPort", CFG_INT, "10911", 0, 65535, NULL,
+	 "remoting TCP port for RocketMQ clients, advertised as brokerIP1:port (0: any free port)"},
+	{"remotingMaxConnections", CFG_INT, "65536", 1, 1 << 20, NULL,
+	 "remoting connections open at once (more are refused)"},
+	{"remotingMaxFrameSize", CFG_INT, "16777216", 65536, 1 << 30, NULL,
+	 "largest remoting frame (RocketMQ's frameMaxLength); a bigger one closes the connection"},
+	{"clientChannelExpiredMillis", CFG_INT, "120000", 1000, 3600000, NULL,
+	 "a remoting consumer without a heartbeat this long leaves its group"},
 	{"storePathRootDir", CFG_STRING, "./store", 1, 1024, NULL, "store root directory"},
 	{"flushDiskType", CFG_ENUM, "ASYNC_FLUSH", 0, 0, flush_choices,
 	 "SEND_OK after the page cache (ASYNC) or after fdatasync (SYNC)"},
@@ -139,6 +147,7 @@ struct bk_ctl {
 	uint64_t dv_counter;
 	int64_t dv_ts;
 	struct ctl_breg *breg;
+	struct bk_rmt *rmt;
 	int cpus[BK_CORES_MAX];
 };
 
@@ -282,6 +291,12 @@ topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
 	if (x->breg)
 		ctl_breg_kick(x->breg);
 	return 0;
+}
+
+static int
+rmt_topic_put(void *arg, const struct meta_topic *mt)
+{
+	return topic_put(arg, mt, true);
 }
 
 /* Return: a SIGTERM/SIGINT is waiting on @sfd (startup can take a while: let it stop). */
@@ -644,6 +659,8 @@ start_cores(struct bk_ctl *x)
 		struct dp_lcore_cfg lc = {
 			.cpu = cpus[i],
 			.busy_poll = cfg_get_bool(cfg, "busyPoll"),
+			.ring_cap = RMT_RING,
+			.on_cmd = bk_core_cmd,
 			.tick = bk_core_tick,
 			.arg = c,
 		};
@@ -704,13 +721,25 @@ run(struct bk_ctl *x, int sfd)
 	uint64_t next_save = clk_mono_ns() / 1000000 + every;
 
 	for (;;) {
-		struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
-				      {.fd = x->bk.efd, .events = POLLIN}};
+		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
+				      {.fd = x->bk.efd, .events = POLLIN},
+				      {.fd = bk_rmt_fd(x->rmt), .events = POLLIN}};
 		uint64_t now = clk_mono_ns() / 1000000;
 		int timeout = now >= next_save ? 0 : (int)SP_MIN(next_save - now, 100u);
 
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+		/*
+		 * seq_cst store, then look at the completion rings: a core
+		 * posts, then loads ctl_sleeping; one of us sees the other.
+		 */
+		atomic_store(&x->bk.ctl_sleeping, true);
+		if (bk_rmt_pending(x->rmt))
+			timeout = 0;
+		if (poll(p, 3, timeout) < 0 && errno != EINTR) {
+			atomic_store(&x->bk.ctl_sleeping, false);
 			return -errno;
+		}
+		atomic_store(&x->bk.ctl_sleeping, false);
+		bk_rmt_run(x->rmt, clk_mono_ns() / 1000000);
 		if (p[1].revents & POLLIN) {
 			uint64_t v;
 
@@ -844,6 +873,26 @@ main(int argc, char **argv)
 		log_err(BK_TAG, "signalfd/eventfd: %s", strerror(errno));
 		goto out;
 	}
+	{
+		/* Listen first: listenPort=0 picks a port, and records carry it (STOREHOST). */
+		struct bk_rmt_conf rcf = {
+			.ip = cfg_get_str(cfg, "brokerIP1"),
+			.port = (uint16_t)cfg_get_int(cfg, "listenPort"),
+			.max_frame = (uint32_t)cfg_get_int(cfg, "remotingMaxFrameSize"),
+			.inflight_per_core = RMT_RING - 64,
+			.max_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections"),
+			.client_expire_ms =
+				(uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
+			.lock_expire_ms = 60000,
+		};
+		struct bk_rmt_ops ro = {.topic_put = rmt_topic_put, .arg = x};
+
+		if (rcf.max_frame < x->bk.conf.max_msg_size + (64u << 10))
+			rcf.max_frame = x->bk.conf.max_msg_size + (64u << 10);
+		if (bk_rmt_create(&x->bk, &rcf, &ro, &x->rmt) != 0)
+			goto out;
+		x->bk.store_host.port = bk_rmt_port(x->rmt);
+	}
 
 	store_cfg_default(&sc);
 	sc.root = cfg_get_str(cfg, "storePathRootDir");
@@ -916,8 +965,8 @@ main(int argc, char **argv)
 			.arg = x,
 		};
 
-		snprintf(addr, sizeof(addr), "%s:%" PRId64, cfg_get_str(cfg, "brokerIP1"),
-			 cfg_get_int(cfg, "listenPort"));
+		snprintf(addr, sizeof(addr), "%s:%u", cfg_get_str(cfg, "brokerIP1"),
+			 bk_rmt_port(x->rmt));
 		if (bc.namesrv[0]) {
 			err = ctl_breg_start(&bc, &x->breg);
 			if (err) {
@@ -927,11 +976,12 @@ main(int argc, char **argv)
 		}
 	}
 	log_info(BK_TAG,
-		 "sprocket-broker %s (%s) ready: %u %s cores at %s:%u.., store %s (%s), "
-		 "namesrv %s",
+		 "sprocket-broker %s (%s) ready: %u %s cores at %s:%u.., remoting %s:%u, "
+		 "store %s (%s), namesrv %s",
 		 x->bk.conf.broker_name, SP_VERSION, x->bk.ncores,
 		 cfg_get_str(cfg, "dataplaneBackend"), cfg_get_str(cfg, "dataplaneIp"),
-		 x->bk.conf.dp_port, sc.root, cfg_get_str(cfg, "flushDiskType"),
+		 x->bk.conf.dp_port, cfg_get_str(cfg, "brokerIP1"), bk_rmt_port(x->rmt), sc.root,
+		 cfg_get_str(cfg, "flushDiskType"),
 		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
 	err = run(x, sfd);
 	rc = err ? 1 : 0;
@@ -940,6 +990,8 @@ main(int argc, char **argv)
 	x->breg = NULL;
 out_run:
 	stop_cores(x);
+	bk_rmt_destroy(x->rmt);
+	x->rmt = NULL;
 	print_stats(x);
 	if (offsets_save(x) != 0)
 		rc = 1;
@@ -956,6 +1008,7 @@ out_store:
 	if (x->bk.store)
 		store_close(x->bk.store);
 out:
+	bk_rmt_destroy(x->rmt);
 	log_info(BK_TAG, "stopped");
 	if (x->bk.efd > 0)
 		close(x->bk.efd);

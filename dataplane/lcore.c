@@ -12,6 +12,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <urcu/urcu-qsbr.h>
 
 #include "common/clock.h"
@@ -90,8 +92,22 @@ lcore_main(void *a)
 			continue;
 		/* Idle: let grace periods pass without us, then wait for packets. */
 		urcu_qsbr_thread_offline();
+		/*
+		 * seq_cst store then load, as dp_lcore_post() enqueues then
+		 * loads `sleeping`: either we see its command or it sees us
+		 * sleeping and writes wake_fd.
+		 */
+		atomic_store(&lc->sleeping, true);
 		if (ring_count(lc->cmd) == 0)
-			dp_port_wait(lc->port, cfg->wait_us);
+			dp_port_wait_fd(lc->port, cfg->wait_us, lc->wake_fd);
+		atomic_store(&lc->sleeping, false);
+		if (atomic_exchange(&lc->woken, false)) {
+			uint64_t v;
+			/* non-blocking eventfd: drains the counter, never sleeps; empty is fine */
+			ssize_t r = read(lc->wake_fd, &v, sizeof(v));
+
+			(void)r;
+		}
 		urcu_qsbr_thread_online();
 		bump(&lc->st.waits, 1);
 	}
@@ -129,9 +145,14 @@ dp_lcore_start(struct dp_lcore *lc, unsigned id, const struct dp_lcore_cfg *cfg,
 		lc->cfg.ring_cap = 1024;
 	if (!lc->cfg.on_cmd)
 		lc->cfg.on_cmd = noop_cmd;
+	lc->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (lc->wake_fd < 0)
+		return -errno;
 	err = ring_create(lc->cfg.ring_cap, &lc->cmd);
-	if (err)
+	if (err) {
+		close(lc->wake_fd);
 		return err;
+	}
 	err = ring_create(lc->cfg.ring_cap, &lc->cpl);
 	if (err)
 		goto err_cmd;
@@ -156,6 +177,7 @@ err_cpl:
 	ring_free(lc->cpl);
 err_cmd:
 	ring_free(lc->cmd);
+	close(lc->wake_fd);
 	return err;
 }
 
@@ -166,13 +188,23 @@ dp_lcore_stop(struct dp_lcore *lc)
 	pthread_join(lc->thread, NULL);
 	ring_free(lc->cmd);
 	ring_free(lc->cpl);
+	close(lc->wake_fd);
 	lc->cmd = lc->cpl = NULL;
+	lc->wake_fd = -1;
 }
 
 int
 dp_lcore_post(struct dp_lcore *lc, void *cmd)
 {
-	return ring_enqueue_burst(lc->cmd, &cmd, 1) == 1 ? 0 : -EAGAIN;
+	uint64_t one = 1;
+
+	if (ring_enqueue_burst(lc->cmd, &cmd, 1) != 1)
+		return -EAGAIN;
+	/* seq_cst: pairs with the core's store of `sleeping` before its ring check */
+	if (atomic_load(&lc->sleeping) && !atomic_exchange(&lc->woken, true))
+		if (write(lc->wake_fd, &one, sizeof(one)) < 0)
+			atomic_store(&lc->woken, false);
+	return 0;
 }
 
 int

@@ -485,10 +485,10 @@ afp_rx_done(struct dp_port *p)
 }
 
 static void
-afp_wait(struct dp_port *p, unsigned timeout_us)
+afp_wait(struct dp_port *p, unsigned timeout_us, int wake_fd)
 {
 	struct afp_port *a = afp_of(p);
-	struct pollfd pfd = {.fd = a->fd, .events = POLLIN};
+	struct pollfd pfd[2] = {{.fd = a->fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
 	struct timespec ts = {.tv_sec = timeout_us / 1000000,
 			      .tv_nsec = (timeout_us % 1000000) * 1000};
 
@@ -497,13 +497,13 @@ afp_wait(struct dp_port *p, unsigned timeout_us)
 	 * must not wake us; just sleep the timeout rather than spin.
 	 */
 	if (!afp_link_check(a)) {
-		(void)ppoll(NULL, 0, &ts, NULL);
+		(void)ppoll(&pfd[1], wake_fd >= 0 ? 1 : 0, &ts, NULL);
 		return;
 	}
 	if (a->rx_held < a->rx_frames &&
 	    (afp_status_load(afp_rx_frame(a, a->rx_head)) & TP_STATUS_USER))
 		return;
-	(void)ppoll(&pfd, 1, &ts, NULL);
+	(void)ppoll(pfd, wake_fd >= 0 ? 2 : 1, &ts, NULL);
 }
 
 static bool

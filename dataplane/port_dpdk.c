@@ -79,6 +79,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -654,7 +655,7 @@ memif_rearm(struct dpdk_port *p)
 }
 
 static void
-dpdk_wait(struct dp_port *dp, unsigned timeout_us)
+dpdk_wait(struct dp_port *dp, unsigned timeout_us, int wake_fd)
 {
 	struct dpdk_port *p = (struct dpdk_port *)dp;
 	struct dpdk_dev *d = p->dev;
@@ -665,6 +666,13 @@ dpdk_wait(struct dp_port *dp, unsigned timeout_us)
 		memif_rearm(p);
 	if (rte_ring_count(p->ring) || us == 0)
 		return;
+	if (wake_fd >= 0) {
+		struct pollfd pfd = {.fd = wake_fd, .events = POLLIN};
+
+		/* ALLOW-BLOCKING: the one call that may sleep (port.h). */
+		(void)ppoll(&pfd, 1, &ts, NULL);
+		return;
+	}
 	/* ALLOW-BLOCKING: the one call that may sleep (port.h). */
 	nanosleep(&ts, NULL);
 }

@@ -134,14 +134,14 @@ udp_tx_burst(struct dp_port *p, const struct dp_tx *tx, unsigned n)
 }
 
 static void
-udp_wait(struct dp_port *p, unsigned timeout_us)
+udp_wait(struct dp_port *p, unsigned timeout_us, int wake_fd)
 {
 	struct udp_port *u = (struct udp_port *)p;
-	struct pollfd pfd = {.fd = u->fd, .events = POLLIN};
+	struct pollfd pfd[2] = {{.fd = u->fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
 	struct timespec ts = {.tv_sec = timeout_us / 1000000,
 			      .tv_nsec = (timeout_us % 1000000) * 1000};
 
-	(void)ppoll(&pfd, 1, &ts, NULL);
+	(void)ppoll(pfd, wake_fd >= 0 ? 2 : 1, &ts, NULL);
 }
 
 static bool

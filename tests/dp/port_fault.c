@@ -101,7 +101,7 @@ fault_tx_burst(struct dp_port *p, const struct dp_tx *tx, unsigned n)
 }
 
 static void
-fault_wait(struct dp_port *p, unsigned us)
+fault_wait(struct dp_port *p, unsigned us, int wake_fd)
 {
 	struct fault_port *f = (struct fault_port *)p;
 
@@ -109,7 +109,7 @@ fault_wait(struct dp_port *p, unsigned us)
 		release_held(f);
 		return;
 	}
-	dp_port_wait(f->in, us);
+	dp_port_wait_fd(f->in, us, wake_fd);
 }
 
 static bool

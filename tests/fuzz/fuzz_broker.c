@@ -85,10 +85,11 @@ c_tx(struct dp_port *p, const struct dp_tx *tx, unsigned n)
 }
 
 static void
-c_wait(struct dp_port *p, unsigned us)
+c_wait(struct dp_port *p, unsigned us, int wake_fd)
 {
 	(void)p;
 	(void)us;
+	(void)wake_fd;
 }
 
 static bool

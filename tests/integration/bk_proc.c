@@ -19,7 +19,7 @@ bk_start(const char *bin, const char *const *args, struct bk_proc *p)
 	char line[4096];
 	char store[192], port[64];
 	off_t start;
-	int argc = 0;
+	int argc = 0, rc;
 
 	if (p->dir[0] == '\0') {
 		snprintf(p->dir, sizeof(p->dir), "/tmp/sp-bk-XXXXXX");
@@ -38,6 +38,7 @@ bk_start(const char *bin, const char *const *args, struct bk_proc *p)
 	argv[argc++] = "--namesrvAddr=";
 	argv[argc++] = "--mapedFileSizeCommitLog=67108864";
 	argv[argc++] = "--mapedFileSizeConsumeQueue=600000";
+	argv[argc++] = "--listenPort=0";
 	for (size_t i = 0; args != NULL && args[i] != NULL && argc < 62; i++)
 		argv[argc++] = args[i];
 	argv[argc] = NULL;
@@ -45,8 +46,15 @@ bk_start(const char *bin, const char *const *args, struct bk_proc *p)
 	p->pid = tproc_spawn(argv, logpath);
 	if (p->pid < 0)
 		return (int)p->pid;
-	return tproc_wait_line(&p->pid, logpath, start, " ready: ", line, sizeof(line),
-			       "sprocket-broker");
+	rc = tproc_wait_line(&p->pid, logpath, start, " ready: ", line, sizeof(line),
+			     "sprocket-broker");
+	if (rc == 0) {
+		const char *r = strstr(line, ", remoting ");
+		const char *colon = r ? strchr(r + 11, ':') : NULL;
+
+		p->rmt_port = colon ? (uint16_t)atoi(colon + 1) : 0;
+	}
+	return rc;
 }
 
 int

@@ -17,14 +17,16 @@
 
 struct bk_proc {
 	pid_t pid;
-	char dir[128];	  /* store root and log */
-	uint16_t dp_port; /* dataplane base port */
+	char dir[128];	   /* store root and log */
+	uint16_t dp_port;  /* dataplane base port */
+	uint16_t rmt_port; /* remoting TCP port, from the "ready" line */
 };
 
 /*
  * bk_start() - run sprocket-broker with @args ("--key=value", NULL-terminated)
  * after the defaults (store in a new /tmp dir unless @p->dir is set, so a
- * restart reuses it; dataplanePort = @p->dp_port or a free-looking one).
+ * restart reuses it; dataplanePort = @p->dp_port or a free-looking one;
+ * listenPort=0: the kernel picks the remoting port, read into @p->rmt_port).
  * Return: 0 once "ready" is logged (30 s at most), -EIO otherwise (log printed).
  */
 int bk_start(const char *bin, const char *const *args, struct bk_proc *p);

@@ -92,7 +92,7 @@ broker_run(struct cl_env *e, unsigned i)
 	snprintf(a[1], sizeof(a[1]), "--namesrvAddr=127.0.0.1:%u", e->nsrv.port);
 	snprintf(a[2], sizeof(a[2]), "--brokerName=broker-%c", 'a' + i);
 	snprintf(a[3], sizeof(a[3]), "--dataplaneCores=2");
-	snprintf(a[4], sizeof(a[4]), "--listenPort=%u", 10911 + 10 * i);
+	snprintf(a[4], sizeof(a[4]), "--listenPort=0");
 	for (unsigned k = 0; k < 5; k++)
 		args[n++] = a[k];
 	switch (e->be) {

@@ -649,7 +649,7 @@ test_send_back_retry_then_dlq(void)
 		/* the origin id is the first delivery's, through both retries */
 		const char *oid = "ORIGIN_MESSAGE_ID";
 		char want[WIRE_MSGID_MAX];
-		struct wire_host host = {.addr = {127, 0, 0, 1}, .port = 10911};
+		struct wire_host host = {.addr = {127, 0, 0, 1}, .port = b.rmt_port};
 
 		wire_msgid_encode(&host, r.phys_offset, want);
 		(void)first_phys(&k, "%RETRY%G", &oid, want, &re);

@@ -68,7 +68,11 @@ struct dp_lcore {
 	struct dp_xsrv *xsrv;
 	struct ring *cmd; /* producer: one control thread; consumer: this core */
 	struct ring *cpl; /* producer: this core; consumer: the control thread */
+	int wake_fd;	  /* eventfd: dp_lcore_post() ends the core's idle wait */
 	pthread_t thread;
+	/* the core is (about to be) waiting: posters must poke wake_fd (seq_cst both sides) */
+	alignas(64) _Atomic bool sleeping;
+	_Atomic bool woken; /* wake_fd was written and not drained yet */
 	_Atomic bool stop;
 	_Atomic bool running;
 	/* owner writes, stats read relaxed */
@@ -89,7 +93,8 @@ MUST_CHECK int dp_lcore_start(struct dp_lcore *lc, unsigned id, const struct dp_
 void dp_lcore_stop(struct dp_lcore *lc);
 
 /*
- * Hands @cmd to the core. Context: the one producer thread.
+ * Hands @cmd to the core and wakes it when it idles in its wait, so a
+ * command waits for no timeout. Context: the one producer thread.
  * Return: 0, -EAGAIN ring full (back-pressure: retry later or refuse).
  */
 MUST_CHECK int dp_lcore_post(struct dp_lcore *lc, void *cmd);

@@ -94,9 +94,11 @@ struct dp_port_ops {
 	/*
 	 * Waits up to @timeout_us for RX to become possible (poll() on the
 	 * socket; dpdk: a short sleep). The only call that may sleep; the
-	 * owner uses it when idle and busyPoll is off.
+	 * owner uses it when idle and busyPoll is off. @wake_fd (-1: none) is
+	 * an eventfd that ends the wait early when it becomes readable (the
+	 * caller drains it).
 	 */
-	void (*wait)(struct dp_port *p, unsigned timeout_us);
+	void (*wait)(struct dp_port *p, unsigned timeout_us, int wake_fd);
 	/* Return: whether the link carries packets now (cheap; no syscall on udp/dpdk). */
 	bool (*link_up)(struct dp_port *p);
 	/* Frees this port's resources; the last port closed frees shared state. */
@@ -166,7 +168,14 @@ dp_port_tx_burst(struct dp_port *p, const struct dp_tx *tx, unsigned n)
 static inline void
 dp_port_wait(struct dp_port *p, unsigned timeout_us)
 {
-	p->ops->wait(p, timeout_us);
+	p->ops->wait(p, timeout_us, -1);
+}
+
+/* As dp_port_wait(), also ending when @wake_fd (an eventfd) is readable. */
+static inline void
+dp_port_wait_fd(struct dp_port *p, unsigned timeout_us, int wake_fd)
+{
+	p->ops->wait(p, timeout_us, wake_fd);
 }
 
 static inline bool

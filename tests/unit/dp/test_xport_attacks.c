@@ -119,10 +119,11 @@ m_tx(struct dp_port *p, const struct dp_tx *tx, unsigned n)
 	return n;
 }
 static void
-m_wait(struct dp_port *p, unsigned us)
+m_wait(struct dp_port *p, unsigned us, int wake_fd)
 {
 	(void)p;
 	(void)us;
+	(void)wake_fd;
 }
 static bool
 m_up(struct dp_port *p)

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bk_rmt.h - the broker's RocketMQ remoting server (TCP, listenPort), run by
+ * the control thread so that RocketMQ 4.x clients work unchanged.
+ * docs/remoting.md has the design.
+ *
+ * The server decodes frames, keeps what is control-side state (consumer
+ * groups from heartbeats, queue locks, topic creation) and turns every data
+ * request into a dataplane request that it posts on the owning core's
+ * command ring (struct bk_rcmd); the core answers on its completion ring and
+ * the server turns that answer into the remoting response. The control side
+ * never appends and never reads the log.
+ */
+#ifndef SP_BROKER_BK_RMT_H
+#define SP_BROKER_BK_RMT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bk_priv.h"
+#include "common/compiler.h"
+#include "store/meta.h"
+
+struct bk_rmt;
+
+struct bk_rmt_conf {
+	const char *ip; /* listen address (IPv4) */
+	uint16_t port;	/* 0: any free port */
+	uint32_t max_frame;
+	uint32_t inflight_per_core; /* commands at one core at most (< its ring) */
+	uint32_t max_conns;
+	uint64_t client_expire_ms; /* consumers silent this long leave their group (120 s) */
+	uint64_t lock_expire_ms;   /* LOCK_BATCH_MQ locks (60 s) */
+};
+
+struct bk_rmt_ops {
+	/* Creates or updates a topic, publishes and persists it. Control thread. */
+	int (*topic_put)(void *arg, const struct meta_topic *mt);
+	void *arg;
+};
+
+/* Return: 0, -errno (bind/listen failed: logged). Context: control thread. */
+MUST_CHECK int bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf,
+			     const struct bk_rmt_ops *ops, struct bk_rmt **out);
+/* The epoll fd to wait on (readable when a socket needs attention). */
+int bk_rmt_fd(const struct bk_rmt *r);
+uint16_t bk_rmt_port(const struct bk_rmt *r);
+/* Return: completions are waiting on some core's ring. */
+bool bk_rmt_pending(const struct bk_rmt *r);
+/* Does all ready work without blocking: sockets, completions, expiry. */
+void bk_rmt_run(struct bk_rmt *r, uint64_t now_ms);
+/*
+ * Closes every connection and frees every command. Call after the cores
+ * stopped (they may hold commands until then).
+ */
+void bk_rmt_destroy(struct bk_rmt *r);
+
+/* For the fuzz target: feeds @len bytes as if read from one connection. */
+void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);
+
+#endif /* SP_BROKER_BK_RMT_H */

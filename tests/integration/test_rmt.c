@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_rmt.c - sprocket-broker's RocketMQ remoting port (broker/bk_rmt.c) as
+ * a process, driven by a remoting client over TCP with the project's codec:
+ * sends (V1, V2, batch, binary header), pulls with long polling and tag
+ * filters, offsets, heartbeats and consumer lists with the notify pushed to
+ * members, send-back to %RETRY%, lookups by id and key, queue locks, topic
+ * creation, unknown codes, and malformed or oversized frames (only that
+ * connection closes). ali-ons (tests/compat) covers a real client.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bk_proc.h"
+#include "common/clock.h"
+#include "harness.h"
+#include "ns_client.h"
+#include "wire/record.h"
+#include "wire/remoting.h"
+
+#define T 5000
+
+static struct bk_proc B;
+
+static void
+start(const char *const *extra)
+{
+	static const char *const none[] = {NULL};
+
+	memset(&B, 0, sizeof(B));
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, extra ? extra : none, &B), 0);
+	T_ASSERT(B.rmt_port != 0);
+}
+
+static void
+conn(struct ns_client *c)
+{
+	T_ASSERT_EQ(nsc_connect(B.rmt_port, c), 0);
+}
+
+/* SEND_MESSAGE_V2 as ali-ons sends it. Return: the response code; msgId etc. in c->rsp. */
+static int
+send_v2(struct ns_client *c, const char *topic, int qid, const char *props, const char *body)
+{
+	char q[16], born[24];
+	const char *ext[] = {"a", "PID_T", "b", topic, "c", "TBW102", "d", "4",
+			     "e", q,	   "f", "0",   "g", born,     "h", "0",
+			     "i", props,   "j", "0",   "k", "false",  NULL};
+
+	snprintf(q, sizeof(q), "%d", qid);
+	snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
+	return nsc_call(c, WIRE_REQ_SEND_MESSAGE_V2, ext, body, strlen(body));
+}
+
+static int
+pull(struct ns_client *c, const char *group, const char *topic, int qid, long long off,
+     const char *sub, long long suspend_ms)
+{
+	char q[16], o[24], s[24], flag[8];
+	const char *ext[] = {"consumerGroup",
+			     group,
+			     "topic",
+			     topic,
+			     "queueId",
+			     q,
+			     "queueOffset",
+			     o,
+			     "maxMsgNums",
+			     "32",
+			     "sysFlag",
+			     flag,
+			     "commitOffset",
+			     "-1",
+			     "suspendTimeoutMillis",
+			     s,
+			     "subscription",
+			     sub,
+			     "subVersion",
+			     "1",
+			     NULL};
+
+	snprintf(q, sizeof(q), "%d", qid);
+	snprintf(o, sizeof(o), "%lld", off);
+	snprintf(s, sizeof(s), "%lld", suspend_ms);
+	snprintf(flag, sizeof(flag), "%d", suspend_ms ? 6 : 4);
+	return nsc_call(c, WIRE_REQ_PULL_MESSAGE, ext, NULL, 0);
+}
+
+static long long
+ext_ll(const struct ns_client *c, const char *k)
+{
+	const char *v = nsc_ext(c, k);
+
+	T_ASSERT(v != NULL);
+	return atoll(v);
+}
+
+/* Decode the records of the last response body into @m (up to @max). Return: count. */
+static int
+records(const struct ns_client *c, struct wire_msg *m, int max)
+{
+	size_t at = 0;
+	int n = 0;
+
+	while (at < c->rsp.body_len && n < max) {
+		long l = wire_rec_decode(c->rsp.body + at, c->rsp.body_len - at,
+					 WIRE_REC_VERIFY_CRC, &m[n]);
+
+		T_ASSERT(l > 0);
+		at += (size_t)l;
+		n++;
+	}
+	T_ASSERT_EQ(at, c->rsp.body_len);
+	return n;
+}
+
+static bool
+prop_is(const struct wire_msg *m, const char *k, const char *v)
+{
+	const char *got;
+	size_t len;
+
+	return wire_props_get(m->props, m->props_len, k, &got, &len) && len == strlen(v) &&
+	       memcmp(got, v, len) == 0;
+}
+
+/* Send, pull back byte-equal with tags and keys; the pull's four offsets on every answer. */
+static void
+test_send_pull(void)
+{
+	struct ns_client c;
+	struct wire_msg m[32];
+	char id[64];
+	long long qoff;
+
+	start(NULL);
+	conn(&c);
+	T_ASSERT_EQ(send_v2(&c, "RmtA", 1, "TAGS\001TagA\002KEYS\001k1\002u\001v\002", "hello"),
+		    WIRE_RSP_SUCCESS);
+	snprintf(id, sizeof(id), "%s", nsc_ext(&c, "msgId"));
+	T_ASSERT_EQ(strlen(id), 32u);
+	T_ASSERT_EQ(ext_ll(&c, "queueId"), 1);
+	qoff = ext_ll(&c, "queueOffset");
+	T_ASSERT_EQ(qoff, 0);
+	T_ASSERT(nsc_ext(&c, "MSG_REGION") != NULL);
+	T_ASSERT_EQ(send_v2(&c, "RmtA", 1, "TAGS\001TagB\002", "other"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(send_v2(&c, "RmtA", 1, "TAGS\001TagA\002", "third"), WIRE_RSP_SUCCESS);
+
+	T_ASSERT_EQ(pull(&c, "G1", "RmtA", 1, 0, "*", 0), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(records(&c, m, 32), 3);
+	T_ASSERT_EQ(m[0].body_len, 5u);
+	T_ASSERT_MEMEQ(m[0].body, "hello", 5);
+	T_ASSERT(prop_is(&m[0], "TAGS", "TagA"));
+	T_ASSERT(prop_is(&m[0], "KEYS", "k1"));
+	T_ASSERT(prop_is(&m[0], "u", "v"));
+	T_ASSERT_EQ(m[0].queue_id, 1);
+	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 3);
+	T_ASSERT_EQ(ext_ll(&c, "maxOffset"), 3);
+	T_ASSERT_EQ(ext_ll(&c, "minOffset"), 0);
+	T_ASSERT(nsc_ext(&c, "suggestWhichBrokerId") != NULL);
+
+	/* Tag filter: TagA only (the broker filters by hash). */
+	T_ASSERT_EQ(pull(&c, "G1", "RmtA", 1, 0, "TagA || TagC", 0), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(records(&c, m, 32), 2);
+	T_ASSERT_MEMEQ(m[1].body, "third", 5);
+
+	/* Nothing new and no suspend: PULL_NOT_FOUND, with the offsets. */
+	T_ASSERT_EQ(pull(&c, "G1", "RmtA", 1, 3, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 3);
+	/* Past the end: OFFSET_MOVED to max. */
+	T_ASSERT_EQ(pull(&c, "G1", "RmtA", 1, 99, "*", 0), WIRE_RSP_PULL_OFFSET_MOVED);
+	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 3);
+	/* Unknown topic: TOPIC_NOT_EXIST, still with the four fields. */
+	T_ASSERT_EQ(pull(&c, "G1", "NoSuch", 0, 0, "*", 0), WIRE_RSP_TOPIC_NOT_EXIST);
+	T_ASSERT(nsc_ext(&c, "maxOffset") != NULL);
+	/* Queue out of range. */
+	T_ASSERT_EQ(pull(&c, "G1", "RmtA", 99, 0, "*", 0), WIRE_RSP_SYSTEM_ERROR);
+
+	/* VIEW_MESSAGE_BY_ID: the offset inside the msgId. */
+	{
+		struct wire_host h;
+		int64_t phys;
+		char off[24];
+		const char *ext[] = {"offset", off, NULL};
+
+		T_ASSERT_EQ(wire_msgid_decode(id, strlen(id), &h, &phys), 0);
+		T_ASSERT_EQ(h.port, B.rmt_port); /* STOREHOST is the advertised remoting address */
+		snprintf(off, sizeof(off), "%lld", (long long)phys);
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_VIEW_MESSAGE_BY_ID, ext, NULL, 0),
+			    WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(records(&c, m, 1), 1);
+		T_ASSERT_MEMEQ(m[0].body, "hello", 5);
+		snprintf(off, sizeof(off), "%lld", (long long)phys + 3);
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_VIEW_MESSAGE_BY_ID, ext, NULL, 0),
+			    WIRE_RSP_SYSTEM_ERROR);
+	}
+	/* QUERY_MESSAGE by key: the indexer runs in the background, so wait for it. */
+	{
+		char end[24];
+		const char *ext[] = {"topic",	       "RmtA", "key",	       "k1", "maxNum", "32",
+				     "beginTimestamp", "0",    "endTimestamp", end,  NULL};
+		int rc = -1;
+
+		snprintf(end, sizeof(end), "%lld", (long long)clk_wall_ms() + 60000);
+		for (int i = 0; i < 100 && rc != WIRE_RSP_SUCCESS; i++) {
+			rc = nsc_call(&c, WIRE_REQ_QUERY_MESSAGE, ext, NULL, 0);
+			if (rc != WIRE_RSP_SUCCESS)
+				usleep(50000);
+		}
+		T_ASSERT_EQ(rc, WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(records(&c, m, 32), 1);
+		T_ASSERT_MEMEQ(m[0].body, "hello", 5);
+		T_ASSERT(nsc_ext(&c, "indexLastUpdateTimestamp") != NULL);
+	}
+	/* V1 names, binary (ROCKETMQ) header: the answer comes in the request's type. */
+	{
+		char born[24];
+		const char *ext[] = {"producerGroup",
+				     "P",
+				     "topic",
+				     "RmtA",
+				     "defaultTopic",
+				     "TBW102",
+				     "defaultTopicQueueNums",
+				     "4",
+				     "queueId",
+				     "-1",
+				     "sysFlag",
+				     "0",
+				     "bornTimestamp",
+				     born,
+				     "flag",
+				     "7",
+				     "properties",
+				     "TAGS\001TagZ",
+				     NULL};
+		int op;
+
+		snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
+		op = nsc_send(&c, WIRE_REQ_SEND_MESSAGE, 0, WIRE_REM_ROCKETMQ, ext, "v1", 2);
+		T_ASSERT(op >= 0);
+		T_ASSERT_EQ(nsc_recv(&c, T), 0);
+		T_ASSERT_EQ(c.rsp.opaque, op);
+		T_ASSERT_EQ(c.rsp.serialize, WIRE_REM_ROCKETMQ);
+		T_ASSERT_EQ(c.rsp.code, WIRE_RSP_SUCCESS);
+		T_ASSERT(ext_ll(&c, "queueId") >= 0 && ext_ll(&c, "queueId") < 4);
+	}
+	nsc_close(&c);
+	bk_cleanup(&B);
+}
+
+/* A parked pull is answered by a send from another connection; one that finds nothing times out. */
+static void
+test_long_poll(void)
+{
+	struct ns_client c, p;
+	struct wire_msg m[4];
+	int op;
+	char q[8] = "0", o[8] = "0";
+	const char *ext[] = {"consumerGroup",
+			     "G",
+			     "topic",
+			     "RmtL",
+			     "queueId",
+			     q,
+			     "queueOffset",
+			     o,
+			     "maxMsgNums",
+			     "32",
+			     "sysFlag",
+			     "6",
+			     "commitOffset",
+			     "-1",
+			     "suspendTimeoutMillis",
+			     "20000",
+			     "subscription",
+			     "*",
+			     "subVersion",
+			     "1",
+			     NULL};
+
+	start(NULL);
+	conn(&c);
+	conn(&p);
+	/* The topic exists (auto-created by a first send); queue 2 is empty. */
+	T_ASSERT_EQ(send_v2(&p, "RmtL", 0, "", "x"), WIRE_RSP_SUCCESS);
+	snprintf(q, sizeof(q), "2");
+	op = nsc_send(&c, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, ext, NULL, 0);
+	T_ASSERT(op >= 0);
+	T_ASSERT_EQ(nsc_recv(&c, 300), -ETIMEDOUT); /* parked, not answered */
+	T_ASSERT_EQ(send_v2(&p, "RmtL", 2, "", "wake"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(nsc_recv(&c, T), 0);
+	T_ASSERT_EQ(c.rsp.opaque, op);
+	T_ASSERT_EQ(c.rsp.code, WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(records(&c, m, 4), 1);
+	T_ASSERT_MEMEQ(m[0].body, "wake", 4);
+	/* Suspended but nothing comes: PULL_NOT_FOUND at the end of the suspend time. */
+	T_ASSERT_EQ(pull(&c, "G", "RmtL", 3, 0, "*", 200), WIRE_RSP_PULL_NOT_FOUND);
+	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 0);
+	/* A client that leaves with a pull parked does not disturb anyone. */
+	T_ASSERT(nsc_send(&p, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, ext, NULL, 0) >= 0);
+	nsc_close(&p);
+	T_ASSERT_EQ(send_v2(&c, "RmtL", 2, "", "after"), WIRE_RSP_SUCCESS);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
+static int
+offset_call(struct ns_client *c, int code, const char *group, const char *topic, int qid,
+	    const char *k, const char *v)
+{
+	char q[8];
+	const char *ext[] = {"consumerGroup", group, "topic", topic, "queueId", q, k, v, NULL};
+
+	snprintf(q, sizeof(q), "%d", qid);
+	if (k == NULL)
+		ext[6] = NULL;
+	return nsc_call(c, code, ext, NULL, 0);
+}
+
+/* Offsets: commit and query, unknown, -1 from ali-ons; min, max, search, earliest; restart. */
+static void
+test_offsets(void)
+{
+	struct ns_client c;
+	long long t0;
+
+	start(NULL);
+	conn(&c);
+	T_ASSERT_EQ(send_v2(&c, "RmtO", 0, "", "a"), WIRE_RSP_SUCCESS);
+	t0 = clk_wall_ms();
+	usleep(20000);
+	T_ASSERT_EQ(send_v2(&c, "RmtO", 0, "", "b"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_QUERY_CONSUMER_OFFSET, "GO", "RmtO", 0, NULL, NULL),
+		    WIRE_RSP_QUERY_NOT_FOUND);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_UPDATE_CONSUMER_OFFSET, "GO", "RmtO", 0,
+				"commitOffset", "-1"),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_QUERY_CONSUMER_OFFSET, "GO", "RmtO", 0, NULL, NULL),
+		    WIRE_RSP_QUERY_NOT_FOUND);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_UPDATE_CONSUMER_OFFSET, "GO", "RmtO", 0,
+				"commitOffset", "1"),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_QUERY_CONSUMER_OFFSET, "GO", "RmtO", 0, NULL, NULL),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(&c, "offset"), 1);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_GET_MAX_OFFSET, "", "RmtO", 0, NULL, NULL),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(&c, "offset"), 2);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_GET_MIN_OFFSET, "", "RmtO", 0, NULL, NULL),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(&c, "offset"), 0);
+	{
+		char ts[24];
+
+		snprintf(ts, sizeof(ts), "%lld", t0 + 5);
+		T_ASSERT_EQ(offset_call(&c, WIRE_REQ_SEARCH_OFFSET_BY_TIMESTAMP, "", "RmtO", 0,
+					"timestamp", ts),
+			    WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(ext_ll(&c, "offset"), 1);
+	}
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_GET_EARLIEST_MSG_STORETIME, "", "RmtO", 0, NULL, NULL),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT(ext_ll(&c, "timestamp") <= t0 && ext_ll(&c, "timestamp") > t0 - 60000);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_GET_MAX_OFFSET, "", "NoSuchTopic", 0, NULL, NULL),
+		    WIRE_RSP_TOPIC_NOT_EXIST);
+	/* Piggy-backed commit on a pull (sysFlag bit 0). */
+	{
+		const char *ext[] = {"consumerGroup",
+				     "GO",
+				     "topic",
+				     "RmtO",
+				     "queueId",
+				     "0",
+				     "queueOffset",
+				     "2",
+				     "maxMsgNums",
+				     "32",
+				     "sysFlag",
+				     "1",
+				     "commitOffset",
+				     "2",
+				     "suspendTimeoutMillis",
+				     "0",
+				     "subVersion",
+				     "1",
+				     NULL};
+
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_PULL_MESSAGE, ext, NULL, 0),
+			    WIRE_RSP_PULL_NOT_FOUND);
+	}
+	nsc_close(&c);
+	/* Committed offsets survive a clean restart (consumerOffset.json). */
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, (const char *const[]){NULL}, &B), 0);
+	conn(&c);
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_QUERY_CONSUMER_OFFSET, "GO", "RmtO", 0, NULL, NULL),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(&c, "offset"), 2);
+	nsc_close(&c);
+	bk_cleanup(&B);
+}
+
+static int
+heartbeat(struct ns_client *c, const char *client_id, const char *group)
+{
+	char body[1024];
+
+	snprintf(body, sizeof(body),
+		 "{\"clientID\":\"%s\",\"consumerDataSet\":[{\"consumeFromWhere\":"
+		 "\"CONSUME_FROM_FIRST_OFFSET\",\"consumeType\":\"CONSUME_PASSIVELY\","
+		 "\"groupName\":\"%s\",\"messageModel\":\"CLUSTERING\",\"subscriptionDataSet\":"
+		 "[{\"classFilterMode\":false,\"codeSet\":[],\"subString\":\"TagA\","
+		 "\"subVersion\":1,\"tagsSet\":[\"TagA\"],\"topic\":\"RmtG\"}],"
+		 "\"unitMode\":false}],\"producerDataSet\":[{\"groupName\":\"P\"}]}",
+		 client_id, group);
+	return nsc_call(c, WIRE_REQ_HEART_BEAT, NULL, body, strlen(body));
+}
+
+/* Skips server-initiated requests until a NOTIFY_CONSUMER_IDS_CHANGED for @group. */
+static bool
+notified(struct ns_client *c, const char *group)
+{
+	while (nsc_recv(c, T) == 0) {
+		const char *g = nsc_ext(c, "consumerGroup");
+
+		if (c->rsp.code == WIRE_REQ_NOTIFY_CONSUMER_IDS_CHANGED &&
+		    !(c->rsp.flag & WIRE_REM_FLAG_RESPONSE) && g && strcmp(g, group) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int
+consumer_list(struct ns_client *c, const char *group, char *out, size_t cap)
+{
+	const char *ext[] = {"consumerGroup", group, NULL};
+	int rc = nsc_call(c, WIRE_REQ_GET_CONSUMER_LIST_BY_GROUP, ext, NULL, 0);
+
+	snprintf(out, cap, "%.*s", (int)c->rsp.body_len, (const char *)c->rsp.body);
+	return rc;
+}
+
+/* Heartbeats make a group; members hear of every change; a closed connection leaves. */
+static void
+test_groups(void)
+{
+	struct ns_client a, b, c;
+	char list[512];
+	struct wire_msg m[4];
+
+	start(NULL);
+	conn(&a);
+	conn(&b);
+	conn(&c);
+	T_ASSERT_EQ(consumer_list(&c, "GG", list, sizeof(list)), WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT_EQ(heartbeat(&a, "10.0.0.1@1", "GG"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(consumer_list(&c, "GG", list, sizeof(list)), WIRE_RSP_SUCCESS);
+	T_ASSERT_STREQ(list, "{\"consumerIdList\":[\"10.0.0.1@1\"]}");
+	T_ASSERT_EQ(heartbeat(&b, "10.0.0.2@2", "GG"), WIRE_RSP_SUCCESS);
+	T_ASSERT(notified(&a, "GG"));
+	T_ASSERT_EQ(consumer_list(&c, "GG", list, sizeof(list)), WIRE_RSP_SUCCESS);
+	T_ASSERT_STREQ(list, "{\"consumerIdList\":[\"10.0.0.1@1\",\"10.0.0.2@2\"]}");
+	/* The same heartbeat again changes nothing: no notify (checked below: next is one). */
+	T_ASSERT_EQ(heartbeat(&b, "10.0.0.2@2", "GG"), WIRE_RSP_SUCCESS);
+	nsc_close(&b);
+	T_ASSERT(notified(&a, "GG"));
+	T_ASSERT_EQ(consumer_list(&c, "GG", list, sizeof(list)), WIRE_RSP_SUCCESS);
+	T_ASSERT_STREQ(list, "{\"consumerIdList\":[\"10.0.0.1@1\"]}");
+	/* Its retry topic exists now (auto-created by the heartbeat, 1 queue). */
+	T_ASSERT_EQ(offset_call(&c, WIRE_REQ_GET_MAX_OFFSET, "", "%RETRY%GG", 0, NULL, NULL),
+		    WIRE_RSP_SUCCESS);
+	/* A pull without a subscription uses the heartbeat's (TagA). */
+	T_ASSERT_EQ(send_v2(&c, "RmtG", 0, "TAGS\001TagB\002", "b"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(send_v2(&c, "RmtG", 0, "TAGS\001TagA\002", "a"), WIRE_RSP_SUCCESS);
+	{
+		const char *ext[] = {"consumerGroup",
+				     "GG",
+				     "topic",
+				     "RmtG",
+				     "queueId",
+				     "0",
+				     "queueOffset",
+				     "0",
+				     "maxMsgNums",
+				     "32",
+				     "sysFlag",
+				     "0",
+				     "commitOffset",
+				     "0",
+				     "suspendTimeoutMillis",
+				     "0",
+				     "subVersion",
+				     "1",
+				     NULL};
+
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_PULL_MESSAGE, ext, NULL, 0), WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(records(&c, m, 4), 1);
+		T_ASSERT_MEMEQ(m[0].body, "a", 1);
+	}
+	/* UNREGISTER_CLIENT leaves at once. */
+	{
+		const char *ext[] = {"clientID", "10.0.0.1@1", "consumerGroup", "GG", NULL};
+
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UNREGISTER_CLIENT, ext, NULL, 0),
+			    WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(consumer_list(&c, "GG", list, sizeof(list)), WIRE_RSP_SYSTEM_ERROR);
+	}
+	/* Bad heartbeat JSON: an error answer, the connection stays. */
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_HEART_BEAT, NULL, "{nope", 5), WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT_EQ(heartbeat(&c, "10.0.0.3@3", "GG"), WIRE_RSP_SUCCESS);
+	nsc_close(&a);
+	nsc_close(&c);
+	bk_cleanup(&B);
+}
+
+/* SEND_BACK: to %RETRY%<group> with RETRY_TOPIC and ORIGIN_MESSAGE_ID; -1 goes to the DLQ. */
+static void
+test_send_back(void)
+{
+	struct ns_client c;
+	struct wire_msg m[4];
+	struct wire_host h;
+	int64_t phys;
+	char off[24], id[64];
+	const char *ext[] = {"offset",
+			     off,
+			     "group",
+			     "GB",
+			     "delayLevel",
+			     "0",
+			     "originMsgId",
+			     id,
+			     "originTopic",
+			     "RmtB",
+			     "unitMode",
+			     "false",
+			     "maxReconsumeTimes",
+			     "16",
+			     NULL};
+
+	start(NULL);
+	conn(&c);
+	T_ASSERT_EQ(send_v2(&c, "RmtB", 0, "TAGS\001T\002", "retry me"), WIRE_RSP_SUCCESS);
+	snprintf(id, sizeof(id), "%s", nsc_ext(&c, "msgId"));
+	T_ASSERT_EQ(wire_msgid_decode(id, strlen(id), &h, &phys), 0);
+	snprintf(off, sizeof(off), "%lld", (long long)phys);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_CONSUMER_SEND_MSG_BACK, ext, NULL, 0), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(pull(&c, "GB", "%RETRY%GB", 0, 0, "*", 0), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(records(&c, m, 4), 1);
+	T_ASSERT_MEMEQ(m[0].body, "retry me", 8);
+	T_ASSERT_EQ(m[0].reconsume_times, 1);
+	T_ASSERT(prop_is(&m[0], "RETRY_TOPIC", "RmtB"));
+	T_ASSERT(prop_is(&m[0], "ORIGIN_MESSAGE_ID", id));
+	/* delayLevel -1: straight to the DLQ. */
+	ext[5] = "-1";
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_CONSUMER_SEND_MSG_BACK, ext, NULL, 0), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(pull(&c, "GB", "%DLQ%GB", 0, 0, "*", 0), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(records(&c, m, 4), 1);
+	/* An offset with nothing there. */
+	snprintf(off, sizeof(off), "%lld", (long long)phys + 1);
+	ext[5] = "0";
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_CONSUMER_SEND_MSG_BACK, ext, NULL, 0),
+		    WIRE_RSP_SYSTEM_ERROR);
+	nsc_close(&c);
+	bk_cleanup(&B);
+}
+
+/* SEND_BATCH_MESSAGE: one msgId per message, in order; a bad batch stores nothing. */
+static void
+test_batch(void)
+{
+	struct ns_client c;
+	uint8_t body[4096];
+	size_t len = 0;
+	struct wire_msg m[8];
+	char born[24];
+	const char *ext[] = {"a", "P", "b", "RmtBatch", "c", "TBW102", "d", "4",    "e", "0",
+			     "f", "0", "g", born,	"h", "0",      "m", "true", NULL};
+	const char *ids;
+
+	snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
+	for (int i = 0; i < 3; i++) {
+		char b[8], p[32];
+		struct wire_batch_item it = {0};
+
+		snprintf(b, sizeof(b), "m%d", i);
+		snprintf(p, sizeof(p), "KEYS\001k%d", i);
+		it.body = (const uint8_t *)b;
+		it.body_len = (uint32_t)strlen(b);
+		it.props = p;
+		it.props_len = (uint16_t)strlen(p);
+		T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &len, &it), 0);
+	}
+	start(NULL);
+	conn(&c);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_SEND_BATCH_MESSAGE, ext, body, len), WIRE_RSP_SUCCESS);
+	ids = nsc_ext(&c, "msgId");
+	T_ASSERT(ids != NULL);
+	T_ASSERT_EQ(strlen(ids), 3 * 32u + 2);
+	T_ASSERT_EQ(ext_ll(&c, "queueOffset"), 0);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_SEND_BATCH_MESSAGE, ext, body, len - 1),
+		    WIRE_RSP_MESSAGE_ILLEGAL);
+	T_ASSERT_EQ(pull(&c, "G", "RmtBatch", 0, 0, "*", 0), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(records(&c, m, 8), 3);
+	T_ASSERT_MEMEQ(m[2].body, "m2", 2);
+	T_ASSERT(prop_is(&m[2], "KEYS", "k2"));
+	nsc_close(&c);
+	bk_cleanup(&B);
+}
+
+/* Locks: one owner per queue; unlock frees it. Topic creation with auto-creation off. */
+static void
+test_locks_topics(void)
+{
+	static const char *const args[] = {"--autoCreateTopicEnable=false", NULL};
+	struct ns_client c;
+	const char *la = "{\"consumerGroup\":\"GL\",\"clientId\":\"A\",\"mqSet\":[{\"topic\":"
+			 "\"T\",\"brokerName\":\"broker-a\",\"queueId\":0}]}";
+	const char *lb = "{\"consumerGroup\":\"GL\",\"clientId\":\"B\",\"mqSet\":[{\"topic\":"
+			 "\"T\",\"brokerName\":\"broker-a\",\"queueId\":0}]}";
+
+	start(args);
+	conn(&c);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_LOCK_BATCH_MQ, NULL, la, strlen(la)), WIRE_RSP_SUCCESS);
+	T_ASSERT(strstr((const char *)c.rsp.body, "\"queueId\":0") != NULL);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_LOCK_BATCH_MQ, NULL, lb, strlen(lb)), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(c.rsp.body_len, strlen("{\"lockOKMQSet\":[]}"));
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UNLOCK_BATCH_MQ, NULL, la, strlen(la)), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_LOCK_BATCH_MQ, NULL, lb, strlen(lb)), WIRE_RSP_SUCCESS);
+	T_ASSERT(strstr((const char *)c.rsp.body, "\"queueId\":0") != NULL);
+
+	T_ASSERT_EQ(send_v2(&c, "Made", 0, "", "x"), WIRE_RSP_TOPIC_NOT_EXIST);
+	{
+		const char *ext[] = {"topic",
+				     "Made",
+				     "defaultTopic",
+				     "TBW102",
+				     "readQueueNums",
+				     "3",
+				     "writeQueueNums",
+				     "3",
+				     "perm",
+				     "6",
+				     "topicFilterType",
+				     "SINGLE_TAG",
+				     "topicSysFlag",
+				     "0",
+				     "order",
+				     "false",
+				     NULL};
+		const char *bad[] = {"topic", "Bad Name", "readQueueNums", "3", "writeQueueNums",
+				     "3",     NULL};
+
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UPDATE_AND_CREATE_TOPIC, ext, NULL, 0),
+			    WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_UPDATE_AND_CREATE_TOPIC, bad, NULL, 0),
+			    WIRE_RSP_SYSTEM_ERROR);
+	}
+	T_ASSERT_EQ(send_v2(&c, "Made", 2, "", "x"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(send_v2(&c, "Made", 3, "", "x"), WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT_EQ(send_v2(&c, "SCHEDULE_TOPIC_XXXX", 0, "", "x"), WIRE_RSP_NO_PERMISSION);
+	nsc_close(&c);
+	bk_cleanup(&B);
+}
+
+/* Bad input: unknown codes answered; malformed and oversized frames close that connection only. */
+static void
+test_bad_input(void)
+{
+	static const char *const args[] = {"--remotingMaxFrameSize=65536", "--maxMessageSize=1024",
+					   NULL};
+	struct ns_client a, b;
+	uint8_t big[8] = {0x00, 0x20, 0x00, 0x00, 0, 0, 0, 10};		    /* length 2 MiB */
+	uint8_t bad[12] = {0, 0, 0, 8, 0, 0, 0, 200, 'x', 'x', 'x', 'x'};   /* header > length */
+	uint8_t json[] = {0, 0, 0, 9, 0, 0, 0, 5, '{', '"', 'c', 'o', 'd'}; /* truncated JSON */
+	char body[2048];
+
+	start(args);
+	conn(&a);
+	conn(&b);
+	T_ASSERT_EQ(nsc_call(&a, 9999, NULL, NULL, 0), WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED);
+	T_ASSERT(a.rsp.remark != NULL);
+	memset(body, 'b', sizeof(body) - 1);
+	body[sizeof(body) - 1] = '\0';
+	T_ASSERT_EQ(send_v2(&a, "RmtX", 0, "", body), WIRE_RSP_MESSAGE_ILLEGAL);
+	T_ASSERT_EQ(send_v2(&a, "bad topic!", 0, "", "x"), WIRE_RSP_SYSTEM_ERROR);
+	{
+		const char *ext[] = {"b", "RmtX", NULL}; /* no queueId, no bornTimestamp */
+
+		T_ASSERT_EQ(nsc_call(&a, WIRE_REQ_SEND_MESSAGE_V2, ext, "x", 1),
+			    WIRE_RSP_SYSTEM_ERROR);
+	}
+	T_ASSERT_EQ(nsc_send_raw(&a, bad, sizeof(bad)), 0);
+	T_ASSERT(nsc_wait_closed(&a, T));
+	nsc_close(&a);
+	conn(&a);
+	T_ASSERT_EQ(nsc_send_raw(&a, json, sizeof(json)), 0);
+	T_ASSERT(nsc_wait_closed(&a, T));
+	nsc_close(&a);
+	conn(&a);
+	T_ASSERT_EQ(nsc_send_raw(&a, big, sizeof(big)), 0);
+	T_ASSERT(nsc_wait_closed(&a, T));
+	nsc_close(&a);
+	/* The other connection never noticed. */
+	T_ASSERT_EQ(send_v2(&b, "RmtX", 0, "", "still here"), WIRE_RSP_SUCCESS);
+	nsc_close(&b);
+	T_ASSERT(bk_log_has(&B, "malformed frame"));
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
+T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
+       T_CASE(test_send_back), T_CASE(test_batch), T_CASE(test_locks_topics),
+       T_CASE(test_bad_input))
