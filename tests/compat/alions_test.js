@@ -33,7 +33,8 @@
  * failure needs (counts, first missing keys, broker answers, the tails of the
  * daemons' logs and of ali-ons' warnings). Exits 1 on any failure, 0 when all
  * passed. Nothing here asserts a duration: the waits are generous upper
- * bounds and the whole run is capped (SP_COMPAT_BUDGET_S, default 170 s).
+ * bounds and the whole run is capped (SP_COMPAT_BUDGET_S, default 150 s,
+ * plus at most 20 s per daemon to stop).
  * Every process it starts is stopped, on failure too; the daemons also get
  * SIGKILL from the kernel if this process dies (setpriv --pdeathsig).
  *
@@ -93,7 +94,7 @@ for (const [k, env] of [
     process.exit(1);
   }
 }
-const BUDGET_MS = 1000 * Number(process.env.SP_COMPAT_BUDGET_S || 170);
+const BUDGET_MS = 1000 * Number(process.env.SP_COMPAT_BUDGET_S || 150);
 const VERBOSE = !!process.env.SP_COMPAT_VERBOSE;
 const N_A = 10000; // phase a messages (half TagA)
 const N_B = 200; // phase b messages per batch (two batches)
@@ -260,13 +261,13 @@ async function startDaemon(name, bin, args, logPath, readyLine) {
   return { proc: p, line };
 }
 
-/* SIGTERM, wait up to 30 s, then SIGKILL. Resolves to the exit {code, signal}. */
+/* SIGTERM, wait up to 20 s, then SIGKILL. Resolves to the exit {code, signal}. */
 async function stopProc(p) {
   if (p.exit) {
     return p.exit;
   }
   p.child.kill('SIGTERM');
-  const timer = setTimeout(() => { if (!p.exit) p.child.kill('SIGKILL'); }, 30000);
+  const timer = setTimeout(() => { if (!p.exit) p.child.kill('SIGKILL'); }, 20000);
   const exit = await p.exited;
   clearTimeout(timer);
   return exit;
@@ -1170,12 +1171,21 @@ async function main() {
   fs.closeSync(aliLogFd);
   if (process.env.SP_COMPAT_KEEP) {
     note(`kept ${tmpDir}`);
-  } else {
-    fs.rmSync(tmpDir, { recursive: true, force: true });
   }
+  removeTmpDir();
   console.log(failures ? `alions: FAILED (${failures}) in ${elapsed()}`
     : `alions: all passed in ${elapsed()}`);
   return failures ? 1 : 0;
+}
+
+function removeTmpDir() {
+  if (tmpDir && !process.env.SP_COMPAT_KEEP) {
+    try {
+      fs.rmSync(tmpDir, { recursive: true, force: true, maxRetries: 3 });
+    } catch (err) {
+      console.log(`# could not remove ${tmpDir}: ${err.message}`);
+    }
+  }
 }
 
 /* The daemons die with this process: on any exit, and by the overall cap. */
@@ -1184,7 +1194,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(sig, () => {
     console.log(`FAIL: ${phase}: got ${sig}; stopping everything`);
     killAllSync();
-    if (tmpDir && !process.env.SP_COMPAT_KEEP) fs.rmSync(tmpDir, { recursive: true, force: true });
+    removeTmpDir();
     process.exit(1);
   });
 }
@@ -1194,6 +1204,7 @@ const watchdog = setTimeout(() => {
   brokerLogTail();
   console.log(`# ali-ons warnings/errors, last 15:\n${aliLog.slice(-15).join('\n')}`);
   killAllSync();
+  removeTmpDir();
   process.exit(1);
 }, BUDGET_MS);
 
