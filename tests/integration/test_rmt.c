@@ -249,6 +249,7 @@ test_send_pull(void)
 		T_ASSERT(ext_ll(&c, "queueId") >= 0 && ext_ll(&c, "queueId") < 4);
 	}
 	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
@@ -305,7 +306,7 @@ test_long_poll(void)
 	nsc_close(&p);
 	T_ASSERT_EQ(send_v2(&c, "RmtL", 2, "", "after"), WIRE_RSP_SUCCESS);
 	nsc_close(&c);
-	T_ASSERT_EQ(bk_stop(&B), 0);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
@@ -402,6 +403,7 @@ test_offsets(void)
 		    WIRE_RSP_SUCCESS);
 	T_ASSERT_EQ(ext_ll(&c, "offset"), 2);
 	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
@@ -515,6 +517,7 @@ test_groups(void)
 	T_ASSERT_EQ(heartbeat(&c, "10.0.0.3@3", "GG"), WIRE_RSP_SUCCESS);
 	nsc_close(&a);
 	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
@@ -567,6 +570,7 @@ test_send_back(void)
 	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_CONSUMER_SEND_MSG_BACK, ext, NULL, 0),
 		    WIRE_RSP_SYSTEM_ERROR);
 	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
@@ -610,6 +614,7 @@ test_batch(void)
 	T_ASSERT_MEMEQ(m[2].body, "m2", 2);
 	T_ASSERT(prop_is(&m[2], "KEYS", "k2"));
 	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
@@ -665,6 +670,7 @@ test_locks_topics(void)
 	T_ASSERT_EQ(send_v2(&c, "Made", 3, "", "x"), WIRE_RSP_SYSTEM_ERROR);
 	T_ASSERT_EQ(send_v2(&c, "SCHEDULE_TOPIC_XXXX", 0, "", "x"), WIRE_RSP_NO_PERMISSION);
 	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
@@ -710,7 +716,7 @@ test_bad_input(void)
 	T_ASSERT_EQ(send_v2(&b, "RmtX", 0, "", "still here"), WIRE_RSP_SUCCESS);
 	nsc_close(&b);
 	T_ASSERT(bk_log_has(&B, "malformed frame"));
-	T_ASSERT_EQ(bk_stop(&B), 0);
+	T_ASSERT_EQ(bk_stop(&B), 0); /* a clean exit: no sanitizer report either */
 	bk_cleanup(&B);
 }
 
