@@ -35,7 +35,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -49,6 +53,7 @@
 #include "sprocket/route.h"
 #include "wire/dp.h"
 #include "wire/record.h"
+#include "wire/remoting.h"
 
 #define HIST_MAX_NS (60ull * 1000000000ull)
 #define RAW_MAGIC DP_RAW_MAGIC /* "PRAW": never "SPRK", so the peer reflects it */
@@ -79,6 +84,7 @@ struct opts {
 	unsigned batch;	       /* produce/throughput: messages per SEND_BATCH (1: SEND) */
 	const char *topic2;    /* a second topic measured in the same run, slices alternating */
 	const char *fsync_dir; /* produce: also time pwrite + fdatasync of --size bytes here */
+	bool remoting;	       /* produce: also over the broker's RocketMQ remoting TCP port */
 	unsigned queues2;
 	/* port setup */
 	const char *iface;
@@ -136,6 +142,9 @@ usage(void)
 		"  --batch=N             messages per SEND_BATCH (throughput default 64)\n"
 		"  --fsync-dir=DIR       produce: also time one pwrite + fdatasync of --size\n"
 		"                        bytes in DIR (the SYNC_FLUSH yardstick), same run\n"
+		"  --remoting            produce: also the same load over the broker's RocketMQ\n"
+		"                        remoting TCP port (rows produce-tcp/throughput-tcp),\n"
+		"                        alternating slices: what kernel bypass buys\n"
 		"  --topic2=T --queues2=N  also measure topic T (first N queues), alternating\n"
 		"                        slices with --topic (e.g. 16 vs 10,000 queues)\n"
 		"  --iface, --ip, --port, --dpdk-args          this side's port\n"
@@ -173,6 +182,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"topic2", required_argument, NULL, 9},
 		{"queues2", required_argument, NULL, 10},
 		{"fsync-dir", required_argument, NULL, 11},
+		{"remoting", no_argument, NULL, 12},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -284,6 +294,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 11:
 			o->fsync_dir = optarg;
+			break;
+		case 12:
+			o->remoting = true;
 			break;
 		default:
 			usage();
@@ -776,6 +789,7 @@ struct ptarget {
 	unsigned ncores;
 	unsigned nq;
 	uint16_t qcore[PRODUCE_QUEUES_MAX];
+	char rmt[64]; /* the broker's remoting "ip:port" */
 };
 
 struct preq {
@@ -1262,6 +1276,7 @@ produce_route(const struct opts *o, struct ptarget *pt)
 		return -ENOENT;
 	}
 	b = &rt->brokers[q->broker];
+	snprintf(pt->rmt, sizeof(pt->rmt), "%s", b->addr);
 	pt->nq = SP_MIN(q->write_queues, o->queues ? o->queues : PRODUCE_QUEUES_MAX);
 	pt->ncores = SP_MIN(b->dp_cores, BENCH_CORES_MAX);
 	for (unsigned c = 0; c < pt->ncores; c++)
@@ -1274,6 +1289,238 @@ produce_route(const struct opts *o, struct ptarget *pt)
 	}
 	sp_route_free(rt);
 	return 0;
+}
+
+/* ---- the same produce load over RocketMQ remoting (TCP) ---- */
+
+struct rslot {
+	bool busy;
+	bool measured;
+	int32_t opaque;
+	uint64_t due;
+};
+
+/* Encodes SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) for queue @qid. Return: frame bytes or -errno. */
+static long
+rmt_encode(const struct opts *o, const char *topic, int32_t qid, int32_t opaque, uint8_t *buf,
+	   size_t cap, const uint8_t *body, uint8_t *batch, size_t batch_cap)
+{
+	struct wire_rem_cmd c = {.code = o->batch > 1 ? WIRE_REQ_SEND_BATCH_MESSAGE
+						      : WIRE_REQ_SEND_MESSAGE_V2,
+				 .opaque = opaque,
+				 .version = WIRE_REM_VERSION_V4_9_8,
+				 .language = WIRE_LANG_JAVA,
+				 .serialize = WIRE_REM_JSON};
+	char q[16], born[24];
+	size_t len = 0, out;
+
+	snprintf(q, sizeof(q), "%d", qid);
+	snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
+	if (wire_rem_ext_add(&c, "a", "PID_BENCH") || wire_rem_ext_add(&c, "b", topic) ||
+	    wire_rem_ext_add(&c, "c", "TBW102") || wire_rem_ext_add(&c, "d", "4") ||
+	    wire_rem_ext_add(&c, "e", q) || wire_rem_ext_add(&c, "f", "0") ||
+	    wire_rem_ext_add(&c, "g", born) || wire_rem_ext_add(&c, "h", "0"))
+		return -E2BIG;
+	if (o->batch > 1) {
+		struct wire_batch_item it = {.body = body, .body_len = o->size};
+
+		for (unsigned i = 0; i < o->batch; i++)
+			if (wire_batch_append(batch, batch_cap, &len, &it) != 0)
+				return -ENOBUFS;
+		if (wire_rem_ext_add(&c, "m", "true"))
+			return -E2BIG;
+		c.body = batch;
+		c.body_len = (uint32_t)len;
+	} else {
+		c.body = body;
+		c.body_len = o->size;
+	}
+	if (wire_rem_encode(&c, buf, cap, &out) != 0)
+		return -ENOBUFS;
+	return (long)out;
+}
+
+static int
+rmt_connect(const char *addr)
+{
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	int fd, one = 1;
+
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	a.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+		return -EINVAL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+	return fd;
+}
+
+/*
+ * run_produce_slice()'s load (--rate, --depth, --size, --batch, round robin
+ * over the queues) as SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE frames on one
+ * TCP connection to the broker's remoting port, latency from the intended
+ * send time, as a RocketMQ client would see it.
+ */
+static int
+run_remoting_slice(const struct opts *o, const struct ptarget *pt, double warm, double secs,
+		   struct result *res)
+{
+	unsigned nreq = o->depth;
+	struct rslot *slots = calloc(nreq, sizeof(*slots));
+	size_t bcap = (size_t)SP_MAX(1u, o->batch) * (o->size + 64) + 64;
+	size_t fcap = bcap + 4096;
+	uint8_t *body = calloc(1, o->size), *batch = malloc(bcap), *frame = malloc(fcap);
+	size_t icap = 1u << 20, ilen = 0, scap = 1u << 16;
+	uint8_t *in = malloc(icap);
+	char *scratch = malloc(scap);
+	uint64_t interval = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
+	uint64_t issued = 0, t_start, warm_end, end, errors = 0;
+	int32_t next_opaque = 1, last_code = 0;
+	unsigned next_q = 0;
+	int fd, rc = 0;
+
+	if (!slots || !body || !batch || !frame || !in || !scratch) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	fd = rmt_connect(pt->rmt);
+	if (fd < 0) {
+		fprintf(stderr, "sprocket-bench: remoting connect to %s: %s\n", pt->rmt,
+			strerror(-fd));
+		rc = fd;
+		goto out;
+	}
+	t_start = clk_mono_ns();
+	warm_end = t_start + (uint64_t)(warm * 1e9);
+	end = warm_end + (uint64_t)(secs * 1e9);
+	for (;;) {
+		uint64_t now = clk_mono_ns();
+		bool any_busy = false;
+		ssize_t n;
+
+		for (unsigned i = 0; i < nreq; i++) {
+			struct rslot *q = &slots[i];
+			uint64_t d;
+			long len;
+			size_t off = 0;
+
+			if (q->busy) {
+				any_busy = true;
+				continue;
+			}
+			if (now >= end)
+				continue;
+			d = interval ? t_start + issued * interval : now;
+			if (interval && now < d)
+				break;
+			q->opaque = next_opaque++;
+			len = rmt_encode(o, o->topic, (int32_t)(next_q++ % pt->nq), q->opaque,
+					 frame, fcap, body, batch, bcap);
+			if (len < 0) {
+				rc = (int)len;
+				goto out_fd;
+			}
+			while (off <
+			       (size_t)len) { /* the kernel buffer holds a frame: rarely loops */
+				ssize_t w = send(fd, frame + off, (size_t)len - off, MSG_NOSIGNAL);
+
+				if (w < 0 && errno != EAGAIN && errno != EINTR) {
+					fprintf(stderr, "sprocket-bench: remoting send: %s\n",
+						strerror(errno));
+					rc = -errno;
+					goto out_fd;
+				}
+				off += w > 0 ? (size_t)w : 0;
+			}
+			q->due = d;
+			q->measured = d >= warm_end;
+			q->busy = true;
+			any_busy = true;
+			issued++;
+		}
+		if (now >= end && !any_busy)
+			break;
+		n = recv(fd, in + ilen, icap - ilen, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			fprintf(stderr,
+				"sprocket-bench: the broker closed the remoting connection\n");
+			rc = -ECONNRESET;
+			goto out_fd;
+		}
+		if (n < 0) {
+			/*
+			 * Wait in the kernel as a RocketMQ client (Netty, epoll)
+			 * does, until an answer or the next send is due: a
+			 * spinning client would take the CPU the broker's
+			 * control thread needs on a small machine.
+			 */
+			uint64_t t = clk_mono_ns();
+			uint64_t due = interval ? t_start + issued * interval : t + 1000000;
+			uint64_t wait = due > t ? SP_MIN(due - t, 1000000ull) : 0;
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
+
+			if (wait > 0 || !any_busy)
+				(void)ppoll(&pfd, 1, &ts, NULL);
+			continue;
+		}
+		ilen += (size_t)n;
+		for (;;) {
+			struct wire_rem_cmd c;
+			size_t flen;
+			uint64_t t = clk_mono_ns();
+
+			if (wire_rem_frame_len(in, ilen, icap, &flen) != 0 ||
+			    wire_rem_decode(in, flen, &c, scratch, scap) != 0)
+				break;
+			for (unsigned i = 0; i < nreq; i++) {
+				struct rslot *q = &slots[i];
+
+				if (!q->busy || q->opaque != c.opaque)
+					continue;
+				q->busy = false;
+				if (c.code != WIRE_RSP_SUCCESS) {
+					errors++;
+					last_code = c.code;
+				} else if (q->measured) {
+					hist_record(res->h, t - q->due);
+					res->count++;
+					res->msgs += SP_MAX(1u, o->batch);
+				}
+			}
+			memmove(in, in + flen, ilen - flen);
+			ilen -= flen;
+		}
+	}
+	if (errors)
+		fprintf(stderr, "sprocket-bench: %llu remoting sends failed (last code %d)\n",
+			(unsigned long long)errors, last_code);
+	res->secs += secs;
+	res->lost += errors;
+out_fd:
+	close(fd);
+out:
+	free(slots);
+	free(body);
+	free(batch);
+	free(frame);
+	free(in);
+	free(scratch);
+	return rc;
 }
 
 /*
@@ -1327,6 +1574,7 @@ run_produce(const struct opts *o)
 	struct result ee = {.mode = "e2e"};
 	struct result xp = {.mode = "ping"};
 	struct result fs = {.mode = "fdatasync"};
+	struct result tcp = {.mode = o->batch > 1 ? "throughput-tcp" : "produce-tcp"};
 	char label[2][48];
 	bool e2e = strcmp(o->mode, "e2e") == 0;
 	bool two = o->topic2 != NULL;
@@ -1376,10 +1624,16 @@ run_produce(const struct opts *o)
 		do_raw = false;
 	if (hist_create(HIST_MAX_NS, &raw.h) != 0 || hist_create(HIST_MAX_NS, &pr.h) != 0 ||
 	    hist_create(HIST_MAX_NS, &ee.h) != 0 || hist_create(HIST_MAX_NS, &xp.h) != 0 ||
-	    hist_create(HIST_MAX_NS, &pr2.h) != 0 || hist_create(HIST_MAX_NS, &fs.h) != 0)
+	    hist_create(HIST_MAX_NS, &pr2.h) != 0 || hist_create(HIST_MAX_NS, &fs.h) != 0 ||
+	    hist_create(HIST_MAX_NS, &tcp.h) != 0)
 		goto out;
+	if (o->remoting && !pt[0].rmt[0]) {
+		fprintf(stderr, "sprocket-bench: the route has no remoting address for %s\n",
+			o->topic);
+		goto out;
+	}
 	print_header(o);
-	if (!do_raw && !two && !o->fsync_dir)
+	if (!do_raw && !two && !o->fsync_dir && !o->remoting)
 		rounds = 1;
 	for (unsigned r = 0; r < rounds && !stop_flag; r++) {
 		double warm = r == 0 ? o->warmup : 0;
@@ -1398,6 +1652,8 @@ run_produce(const struct opts *o)
 			goto out;
 		if (two && run_produce_slice(&o2, port, &pt[1], warm, slice, &pr2, NULL) != 0)
 			goto out;
+		if (o->remoting && run_remoting_slice(o, &pt[0], warm, slice, &tcp) != 0)
+			goto out;
 		if (o->fsync_dir && run_fsync(o, slice, &fs) != 0)
 			goto out;
 	}
@@ -1408,6 +1664,8 @@ run_produce(const struct opts *o)
 	print_result(o, &pr);
 	if (two)
 		print_result(o, &pr2);
+	if (o->remoting)
+		print_result(o, &tcp);
 	if (o->fsync_dir)
 		print_result(o, &fs);
 	if (e2e)
@@ -1420,6 +1678,7 @@ out:
 	hist_destroy(ee.h);
 	hist_destroy(xp.h);
 	hist_destroy(fs.h);
+	hist_destroy(tcp.h);
 	free(pt);
 	if (port)
 		dp_ports_close(&port, 1);

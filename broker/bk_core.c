@@ -1067,7 +1067,12 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 		uint64_t one = 1;
 
 		c->rmt_posted = false;
-		/* seq_cst: pairs with the control thread's store before its ring check */
+		/*
+		 * Full fence between the completions' enqueue and this load:
+		 * pairs with the control thread's seq_cst store of
+		 * ctl_sleeping before it looks at the rings.
+		 */
+		atomic_thread_fence(memory_order_seq_cst);
 		if (atomic_load(&c->bk->ctl_sleeping)) {
 			/* eventfd write never sleeps; a failure is fine: control also polls on a timer */
 			ssize_t r = write(c->bk->efd, &one, sizeof(one));

@@ -45,7 +45,7 @@
 #define PULL_MAX_BYTES (256u << 10) /* RocketMQ's in-memory transfer limit */
 #define PULL_MAX_MSGS 32
 #define QUERY_MAX 64
-#define HDR_MAX (64u << 10)
+#define HDR_MIN (64u << 10) /* header buffer; grows for long extFields (batch msgIds) */
 #define SUBS_MAX 64
 #define SUB_CODES_MAX BK_PULL_TAGS_MAX
 #define READ_CHUNK (64u << 10)
@@ -129,7 +129,8 @@ struct bk_rmt {
 	size_t nlocks, locks_cap;
 	char *scratch;
 	size_t scratch_cap;
-	uint8_t hdr[HDR_MAX];
+	uint8_t *hdr;
+	size_t hdr_cap;
 	uint64_t now_ms;
 	uint64_t next_sweep_ms;
 	struct rconn *fuzz_conn;
@@ -251,12 +252,29 @@ conn_send(struct bk_rmt *r, struct rconn *c, const struct rresp *o)
 		.remark_len = o->remark ? (uint32_t)strlen(o->remark) : 0,
 		.body_len = o->body_len,
 	};
-	size_t hl;
+	size_t hl, need = 1024 + cmd.remark_len * 6;
+	int err;
 
-	for (uint16_t i = 0; i < o->n_ext; i++)
+	for (uint16_t i = 0; i < o->n_ext; i++) {
 		if (wire_rem_ext_add(&cmd, o->ext[i][0], o->ext[i][1]) != 0)
 			break;
-	if (wire_rem_encode_header(&cmd, r->hdr, sizeof(r->hdr), &hl) != 0) {
+		/* JSON escapes at most 6 bytes per byte (\u00XX) */
+		need += (strlen(o->ext[i][0]) + strlen(o->ext[i][1])) * 6 + 8;
+	}
+	if (need > r->hdr_cap) {
+		uint8_t *b = realloc(r->hdr, need);
+
+		if (b == NULL) {
+			conn_close(r, c, "out of memory");
+			return;
+		}
+		r->hdr = b;
+		r->hdr_cap = need;
+	}
+	err = wire_rem_encode_header(&cmd, r->hdr, r->hdr_cap, &hl);
+	if (err != 0) {
+		log_warn_ratelimited(TAG, "cannot encode the answer to request %d: %s", o->opaque,
+				     strerror(-err));
 		conn_close(r, c, "cannot encode a response header");
 		return;
 	}
@@ -540,6 +558,20 @@ member_remove(struct rgroup *g, size_t i)
 	g->m[i] = g->m[--g->n];
 }
 
+/* Forgets groups without members: client-chosen names must not grow memory for ever. */
+static void
+groups_drop_empty(struct bk_rmt *r)
+{
+	for (size_t k = 0; k < r->ngroups;) {
+		if (r->groups[k].n == 0) {
+			free(r->groups[k].m);
+			r->groups[k] = r->groups[--r->ngroups];
+			continue;
+		}
+		k++;
+	}
+}
+
 /* Drops members of connection @id (closed) or silent ones; notifies the groups that changed. */
 static void
 groups_sweep(struct bk_rmt *r, bool by_conn, uint32_t id, uint32_t gen)
@@ -565,6 +597,7 @@ groups_sweep(struct bk_rmt *r, bool by_conn, uint32_t id, uint32_t gen)
 		if (changed)
 			group_notify(r, g);
 	}
+	groups_drop_empty(r);
 }
 
 static const struct rsub *
@@ -1008,12 +1041,13 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	}
 	if (qid < 0)
 		qid = (int64_t)(rnd() % t->write_queues);
-	if ((uint64_t)qid >= t->nq) {
+	if ((uint64_t)qid >= t->write_queues) {
 		char remark[160];
 
+		/* RocketMQ takes any queue < max(read, write); the core writes only to write queues. */
 		snprintf(remark, sizeof(remark),
-			 "request queueId[%" PRId64 "] is illegal, topic has %u queues", qid,
-			 t->nq);
+			 "request queueId[%" PRId64 "] is illegal, topic has %u write queues", qid,
+			 t->write_queues);
 		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, remark);
 		return;
 	}
@@ -1445,6 +1479,26 @@ answer_send(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
 		conn_send(r, c, &o);
 		return;
 	}
+	if (j->c.op == WIRE_DP_OP_SEND_BATCH && s.count != j->batch_n) {
+		char remark[160];
+
+		/*
+		 * The core stored the first items and hit a full file (the
+		 * next one is being prepared): a RocketMQ batch has no
+		 * partial answer, so this one is an error that says what
+		 * happened; the client's resend duplicates the first items
+		 * (at-least-once) instead of losing the rest.
+		 */
+		snprintf(remark, sizeof(remark),
+			 "[REJECTREQUEST] only %u of the %u messages of the batch were stored (a "
+			 "store "
+			 "file was full); send the batch again",
+			 s.count, j->batch_n);
+		o.code = WIRE_RSP_SYSTEM_BUSY;
+		o.remark = remark;
+		conn_send(r, c, &o);
+		return;
+	}
 	o.code = status_code(s.head.status);
 	snprintf(qid, sizeof(qid), "%d", s.queue_id);
 	snprintf(qoff, sizeof(qoff), "%" PRId64, s.queue_offset);
@@ -1594,7 +1648,8 @@ job_again(struct bk_rmt *r, struct rjob *j)
 	uint16_t core = j->c.core;
 
 	if (j->c.need) {
-		uint32_t cap = j->c.need + (j->c.op == BK_ROP_GATHER ? (64u << 10) : 0);
+		/* a gather of several big records: room for more than the one that did not fit */
+		uint32_t cap = j->c.op == BK_ROP_GATHER ? j->c.need * 2 : j->c.need;
 		uint8_t *b = realloc(j->c.resp, cap);
 
 		if (b == NULL)
@@ -1958,8 +2013,10 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 	r->ops = *ops;
 	r->lfd = -1;
 	r->inflight = calloc(bk->ncores, sizeof(*r->inflight));
+	r->hdr_cap = HDR_MIN;
+	r->hdr = malloc(r->hdr_cap);
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
-	if (r->inflight == NULL || r->ep < 0) {
+	if (r->inflight == NULL || r->hdr == NULL || r->ep < 0) {
 		err = r->ep < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -1988,6 +2045,7 @@ fail:
 	if (r->ep >= 0)
 		close(r->ep);
 	free(r->inflight);
+	free(r->hdr);
 	free(r);
 	return err;
 }
@@ -2120,6 +2178,7 @@ bk_rmt_destroy(struct bk_rmt *r)
 	free(r->conns);
 	free(r->scratch);
 	free(r->inflight);
+	free(r->hdr);
 	close(r->lfd);
 	close(r->ep);
 	free(r);

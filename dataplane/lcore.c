@@ -200,7 +200,12 @@ dp_lcore_post(struct dp_lcore *lc, void *cmd)
 
 	if (ring_enqueue_burst(lc->cmd, &cmd, 1) != 1)
 		return -EAGAIN;
-	/* seq_cst: pairs with the core's store of `sleeping` before its ring check */
+	/*
+	 * A full fence between our enqueue and the load of `sleeping` (x86
+	 * lets a load pass an earlier store): pairs with the core's seq_cst
+	 * store of `sleeping` before it checks the ring.
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&lc->sleeping) && !atomic_exchange(&lc->woken, true))
 		if (write(lc->wake_fd, &one, sizeof(one)) < 0)
 			atomic_store(&lc->woken, false);

@@ -14,7 +14,7 @@ secs=${1:-600}
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-	targets=(remoting record dp config namesrv route broker)
+	targets=(remoting record dp config namesrv route broker rmt)
 fi
 
 if [ ! -d build-fuzz ]; then
