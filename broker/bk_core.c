@@ -528,10 +528,15 @@ tag_match(const int32_t *tags, uint16_t n, int32_t h)
 /*
  * Answers a pull from @p's parameters, or leaves it for later.
  * @final: no parking possible (deadline passed, or no SUSPEND).
+ *
+ * Records that do not pass the tag filter: a new pull that scanned only
+ * such records is answered PULL_RETRY_IMMEDIATELY with the offset past
+ * them (RocketMQ's NO_MATCHED_MESSAGE), so consumers and their committed
+ * offsets move on; a parked pull (p->used) skips them and stays parked.
  * Return: true when answered (or the request is gone), false: park it.
  */
 static bool
-pull_run(struct bk_core *c, const struct bk_park *p, bool final)
+pull_run(struct bk_core *c, struct bk_park *p, bool final)
 {
 	const struct store *s = c->bk->store;
 	uint64_t min = store_queue_min(s, p->sq);
@@ -574,12 +579,14 @@ pull_run(struct bk_core *c, const struct bk_park *p, bool final)
 	}
 	r.next_begin_offset = (int64_t)end;
 	if (cnt == 0) {
-		if (end < max) {
+		if (end < max || (end > off && !p->used)) {
 			r.head.status = WIRE_DP_ST_PULL_RETRY_IMMEDIATELY; /* filtered a window */
 			goto small;
 		}
-		if (!final)
+		if (!final) {
+			p->offset = (int64_t)end;
 			return false;
+		}
 		r.head.status = WIRE_DP_ST_PULL_NOT_FOUND;
 		goto small;
 	}

@@ -167,6 +167,13 @@ test_send_pull(void)
 	T_ASSERT_EQ(records(&c, m, 32), 2);
 	T_ASSERT_MEMEQ(m[1].body, "third", 5);
 
+	/*
+	 * Nothing matches, even with suspend: RETRY_IMMEDIATELY past what was
+	 * scanned (RocketMQ's NO_MATCHED_MESSAGE), not a parked pull that
+	 * leaves the consumer's offset behind.
+	 */
+	T_ASSERT_EQ(pull(&c, "G1", "RmtA", 1, 0, "TagC", 20000), WIRE_RSP_PULL_RETRY_IMMEDIATELY);
+	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 3);
 	/* Nothing new and no suspend: PULL_NOT_FOUND, with the offsets. */
 	T_ASSERT_EQ(pull(&c, "G1", "RmtA", 1, 3, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
 	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 3);
@@ -298,6 +305,42 @@ test_long_poll(void)
 	T_ASSERT_EQ(c.rsp.code, WIRE_RSP_SUCCESS);
 	T_ASSERT_EQ(records(&c, m, 4), 1);
 	T_ASSERT_MEMEQ(m[0].body, "wake", 4);
+	/* A parked pull filtering TagA skips a TagB that arrives and waits for a TagA. */
+	{
+		const char *tx[] = {"consumerGroup",
+				    "G",
+				    "topic",
+				    "RmtL",
+				    "queueId",
+				    "1",
+				    "queueOffset",
+				    "0",
+				    "maxMsgNums",
+				    "32",
+				    "sysFlag",
+				    "6",
+				    "commitOffset",
+				    "-1",
+				    "suspendTimeoutMillis",
+				    "20000",
+				    "subscription",
+				    "TagA",
+				    "subVersion",
+				    "1",
+				    NULL};
+
+		op = nsc_send(&c, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, tx, NULL, 0);
+		T_ASSERT(op >= 0);
+		T_ASSERT_EQ(send_v2(&p, "RmtL", 1, "TAGS\001TagB\002", "b"), WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(nsc_recv(&c, 300), -ETIMEDOUT); /* still parked */
+		T_ASSERT_EQ(send_v2(&p, "RmtL", 1, "TAGS\001TagA\002", "a"), WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(nsc_recv(&c, T), 0);
+		T_ASSERT_EQ(c.rsp.opaque, op);
+		T_ASSERT_EQ(c.rsp.code, WIRE_RSP_SUCCESS);
+		T_ASSERT_EQ(records(&c, m, 4), 1);
+		T_ASSERT_MEMEQ(m[0].body, "a", 1);
+		T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 2);
+	}
 	/* Suspended but nothing comes: PULL_NOT_FOUND at the end of the suspend time. */
 	T_ASSERT_EQ(pull(&c, "G", "RmtL", 3, 0, "*", 200), WIRE_RSP_PULL_NOT_FOUND);
 	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 0);
