@@ -149,6 +149,9 @@ struct bk_ctl {
 	struct ctl_breg *breg;
 	struct bk_rmt *rmt;
 	int cpus[BK_CORES_MAX];
+	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
+	pthread_t persist;
+	_Atomic bool persist_stop;
 };
 
 /* ---- topics ---- */
@@ -480,6 +483,29 @@ offsets_save(struct bk_ctl *x)
 	return err;
 }
 
+/* Writes consumerOffset.json every flushConsumerOffsetInterval until told to stop. */
+static void *
+persist_main(void *arg)
+{
+	struct bk_ctl *x = arg;
+	uint64_t every = (uint64_t)cfg_get_int(x->cfg, "flushConsumerOffsetInterval");
+	uint64_t next = clk_mono_ns() / 1000000 + every;
+
+	pthread_setname_np(pthread_self(), "bk-persist");
+	while (!atomic_load_relaxed(&x->persist_stop)) {
+		uint64_t now = clk_mono_ns() / 1000000;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000000L};
+
+		if (now >= next) {
+			(void)offsets_save(x);
+			next = clk_mono_ns() / 1000000 + every;
+			continue;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 static int
 offsets_load(struct bk_ctl *x)
 {
@@ -717,15 +743,11 @@ print_stats(const struct bk_ctl *x)
 static int
 run(struct bk_ctl *x, int sfd)
 {
-	uint64_t every = (uint64_t)cfg_get_int(x->cfg, "flushConsumerOffsetInterval");
-	uint64_t next_save = clk_mono_ns() / 1000000 + every;
-
 	for (;;) {
 		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
 				      {.fd = x->bk.efd, .events = POLLIN},
 				      {.fd = bk_rmt_fd(x->rmt), .events = POLLIN}};
-		uint64_t now = clk_mono_ns() / 1000000;
-		int timeout = now >= next_save ? 0 : (int)SP_MIN(next_save - now, 100u);
+		int timeout = 100;
 
 		/*
 		 * seq_cst store, then look at the completion rings: a core
@@ -767,11 +789,6 @@ run(struct bk_ctl *x, int sfd)
 			}
 			log_info(BK_TAG, "signal %u: shutting down", si.ssi_signo);
 			return 0;
-		}
-		now = clk_mono_ns() / 1000000;
-		if (now >= next_save) {
-			(void)offsets_save(x);
-			next_save = now + every;
 		}
 	}
 }
@@ -983,8 +1000,16 @@ main(int argc, char **argv)
 		 x->bk.conf.dp_port, cfg_get_str(cfg, "brokerIP1"), bk_rmt_port(x->rmt), sc.root,
 		 cfg_get_str(cfg, "flushDiskType"),
 		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
+	err = pthread_create(&x->persist, NULL, persist_main, x);
+	if (err) {
+		log_err(BK_TAG, "offsets writer thread: %s", strerror(err));
+		goto out_breg;
+	}
 	err = run(x, sfd);
 	rc = err ? 1 : 0;
+	atomic_store_relaxed(&x->persist_stop, true);
+	pthread_join(x->persist, NULL);
+out_breg:
 	if (x->breg)
 		ctl_breg_stop(x->breg);
 	x->breg = NULL;
