@@ -1094,6 +1094,22 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		busy(r, c, q);
 }
 
+/* A pull refused here: clients read the four offsets from every pull answer. */
+static void
+pull_error(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, int32_t code,
+	   const char *remark)
+{
+	struct rresp o = {
+		.code = code, .opaque = q->opaque, .serialize = q->serialize, .remark = remark};
+
+	resp_ext(&o, "nextBeginOffset", "0");
+	resp_ext(&o, "minOffset", "0");
+	resp_ext(&o, "maxOffset", "0");
+	resp_ext(&o, "suggestWhichBrokerId", "0");
+	if (!(q->flag & WIRE_REM_FLAG_ONEWAY))
+		conn_send(r, c, &o);
+}
+
 static void
 do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
@@ -1113,18 +1129,8 @@ do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 
 	if (!group || !topic || ext_i(q, "queueId", NULL, &qid) ||
 	    ext_i(q, "queueOffset", NULL, &qoff) || gl > META_GROUP_MAX || gl == 0) {
-		struct rresp o = {.code = WIRE_RSP_SYSTEM_ERROR,
-				  .opaque = q->opaque,
-				  .serialize = q->serialize,
-				  .remark = "the pull header lacks consumerGroup, topic, queueId "
-					    "or queueOffset"};
-
-		resp_ext(&o, "nextBeginOffset", "0");
-		resp_ext(&o, "minOffset", "0");
-		resp_ext(&o, "maxOffset", "0");
-		resp_ext(&o, "suggestWhichBrokerId", "0");
-		if (!(q->flag & WIRE_REM_FLAG_ONEWAY))
-			conn_send(r, c, &o);
+		pull_error(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+			   "the pull header lacks consumerGroup, topic, queueId or queueOffset");
 		return;
 	}
 	(void)ext_i(q, "maxMsgNums", NULL, &maxn);
@@ -1134,28 +1140,17 @@ do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	t = bk_topic_find(r->bk, topic, tl);
 	if (t == NULL || qid < 0 || (uint64_t)qid >= t->read_queues ||
 	    (etype && strcmp(etype, "TAG") != 0)) {
-		struct rresp o = {.opaque = q->opaque, .serialize = q->serialize};
 		char remark[200];
 
-		if (t == NULL) {
-			o.code = WIRE_RSP_TOPIC_NOT_EXIST;
+		if (t == NULL)
 			snprintf(remark, sizeof(remark),
 				 "topic[%.*s] not exist, apply first please!", (int)tl, topic);
-		} else if (etype && strcmp(etype, "TAG") != 0) {
-			o.code = WIRE_RSP_SYSTEM_ERROR;
+		else if (etype && strcmp(etype, "TAG") != 0)
 			snprintf(remark, sizeof(remark),
 				 "the broker filters by TAG only, not %.32s", etype);
-		} else {
-			o.code = WIRE_RSP_SYSTEM_ERROR;
+		else
 			snprintf(remark, sizeof(remark), "queueId[%" PRId64 "] is illegal", qid);
-		}
-		o.remark = remark;
-		resp_ext(&o, "nextBeginOffset", "0");
-		resp_ext(&o, "minOffset", "0");
-		resp_ext(&o, "maxOffset", "0");
-		resp_ext(&o, "suggestWhichBrokerId", "0");
-		if (!(q->flag & WIRE_REM_FLAG_ONEWAY))
-			conn_send(r, c, &o);
+		pull_error(r, c, q, t ? WIRE_RSP_SYSTEM_ERROR : WIRE_RSP_TOPIC_NOT_EXIST, remark);
 		return;
 	}
 	if ((sysflag & WIRE_DP_PULL_SUBSCRIPTION) && expr) {
