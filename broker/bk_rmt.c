@@ -135,6 +135,7 @@ struct bk_rmt {
 	uint64_t next_sweep_ms;
 	struct rconn *fuzz_conn;
 	bool any_closing;
+	unsigned work; /* frames and completions handled by this bk_rmt_run() */
 };
 
 /* ---- connections: output ---- */
@@ -1722,6 +1723,7 @@ reap(struct bk_rmt *r)
 		while ((n = dp_lcore_reap(&r->bk->cores[i].lc, v, 64)) > 0)
 			for (unsigned k = 0; k < n; k++)
 				job_done(r, v[k]);
+		r->work += n;
 	}
 }
 
@@ -1818,6 +1820,7 @@ conn_frames(struct bk_rmt *r, struct rconn *c)
 			return -1;
 		}
 		dispatch(r, c, &q);
+		r->work++;
 		if (c->closing)
 			return -1; /* closed while answering (torn down later) */
 		at += flen;
@@ -2066,13 +2069,14 @@ bk_rmt_pending(const struct bk_rmt *r)
 	return false;
 }
 
-void
+unsigned
 bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 {
 	struct epoll_event ev[64];
 	int n;
 
 	r->now_ms = now_ms;
+	r->work = 0;
 	reap(r);
 	n = epoll_wait(r->ep, ev, 64, 0);
 	for (int i = 0; i < n; i++) {
@@ -2105,6 +2109,7 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 		}
 		conns_reap(r);
 	}
+	return r->work;
 }
 
 void

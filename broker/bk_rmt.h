@@ -47,8 +47,8 @@ int bk_rmt_fd(const struct bk_rmt *r);
 uint16_t bk_rmt_port(const struct bk_rmt *r);
 /* Return: completions are waiting on some core's ring. */
 bool bk_rmt_pending(const struct bk_rmt *r);
-/* Does all ready work without blocking: sockets, completions, expiry. */
-void bk_rmt_run(struct bk_rmt *r, uint64_t now_ms);
+/* Does all ready work without blocking: sockets, completions, expiry. Return: frames + answers. */
+unsigned bk_rmt_run(struct bk_rmt *r, uint64_t now_ms);
 /*
  * Closes every connection and frees every command. Call after the cores
  * stopped (they may hold commands until then).

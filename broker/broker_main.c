@@ -46,8 +46,9 @@
 #include "sp_config.h"
 
 #define BK_TAG "broker"
-#define RMT_RING 4096	/* command/completion ring per core; remoting keeps fewer in flight */
-#define TBW102 "TBW102" /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
+#define RMT_SPIN_NS 50000ull /* control polls without sleeping this long after remoting work */
+#define RMT_RING 4096	     /* command/completion ring per core; remoting keeps fewer in flight */
+#define TBW102 "TBW102"	     /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
 
 static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
 static const char *const role_choices[] = {"ASYNC_MASTER", "SYNC_MASTER", "SLAVE", NULL};
@@ -743,25 +744,33 @@ print_stats(const struct bk_ctl *x)
 static int
 run(struct bk_ctl *x, int sfd)
 {
+	uint64_t last_work = 0;
+
 	for (;;) {
 		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
 				      {.fd = x->bk.efd, .events = POLLIN},
 				      {.fd = bk_rmt_fd(x->rmt), .events = POLLIN}};
 		int timeout = 100;
+		uint64_t now = clk_mono_ns();
 
 		/*
 		 * seq_cst store, then look at the completion rings: a core
 		 * posts, then loads ctl_sleeping; one of us sees the other.
+		 * Right after remoting work, poll without sleeping for
+		 * RMT_SPIN_NS: the answer to what was just posted usually
+		 * comes within it, and a wake-up through the eventfd costs
+		 * more than the wait.
 		 */
 		atomic_store(&x->bk.ctl_sleeping, true);
-		if (bk_rmt_pending(x->rmt))
+		if (bk_rmt_pending(x->rmt) || now - last_work < RMT_SPIN_NS)
 			timeout = 0;
 		if (poll(p, 3, timeout) < 0 && errno != EINTR) {
 			atomic_store(&x->bk.ctl_sleeping, false);
 			return -errno;
 		}
 		atomic_store(&x->bk.ctl_sleeping, false);
-		bk_rmt_run(x->rmt, clk_mono_ns() / 1000000);
+		if (bk_rmt_run(x->rmt, clk_mono_ns() / 1000000) > 0)
+			last_work = clk_mono_ns();
 		if (p[1].revents & POLLIN) {
 			uint64_t v;
 

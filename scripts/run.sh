@@ -117,7 +117,7 @@ af_packet)
 	for n in "$nsA" "$nsB"; do ip -n "$n" link set lo up; done
 	ip -n "$nsA" link set "spr$$a" up; ip -n "$nsB" link set "spr$$b" up
 	ns_host="10.252.$tag.2"
-	broker_args+=(--dataplaneIp="10.252.$tag.2" --dataplaneInterface="spr$$b")
+	broker_args+=(--dataplaneIp="10.252.$tag.2" --dataplaneInterface="spr$$b" --brokerIP1="10.252.$tag.2")
 	bench_args+=(--iface="spr$$a" --ip="10.252.$tag.1" --port=9000)
 	;;
 dpdk)
