@@ -49,6 +49,8 @@
 #define SUBS_MAX 64
 #define SUB_CODES_MAX BK_PULL_TAGS_MAX
 #define READ_CHUNK (64u << 10)
+/* Requests of one connection at the cores at once: bounds what its answers can hold (256 MiB). */
+#define CONN_JOBS_MAX 1024u
 
 /* ---- state ---- */
 
@@ -63,6 +65,7 @@ struct rconn {
 	uint8_t *out;
 	size_t out_off, out_len, out_cap;
 	int32_t next_opaque; /* our requests to the client (NOTIFY_CONSUMER_IDS_CHANGED) */
+	uint32_t jobs;	     /* its requests at the cores */
 	bool paused;	     /* EPOLLIN off: too much unsent */
 	bool closing;	     /* closed: torn down by conns_reap(), never used again */
 	bool want_out;	     /* EPOLLOUT on */
@@ -315,6 +318,10 @@ conn_get(struct bk_rmt *r, uint32_t id, uint32_t gen)
 static void
 job_free(struct bk_rmt *r, struct rjob *j)
 {
+	struct rconn *c = conn_get(r, j->conn, j->gen);
+
+	if (c && c->jobs)
+		c->jobs--;
 	if (j->prev)
 		j->prev->next = j->next;
 	else
@@ -326,12 +333,16 @@ job_free(struct bk_rmt *r, struct rjob *j)
 	free(j);
 }
 
+/* Return: a new job for @c's request @q, or NULL: out of memory or @c has too many (busy). */
 static struct rjob *
-job_new(struct bk_rmt *r, const struct rconn *c, const struct wire_rem_cmd *q, uint16_t op,
+job_new(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, uint16_t op,
 	uint32_t req_cap, uint32_t resp_cap)
 {
-	struct rjob *j = calloc(1, sizeof(*j));
+	struct rjob *j;
 
+	if (c->jobs >= CONN_JOBS_MAX)
+		return NULL;
+	j = calloc(1, sizeof(*j));
 	if (j == NULL)
 		return NULL;
 	j->reqbuf = req_cap ? malloc(req_cap) : NULL;
@@ -356,6 +367,7 @@ job_new(struct bk_rmt *r, const struct rconn *c, const struct wire_rem_cmd *q, u
 	if (r->jobs)
 		r->jobs->prev = j;
 	r->jobs = j;
+	c->jobs++;
 	return j;
 }
 
