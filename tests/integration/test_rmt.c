@@ -344,6 +344,25 @@ test_long_poll(void)
 	/* Suspended but nothing comes: PULL_NOT_FOUND at the end of the suspend time. */
 	T_ASSERT_EQ(pull(&c, "G", "RmtL", 3, 0, "*", 200), WIRE_RSP_PULL_NOT_FOUND);
 	T_ASSERT_EQ(ext_ll(&c, "nextBeginOffset"), 0);
+	/*
+	 * One connection has at most 1024 requests at the cores: the 1025th
+	 * parked pull is answered SYSTEM_BUSY at once (the others wait).
+	 */
+	{
+		struct ns_client h;
+		int last = -1;
+
+		conn(&h);
+		snprintf(q, sizeof(q), "3");
+		for (int i = 0; i < 1025; i++) {
+			last = nsc_send(&h, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, ext, NULL, 0);
+			T_ASSERT(last >= 0);
+		}
+		T_ASSERT_EQ(nsc_recv(&h, T), 0);
+		T_ASSERT_EQ(h.rsp.opaque, last);
+		T_ASSERT_EQ(h.rsp.code, WIRE_RSP_SYSTEM_BUSY);
+		nsc_close(&h);
+	}
 	/* A client that leaves with a pull parked does not disturb anyone. */
 	T_ASSERT(nsc_send(&p, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, ext, NULL, 0) >= 0);
 	nsc_close(&p);
