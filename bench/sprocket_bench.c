@@ -41,10 +41,10 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_report.h"
 #include "common/clock.h"
 #include "common/hist.h"
 #include "dp/port.h"
@@ -488,41 +488,23 @@ struct result {
 static void
 print_result(const struct opts *o, const struct result *r)
 {
-	struct hist *h = r->h;
-	double rate = r->secs > 0 ? (double)(r->msgs ? r->msgs : r->count) / r->secs : 0;
+	struct bench_row row = {.mode = r->mode,
+				.backend = dp_backend_name(o->backend),
+				.size = o->size,
+				.depth = o->depth,
+				.sessions = o->sessions,
+				.rate = o->rate,
+				.count = r->count,
+				.lost = r->lost,
+				.secs = r->secs,
+				.h = r->h,
+				.srv_ns = r->srv_ns,
+				.hdl_ns = r->hdl_ns,
+				.msgs = r->msgs,
+				.retrans = r->retrans,
+				.lost_timeout_ms = (unsigned)(RAW_TIMEOUT_NS / 1000000)};
 
-	if (o->json) {
-		printf("{\"mode\":\"%s\",\"backend\":\"%s\",\"size\":%u,\"count\":%llu,"
-		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"rate\":%.0f,"
-		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
-		       "\"p9999_ns\":%llu,\"max_ns\":%llu,\"msgs_per_s\":%.0f,"
-		       "\"server_mean_ns\":%.0f,\"handled_mean_ns\":%.0f,\"retrans\":%llu}\n",
-		       r->mode, dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
-		       (unsigned long long)r->lost, o->depth, o->sessions, o->rate,
-		       (unsigned long long)hist_percentile(h, 50),
-		       (unsigned long long)hist_percentile(h, 90),
-		       (unsigned long long)hist_percentile(h, 99),
-		       (unsigned long long)hist_percentile(h, 99.9),
-		       (unsigned long long)hist_percentile(h, 99.99),
-		       (unsigned long long)hist_max(h), rate,
-		       r->count ? (double)r->srv_ns / (double)r->count : 0,
-		       r->count ? (double)r->hdl_ns / (double)r->count : 0,
-		       (unsigned long long)r->retrans);
-	} else {
-		printf("%-9s %-9s %7u %10llu %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %11.0f\n", r->mode,
-		       dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
-		       hist_percentile(h, 50) / 1e3, hist_percentile(h, 90) / 1e3,
-		       hist_percentile(h, 99) / 1e3, hist_percentile(h, 99.9) / 1e3,
-		       hist_percentile(h, 99.99) / 1e3, hist_max(h) / 1e3, rate);
-		if (r->retrans)
-			printf("          (%llu packets retransmitted)\n",
-			       (unsigned long long)r->retrans);
-		if (r->lost)
-			printf("          (%llu lost: no answer within %llu ms)\n",
-			       (unsigned long long)r->lost,
-			       (unsigned long long)(RAW_TIMEOUT_NS / 1000000));
-	}
-	fflush(stdout);
+	bench_print_row(&row, o->json);
 }
 
 /* ---- raw ping-pong ---- */
@@ -1803,36 +1785,7 @@ start_peer(const char *self, const char *ns, char *const *args, struct dp_addr *
 static void
 print_header(const struct opts *o)
 {
-	struct utsname u;
-	char model[128] = "?";
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[256];
-
-	while (f && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, ':');
-
-		if (strncmp(line, "model name", 10) == 0 && p) {
-			snprintf(model, sizeof(model), "%s", p + 2);
-			model[strcspn(model, "\n")] = 0;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	uname(&u);
-	if (o->json) {
-		printf("{\"machine\":{\"cpus\":%ld,\"cpu\":\"%s\",\"kernel\":\"%s\"},"
-		       "\"version\":\"%s\"}\n",
-		       sysconf(_SC_NPROCESSORS_ONLN), model, u.release, SP_VERSION);
-		return;
-	}
-	printf("# sprocket-bench %s on %ld cpus (%s), kernel %s\n", SP_VERSION,
-	       sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
-	printf("# %s load, depth %u x %u sessions; latency in us%s\n",
-	       o->rate > 0 ? "open-loop" : "closed-loop", o->depth, o->sessions,
-	       o->rate > 0 ? " from the intended send time" : "");
-	printf("%-9s %-9s %7s %10s %8s %8s %8s %8s %9s %9s %11s\n", "mode", "backend", "size",
-	       "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "msgs/s");
+	bench_print_header(o->json, "sprocket-bench", SP_VERSION, o->rate, o->depth, o->sessions);
 }
 
 static int
