@@ -891,7 +891,8 @@ odone(void *arg, int err, const uint8_t *msg, uint32_t len)
 /* e2e: one long-polling PULL in flight per queue; latency = consumed - intended send time. */
 struct pcons {
 	struct prun *run;
-	struct result *res; /* the e2e row */
+	struct result *res;    /* the e2e row */
+	struct dp_xsess *sess; /* a consumer session, not the producer's */
 	uint8_t buf[512];
 	uint32_t len;
 	int64_t next;
@@ -1010,6 +1011,8 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 		  double secs, struct result *res, struct result *e2e)
 {
 	struct pcons *ks = NULL;
+	struct dp_xsess **csess = NULL;
+	unsigned ncsess = 0;
 	/* every core's session may carry all sends and one pull per queue */
 	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MIN(256u, SP_MAX(8u, o->depth + pt->nq))};
 	unsigned nreq = o->depth; /* requests in flight in all */
@@ -1048,13 +1051,42 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	warm_end = t_start + (uint64_t)(warm * 1e9);
 	end = warm_end + (uint64_t)(secs * 1e9);
 	if (e2e) {
+		/*
+		 * The consumers get sessions of their own, as a consumer process
+		 * would, each with at most as many parked pulls as the broker
+		 * grants it slots: a long-polling pull holds its slot for up to
+		 * the suspend time, and 8 or more of them on the producer's
+		 * session (the broker grants 8) left no slot for a SEND.
+		 */
+		struct dp_xsess *cur[BENCH_CORES_MAX] = {0};
+		unsigned used[BENCH_CORES_MAX] = {0};
+
 		ks = calloc(pt->nq, sizeof(*ks));
-		if (!ks)
+		csess = calloc(pt->nq, sizeof(*csess));
+		if (!ks || !csess)
 			return -ENOMEM;
 		for (unsigned q = 0; q < pt->nq; q++) {
-			ks[q] = (struct pcons){
-				.run = &run, .res = e2e, .qid = (int32_t)q, .warm_end = warm_end};
-			err = max_offset_sync(o, cli, sess[pt->qcore[q]], (int32_t)q, &ks[q].next);
+			unsigned core = pt->qcore[q];
+
+			if (!cur[core] || used[core] >= dp_xsess_slots(cur[core])) {
+				err = dp_xcli_connect(cli, pt->cores[core], 5000, &cur[core]);
+				if (err) {
+					fprintf(stderr,
+						"sprocket-bench: consumer session to broker "
+						"core %u failed: %s\n",
+						core, strerror(-err));
+					return err;
+				}
+				csess[ncsess++] = cur[core];
+				used[core] = 0;
+			}
+			used[core]++;
+			ks[q] = (struct pcons){.run = &run,
+					       .res = e2e,
+					       .sess = cur[core],
+					       .qid = (int32_t)q,
+					       .warm_end = warm_end};
+			err = max_offset_sync(o, cli, ks[q].sess, (int32_t)q, &ks[q].next);
 			if (err)
 				return err;
 		}
@@ -1065,7 +1097,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 
 		for (unsigned q = 0; ks && q < pt->nq && now < end; q++)
 			if (!ks[q].busy)
-				(void)cons_submit(o, sess[pt->qcore[q]], &ks[q], 200);
+				(void)cons_submit(o, ks[q].sess, &ks[q], 200);
 
 		for (unsigned i = 0; i < nreq; i++) {
 			struct preq *q = &reqs[i];
@@ -1130,7 +1162,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 			for (unsigned q = 0; q < pt->nq; q++) {
 				got += ks[q].consumed;
 				if (!ks[q].busy && got < run.ok)
-					(void)cons_submit(o, sess[pt->qcore[q]], &ks[q], 100);
+					(void)cons_submit(o, ks[q].sess, &ks[q], 100);
 			}
 			(void)dp_xcli_poll(cli);
 		} while (got < run.ok && clk_mono_ns() - t < 2000000000ull);
@@ -1152,6 +1184,9 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	res->retrans += dp_xcli_stats(cli)->tx_retrans;
 	for (unsigned i = 0; i < pt->ncores; i++)
 		dp_xcli_close(sess[i], 500);
+	for (unsigned i = 0; i < ncsess; i++)
+		dp_xcli_close(csess[i], 500);
+	free(csess);
 	dp_xcli_destroy(cli);
 	for (unsigned i = 0; i < nreq; i++)
 		free(reqs[i].msg);
