@@ -15,8 +15,8 @@
  *
  * Pacing and output are sprocket-bench's (bench_report.h). One connection
  * carries up to --depth XADDs in flight (pipelined, answers in order, so the
- * due times are a FIFO); it waits in poll() for answers as a client's event
- * loop would. At --rate latency runs from each message's due time.
+ * due times are a FIFO); it waits in ppoll() for answers or the next due
+ * time, as a client's event loop would. At --rate latency runs from each message's due time.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -106,17 +107,38 @@ parse(int argc, char **argv, struct popts *o)
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'H': o->host = optarg; break;
-		case 'p': o->port = atoi(optarg); break;
-		case 's': o->size = (uint32_t)atoi(optarg); break;
-		case 'd': o->duration = atof(optarg); break;
-		case 'w': o->warmup = atof(optarg); break;
-		case 'r': o->rate = atof(optarg); break;
-		case 'D': o->depth = (unsigned)atoi(optarg); break;
-		case 'q': o->queues = (unsigned)atoi(optarg); break;
-		case 'c': o->cpu = atoi(optarg); break;
-		case 'j': o->json = true; break;
-		default: return -1;
+		case 'H':
+			o->host = optarg;
+			break;
+		case 'p':
+			o->port = atoi(optarg);
+			break;
+		case 's':
+			o->size = (uint32_t)atoi(optarg);
+			break;
+		case 'd':
+			o->duration = atof(optarg);
+			break;
+		case 'w':
+			o->warmup = atof(optarg);
+			break;
+		case 'r':
+			o->rate = atof(optarg);
+			break;
+		case 'D':
+			o->depth = (unsigned)atoi(optarg);
+			break;
+		case 'q':
+			o->queues = (unsigned)atoi(optarg);
+			break;
+		case 'c':
+			o->cpu = atoi(optarg);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		default:
+			return -1;
 		}
 	}
 	if (o->size < 8)
@@ -294,7 +316,6 @@ main(int argc, char **argv)
 		uint64_t due = bench_pace_due(&pace, now);
 		bool sending = due < end && now < end;
 		struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-		int wait_ms;
 		void *r;
 
 		if (!sending && inflight == 0)
@@ -308,7 +329,8 @@ main(int argc, char **argv)
 				 (unsigned long long)(pace.issued % o.queues));
 			lens[1] = strlen(key);
 			memcpy(buf, &due, sizeof(due));
-			if (redisAppendCommandArgv(c, 5, av, lens) != REDIS_OK || flush_out(c) != 0) {
+			if (redisAppendCommandArgv(c, 5, av, lens) != REDIS_OK ||
+			    flush_out(c) != 0) {
 				fprintf(stderr, "peer-redis: send: %s\n", c->errstr);
 				return 1;
 			}
@@ -317,19 +339,28 @@ main(int argc, char **argv)
 			pace.issued++;
 			continue;
 		}
-		/* wait for an answer, or until the next message is due */
-		if (inflight == 0 || (sending && inflight < o.depth))
-			wait_ms = due > now ? (int)((due - now) / 1000000) : 0;
-		else
-			wait_ms = 1000;
-		if (inflight > 0) {
-			/* wait_ms 0 (due within a millisecond): spin, as sprocket-bench does */
-			if (poll(&pfd, 1, wait_ms) > 0 && redisBufferRead(c) != REDIS_OK) {
-				fprintf(stderr, "peer-redis: read: %s\n", c->errstr);
-				return 1;
+		/*
+		 * Wait in the kernel for an answer or until the next message is
+		 * due, as a client's event loop would: spinning here would take
+		 * CPU 0 from the e2e reader thread.
+		 */
+		{
+			uint64_t wait = 1000000000ull;
+			struct timespec ts;
+
+			if (sending && inflight < o.depth)
+				wait = due > now ? due - now : 0;
+			ts.tv_sec = (time_t)(wait / 1000000000ull);
+			ts.tv_nsec = (long)(wait % 1000000000ull);
+			if (inflight > 0) {
+				if (ppoll(&pfd, 1, &ts, NULL) > 0 &&
+				    redisBufferRead(c) != REDIS_OK) {
+					fprintf(stderr, "peer-redis: read: %s\n", c->errstr);
+					return 1;
+				}
+			} else if (wait > 0) {
+				(void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 			}
-		} else if (wait_ms > 0) {
-			usleep((useconds_t)wait_ms * 1000);
 		}
 		now = clk_mono_ns();
 		while (inflight > 0 && redisGetReplyFromReader(c, &r) == REDIS_OK && r) {
