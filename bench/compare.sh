@@ -144,6 +144,25 @@ run_redis() { # name fsync queues size rate depth dur
 	stop_server
 }
 
+# Progress: "[run/runs, elapsed s] what" before each run.
+runs=0
+for wf in "${WORKLOADS[@]}"; do
+	for fs in $(conf "$wf" fsync async); do
+		for sys in $SYSTEMS; do
+			case "$sys" in
+			sprocket) if [ "$fs" = sync ]; then runs=$((runs + 1)); else runs=$((runs + $(wc -w <<<"$BACKENDS"))); fi ;;
+			nats) [ "$fs" = sync ] || runs=$((runs + 1)) ;;
+			*) runs=$((runs + 1)) ;;
+			esac
+		done
+	done
+done
+run_no=0
+step() {
+	run_no=$((run_no + 1))
+	echo "== [$run_no/$runs, $(($(date +%s) - t0)) s] $*"
+}
+
 for wf in "${WORKLOADS[@]}"; do
 	name=$(conf "$wf" name "$(basename "$wf" .conf)")
 	queues=$(conf "$wf" queues 1)
@@ -160,7 +179,7 @@ for wf in "${WORKLOADS[@]}"; do
 				[ "$fs" = sync ] && bks=udp
 				for bk in $bks; do
 					f="$OUT/raw/$name.$fs.sprocket-$bk"
-					echo "== $name ($fs): sprocket over $bk"
+					step "$name ($fs): sprocket over $bk"
 					run_sprocket "$name" "$fs" "$bk" "$queues" "$size" "$rate" "$depth" "$dur" \
 						>"$f.out" 2>"$f.err" || echo "compare.sh: failed, see $f.err" >&2
 					grep '^{' "$f.out" >"$f.jsonl" || true
@@ -172,13 +191,13 @@ for wf in "${WORKLOADS[@]}"; do
 					continue
 				fi
 				f="$OUT/raw/$name.$fs.nats-tcp"
-				echo "== $name ($fs): nats jetstream"
+				step "$name ($fs): nats jetstream"
 				run_nats "$name" "$fs" "$queues" "$size" "$rate" "$depth" "$dur" \
 					>"$f.jsonl" 2>"$f.err" || { stop_server; echo "compare.sh: failed, see $f.err" >&2; }
 				;;
 			redis)
 				f="$OUT/raw/$name.$fs.redis-tcp"
-				echo "== $name ($fs): redis streams"
+				step "$name ($fs): redis streams"
 				run_redis "$name" "$fs" "$queues" "$size" "$rate" "$depth" "$dur" \
 					>"$f.jsonl" 2>"$f.err" || { stop_server; echo "compare.sh: failed, see $f.err" >&2; }
 				;;
