@@ -41,10 +41,10 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_report.h"
 #include "common/clock.h"
 #include "common/hist.h"
 #include "dp/port.h"
@@ -488,41 +488,23 @@ struct result {
 static void
 print_result(const struct opts *o, const struct result *r)
 {
-	struct hist *h = r->h;
-	double rate = r->secs > 0 ? (double)(r->msgs ? r->msgs : r->count) / r->secs : 0;
+	struct bench_row row = {.mode = r->mode,
+				.backend = dp_backend_name(o->backend),
+				.size = o->size,
+				.depth = o->depth,
+				.sessions = o->sessions,
+				.rate = o->rate,
+				.count = r->count,
+				.lost = r->lost,
+				.secs = r->secs,
+				.h = r->h,
+				.srv_ns = r->srv_ns,
+				.hdl_ns = r->hdl_ns,
+				.msgs = r->msgs,
+				.retrans = r->retrans,
+				.lost_timeout_ms = (unsigned)(RAW_TIMEOUT_NS / 1000000)};
 
-	if (o->json) {
-		printf("{\"mode\":\"%s\",\"backend\":\"%s\",\"size\":%u,\"count\":%llu,"
-		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"rate\":%.0f,"
-		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
-		       "\"p9999_ns\":%llu,\"max_ns\":%llu,\"msgs_per_s\":%.0f,"
-		       "\"server_mean_ns\":%.0f,\"handled_mean_ns\":%.0f,\"retrans\":%llu}\n",
-		       r->mode, dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
-		       (unsigned long long)r->lost, o->depth, o->sessions, o->rate,
-		       (unsigned long long)hist_percentile(h, 50),
-		       (unsigned long long)hist_percentile(h, 90),
-		       (unsigned long long)hist_percentile(h, 99),
-		       (unsigned long long)hist_percentile(h, 99.9),
-		       (unsigned long long)hist_percentile(h, 99.99),
-		       (unsigned long long)hist_max(h), rate,
-		       r->count ? (double)r->srv_ns / (double)r->count : 0,
-		       r->count ? (double)r->hdl_ns / (double)r->count : 0,
-		       (unsigned long long)r->retrans);
-	} else {
-		printf("%-9s %-9s %7u %10llu %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %11.0f\n", r->mode,
-		       dp_backend_name(o->backend), o->size, (unsigned long long)r->count,
-		       hist_percentile(h, 50) / 1e3, hist_percentile(h, 90) / 1e3,
-		       hist_percentile(h, 99) / 1e3, hist_percentile(h, 99.9) / 1e3,
-		       hist_percentile(h, 99.99) / 1e3, hist_max(h) / 1e3, rate);
-		if (r->retrans)
-			printf("          (%llu packets retransmitted)\n",
-			       (unsigned long long)r->retrans);
-		if (r->lost)
-			printf("          (%llu lost: no answer within %llu ms)\n",
-			       (unsigned long long)r->lost,
-			       (unsigned long long)(RAW_TIMEOUT_NS / 1000000));
-	}
-	fflush(stdout);
+	bench_print_row(&row, o->json);
 }
 
 /* ---- raw ping-pong ---- */
@@ -909,7 +891,8 @@ odone(void *arg, int err, const uint8_t *msg, uint32_t len)
 /* e2e: one long-polling PULL in flight per queue; latency = consumed - intended send time. */
 struct pcons {
 	struct prun *run;
-	struct result *res; /* the e2e row */
+	struct result *res;    /* the e2e row */
+	struct dp_xsess *sess; /* a consumer session, not the producer's */
 	uint8_t buf[512];
 	uint32_t len;
 	int64_t next;
@@ -1028,6 +1011,8 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 		  double secs, struct result *res, struct result *e2e)
 {
 	struct pcons *ks = NULL;
+	struct dp_xsess **csess = NULL;
+	unsigned ncsess = 0;
 	/* every core's session may carry all sends and one pull per queue */
 	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MIN(256u, SP_MAX(8u, o->depth + pt->nq))};
 	unsigned nreq = o->depth; /* requests in flight in all */
@@ -1066,13 +1051,42 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	warm_end = t_start + (uint64_t)(warm * 1e9);
 	end = warm_end + (uint64_t)(secs * 1e9);
 	if (e2e) {
+		/*
+		 * The consumers get sessions of their own, as a consumer process
+		 * would, each with at most as many parked pulls as the broker
+		 * grants it slots: a long-polling pull holds its slot for up to
+		 * the suspend time, and 8 or more of them on the producer's
+		 * session (the broker grants 8) left no slot for a SEND.
+		 */
+		struct dp_xsess *cur[BENCH_CORES_MAX] = {0};
+		unsigned used[BENCH_CORES_MAX] = {0};
+
 		ks = calloc(pt->nq, sizeof(*ks));
-		if (!ks)
+		csess = calloc(pt->nq, sizeof(*csess));
+		if (!ks || !csess)
 			return -ENOMEM;
 		for (unsigned q = 0; q < pt->nq; q++) {
-			ks[q] = (struct pcons){
-				.run = &run, .res = e2e, .qid = (int32_t)q, .warm_end = warm_end};
-			err = max_offset_sync(o, cli, sess[pt->qcore[q]], (int32_t)q, &ks[q].next);
+			unsigned core = pt->qcore[q];
+
+			if (!cur[core] || used[core] >= dp_xsess_slots(cur[core])) {
+				err = dp_xcli_connect(cli, pt->cores[core], 5000, &cur[core]);
+				if (err) {
+					fprintf(stderr,
+						"sprocket-bench: consumer session to broker "
+						"core %u failed: %s\n",
+						core, strerror(-err));
+					return err;
+				}
+				csess[ncsess++] = cur[core];
+				used[core] = 0;
+			}
+			used[core]++;
+			ks[q] = (struct pcons){.run = &run,
+					       .res = e2e,
+					       .sess = cur[core],
+					       .qid = (int32_t)q,
+					       .warm_end = warm_end};
+			err = max_offset_sync(o, cli, ks[q].sess, (int32_t)q, &ks[q].next);
 			if (err)
 				return err;
 		}
@@ -1083,7 +1097,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 
 		for (unsigned q = 0; ks && q < pt->nq && now < end; q++)
 			if (!ks[q].busy)
-				(void)cons_submit(o, sess[pt->qcore[q]], &ks[q], 200);
+				(void)cons_submit(o, ks[q].sess, &ks[q], 200);
 
 		for (unsigned i = 0; i < nreq; i++) {
 			struct preq *q = &reqs[i];
@@ -1148,7 +1162,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 			for (unsigned q = 0; q < pt->nq; q++) {
 				got += ks[q].consumed;
 				if (!ks[q].busy && got < run.ok)
-					(void)cons_submit(o, sess[pt->qcore[q]], &ks[q], 100);
+					(void)cons_submit(o, ks[q].sess, &ks[q], 100);
 			}
 			(void)dp_xcli_poll(cli);
 		} while (got < run.ok && clk_mono_ns() - t < 2000000000ull);
@@ -1170,6 +1184,9 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	res->retrans += dp_xcli_stats(cli)->tx_retrans;
 	for (unsigned i = 0; i < pt->ncores; i++)
 		dp_xcli_close(sess[i], 500);
+	for (unsigned i = 0; i < ncsess; i++)
+		dp_xcli_close(csess[i], 500);
+	free(csess);
 	dp_xcli_destroy(cli);
 	for (unsigned i = 0; i < nreq; i++)
 		free(reqs[i].msg);
@@ -1803,36 +1820,7 @@ start_peer(const char *self, const char *ns, char *const *args, struct dp_addr *
 static void
 print_header(const struct opts *o)
 {
-	struct utsname u;
-	char model[128] = "?";
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[256];
-
-	while (f && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, ':');
-
-		if (strncmp(line, "model name", 10) == 0 && p) {
-			snprintf(model, sizeof(model), "%s", p + 2);
-			model[strcspn(model, "\n")] = 0;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	uname(&u);
-	if (o->json) {
-		printf("{\"machine\":{\"cpus\":%ld,\"cpu\":\"%s\",\"kernel\":\"%s\"},"
-		       "\"version\":\"%s\"}\n",
-		       sysconf(_SC_NPROCESSORS_ONLN), model, u.release, SP_VERSION);
-		return;
-	}
-	printf("# sprocket-bench %s on %ld cpus (%s), kernel %s\n", SP_VERSION,
-	       sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
-	printf("# %s load, depth %u x %u sessions; latency in us%s\n",
-	       o->rate > 0 ? "open-loop" : "closed-loop", o->depth, o->sessions,
-	       o->rate > 0 ? " from the intended send time" : "");
-	printf("%-9s %-9s %7s %10s %8s %8s %8s %8s %9s %9s %11s\n", "mode", "backend", "size",
-	       "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "msgs/s");
+	bench_print_header(o->json, "sprocket-bench", SP_VERSION, o->rate, o->depth, o->sessions);
 }
 
 static int

@@ -19,6 +19,8 @@ PKGS=(
 	libbenchmark-dev
 	# tests and tooling
 	iproute2 nftables
+	# peers side by side (bench/compare.sh): servers, client libraries, the plot
+	nats-server redis-server libnats-dev libhiredis-dev gnuplot-nox
 )
 
 missing=()

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_report.h - what every latency driver in bench/ shares: the result
+ * line (JSON or the human table of sprocket-bench), the run header, and the
+ * load pacing.
+ *
+ * sprocket-bench and the peer drivers (peer_nats, peer_redis) print through
+ * these, so bench/compare.sh reads one format from every system.
+ *
+ * Pacing: closed loop (rate 0) sends the next request when a slot is free and
+ * times it from that moment. Open loop at rate R makes request i due at
+ * start + i/R and times it from that due time, not from when it actually
+ * left, so a stall that delays later requests is charged to them
+ * (coordinated omission corrected, as wrk2 does).
+ */
+#ifndef SP_BENCH_REPORT_H
+#define SP_BENCH_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct hist;
+
+/* One row: a mode (produce, e2e, ping-raw...) measured on one system. */
+struct bench_row {
+	const char *mode;
+	const char *backend; /* sprocket: udp|af_packet|dpdk; peers: their protocol */
+	uint32_t size;
+	unsigned depth;
+	unsigned sessions;
+	double rate; /* target requests/s; 0: closed loop */
+	uint64_t count;
+	uint64_t lost;
+	double secs;
+	const struct hist *h; /* ns */
+	uint64_t srv_ns;
+	uint64_t hdl_ns;
+	uint64_t msgs; /* messages acknowledged; 0: count */
+	uint64_t retrans;
+	unsigned lost_timeout_ms; /* for the human line "(N lost: no answer within T ms)" */
+};
+
+/* Context: any thread; prints one line (and notes) to stdout, flushes. */
+void bench_print_row(const struct bench_row *r, bool json);
+
+/**
+ * bench_print_header() - the machine line, then (human) the load line and the
+ * column names.
+ * @tool: "sprocket-bench", "peer-nats"...
+ * @version: the version of what is measured (sprocket's, or the peer server's)
+ */
+void bench_print_header(bool json, const char *tool, const char *version, double rate,
+			unsigned depth, unsigned sessions);
+
+struct bench_pace {
+	uint64_t start;
+	uint64_t interval; /* ns between due times; 0: closed loop */
+	uint64_t issued;
+};
+
+static inline void
+bench_pace_init(struct bench_pace *p, uint64_t start, double rate)
+{
+	p->start = start;
+	p->interval = rate > 0 ? (uint64_t)(1e9 / rate) : 0;
+	p->issued = 0;
+}
+
+/* Return: when the next request is due: open loop its slot, closed loop @now. */
+static inline uint64_t
+bench_pace_due(const struct bench_pace *p, uint64_t now)
+{
+	return p->interval ? p->start + p->issued * p->interval : now;
+}
+
+#endif /* SP_BENCH_REPORT_H */

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * peer_nats.c - peer-nats, sprocket-bench's load against NATS JetStream
+ * (libnats), for the side-by-side in docs/benchmarks.md (bench/compare.sh).
+ *
+ *   peer-nats produce|e2e --url=nats://127.0.0.1:4222 --size=128 --duration=10
+ *             [--rate=N] [--depth=N] [--queues=N] [--json]
+ *
+ * A JetStream stream BENCH (file storage, subjects bench.>, recreated at
+ * start) stands for a topic; its subjects bench.0..bench.N-1 for the queues,
+ * sent to round robin. produce: js publish -> PubAck, timed by the publisher.
+ * e2e: the same publishes, plus a push consumer (ephemeral, deliver new, ack
+ * none) on a second connection; latency = received - the send time carried
+ * in the first 8 bytes of the payload.
+ *
+ * Pacing and output are sprocket-bench's (bench_report.h): closed loop with
+ * one request in flight uses the synchronous js_Publish; otherwise
+ * js_PublishAsync with at most --depth unacknowledged, and at --rate the
+ * latency runs from each message's due time (coordinated omission corrected).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
+
+#include "bench_report.h"
+#include "common/clock.h"
+#include "common/hist.h"
+
+#define HIST_MAX_NS (60ull * 1000000000ull)
+#define QUEUES_MAX 1024
+
+struct popts {
+	const char *mode;
+	const char *url;
+	uint32_t size;
+	double duration;
+	double warmup;
+	double rate;
+	unsigned depth;
+	unsigned queues;
+	int cpu;
+	bool json;
+};
+
+struct run {
+	const struct popts *o;
+	uint64_t warm_end;
+	struct hist *ph; /* produce; written by the ack thread (async) or main (sync) */
+	struct hist *eh; /* e2e; written by the subscription's delivery thread */
+	uint64_t pcount;
+	uint64_t ecount;
+	_Atomic uint64_t acked;
+	_Atomic uint64_t consumed;
+	_Atomic uint64_t errors;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned inflight; /* under mu */
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+		"usage: peer-nats produce|e2e --url=nats://H:P [--size=B] [--duration=S]\n"
+		"       [--warmup=S] [--rate=N] [--depth=N] [--queues=N] [--cpu=C] [--json]\n");
+}
+
+static void
+on_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *closure)
+{
+	struct run *r = closure;
+	uint64_t now = clk_mono_ns();
+	uint64_t stamp = 0;
+
+	(void)js;
+	if (natsMsg_GetDataLength(m) >= (int)sizeof(stamp))
+		memcpy(&stamp, natsMsg_GetData(m), sizeof(stamp));
+	if (pa != NULL && pae == NULL) {
+		atomic_fetch_add_explicit(&r->acked, 1, memory_order_relaxed);
+		if (stamp >= r->warm_end) {
+			hist_record(r->ph, now - stamp);
+			r->pcount++;
+		}
+	} else {
+		atomic_fetch_add_explicit(&r->errors, 1, memory_order_relaxed);
+	}
+	natsMsg_Destroy(m);
+	pthread_mutex_lock(&r->mu);
+	r->inflight--;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void
+on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
+{
+	struct run *r = closure;
+	uint64_t now = clk_mono_ns();
+	uint64_t stamp = 0;
+
+	(void)nc;
+	(void)sub;
+	if (natsMsg_GetDataLength(m) >= (int)sizeof(stamp))
+		memcpy(&stamp, natsMsg_GetData(m), sizeof(stamp));
+	if (stamp >= r->warm_end && stamp <= now) {
+		hist_record(r->eh, now - stamp);
+		r->ecount++;
+	}
+	atomic_fetch_add_explicit(&r->consumed, 1, memory_order_relaxed);
+	natsMsg_Destroy(m);
+}
+
+static void
+sleep_until(uint64_t t)
+{
+	struct timespec ts = {.tv_sec = (time_t)(t / 1000000000ull),
+			      .tv_nsec = (long)(t % 1000000000ull)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static int
+parse(int argc, char **argv, struct popts *o)
+{
+	static const struct option lo[] = {
+		{"url", required_argument, NULL, 'u'},
+		{"size", required_argument, NULL, 's'},
+		{"duration", required_argument, NULL, 'd'},
+		{"warmup", required_argument, NULL, 'w'},
+		{"rate", required_argument, NULL, 'r'},
+		{"depth", required_argument, NULL, 'D'},
+		{"queues", required_argument, NULL, 'q'},
+		{"cpu", required_argument, NULL, 'c'},
+		{"json", no_argument, NULL, 'j'},
+		{0},
+	};
+	int c;
+
+	*o = (struct popts){.url = "nats://127.0.0.1:4222",
+			    .size = 128,
+			    .duration = 5,
+			    .warmup = 1,
+			    .depth = 1,
+			    .queues = 1,
+			    .cpu = -1};
+	if (argc < 2)
+		return -1;
+	o->mode = argv[1];
+	if (strcmp(o->mode, "produce") != 0 && strcmp(o->mode, "e2e") != 0)
+		return -1;
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			o->url = optarg;
+			break;
+		case 's':
+			o->size = (uint32_t)atoi(optarg);
+			break;
+		case 'd':
+			o->duration = atof(optarg);
+			break;
+		case 'w':
+			o->warmup = atof(optarg);
+			break;
+		case 'r':
+			o->rate = atof(optarg);
+			break;
+		case 'D':
+			o->depth = (unsigned)atoi(optarg);
+			break;
+		case 'q':
+			o->queues = (unsigned)atoi(optarg);
+			break;
+		case 'c':
+			o->cpu = atoi(optarg);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (o->size < 8)
+		o->size = 8;
+	if (o->depth < 1)
+		o->depth = 1;
+	if (o->queues < 1 || o->queues > QUEUES_MAX)
+		return -1;
+	return 0;
+}
+
+static int
+fail(const char *what, natsStatus s, jsErrCode jerr)
+{
+	fprintf(stderr, "peer-nats: %s: %s (jetstream error %d)\n", what, natsStatus_GetText(s),
+		(int)jerr);
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct popts o;
+	struct run r = {.o = &o};
+	natsOptions *nopts = NULL;
+	natsConnection *nc = NULL, *nc2 = NULL;
+	natsSubscription *sub = NULL;
+	jsCtx *js = NULL, *js2 = NULL;
+	jsOptions jo;
+	jsStreamConfig sc;
+	jsSubOptions so;
+	jsErrCode jerr = 0;
+	natsStatus s;
+	char subj[QUEUES_MAX][24];
+	const char *subjects[] = {"bench.>"};
+	uint8_t *buf;
+	bool e2e, sync_pub;
+	struct bench_pace pace;
+	uint64_t end;
+	int rc = 1;
+
+	if (parse(argc, argv, &o) != 0) {
+		usage();
+		return 2;
+	}
+	e2e = strcmp(o.mode, "e2e") == 0;
+	sync_pub = o.rate <= 0 && o.depth == 1;
+	clk_init();
+	if (o.cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o.cpu, &set);
+		(void)sched_setaffinity(0, sizeof(set), &set);
+	}
+	pthread_mutex_init(&r.mu, NULL);
+	pthread_cond_init(&r.cv, NULL);
+	buf = calloc(1, o.size);
+	if (!buf || hist_create(HIST_MAX_NS, &r.ph) != 0 || hist_create(HIST_MAX_NS, &r.eh) != 0)
+		return 1;
+	for (unsigned q = 0; q < o.queues; q++)
+		snprintf(subj[q], sizeof(subj[q]), "bench.%u", q);
+
+	/*
+	 * SendAsap: write each publish at once instead of leaving it to the
+	 * library's flusher thread (which coalesces, adding up to a millisecond
+	 * at low rates); what a latency-minded NATS user sets.
+	 */
+	s = natsOptions_Create(&nopts);
+	if (s == NATS_OK)
+		s = natsOptions_SetURL(nopts, o.url);
+	if (s == NATS_OK)
+		s = natsOptions_SetSendAsap(nopts, true);
+	if (s == NATS_OK)
+		s = natsConnection_Connect(&nc, nopts);
+	if (s != NATS_OK)
+		return fail("connect", s, 0);
+	jsOptions_Init(&jo);
+	jo.PublishAsync.AckHandler = on_ack;
+	jo.PublishAsync.AckHandlerClosure = &r;
+	/* our own count enforces --depth; the library must never stall first */
+	jo.PublishAsync.MaxPending = 2 * (int64_t)o.depth;
+	s = natsConnection_JetStream(&js, nc, &jo);
+	if (s != NATS_OK)
+		return fail("jetstream context", s, 0);
+	(void)js_DeleteStream(js, "BENCH", NULL, NULL);
+	jsStreamConfig_Init(&sc);
+	sc.Name = "BENCH";
+	sc.Subjects = subjects;
+	sc.SubjectsLen = 1;
+	sc.Storage = js_FileStorage;
+	s = js_AddStream(NULL, js, &sc, NULL, &jerr);
+	if (s != NATS_OK)
+		return fail("add stream BENCH", s, jerr);
+	/* warm every subject once, unmeasured */
+	for (unsigned q = 0; q < o.queues; q++) {
+		s = js_Publish(NULL, js, subj[q], buf, (int)o.size, NULL, &jerr);
+		if (s != NATS_OK)
+			return fail("first publish", s, jerr);
+	}
+	if (e2e) {
+		jsSubOptions_Init(&so);
+		so.Stream = "BENCH";
+		so.Config.AckPolicy = js_AckNone;
+		so.Config.DeliverPolicy = js_DeliverNew;
+		s = natsConnection_Connect(&nc2, nopts);
+		if (s == NATS_OK)
+			s = natsConnection_JetStream(&js2, nc2, NULL);
+		if (s == NATS_OK)
+			s = js_Subscribe(&sub, js2, "bench.>", on_msg, &r, NULL, &so, &jerr);
+		if (s == NATS_OK)
+			s = natsSubscription_SetPendingLimits(sub, -1, -1);
+		if (s != NATS_OK)
+			return fail("e2e subscribe", s, jerr);
+	}
+
+	{
+		char ver[64];
+
+		snprintf(ver, sizeof(ver), "jetstream/libnats-%s", nats_GetVersion());
+		bench_print_header(o.json, "peer-nats", ver, o.rate, o.depth, 1);
+	}
+	bench_pace_init(&pace, clk_mono_ns(), o.rate);
+	r.warm_end = pace.start + (uint64_t)(o.warmup * 1e9);
+	end = r.warm_end + (uint64_t)(o.duration * 1e9);
+	for (;;) {
+		uint64_t now = clk_mono_ns();
+		uint64_t due = bench_pace_due(&pace, now);
+		const char *sj = subj[pace.issued % o.queues];
+
+		if (due >= end || now >= end)
+			break;
+		if (due > now)
+			sleep_until(due);
+		memcpy(buf, &due, sizeof(due));
+		if (sync_pub) {
+			s = js_Publish(NULL, js, sj, buf, (int)o.size, NULL, &jerr);
+			now = clk_mono_ns();
+			if (s != NATS_OK) {
+				atomic_fetch_add_explicit(&r.errors, 1, memory_order_relaxed);
+			} else {
+				atomic_fetch_add_explicit(&r.acked, 1, memory_order_relaxed);
+				if (due >= r.warm_end) {
+					hist_record(r.ph, now - due);
+					r.pcount++;
+				}
+			}
+		} else {
+			/* a free slot first: the wait is charged to this message (due is fixed) */
+			pthread_mutex_lock(&r.mu);
+			while (r.inflight >= o.depth)
+				pthread_cond_wait(&r.cv, &r.mu);
+			r.inflight++;
+			pthread_mutex_unlock(&r.mu);
+			s = js_PublishAsync(js, sj, buf, (int)o.size, NULL);
+			if (s != NATS_OK) {
+				atomic_fetch_add_explicit(&r.errors, 1, memory_order_relaxed);
+				pthread_mutex_lock(&r.mu);
+				r.inflight--;
+				pthread_mutex_unlock(&r.mu);
+			}
+		}
+		pace.issued++;
+	}
+	if (!sync_pub) {
+		jsPubOptions po;
+
+		jsPubOptions_Init(&po);
+		po.MaxWait = 5000;
+		(void)js_PublishAsyncComplete(js, &po);
+	}
+	if (e2e) {
+		/* what was acknowledged, consumed within 2 s */
+		uint64_t t = clk_mono_ns();
+
+		while (atomic_load(&r.consumed) < atomic_load(&r.acked) &&
+		       clk_mono_ns() - t < 2000000000ull)
+			usleep(1000);
+		natsSubscription_Unsubscribe(sub);
+		natsSubscription_Destroy(sub);
+		sub = NULL;
+	}
+	{
+		uint64_t acked = atomic_load(&r.acked), got = atomic_load(&r.consumed);
+		struct bench_row pr = {.mode = "produce",
+				       .backend = "jetstream",
+				       .size = o.size,
+				       .depth = o.depth,
+				       .sessions = 1,
+				       .rate = o.rate,
+				       .count = r.pcount,
+				       .lost = atomic_load(&r.errors),
+				       .secs = o.duration,
+				       .h = r.ph,
+				       .lost_timeout_ms = 5000};
+		struct bench_row er = pr;
+
+		bench_print_row(&pr, o.json);
+		if (e2e) {
+			er.mode = "e2e";
+			er.count = r.ecount;
+			er.lost = acked > got ? acked - got : 0;
+			er.h = r.eh;
+			bench_print_row(&er, o.json);
+		}
+	}
+	rc = 0;
+	if (nc2) {
+		jsCtx_Destroy(js2);
+		natsConnection_Destroy(nc2);
+	}
+	jsCtx_Destroy(js);
+	natsConnection_Destroy(nc);
+	natsOptions_Destroy(nopts);
+	hist_destroy(r.ph);
+	hist_destroy(r.eh);
+	free(buf);
+	return rc;
+}
