@@ -101,12 +101,18 @@ lcore_main(void *a)
 		if (ring_count(lc->cmd) == 0)
 			dp_port_wait_fd(lc->port, cfg->wait_us, lc->wake_fd);
 		atomic_store(&lc->sleeping, false);
-		if (atomic_exchange(&lc->woken, false)) {
+		/*
+		 * Drain the eventfd (non-blocking: never sleeps). Clear `woken`
+		 * only after a read that got the poster's write: a poster sets
+		 * `woken` before it writes, and clearing it on an empty read
+		 * would leave that write pending with nobody to drain it, and
+		 * every later wait would return at once.
+		 */
+		if (atomic_load(&lc->woken)) {
 			uint64_t v;
-			/* non-blocking eventfd: drains the counter, never sleeps; empty is fine */
-			ssize_t r = read(lc->wake_fd, &v, sizeof(v));
 
-			(void)r;
+			if (read(lc->wake_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+				atomic_store(&lc->woken, false);
 		}
 		urcu_qsbr_thread_online();
 		bump(&lc->st.waits, 1);
@@ -184,7 +190,12 @@ err_cmd:
 void
 dp_lcore_stop(struct dp_lcore *lc)
 {
+	uint64_t one = 1;
+
 	atomic_store_relaxed(&lc->stop, true);
+	/* end an idle wait now rather than at its timeout (counter > 0: readable until joined) */
+	if (write(lc->wake_fd, &one, sizeof(one)) < 0)
+		log_warn("dp.lcore", "core %u: waking it to stop: %s", lc->id, strerror(errno));
 	pthread_join(lc->thread, NULL);
 	ring_free(lc->cmd);
 	ring_free(lc->cpl);

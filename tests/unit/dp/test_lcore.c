@@ -138,4 +138,47 @@ test_loop(void)
 	free(lc);
 }
 
-T_MAIN(T_CASE(test_loop))
+/*
+ * A command posted to a core idling in its wait wakes it: with a 30 s wait
+ * and no packets, each of these commands is run only if the post wakes the
+ * core (the loop below gives up after 20 s per command). The posts are
+ * spaced so that the core is asleep for most of them.
+ */
+static void
+test_post_wakes_idle_core(void)
+{
+	struct dp_port_cfg pc = {.backend = DP_BACKEND_UDP, .ip = htonl(INADDR_LOOPBACK), .n = 1};
+	struct dp_xsrv_cfg xc = {.max_sessions = 8};
+	struct dp_lcore_cfg lcfg = {
+		.cpu = -1, .on_cmd = on_cmd, .spin_us = 10, .wait_us = 30000000};
+	struct dp_port *sp;
+	struct dp_xsrv *x;
+	struct dp_lcore *lc = aligned_alloc(64, sizeof(*lc));
+	struct cmd cmds[50];
+
+	T_ASSERT(lc != NULL);
+	clk_init();
+	T_ASSERT_EQ(dp_ports_open(&pc, &sp), 0);
+	T_ASSERT_EQ(dp_xsrv_create(&xc, sp, handler, NULL, &x), 0);
+	T_ASSERT_EQ(dp_lcore_start(lc, 1, &lcfg, sp, x), 0);
+	for (unsigned i = 0; i < 50; i++) {
+		uint64_t t0 = clk_mono_ns();
+		void *out = NULL;
+
+		usleep(i % 5 == 0 ? 2000 : 200); /* let it go idle: spin 10 us, then wait */
+		cmds[i].value = i;
+		T_ASSERT_EQ(dp_lcore_post(lc, &cmds[i]), 0);
+		while (dp_lcore_reap(lc, &out, 1) == 0) {
+			T_ASSERT(clk_mono_ns() - t0 < 20000000000ull);
+			usleep(100);
+		}
+		T_ASSERT(out == &cmds[i]);
+	}
+	T_ASSERT(atomic_load(&lc->st.waits) > 0); /* it did sleep between the posts */
+	dp_lcore_stop(lc);
+	dp_xsrv_destroy(x);
+	dp_ports_close(&sp, 1);
+	free(lc);
+}
+
+T_MAIN(T_CASE(test_loop), T_CASE(test_post_wakes_idle_core))
