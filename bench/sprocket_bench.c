@@ -1010,6 +1010,7 @@ static int
 run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarget *pt, double warm,
 		  double secs, struct result *res, struct result *e2e)
 {
+	static unsigned slots_warned; /* once per run, not per slice */
 	struct pcons *ks = NULL;
 	struct dp_xsess **csess = NULL;
 	unsigned ncsess = 0;
@@ -1040,6 +1041,11 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 				strerror(-err));
 			return err;
 		}
+		if (i == 0 && dp_xsess_slots(sess[i]) < o->depth && !slots_warned++)
+			fprintf(stderr,
+				"sprocket-bench: the broker grants %u requests in flight per "
+				"session, fewer than --depth=%u: raise its slotsPerSession\n",
+				dp_xsess_slots(sess[i]), o->depth);
 	}
 	for (unsigned i = 0; i < nreq; i++) {
 		reqs[i].run = &run;

@@ -113,6 +113,8 @@ static const struct cfg_key bk_keys[] = {
 	{"dataplaneRawEcho", CFG_BOOL, "false", 0, 0, NULL,
 	 "reflect raw \"PRAW\" datagrams so sprocket-bench can measure the port's floor"},
 	{"maxSessionsPerCore", CFG_INT, "1024", 1, 65536, NULL, "transport sessions per core"},
+	{"slotsPerSession", CFG_INT, "8", 1, 256, NULL,
+	 "requests in flight per transport session at most (memory: sessions x slots x ~0.4 KiB)"},
 	{"pendingAcksPerCore", CFG_INT, "8192", 16, 1 << 20, NULL,
 	 "SENDs waiting for their flush per core (then SYSTEM_BUSY)"},
 	{"parkedPullsPerCore", CFG_INT, "4096", 1, 1 << 20, NULL, "long-polling pulls per core"},
@@ -668,6 +670,7 @@ start_cores(struct bk_ctl *x)
 		struct bk_core *c = &bk->cores[i];
 		struct dp_xsrv_cfg xc = {
 			.max_sessions = (unsigned)cfg_get_int(cfg, "maxSessionsPerCore"),
+			.slots = (uint16_t)cfg_get_int(cfg, "slotsPerSession"),
 			.max_msg = bk->conf.max_msg_size + WIRE_DP_MSG_OVERHEAD,
 			.core = (uint16_t)i,
 			.raw_echo = cfg_get_bool(cfg, "dataplaneRawEcho"),
