@@ -391,9 +391,28 @@ job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 }
 
 static void
+busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opaque, uint8_t serialize)
+{
+	struct rresp o = {.code = WIRE_RSP_SYSTEM_BUSY,
+			  .opaque = opaque,
+			  .serialize = serialize,
+			  .remark = "[OVERLOAD]system busy, too many requests in flight"};
+
+	/* clients read the four offsets from every pull answer */
+	if (code == WIRE_REQ_PULL_MESSAGE) {
+		resp_ext(&o, "nextBeginOffset", "0");
+		resp_ext(&o, "minOffset", "0");
+		resp_ext(&o, "maxOffset", "0");
+		resp_ext(&o, "suggestWhichBrokerId", "0");
+	}
+	conn_send(r, c, &o);
+}
+
+static void
 busy(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
-	reply(r, c, q, WIRE_RSP_SYSTEM_BUSY, "[OVERLOAD]system busy, too many requests in flight");
+	if (!(q->flag & WIRE_REM_FLAG_ONEWAY))
+		busy_answer(r, c, q->code, q->opaque, q->serialize);
 }
 
 /* ---- helpers ---- */
@@ -1655,6 +1674,8 @@ job_again(struct bk_rmt *r, struct rjob *j)
 {
 	uint16_t core = j->c.core;
 
+	if (conn_get(r, j->conn, j->gen) == NULL)
+		return false; /* nobody to answer: free it */
 	if (j->c.need) {
 		/* a gather of several big records: room for more than the one that did not fit */
 		uint32_t cap = j->c.op == BK_ROP_GATHER ? j->c.need * 2 : j->c.need;
@@ -1675,13 +1696,17 @@ job_again(struct bk_rmt *r, struct rjob *j)
 	} else {
 		return false;
 	}
-	/* job_post() frees it when it cannot post: answer busy then. */
-	j->c.need = 0;
-	if (core >= r->bk->ncores || r->inflight[core] >= r->conf.inflight_per_core)
+	/* Not postable now: false with `need` set, so job_done() answers SYSTEM_BUSY. */
+	if (core >= r->bk->ncores || r->inflight[core] >= r->conf.inflight_per_core) {
+		j->c.need = 1;
 		return false;
+	}
 	j->c.core = core;
-	if (dp_lcore_post(&r->bk->cores[core].lc, &j->c) != 0)
+	j->c.need = 0;
+	if (dp_lcore_post(&r->bk->cores[core].lc, &j->c) != 0) {
+		j->c.need = 1; /* answered SYSTEM_BUSY */
 		return false;
+	}
 	r->inflight[core]++;
 	return true;
 }
@@ -1697,12 +1722,7 @@ job_done(struct bk_rmt *r, struct rjob *j)
 	c = conn_get(r, j->conn, j->gen);
 	if (c && !j->oneway) {
 		if (j->c.need) {
-			struct rresp o = {.code = WIRE_RSP_SYSTEM_BUSY,
-					  .opaque = j->opaque,
-					  .serialize = j->serialize,
-					  .remark = "[OVERLOAD]system busy"};
-
-			conn_send(r, c, &o);
+			busy_answer(r, c, j->code, j->opaque, j->serialize);
 		} else {
 			switch (j->c.op) {
 			case WIRE_DP_OP_SEND:

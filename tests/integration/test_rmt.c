@@ -361,6 +361,8 @@ test_long_poll(void)
 		T_ASSERT_EQ(nsc_recv(&h, T), 0);
 		T_ASSERT_EQ(h.rsp.opaque, last);
 		T_ASSERT_EQ(h.rsp.code, WIRE_RSP_SYSTEM_BUSY);
+		T_ASSERT(nsc_ext(&h, "nextBeginOffset") != NULL); /* a pull answer, even busy */
+		T_ASSERT(nsc_ext(&h, "suggestWhichBrokerId") != NULL);
 		nsc_close(&h);
 	}
 	/* A client that leaves with a pull parked does not disturb anyone. */
