@@ -4,7 +4,9 @@
  * the peer drivers (bench_report.h). The formats are sprocket-bench's, which
  * docs/benchmarks.md and bench/compare.sh parse: change them in one place.
  */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -85,4 +87,85 @@ bench_print_header(bool json, const char *tool, const char *version, double rate
 	       rate > 0 ? " from the intended send time" : "");
 	printf("%-9s %-9s %7s %10s %8s %8s %8s %8s %9s %9s %11s\n", "mode", "backend", "size",
 	       "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "msgs/s");
+}
+
+int
+bench_popts_parse(int argc, char **argv, struct bench_popts *o, unsigned queues_max)
+{
+	static const struct option lo[] = {
+		{"url", required_argument, NULL, 'u'},
+		{"host", required_argument, NULL, 'H'},
+		{"port", required_argument, NULL, 'p'},
+		{"size", required_argument, NULL, 's'},
+		{"duration", required_argument, NULL, 'd'},
+		{"warmup", required_argument, NULL, 'w'},
+		{"rate", required_argument, NULL, 'r'},
+		{"depth", required_argument, NULL, 'D'},
+		{"queues", required_argument, NULL, 'q'},
+		{"cpu", required_argument, NULL, 'c'},
+		{"json", no_argument, NULL, 'j'},
+		{0},
+	};
+	int c;
+
+	o->size = 128;
+	o->duration = 5;
+	o->warmup = 1;
+	o->rate = 0;
+	o->depth = 1;
+	o->queues = 1;
+	o->cpu = -1;
+	o->json = false;
+	if (argc < 2)
+		return -1;
+	o->mode = argv[1];
+	if (strcmp(o->mode, "produce") != 0 && strcmp(o->mode, "e2e") != 0)
+		return -1;
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			o->url = optarg;
+			break;
+		case 'H':
+			o->host = optarg;
+			break;
+		case 'p':
+			o->port = atoi(optarg);
+			break;
+		case 's':
+			o->size = (uint32_t)atoi(optarg);
+			break;
+		case 'd':
+			o->duration = atof(optarg);
+			break;
+		case 'w':
+			o->warmup = atof(optarg);
+			break;
+		case 'r':
+			o->rate = atof(optarg);
+			break;
+		case 'D':
+			o->depth = (unsigned)atoi(optarg);
+			break;
+		case 'q':
+			o->queues = (unsigned)atoi(optarg);
+			break;
+		case 'c':
+			o->cpu = atoi(optarg);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (o->size < 8)
+		o->size = 8;
+	if (o->depth < 1)
+		o->depth = 1;
+	if (o->queues < 1 || o->queues > queues_max)
+		return -1;
+	return 0;
 }

@@ -73,4 +73,29 @@ bench_pace_due(const struct bench_pace *p, uint64_t now)
 	return p->interval ? p->start + p->issued * p->interval : now;
 }
 
+/* The options every peer driver takes (peer_nats, peer_redis). */
+struct bench_popts {
+	const char *mode; /* produce | e2e */
+	const char *url;  /* --url (NATS) */
+	const char *host; /* --host (Redis) */
+	int port;	  /* --port (Redis) */
+	uint32_t size;
+	double duration;
+	double warmup;
+	double rate;
+	unsigned depth;
+	unsigned queues;
+	int cpu;
+	bool json;
+};
+
+/**
+ * bench_popts_parse() - "MODE [--size=B] [--duration=S] [--warmup=S]
+ * [--rate=N] [--depth=N] [--queues=N] [--cpu=C] [--json]" plus --url,
+ * --host and --port. @o holds the driver's defaults for url/host/port on
+ * entry; the rest get the common defaults.
+ * Return: 0, -1 (print the usage).
+ */
+int bench_popts_parse(int argc, char **argv, struct bench_popts *o, unsigned queues_max);
+
 #endif /* SP_BENCH_REPORT_H */

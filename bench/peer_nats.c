@@ -19,7 +19,6 @@
  * latency runs from each message's due time (coordinated omission corrected).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -38,21 +37,8 @@
 #define HIST_MAX_NS (60ull * 1000000000ull)
 #define QUEUES_MAX 1024
 
-struct popts {
-	const char *mode;
-	const char *url;
-	uint32_t size;
-	double duration;
-	double warmup;
-	double rate;
-	unsigned depth;
-	unsigned queues;
-	int cpu;
-	bool json;
-};
-
 struct run {
-	const struct popts *o;
+	const struct bench_popts *o;
 	uint64_t warm_end;
 	struct hist *ph; /* produce; written by the ack thread (async) or main (sync) */
 	struct hist *eh; /* e2e; written by the subscription's delivery thread */
@@ -130,78 +116,6 @@ sleep_until(uint64_t t)
 }
 
 static int
-parse(int argc, char **argv, struct popts *o)
-{
-	static const struct option lo[] = {
-		{"url", required_argument, NULL, 'u'},
-		{"size", required_argument, NULL, 's'},
-		{"duration", required_argument, NULL, 'd'},
-		{"warmup", required_argument, NULL, 'w'},
-		{"rate", required_argument, NULL, 'r'},
-		{"depth", required_argument, NULL, 'D'},
-		{"queues", required_argument, NULL, 'q'},
-		{"cpu", required_argument, NULL, 'c'},
-		{"json", no_argument, NULL, 'j'},
-		{0},
-	};
-	int c;
-
-	*o = (struct popts){.url = "nats://127.0.0.1:4222",
-			    .size = 128,
-			    .duration = 5,
-			    .warmup = 1,
-			    .depth = 1,
-			    .queues = 1,
-			    .cpu = -1};
-	if (argc < 2)
-		return -1;
-	o->mode = argv[1];
-	if (strcmp(o->mode, "produce") != 0 && strcmp(o->mode, "e2e") != 0)
-		return -1;
-	optind = 2;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'u':
-			o->url = optarg;
-			break;
-		case 's':
-			o->size = (uint32_t)atoi(optarg);
-			break;
-		case 'd':
-			o->duration = atof(optarg);
-			break;
-		case 'w':
-			o->warmup = atof(optarg);
-			break;
-		case 'r':
-			o->rate = atof(optarg);
-			break;
-		case 'D':
-			o->depth = (unsigned)atoi(optarg);
-			break;
-		case 'q':
-			o->queues = (unsigned)atoi(optarg);
-			break;
-		case 'c':
-			o->cpu = atoi(optarg);
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		default:
-			return -1;
-		}
-	}
-	if (o->size < 8)
-		o->size = 8;
-	if (o->depth < 1)
-		o->depth = 1;
-	if (o->queues < 1 || o->queues > QUEUES_MAX)
-		return -1;
-	return 0;
-}
-
-static int
 fail(const char *what, natsStatus s, jsErrCode jerr)
 {
 	fprintf(stderr, "peer-nats: %s: %s (jetstream error %d)\n", what, natsStatus_GetText(s),
@@ -212,7 +126,7 @@ fail(const char *what, natsStatus s, jsErrCode jerr)
 int
 main(int argc, char **argv)
 {
-	struct popts o;
+	struct bench_popts o;
 	struct run r = {.o = &o};
 	natsOptions *nopts = NULL;
 	natsConnection *nc = NULL, *nc2 = NULL;
@@ -231,7 +145,8 @@ main(int argc, char **argv)
 	uint64_t end;
 	int rc = 1;
 
-	if (parse(argc, argv, &o) != 0) {
+	o = (struct bench_popts){.url = "nats://127.0.0.1:4222"};
+	if (bench_popts_parse(argc, argv, &o, QUEUES_MAX) != 0) {
 		usage();
 		return 2;
 	}

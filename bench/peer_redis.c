@@ -19,7 +19,6 @@
  * time, as a client's event loop would. At --rate latency runs from each message's due time.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -39,22 +38,8 @@
 #define HIST_MAX_NS (60ull * 1000000000ull)
 #define QUEUES_MAX 1024
 
-struct popts {
-	const char *mode;
-	const char *host;
-	int port;
-	uint32_t size;
-	double duration;
-	double warmup;
-	double rate;
-	unsigned depth;
-	unsigned queues;
-	int cpu;
-	bool json;
-};
-
 struct reader {
-	const struct popts *o;
+	const struct bench_popts *o;
 	uint64_t warm_end;
 	struct hist *h; /* reader thread only until joined */
 	uint64_t count;
@@ -71,83 +56,6 @@ usage(void)
 	fprintf(stderr,
 		"usage: peer-redis produce|e2e [--host=H] [--port=P] [--size=B] [--duration=S]\n"
 		"       [--warmup=S] [--rate=N] [--depth=N] [--queues=N] [--cpu=C] [--json]\n");
-}
-
-static int
-parse(int argc, char **argv, struct popts *o)
-{
-	static const struct option lo[] = {
-		{"host", required_argument, NULL, 'H'},
-		{"port", required_argument, NULL, 'p'},
-		{"size", required_argument, NULL, 's'},
-		{"duration", required_argument, NULL, 'd'},
-		{"warmup", required_argument, NULL, 'w'},
-		{"rate", required_argument, NULL, 'r'},
-		{"depth", required_argument, NULL, 'D'},
-		{"queues", required_argument, NULL, 'q'},
-		{"cpu", required_argument, NULL, 'c'},
-		{"json", no_argument, NULL, 'j'},
-		{0},
-	};
-	int c;
-
-	*o = (struct popts){.host = "127.0.0.1",
-			    .port = 6379,
-			    .size = 128,
-			    .duration = 5,
-			    .warmup = 1,
-			    .depth = 1,
-			    .queues = 1,
-			    .cpu = -1};
-	if (argc < 2)
-		return -1;
-	o->mode = argv[1];
-	if (strcmp(o->mode, "produce") != 0 && strcmp(o->mode, "e2e") != 0)
-		return -1;
-	optind = 2;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'H':
-			o->host = optarg;
-			break;
-		case 'p':
-			o->port = atoi(optarg);
-			break;
-		case 's':
-			o->size = (uint32_t)atoi(optarg);
-			break;
-		case 'd':
-			o->duration = atof(optarg);
-			break;
-		case 'w':
-			o->warmup = atof(optarg);
-			break;
-		case 'r':
-			o->rate = atof(optarg);
-			break;
-		case 'D':
-			o->depth = (unsigned)atoi(optarg);
-			break;
-		case 'q':
-			o->queues = (unsigned)atoi(optarg);
-			break;
-		case 'c':
-			o->cpu = atoi(optarg);
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		default:
-			return -1;
-		}
-	}
-	if (o->size < 8)
-		o->size = 8;
-	if (o->depth < 1)
-		o->depth = 1;
-	if (o->queues < 1 || o->queues > QUEUES_MAX)
-		return -1;
-	return 0;
 }
 
 /* XREAD reply: [[key, [[id, [field, value, ...]], ...]], ...] */
@@ -240,7 +148,7 @@ flush_out(redisContext *c)
 int
 main(int argc, char **argv)
 {
-	struct popts o;
+	struct bench_popts o;
 	struct reader *k;
 	struct hist *ph;
 	redisContext *c;
@@ -254,7 +162,8 @@ main(int argc, char **argv)
 	char ver[64] = "redis";
 	bool e2e;
 
-	if (parse(argc, argv, &o) != 0) {
+	o = (struct bench_popts){.host = "127.0.0.1", .port = 6379};
+	if (bench_popts_parse(argc, argv, &o, QUEUES_MAX) != 0) {
 		usage();
 		return 2;
 	}
