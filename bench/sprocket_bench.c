@@ -1410,8 +1410,8 @@ run_remoting_slice(const struct opts *o, const struct ptarget *pt, double warm, 
 	size_t icap = 1u << 20, ilen = 0, scap = 1u << 16;
 	uint8_t *in = malloc(icap);
 	char *scratch = malloc(scap);
-	uint64_t interval = o->rate > 0 ? (uint64_t)(1e9 / o->rate) : 0;
-	uint64_t issued = 0, t_start, warm_end, end, errors = 0;
+	struct bench_pace pace;
+	uint64_t warm_end, end, errors = 0;
 	int32_t next_opaque = 1, last_code = 0;
 	unsigned next_q = 0;
 	int fd, rc = 0;
@@ -1427,8 +1427,8 @@ run_remoting_slice(const struct opts *o, const struct ptarget *pt, double warm, 
 		rc = fd;
 		goto out;
 	}
-	t_start = clk_mono_ns();
-	warm_end = t_start + (uint64_t)(warm * 1e9);
+	bench_pace_init(&pace, clk_mono_ns(), o->rate);
+	warm_end = pace.start + (uint64_t)(warm * 1e9);
 	end = warm_end + (uint64_t)(secs * 1e9);
 	for (;;) {
 		uint64_t now = clk_mono_ns();
@@ -1447,8 +1447,8 @@ run_remoting_slice(const struct opts *o, const struct ptarget *pt, double warm, 
 			}
 			if (now >= end)
 				continue;
-			d = interval ? t_start + issued * interval : now;
-			if (interval && now < d)
+			d = bench_pace_due(&pace, now);
+			if (now < d)
 				break;
 			q->opaque = next_opaque++;
 			len = rmt_encode(o, o->topic, (int32_t)(next_q++ % pt->nq), q->opaque,
@@ -1473,7 +1473,7 @@ run_remoting_slice(const struct opts *o, const struct ptarget *pt, double warm, 
 			q->measured = d >= warm_end;
 			q->busy = true;
 			any_busy = true;
-			issued++;
+			pace.issued++;
 		}
 		if (now >= end && !any_busy)
 			break;
@@ -1492,7 +1492,7 @@ run_remoting_slice(const struct opts *o, const struct ptarget *pt, double warm, 
 			 * control thread needs on a small machine.
 			 */
 			uint64_t t = clk_mono_ns();
-			uint64_t due = interval ? t_start + issued * interval : t + 1000000;
+			uint64_t due = pace.interval ? bench_pace_due(&pace, t) : t + 1000000;
 			uint64_t wait = due > t ? SP_MIN(due - t, 1000000ull) : 0;
 			struct pollfd pfd = {.fd = fd, .events = POLLIN};
 			struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
