@@ -12,7 +12,43 @@
 #include <unistd.h>
 
 #include "bench_report.h"
+#include "common/clock.h"
 #include "common/hist.h"
+
+uint64_t bench_progress_next = UINT64_MAX;
+static uint64_t progress_every;
+static uint64_t progress_t0;
+static const char *progress_tool;
+
+void
+bench_progress_start(const char *tool, double every)
+{
+	if (every <= 0) {
+		bench_progress_next = UINT64_MAX;
+		return;
+	}
+	progress_tool = tool;
+	progress_every = (uint64_t)(every * 1e9);
+	progress_t0 = clk_mono_ns();
+	bench_progress_next = progress_t0 + progress_every;
+}
+
+void
+bench_progress_print(uint64_t now, const char *what, uint64_t count, const struct hist *h)
+{
+	if (h != NULL && hist_count(h) > 0)
+		fprintf(stderr,
+			"%s: progress %.0f s: %s %llu answers, p50 %.2f us, p99 %.2f us so far\n",
+			progress_tool, (double)(now - progress_t0) / 1e9, what,
+			(unsigned long long)count, hist_percentile(h, 50) / 1e3,
+			hist_percentile(h, 99) / 1e3);
+	else
+		fprintf(stderr, "%s: progress %.0f s: %s %llu answers so far\n", progress_tool,
+			(double)(now - progress_t0) / 1e9, what, (unsigned long long)count);
+	/* the next due time after now, skipping any missed while a phase set up */
+	while (bench_progress_next <= now)
+		bench_progress_next += progress_every;
+}
 
 void
 bench_print_row(const struct bench_row *r, bool json)
@@ -22,12 +58,12 @@ bench_print_row(const struct bench_row *r, bool json)
 
 	if (json) {
 		printf("{\"mode\":\"%s\",\"backend\":\"%s\",\"size\":%u,\"count\":%llu,"
-		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"rate\":%.0f,"
+		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"consumers\":%u,\"rate\":%.0f,"
 		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
 		       "\"p9999_ns\":%llu,\"max_ns\":%llu,\"msgs_per_s\":%.0f,"
 		       "\"server_mean_ns\":%.0f,\"handled_mean_ns\":%.0f,\"retrans\":%llu}\n",
 		       r->mode, r->backend, r->size, (unsigned long long)r->count,
-		       (unsigned long long)r->lost, r->depth, r->sessions, r->rate,
+		       (unsigned long long)r->lost, r->depth, r->sessions, r->consumers, r->rate,
 		       (unsigned long long)hist_percentile(h, 50),
 		       (unsigned long long)hist_percentile(h, 90),
 		       (unsigned long long)hist_percentile(h, 99),
@@ -55,7 +91,7 @@ bench_print_row(const struct bench_row *r, bool json)
 
 void
 bench_print_header(bool json, const char *tool, const char *version, double rate, unsigned depth,
-		   unsigned sessions)
+		   unsigned clients, bool producing, unsigned consumers)
 {
 	struct utsname u;
 	char model[128] = "?";
@@ -82,9 +118,15 @@ bench_print_header(bool json, const char *tool, const char *version, double rate
 	}
 	printf("# %s %s on %ld cpus (%s), kernel %s\n", tool, version,
 	       sysconf(_SC_NPROCESSORS_ONLN), model, u.release);
-	printf("# %s load, depth %u x %u sessions; latency in us%s\n",
-	       rate > 0 ? "open-loop" : "closed-loop", depth, sessions,
-	       rate > 0 ? " from the intended send time" : "");
+	if (producing)
+		printf("# %s load, %u producer%s x depth %u, %u consumer%s; latency in us%s\n",
+		       rate > 0 ? "open-loop" : "closed-loop", clients, clients == 1 ? "" : "s",
+		       depth, consumers, consumers == 1 ? "" : "s",
+		       rate > 0 ? " from the intended send time" : "");
+	else
+		printf("# %s load, depth %u x %u sessions; latency in us%s\n",
+		       rate > 0 ? "open-loop" : "closed-loop", depth, clients,
+		       rate > 0 ? " from the intended send time" : "");
 	printf("%-9s %-9s %7s %10s %8s %8s %8s %8s %9s %9s %11s\n", "mode", "backend", "size",
 	       "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "msgs/s");
 }
@@ -102,6 +144,9 @@ bench_popts_parse(int argc, char **argv, struct bench_popts *o, unsigned queues_
 		{"rate", required_argument, NULL, 'r'},
 		{"depth", required_argument, NULL, 'D'},
 		{"queues", required_argument, NULL, 'q'},
+		{"producers", required_argument, NULL, 'P'},
+		{"consumers", required_argument, NULL, 'C'},
+		{"progress", required_argument, NULL, 'g'},
 		{"cpu", required_argument, NULL, 'c'},
 		{"json", no_argument, NULL, 'j'},
 		{0},
@@ -114,6 +159,9 @@ bench_popts_parse(int argc, char **argv, struct bench_popts *o, unsigned queues_
 	o->rate = 0;
 	o->depth = 1;
 	o->queues = 1;
+	o->producers = 1;
+	o->consumers = 1;
+	o->progress = -1;
 	o->cpu = -1;
 	o->json = false;
 	if (argc < 2)
@@ -151,6 +199,15 @@ bench_popts_parse(int argc, char **argv, struct bench_popts *o, unsigned queues_
 		case 'q':
 			o->queues = (unsigned)atoi(optarg);
 			break;
+		case 'P':
+			o->producers = (unsigned)atoi(optarg);
+			break;
+		case 'C':
+			o->consumers = (unsigned)atoi(optarg);
+			break;
+		case 'g':
+			o->progress = atof(optarg);
+			break;
 		case 'c':
 			o->cpu = atoi(optarg);
 			break;
@@ -165,7 +222,10 @@ bench_popts_parse(int argc, char **argv, struct bench_popts *o, unsigned queues_
 		o->size = 8;
 	if (o->depth < 1)
 		o->depth = 1;
-	if (o->queues < 1 || o->queues > queues_max)
+	if (o->queues < 1 || o->queues > queues_max || o->producers < 1 || o->producers > 64 ||
+	    o->consumers < 1 || o->consumers > o->queues)
 		return -1;
+	if (o->progress < 0)
+		o->progress = bench_progress_default(o->duration);
 	return 0;
 }

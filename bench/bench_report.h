@@ -27,8 +27,9 @@ struct bench_row {
 	const char *backend; /* sprocket: udp|af_packet|dpdk; peers: their protocol */
 	uint32_t size;
 	unsigned depth;
-	unsigned sessions;
-	double rate; /* target requests/s; 0: closed loop */
+	unsigned sessions;  /* ping: sessions; produce/e2e/throughput: producers */
+	unsigned consumers; /* e2e: consumers sharing the queues; 0: none */
+	double rate;	    /* target requests/s; 0: closed loop */
 	uint64_t count;
 	uint64_t lost;
 	double secs;
@@ -48,9 +49,11 @@ void bench_print_row(const struct bench_row *r, bool json);
  * column names.
  * @tool: "sprocket-bench", "peer-nats"...
  * @version: the version of what is measured (sprocket's, or the peer server's)
+ * @clients: ping's sessions, or with @producing the producers
+ * @consumers: with @producing, the consumers (0: none)
  */
 void bench_print_header(bool json, const char *tool, const char *version, double rate,
-			unsigned depth, unsigned sessions);
+			unsigned depth, unsigned clients, bool producing, unsigned consumers);
 
 struct bench_pace {
 	uint64_t start;
@@ -73,6 +76,33 @@ bench_pace_due(const struct bench_pace *p, uint64_t now)
 	return p->interval ? p->start + p->issued * p->interval : now;
 }
 
+/*
+ * Progress on stderr during long runs: a line at most every @every seconds,
+ * "<tool>: progress 15 s: produce 150000 answers, p50 10.2 us, p99 45.1 us so
+ * far". Off until bench_progress_start(); callers tick from their loops.
+ */
+extern uint64_t bench_progress_next; /* mono ns; UINT64_MAX: off */
+
+/* @every <= 0: off. The clock (clk_init) must be set up. */
+void bench_progress_start(const char *tool, double every);
+/* Prints the line; @h may be NULL (another thread writes it): no percentiles. */
+void bench_progress_print(uint64_t now, const char *what, uint64_t count, const struct hist *h);
+
+/* Context: the loop's thread, with @now from clk_mono_ns(). One compare when not due. */
+static inline void
+bench_progress(uint64_t now, const char *what, uint64_t count, const struct hist *h)
+{
+	if (now >= bench_progress_next)
+		bench_progress_print(now, what, count, h);
+}
+
+/* The default period: every 5 s when a measured phase lasts 20 s or more. */
+static inline double
+bench_progress_default(double duration)
+{
+	return duration >= 20 ? 5 : 0;
+}
+
 /* The options every peer driver takes (peer_nats, peer_redis). */
 struct bench_popts {
 	const char *mode; /* produce | e2e */
@@ -85,13 +115,17 @@ struct bench_popts {
 	double rate;
 	unsigned depth;
 	unsigned queues;
+	unsigned producers; /* connections publishing, --depth in flight each */
+	unsigned consumers; /* connections consuming, sharing the queues */
+	double progress;    /* --progress seconds; < 0: bench_progress_default() */
 	int cpu;
 	bool json;
 };
 
 /**
  * bench_popts_parse() - "MODE [--size=B] [--duration=S] [--warmup=S]
- * [--rate=N] [--depth=N] [--queues=N] [--cpu=C] [--json]" plus --url,
+ * [--rate=N] [--depth=N] [--queues=N] [--producers=N] [--consumers=N]
+ * [--progress=S] [--cpu=C] [--json]" plus --url,
  * --host and --port. @o holds the driver's defaults for url/host/port on
  * entry; the rest get the common defaults.
  * Return: 0, -1 (print the usage).

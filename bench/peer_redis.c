@@ -4,19 +4,23 @@
  * (hiredis), for the side-by-side in docs/benchmarks.md (bench/compare.sh).
  *
  *   peer-redis produce|e2e --host=127.0.0.1 --port=6379 --size=128 --duration=10
- *              [--rate=N] [--depth=N] [--queues=N] [--json]
+ *              [--rate=N] [--depth=N] [--queues=N] [--producers=N] [--consumers=N]
+ *              [--json]
  *
  * One stream key per queue (bench:0..bench:N-1, deleted at start), sent to
  * round robin. produce: XADD key * d <payload> -> the reply with the entry id
  * (with appendonly yes, Redis answers once the entry is in the AOF buffer, or
- * after fsync with appendfsync always). e2e: the same XADDs, plus a second
- * connection on its own thread in XREAD BLOCK over every key; latency =
+ * after fsync with appendfsync always). e2e: the same XADDs, plus
+ * --consumers connections, each on its own thread in XREAD BLOCK over its
+ * share of the keys (consumer i: keys q with q % consumers == i); latency =
  * received - the send time carried in the first 8 bytes of the payload.
  *
- * Pacing and output are sprocket-bench's (bench_report.h). One connection
- * carries up to --depth XADDs in flight (pipelined, answers in order, so the
- * due times are a FIFO); it waits in ppoll() for answers or the next due
- * time, as a client's event loop would. At --rate latency runs from each message's due time.
+ * Pacing and output are sprocket-bench's (bench_report.h). Each of the
+ * --producers connections carries up to --depth XADDs in flight (pipelined,
+ * answers in order, so the due times are a FIFO); message k goes to producer
+ * k % producers. The sending thread waits in ppoll() for answers or the next
+ * due time, as a client's event loop would. At --rate latency runs from each
+ * message's due time.
  */
 #include <errno.h>
 #include <poll.h>
@@ -37,17 +41,29 @@
 
 #define HIST_MAX_NS (60ull * 1000000000ull)
 #define QUEUES_MAX 1024
+#define PRODUCERS_MAX 64
 
+/* A consumer: its own connection and thread, the keys q with q % consumers == id. */
 struct reader {
 	const struct bench_popts *o;
+	unsigned id;
 	uint64_t warm_end;
 	struct hist *h; /* reader thread only until joined */
 	uint64_t count;
 	_Atomic uint64_t consumed;
-	_Atomic bool stop;
-	char keys[QUEUES_MAX][24];
+	_Atomic bool *stop;
+	char (*keys)[24]; /* shared, read-only */
 	char ids[QUEUES_MAX][48];
+	pthread_t th;
 	int err;
+};
+
+/* A producer: its own connection, up to --depth XADDs in flight. */
+struct producer {
+	redisContext *c;
+	uint64_t *fifo; /* due times of the XADDs in flight, oldest at head */
+	unsigned head;
+	unsigned inflight;
 };
 
 static void
@@ -55,7 +71,8 @@ usage(void)
 {
 	fprintf(stderr,
 		"usage: peer-redis produce|e2e [--host=H] [--port=P] [--size=B] [--duration=S]\n"
-		"       [--warmup=S] [--rate=N] [--depth=N] [--queues=N] [--cpu=C] [--json]\n");
+		"       [--warmup=S] [--rate=N] [--depth=N] [--queues=N] [--producers=N]\n"
+		"       [--consumers=N] [--progress=S] [--cpu=C] [--json]\n");
 }
 
 /* XREAD reply: [[key, [[id, [field, value, ...]], ...]], ...] */
@@ -68,7 +85,8 @@ reader_take(struct reader *k, const redisReply *rep, uint64_t now)
 
 		if (ks->type != REDIS_REPLY_ARRAY || ks->elements != 2)
 			continue;
-		if (sscanf(ks->element[0]->str, "bench:%u", &q) != 1 || q >= k->o->queues)
+		if (sscanf(ks->element[0]->str, "bench:%u", &q) != 1 || q >= k->o->queues ||
+		    q % k->o->consumers != k->id)
 			continue;
 		for (size_t j = 0; j < ks->element[1]->elements; j++) {
 			const redisReply *e = ks->element[1]->element[j];
@@ -96,7 +114,8 @@ static void *
 reader_main(void *arg)
 {
 	struct reader *k = arg;
-	unsigned n = k->o->queues;
+	unsigned nc = k->o->consumers;
+	unsigned n = (k->o->queues - k->id + nc - 1) / nc; /* the keys id, id + nc, ... */
 	int argc = 6 + 2 * (int)n;
 	const char **argv = calloc((size_t)argc, sizeof(*argv));
 	redisContext *c = redisConnect(k->o->host, k->o->port);
@@ -111,11 +130,13 @@ reader_main(void *arg)
 	argv[3] = "BLOCK";
 	argv[4] = "100";
 	argv[5] = "STREAMS";
-	for (unsigned q = 0; q < n; q++) {
-		argv[6 + q] = k->keys[q];
-		argv[6 + n + q] = k->ids[q];
+	for (unsigned i = 0; i < n; i++) {
+		unsigned q = k->id + i * nc;
+
+		argv[6 + i] = k->keys[q];
+		argv[6 + n + i] = k->ids[q];
 	}
-	while (!atomic_load(&k->stop)) {
+	while (!atomic_load(k->stop)) {
 		redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
 		uint64_t now = clk_mono_ns();
 
@@ -145,29 +166,67 @@ flush_out(redisContext *c)
 	return 0;
 }
 
+static int
+fail_conn(const char *what, redisContext *c)
+{
+	fprintf(stderr, "peer-redis: %s: %s\n", what, c ? c->errstr : "out of memory");
+	return 1;
+}
+
+/* Takes every complete answer on @p's connection; times each from its due time. */
+static int
+producer_take(struct producer *p, unsigned depth, uint64_t now, uint64_t warm_end, struct hist *ph,
+	      uint64_t *pcount, uint64_t *acked, uint64_t *errors)
+{
+	void *r;
+
+	while (p->inflight > 0 && redisGetReplyFromReader(p->c, &r) == REDIS_OK && r) {
+		redisReply *x = r;
+		uint64_t d = p->fifo[p->head];
+
+		p->head = (p->head + 1) % depth;
+		p->inflight--;
+		if (x->type == REDIS_REPLY_STRING) {
+			(*acked)++;
+			if (d >= warm_end) {
+				hist_record(ph, now - d);
+				(*pcount)++;
+			}
+		} else {
+			(*errors)++;
+		}
+		freeReplyObject(x);
+	}
+	return p->c->err ? -EIO : 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct bench_popts o;
-	struct reader *k;
-	struct hist *ph;
+	struct reader *ks;
+	struct producer *ps;
+	struct hist *ph, *eh;
 	redisContext *c;
 	redisReply *rep;
-	pthread_t th;
-	uint64_t *fifo;
-	unsigned head = 0, inflight = 0;
-	uint64_t pcount = 0, acked = 0, errors = 0, end, warm_end;
+	char(*keys)[24];
+	_Atomic bool stop = false;
+	uint64_t pcount = 0, ecount = 0, acked = 0, errors = 0, got = 0, end, warm_end;
 	struct bench_pace pace;
+	struct pollfd pfd[PRODUCERS_MAX];
 	uint8_t *buf;
 	char ver[64] = "redis";
+	unsigned np, nc;
 	bool e2e;
 
 	o = (struct bench_popts){.host = "127.0.0.1", .port = 6379};
-	if (bench_popts_parse(argc, argv, &o, QUEUES_MAX) != 0) {
+	if (bench_popts_parse(argc, argv, &o, QUEUES_MAX) != 0 || o.producers > PRODUCERS_MAX) {
 		usage();
 		return 2;
 	}
 	e2e = strcmp(o.mode, "e2e") == 0;
+	np = o.producers;
+	nc = e2e ? o.consumers : 0;
 	clk_init();
 	if (o.cpu >= 0) {
 		cpu_set_t set;
@@ -176,19 +235,21 @@ main(int argc, char **argv)
 		CPU_SET(o.cpu, &set);
 		(void)sched_setaffinity(0, sizeof(set), &set);
 	}
-	k = calloc(1, sizeof(*k));
-	fifo = calloc(o.depth, sizeof(*fifo));
+	ks = calloc(SP_MAX(nc, 1u), sizeof(*ks));
+	ps = calloc(np, sizeof(*ps));
+	keys = calloc(o.queues, sizeof(*keys));
 	buf = calloc(1, o.size);
-	if (!k || !fifo || !buf || hist_create(HIST_MAX_NS, &ph) != 0 ||
-	    hist_create(HIST_MAX_NS, &k->h) != 0)
+	if (!ks || !ps || !keys || !buf || hist_create(HIST_MAX_NS, &ph) != 0 ||
+	    hist_create(HIST_MAX_NS, &eh) != 0)
 		return 1;
-	k->o = &o;
-	c = redisConnect(o.host, o.port);
-	if (!c || c->err) {
-		fprintf(stderr, "peer-redis: connect %s:%d: %s\n", o.host, o.port,
-			c ? c->errstr : "out of memory");
-		return 1;
+	for (unsigned i = 0; i < np; i++) {
+		ps[i].fifo = calloc(o.depth, sizeof(*ps[i].fifo));
+		ps[i].c = redisConnect(o.host, o.port);
+		if (!ps[i].fifo || !ps[i].c || ps[i].c->err)
+			return fail_conn("connect", ps[i].c);
+		pfd[i] = (struct pollfd){.fd = ps[i].c->fd, .events = POLLIN};
 	}
+	c = ps[0].c;
 	rep = redisCommand(c, "INFO server");
 	if (rep && rep->type == REDIS_REPLY_STRING) {
 		const char *v = strstr(rep->str, "redis_version:");
@@ -198,38 +259,52 @@ main(int argc, char **argv)
 				 v + 14);
 	}
 	freeReplyObject(rep);
+	for (unsigned i = 0; i < nc; i++) {
+		ks[i].o = &o;
+		ks[i].id = i;
+		ks[i].stop = &stop;
+		ks[i].keys = keys;
+		if (hist_create(HIST_MAX_NS, &ks[i].h) != 0)
+			return 1;
+	}
 	for (unsigned q = 0; q < o.queues; q++) {
-		snprintf(k->keys[q], sizeof(k->keys[q]), "bench:%u", q);
-		snprintf(k->ids[q], sizeof(k->ids[q]), "0-0");
-		freeReplyObject(redisCommand(c, "DEL %s", k->keys[q]));
-		/* warm every key once, unmeasured: the reader starts after these */
-		rep = redisCommand(c, "XADD %s * d %b", k->keys[q], buf, (size_t)o.size);
+		snprintf(keys[q], sizeof(keys[q]), "bench:%u", q);
+		freeReplyObject(redisCommand(c, "DEL %s", keys[q]));
+		/* warm every key once, unmeasured: the readers start after these */
+		rep = redisCommand(c, "XADD %s * d %b", keys[q], buf, (size_t)o.size);
 		if (!rep || rep->type != REDIS_REPLY_STRING) {
 			fprintf(stderr, "peer-redis: XADD failed: %s\n",
 				rep && rep->str ? rep->str : c->errstr);
 			return 1;
 		}
-		snprintf(k->ids[q], sizeof(k->ids[q]), "%s", rep->str);
+		for (unsigned i = 0; i < nc; i++)
+			snprintf(ks[i].ids[q], sizeof(ks[i].ids[q]), "%s", rep->str);
 		freeReplyObject(rep);
 	}
-	if (e2e && pthread_create(&th, NULL, reader_main, k) != 0)
-		return 1;
-
-	bench_print_header(o.json, "peer-redis", ver, o.rate, o.depth, 1);
+	bench_print_header(o.json, "peer-redis", ver, o.rate, o.depth, np, true, nc);
+	bench_progress_start("peer-redis", o.progress);
 	bench_pace_init(&pace, clk_mono_ns(), o.rate);
 	warm_end = pace.start + (uint64_t)(o.warmup * 1e9);
-	k->warm_end = warm_end;
+	/* The readers start from the warm-up entries' ids: nothing sent is missed. */
+	for (unsigned i = 0; i < nc; i++) {
+		ks[i].warm_end = warm_end;
+		if (pthread_create(&ks[i].th, NULL, reader_main, &ks[i]) != 0)
+			return 1;
+	}
 	end = warm_end + (uint64_t)(o.duration * 1e9);
 	for (;;) {
 		uint64_t now = clk_mono_ns();
 		uint64_t due = bench_pace_due(&pace, now);
 		bool sending = due < end && now < end;
-		struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-		void *r;
+		struct producer *p = &ps[pace.issued % np]; /* the next message's producer */
+		unsigned inflight = 0;
 
+		bench_progress(now, "produce", pcount, ph);
+		for (unsigned i = 0; i < np; i++)
+			inflight += ps[i].inflight;
 		if (!sending && inflight == 0)
 			break;
-		if (sending && inflight < o.depth && due <= now) {
+		if (sending && p->inflight < o.depth && due <= now) {
 			size_t lens[5] = {4, 0, 1, 1, o.size};
 			char key[24];
 			const char *av[5] = {"XADD", key, "*", "d", (const char *)buf};
@@ -238,74 +313,72 @@ main(int argc, char **argv)
 				 (unsigned long long)(pace.issued % o.queues));
 			lens[1] = strlen(key);
 			memcpy(buf, &due, sizeof(due));
-			if (redisAppendCommandArgv(c, 5, av, lens) != REDIS_OK ||
-			    flush_out(c) != 0) {
-				fprintf(stderr, "peer-redis: send: %s\n", c->errstr);
-				return 1;
-			}
-			fifo[(head + inflight) % o.depth] = due;
-			inflight++;
+			if (redisAppendCommandArgv(p->c, 5, av, lens) != REDIS_OK ||
+			    flush_out(p->c) != 0)
+				return fail_conn("send", p->c);
+			p->fifo[(p->head + p->inflight) % o.depth] = due;
+			p->inflight++;
 			pace.issued++;
 			continue;
 		}
 		/*
 		 * Wait in the kernel for an answer or until the next message is
 		 * due, as a client's event loop would: spinning here would take
-		 * CPU 0 from the e2e reader thread.
+		 * CPU 0 from the e2e reader threads.
 		 */
 		{
 			uint64_t wait = 1000000000ull;
 			struct timespec ts;
 
-			if (sending && inflight < o.depth)
+			if (sending && p->inflight < o.depth)
 				wait = due > now ? due - now : 0;
 			ts.tv_sec = (time_t)(wait / 1000000000ull);
 			ts.tv_nsec = (long)(wait % 1000000000ull);
 			if (inflight > 0) {
-				if (ppoll(&pfd, 1, &ts, NULL) > 0 &&
-				    redisBufferRead(c) != REDIS_OK) {
-					fprintf(stderr, "peer-redis: read: %s\n", c->errstr);
-					return 1;
+				if (ppoll(pfd, np, &ts, NULL) > 0) {
+					for (unsigned i = 0; i < np; i++)
+						if ((pfd[i].revents &
+						     (POLLIN | POLLERR | POLLHUP)) &&
+						    redisBufferRead(ps[i].c) != REDIS_OK)
+							return fail_conn("read", ps[i].c);
 				}
 			} else if (wait > 0) {
 				(void)clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 			}
 		}
 		now = clk_mono_ns();
-		while (inflight > 0 && redisGetReplyFromReader(c, &r) == REDIS_OK && r) {
-			redisReply *x = r;
-			uint64_t d = fifo[head];
-
-			head = (head + 1) % o.depth;
-			inflight--;
-			if (x->type == REDIS_REPLY_STRING) {
-				acked++;
-				if (d >= warm_end) {
-					hist_record(ph, now - d);
-					pcount++;
-				}
-			} else {
-				errors++;
-			}
-			freeReplyObject(x);
-		}
+		for (unsigned i = 0; i < np; i++)
+			if (producer_take(&ps[i], o.depth, now, warm_end, ph, &pcount, &acked,
+					  &errors) != 0)
+				return fail_conn("answer", ps[i].c);
 	}
 	if (e2e) {
 		/* what was acknowledged, consumed within 2 s */
 		uint64_t t = clk_mono_ns();
 
-		while (atomic_load(&k->consumed) < acked && clk_mono_ns() - t < 2000000000ull)
-			usleep(1000);
-		atomic_store(&k->stop, true);
-		pthread_join(th, NULL);
+		do {
+			got = 0;
+			for (unsigned i = 0; i < nc; i++)
+				got += atomic_load(&ks[i].consumed);
+			if (got < acked)
+				usleep(1000);
+		} while (got < acked && clk_mono_ns() - t < 2000000000ull);
+		atomic_store(&stop, true);
+		for (unsigned i = 0; i < nc; i++) {
+			pthread_join(ks[i].th, NULL);
+			if (ks[i].err)
+				fprintf(stderr, "peer-redis: consumer %u failed\n", i);
+			if (hist_merge(eh, ks[i].h) != 0)
+				return 1;
+			ecount += ks[i].count;
+		}
 	}
 	{
-		uint64_t got = atomic_load(&k->consumed);
 		struct bench_row pr = {.mode = "produce",
 				       .backend = "redis",
 				       .size = o.size,
 				       .depth = o.depth,
-				       .sessions = 1,
+				       .sessions = np,
 				       .rate = o.rate,
 				       .count = pcount,
 				       .lost = errors,
@@ -317,17 +390,24 @@ main(int argc, char **argv)
 		bench_print_row(&pr, o.json);
 		if (e2e) {
 			er.mode = "e2e";
-			er.count = k->count;
+			er.consumers = nc;
+			er.count = ecount;
 			er.lost = acked > got ? acked - got : 0;
-			er.h = k->h;
+			er.h = eh;
 			bench_print_row(&er, o.json);
 		}
 	}
-	redisFree(c);
+	for (unsigned i = 0; i < np; i++) {
+		redisFree(ps[i].c);
+		free(ps[i].fifo);
+	}
+	for (unsigned i = 0; i < nc; i++)
+		hist_destroy(ks[i].h);
 	hist_destroy(ph);
-	hist_destroy(k->h);
-	free(k);
-	free(fifo);
+	hist_destroy(eh);
+	free(ks);
+	free(ps);
+	free(keys);
 	free(buf);
 	return 0;
 }

@@ -86,6 +86,9 @@ struct opts {
 	const char *fsync_dir; /* produce: also time pwrite + fdatasync of --size bytes here */
 	bool remoting;	       /* produce: also over the broker's RocketMQ remoting TCP port */
 	unsigned queues2;
+	unsigned producers; /* produce/e2e/throughput: producer clients (sessions each) */
+	unsigned consumers; /* e2e: consumer clients sharing the queues */
+	double progress;    /* seconds between progress lines on stderr; 0: none */
 	/* port setup */
 	const char *iface;
 	const char *ip;
@@ -128,7 +131,14 @@ usage(void)
 		"  --warmup=SECONDS      unmeasured time first (default 1)\n"
 		"  --rate=N              open loop at N requests/s (default: closed loop)\n"
 		"  --depth=N             requests in flight per session (default 1)\n"
-		"  --sessions=N          sessions to the peer (default 1)\n"
+		"  --sessions=N          ping: sessions to the peer (default 1)\n"
+		"  --producers=N         produce/e2e/throughput: N producers, each with its own\n"
+		"                        session to every broker core and --depth in flight;\n"
+		"                        messages go to them in turn (--rate is the total)\n"
+		"  --consumers=N         e2e: N consumers, consumer i pulling queues q with\n"
+		"                        q %% N == i over sessions of its own (default 1)\n"
+		"  --progress=SECONDS    a progress line on stderr this often (default 5 when\n"
+		"                        the run is 20 s or longer; 0: none)\n"
 		"  --rounds=N            alternate raw and transport slices N times (default 5)\n"
 		"  --cores=A,B           pin self to A, the peer to B (default 0,1)\n"
 		"  --target=IP:PORT      use a running peer instead of starting one\n"
@@ -183,6 +193,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"queues2", required_argument, NULL, 10},
 		{"fsync-dir", required_argument, NULL, 11},
 		{"remoting", no_argument, NULL, 12},
+		{"producers", required_argument, NULL, 13},
+		{"consumers", required_argument, NULL, 14},
+		{"progress", required_argument, NULL, 15},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -198,6 +211,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			   .cpu_self = 0,
 			   .cpu_peer = 1,
 			   .topic = "SprocketBench",
+			   .producers = 1,
+			   .consumers = 1,
+			   .progress = -1,
 			   .busy = true};
 	if (argc < 2) {
 		usage();
@@ -298,6 +314,15 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 12:
 			o->remoting = true;
 			break;
+		case 13:
+			o->producers = (unsigned)atoi(optarg);
+			break;
+		case 14:
+			o->consumers = (unsigned)atoi(optarg);
+			break;
+		case 15:
+			o->progress = atof(optarg);
+			break;
 		default:
 			usage();
 			return -1;
@@ -308,6 +333,21 @@ parse_opts(int argc, char **argv, struct opts *o)
 	    o->rounds < 1 || o->rounds > 1000) {
 		fprintf(stderr, "sprocket-bench: --size 8..%u, --depth 1..256, --sessions 1..64\n",
 			WIRE_DP_MSG_MAX_DEFAULT - 48);
+		return -1;
+	}
+	if (o->producers < 1 || o->producers > 64 || o->consumers < 1 || o->consumers > 64) {
+		fprintf(stderr, "sprocket-bench: --producers 1..64, --consumers 1..64\n");
+		return -1;
+	}
+	if ((o->producers > 1 || o->consumers > 1) && strcmp(o->mode, "produce") != 0 &&
+	    strcmp(o->mode, "e2e") != 0 && strcmp(o->mode, "throughput") != 0) {
+		fprintf(stderr, "sprocket-bench: --producers and --consumers apply to produce, e2e "
+				"and throughput (ping: --sessions)\n");
+		return -1;
+	}
+	if (o->producers > 1 && o->remoting) {
+		fprintf(stderr, "sprocket-bench: --remoting drives one producer connection; "
+				"leave --producers at 1\n");
 		return -1;
 	}
 	return 0;
@@ -492,7 +532,9 @@ print_result(const struct opts *o, const struct result *r)
 				.backend = dp_backend_name(o->backend),
 				.size = o->size,
 				.depth = o->depth,
-				.sessions = o->sessions,
+				.sessions =
+					strcmp(o->mode, "ping") != 0 ? o->producers : o->sessions,
+				.consumers = strcmp(o->mode, "e2e") == 0 ? o->consumers : 0,
 				.rate = o->rate,
 				.count = r->count,
 				.lost = r->lost,
@@ -576,6 +618,7 @@ run_raw(const struct opts *o, struct dp_port *port, struct dp_addr peer, double 
 	for (;;) {
 		uint64_t now = clk_mono_ns();
 
+		bench_progress(now, res->mode, res->count, res->h);
 		if (now >= end && acked == sent)
 			break;
 		if (measured_from == UINT64_MAX && now >= warm_end)
@@ -709,6 +752,8 @@ run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, doubl
 	for (;;) {
 		uint64_t now = clk_mono_ns();
 		bool any_busy = false;
+
+		bench_progress(now, res->mode, res->count, res->h);
 
 		for (unsigned i = 0; i < nreq; i++) {
 			struct xreq *q = &reqs[i];
@@ -1016,8 +1061,11 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	unsigned ncsess = 0;
 	/* every core's session may carry all sends and one pull per queue */
 	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MIN(256u, SP_MAX(8u, o->depth + pt->nq))};
-	unsigned nreq = o->depth; /* requests in flight in all */
-	struct dp_xsess *sess[BENCH_CORES_MAX] = {0};
+	unsigned np = o->producers;
+	unsigned nreq =
+		o->depth * np; /* requests in flight in all; producer p has [p*depth, +depth) */
+	/* producer p's session to core c: sess[p * ncores + c] */
+	struct dp_xsess **sess = calloc((size_t)np * pt->ncores, sizeof(*sess));
 	struct preq *reqs = calloc(nreq, sizeof(*reqs));
 	uint8_t *body = calloc(1, o->size);
 	size_t cap = (size_t)SP_MAX(1u, o->batch) * (o->size + 64) + 512 + strlen(o->topic);
@@ -1029,16 +1077,18 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	unsigned next_q = 0;
 	int err;
 
-	if (!reqs || !body)
+	if (!reqs || !body || !sess)
 		return -ENOMEM;
 	err = dp_xcli_create(&cc, port, &cli);
 	if (err)
 		return err;
-	for (unsigned i = 0; i < pt->ncores; i++) {
-		err = dp_xcli_connect(cli, pt->cores[i], 5000, &sess[i]);
+	for (unsigned i = 0; i < np * pt->ncores; i++) {
+		err = dp_xcli_connect(cli, pt->cores[i % pt->ncores], 5000, &sess[i]);
 		if (err) {
-			fprintf(stderr, "sprocket-bench: connect to broker core %u failed: %s\n", i,
-				strerror(-err));
+			fprintf(stderr,
+				"sprocket-bench: producer %u: connect to broker core %u failed: "
+				"%s\n",
+				i / pt->ncores, i % pt->ncores, strerror(-err));
 			return err;
 		}
 		if (i == 0 && dp_xsess_slots(sess[i]) < o->depth && !slots_warned++)
@@ -1063,43 +1113,52 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 		 * grants it slots: a long-polling pull holds its slot for up to
 		 * the suspend time, and 8 or more of them on the producer's
 		 * session (the broker grants 8) left no slot for a SEND.
+		 * Consumer i pulls the queues q with q % consumers == i, as the
+		 * members of a consumer group share a topic's queues.
 		 */
-		struct dp_xsess *cur[BENCH_CORES_MAX] = {0};
-		unsigned used[BENCH_CORES_MAX] = {0};
+		unsigned nc = o->consumers;
+		/* consumer i's current session to core c, and its parked pulls */
+		struct dp_xsess **cur = calloc((size_t)nc * pt->ncores, sizeof(*cur));
+		unsigned *used = calloc((size_t)nc * pt->ncores, sizeof(*used));
 
 		ks = calloc(pt->nq, sizeof(*ks));
 		csess = calloc(pt->nq, sizeof(*csess));
-		if (!ks || !csess)
+		if (!ks || !csess || !cur || !used)
 			return -ENOMEM;
 		for (unsigned q = 0; q < pt->nq; q++) {
 			unsigned core = pt->qcore[q];
+			unsigned ci = (q % nc) * pt->ncores + core;
 
-			if (!cur[core] || used[core] >= dp_xsess_slots(cur[core])) {
-				err = dp_xcli_connect(cli, pt->cores[core], 5000, &cur[core]);
+			if (!cur[ci] || used[ci] >= dp_xsess_slots(cur[ci])) {
+				err = dp_xcli_connect(cli, pt->cores[core], 5000, &cur[ci]);
 				if (err) {
 					fprintf(stderr,
-						"sprocket-bench: consumer session to broker "
+						"sprocket-bench: consumer %u: session to broker "
 						"core %u failed: %s\n",
-						core, strerror(-err));
+						q % nc, core, strerror(-err));
 					return err;
 				}
-				csess[ncsess++] = cur[core];
-				used[core] = 0;
+				csess[ncsess++] = cur[ci];
+				used[ci] = 0;
 			}
-			used[core]++;
+			used[ci]++;
 			ks[q] = (struct pcons){.run = &run,
 					       .res = e2e,
-					       .sess = cur[core],
+					       .sess = cur[ci],
 					       .qid = (int32_t)q,
 					       .warm_end = warm_end};
 			err = max_offset_sync(o, cli, ks[q].sess, (int32_t)q, &ks[q].next);
 			if (err)
 				return err;
 		}
+		free(cur);
+		free(used);
 	}
 	for (;;) {
 		uint64_t now = clk_mono_ns();
 		bool any_busy = false;
+
+		bench_progress(now, res->mode, res->count, res->h);
 
 		for (unsigned q = 0; ks && q < pt->nq && now < end; q++)
 			if (!ks[q].busy)
@@ -1107,7 +1166,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 
 		for (unsigned i = 0; i < nreq; i++) {
 			struct preq *q = &reqs[i];
-			unsigned qid, core;
+			unsigned qid, core, p = i / o->depth;
 			uint64_t d;
 			long n;
 
@@ -1116,6 +1175,14 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 				continue;
 			}
 			if (now >= end)
+				continue;
+			/*
+			 * Open loop: message k belongs to producer k % producers and
+			 * waits, its due time fixed, for a free slot of that
+			 * producer, as a separate client would. Closed loop: any
+			 * producer with a free slot sends.
+			 */
+			if (interval && issued % np != p)
 				continue;
 			d = interval ? t_start + issued * interval : now;
 			if (interval && now < d)
@@ -1129,7 +1196,8 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 			q->due = d;
 			q->measured = d >= warm_end;
 			q->op = o->batch > 1 ? WIRE_DP_OP_SEND_BATCH : WIRE_DP_OP_SEND;
-			if (dp_xcli_submit(sess[core], q->op, q->msg, (uint32_t)n, pdone, q) != 0)
+			if (dp_xcli_submit(sess[p * pt->ncores + core], q->op, q->msg, (uint32_t)n,
+					   pdone, q) != 0)
 				continue;
 			next_q++;
 			q->busy = true;
@@ -1151,10 +1219,12 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 		} else if (!o->busy && clk_mono_ns() - idle_since > 50000) {
 			dp_port_wait(port, 200);
 		}
-		for (unsigned i = 0; i < pt->ncores; i++) {
+		for (unsigned i = 0; i < np * pt->ncores; i++) {
 			if (dp_xsess_is_dead(sess[i])) {
-				fprintf(stderr, "sprocket-bench: session to broker core %u died\n",
-					i);
+				fprintf(stderr,
+					"sprocket-bench: producer %u: session to broker core %u "
+					"died\n",
+					i / pt->ncores, i % pt->ncores);
 				return -ECONNRESET;
 			}
 		}
@@ -1188,8 +1258,9 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	res->secs += secs;
 	res->lost += run.errors + run.busy_answers;
 	res->retrans += dp_xcli_stats(cli)->tx_retrans;
-	for (unsigned i = 0; i < pt->ncores; i++)
+	for (unsigned i = 0; i < np * pt->ncores; i++)
 		dp_xcli_close(sess[i], 500);
+	free(sess);
 	for (unsigned i = 0; i < ncsess; i++)
 		dp_xcli_close(csess[i], 500);
 	free(csess);
@@ -1435,6 +1506,8 @@ run_remoting_slice(const struct opts *o, const struct ptarget *pt, double warm, 
 		bool any_busy = false;
 		ssize_t n;
 
+		bench_progress(now, res->mode, res->count, res->h);
+
 		for (unsigned i = 0; i < nreq; i++) {
 			struct rslot *q = &slots[i];
 			uint64_t d;
@@ -1656,6 +1729,8 @@ run_produce(const struct opts *o)
 		goto out;
 	}
 	print_header(o);
+	bench_progress_start("sprocket-bench",
+			     o->progress >= 0 ? o->progress : bench_progress_default(o->duration));
 	if (!do_raw && !two && !o->fsync_dir && !o->remoting)
 		rounds = 1;
 	for (unsigned r = 0; r < rounds && !stop_flag; r++) {
@@ -1826,7 +1901,11 @@ start_peer(const char *self, const char *ns, char *const *args, struct dp_addr *
 static void
 print_header(const struct opts *o)
 {
-	bench_print_header(o->json, "sprocket-bench", SP_VERSION, o->rate, o->depth, o->sessions);
+	bool produce = strcmp(o->mode, "ping") != 0;
+
+	bench_print_header(o->json, "sprocket-bench", SP_VERSION, o->rate, o->depth,
+			   produce ? o->producers : o->sessions, produce,
+			   strcmp(o->mode, "e2e") == 0 ? o->consumers : 0);
 }
 
 static int
@@ -1942,6 +2021,8 @@ run_ping(const struct opts *o, const char *self)
 		dp_port_wait(port, 1000);
 	}
 	print_header(o);
+	bench_progress_start("sprocket-bench",
+			     o->progress >= 0 ? o->progress : bench_progress_default(o->duration));
 	/*
 	 * Interleave: --rounds slices of raw then transport, so both rows see
 	 * the same conditions (on a VM the host moves vCPUs closer or apart
