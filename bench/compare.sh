@@ -45,8 +45,12 @@ scripts/bootstrap.sh
 if [ ! -f "$BUILD/build.ninja" ]; then
 	meson setup "$BUILD" -Dwerror=true
 fi
-# All of it, two jobs: scripts/run.sh builds everything too, and then finds nothing to do.
-ninja -C "$BUILD" -j2
+# What it runs, and no more: on a fresh machine the tests and fuzzers would
+# double the build time. scripts/run.sh is told the same list.
+TARGETS="control/sprocket-namesrv broker/sprocket-broker bench/sprocket-bench bench/peer-nats bench/peer-redis"
+export TARGETS
+# shellcheck disable=SC2086
+ninja -C "$BUILD" -j2 $TARGETS
 for b in sprocket-bench peer-nats peer-redis; do
 	[ -x "$BUILD/bench/$b" ] || { echo "compare.sh: $BUILD/bench/$b was not built" >&2; exit 1; }
 done
@@ -104,17 +108,21 @@ conf() { # file key default
 	echo "${v:-$3}"
 }
 
-run_sprocket() { # name fsync backend queues size rate depth dur
+# Every runner takes: name fsync [backend] queues size rate depth dur producers consumers
+run_sprocket() { # name fsync backend queues size rate depth dur producers consumers
 	local flush=ASYNC_FLUSH topic="Cmp$4q"
 	[ "$2" = sync ] && flush=SYNC_FLUSH
 	local rate=""
 	[ "$6" != 0 ] && rate=$6
+	# The broker grants each session as many requests in flight as the
+	# workload's depth: the peers' clients have that many too.
 	BUILD="$BUILD" JSON=1 MODE=e2e SIZE="$5" DURATION="$8" RATE="$rate" FLUSH="$flush" \
-		TOPICS="$topic:$4" BENCH_ARGS="--topic=$topic --depth=$7 --only=raw" \
+		TOPICS="$topic:$4" BROKER_ARGS="--slotsPerSession=$7" \
+		BENCH_ARGS="--topic=$topic --depth=$7 --producers=$9 --consumers=${10} --only=raw --progress=0" \
 		timeout 180 scripts/run.sh --backend="$3"
 }
 
-run_nats() { # name fsync queues size rate depth dur
+run_nats() { # name fsync queues size rate depth dur producers consumers
 	local port
 	port=$(free_port)
 	mkdir -p "$work/nats"
@@ -123,11 +131,12 @@ run_nats() { # name fsync queues size rate depth dur
 	srv_pid=$!
 	wait_port "$port" "$srv_pid" || { cat "$work/nats.log" >&2; return 1; }
 	timeout 120 "$BUILD/bench/peer-nats" e2e --url="nats://127.0.0.1:$port" --queues="$3" \
-		--size="$4" --rate="$5" --depth="$6" --duration="$7" --cpu=0 --json
+		--size="$4" --rate="$5" --depth="$6" --duration="$7" --producers="$8" \
+		--consumers="$9" --progress=0 --cpu=0 --json
 	stop_server
 }
 
-run_redis() { # name fsync queues size rate depth dur
+run_redis() { # name fsync queues size rate depth dur producers consumers
 	local port policy=everysec
 	[ "$2" = sync ] && policy=always
 	port=$(free_port)
@@ -140,7 +149,8 @@ run_redis() { # name fsync queues size rate depth dur
 	srv_pid=$!
 	wait_port "$port" "$srv_pid" || { cat "$work/redis.log" >&2; return 1; }
 	timeout 120 "$BUILD/bench/peer-redis" e2e --port="$port" --queues="$3" --size="$4" \
-		--rate="$5" --depth="$6" --duration="$7" --cpu=0 --json
+		--rate="$5" --depth="$6" --duration="$7" --producers="$8" --consumers="$9" \
+		--progress=0 --cpu=0 --json
 	stop_server
 }
 
@@ -169,6 +179,8 @@ for wf in "${WORKLOADS[@]}"; do
 	size=$(conf "$wf" size 128)
 	rate=$(conf "$wf" rate 0)
 	depth=$(conf "$wf" depth 1)
+	producers=$(conf "$wf" producers 1)
+	consumers=$(conf "$wf" consumers 1)
 	dur=${DUR:-$(conf "$wf" duration 8)}
 	for fs in $(conf "$wf" fsync async); do
 		for sys in $SYSTEMS; do
@@ -181,7 +193,8 @@ for wf in "${WORKLOADS[@]}"; do
 					f="$OUT/raw/$name.$fs.sprocket-$bk"
 					step "$name ($fs): sprocket over $bk"
 					run_sprocket "$name" "$fs" "$bk" "$queues" "$size" "$rate" "$depth" "$dur" \
-						>"$f.out" 2>"$f.err" || echo "compare.sh: failed, see $f.err" >&2
+						"$producers" "$consumers" >"$f.out" 2>"$f.err" ||
+						echo "compare.sh: failed, see $f.err" >&2
 					grep '^{' "$f.out" >"$f.jsonl" || true
 				done
 				;;
@@ -193,13 +206,15 @@ for wf in "${WORKLOADS[@]}"; do
 				f="$OUT/raw/$name.$fs.nats-tcp"
 				step "$name ($fs): nats jetstream"
 				run_nats "$name" "$fs" "$queues" "$size" "$rate" "$depth" "$dur" \
-					>"$f.jsonl" 2>"$f.err" || { stop_server; echo "compare.sh: failed, see $f.err" >&2; }
+					"$producers" "$consumers" >"$f.jsonl" 2>"$f.err" ||
+					{ stop_server; echo "compare.sh: failed, see $f.err" >&2; }
 				;;
 			redis)
 				f="$OUT/raw/$name.$fs.redis-tcp"
 				step "$name ($fs): redis streams"
 				run_redis "$name" "$fs" "$queues" "$size" "$rate" "$depth" "$dur" \
-					>"$f.jsonl" 2>"$f.err" || { stop_server; echo "compare.sh: failed, see $f.err" >&2; }
+					"$producers" "$consumers" >"$f.jsonl" 2>"$f.err" ||
+					{ stop_server; echo "compare.sh: failed, see $f.err" >&2; }
 				;;
 			*) echo "compare.sh: unknown system '$sys'" >&2; exit 2 ;;
 			esac

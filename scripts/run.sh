@@ -45,7 +45,9 @@ scripts/bootstrap.sh
 if [ ! -f "$BUILD/build.ninja" ]; then
 	meson setup "$BUILD" -Dwerror=true
 fi
-ninja -C "$BUILD"
+# TARGETS: what to build (default everything); bench/compare.sh builds only what it runs.
+# shellcheck disable=SC2086
+ninja -C "$BUILD" ${TARGETS:-}
 BIN="$PWD/$BUILD"
 bench_cpu=${CPUS%,*}
 broker_cpu=${CPUS#*,}
