@@ -41,7 +41,9 @@ done
 [ "${#WORKLOADS[@]}" -gt 0 ] || WORKLOADS=(bench/workloads/*.conf)
 t0=$(date +%s)
 
-scripts/bootstrap.sh
+# The build and the benchmarks' packages only (no clang, no node): scripts/run.sh too.
+export BOOTSTRAP_ARGS=--bench
+scripts/bootstrap.sh --bench
 if [ ! -f "$BUILD/build.ninja" ]; then
 	meson setup "$BUILD" -Dwerror=true
 fi

@@ -6,22 +6,37 @@
 # pinned by its package-lock.json).
 # Idempotent: when everything is present it only runs dpkg-query, node and
 # sha256sum, and exits.
+#
+#   scripts/bootstrap.sh          everything
+#   scripts/bootstrap.sh --bench  only what scripts/run.sh and bench/compare.sh
+#                                 need: no clang/llvm (sanitizer and fuzz
+#                                 builds), no node (tests/compat)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+only_bench=false
+case "${1:-}" in
+"") ;;
+--bench) only_bench=true ;;
+*) echo "usage: scripts/bootstrap.sh [--bench]" >&2; exit 2 ;;
+esac
 
 PKGS=(
 	# build
 	build-essential meson ninja-build pkgconf python3
-	clang llvm libclang-rt-14-dev clang-format
 	# libraries
 	liburcu-dev libjemalloc-dev zlib1g-dev libisal-dev libjson-c-dev libjansson-dev
 	dpdk-dev libdpdk-dev
 	libbenchmark-dev
-	# tests and tooling
-	iproute2 nftables
+	# network namespaces (af_packet runs)
+	iproute2
 	# peers side by side (bench/compare.sh): servers, client libraries, the plot
 	nats-server redis-server libnats-dev libhiredis-dev gnuplot-nox
 )
+if ! $only_bench; then
+	# sanitizer and fuzz builds, formatting, firewall rules of the tests
+	PKGS+=(clang llvm libclang-rt-14-dev clang-format nftables)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -33,10 +48,10 @@ done
 # node and npm run tests/compat. From apt only when missing: a node installed
 # otherwise (NodeSource's nodejs bundles npm and conflicts with Debian's npm)
 # is fine, ali-ons needs node >= 8.
-if ! command -v node >/dev/null 2>&1; then
+if ! $only_bench && ! command -v node >/dev/null 2>&1; then
 	missing+=(nodejs)
 fi
-if ! command -v npm >/dev/null 2>&1; then
+if ! $only_bench && ! command -v npm >/dev/null 2>&1; then
 	missing+=(npm)
 fi
 
@@ -49,6 +64,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	$SUDO apt-get update -qq
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if $only_bench; then
+	exit 0
 fi
 
 # tests/compat/node_modules exactly as package-lock.json says (npm ci), again

@@ -41,7 +41,9 @@ for a in "$@"; do
 	esac
 done
 
-scripts/bootstrap.sh
+# BOOTSTRAP_ARGS=--bench: bench/compare.sh installs only what the benchmarks need.
+# shellcheck disable=SC2086
+scripts/bootstrap.sh ${BOOTSTRAP_ARGS:-}
 if [ ! -f "$BUILD/build.ninja" ]; then
 	meson setup "$BUILD" -Dwerror=true
 fi
