@@ -28,14 +28,14 @@ PKGS=(
 	liburcu-dev libjemalloc-dev zlib1g-dev libisal-dev libjson-c-dev libjansson-dev
 	dpdk-dev libdpdk-dev
 	libbenchmark-dev
-	# network namespaces (af_packet runs)
-	iproute2
+	# network namespaces and the af_packet port's ICMP guard (af_packet runs)
+	iproute2 nftables
 	# peers side by side (bench/compare.sh): servers, client libraries, the plot
 	nats-server redis-server libnats-dev libhiredis-dev gnuplot-nox
 )
 if ! $only_bench; then
-	# sanitizer and fuzz builds, formatting, firewall rules of the tests
-	PKGS+=(clang llvm libclang-rt-14-dev clang-format nftables)
+	# sanitizer and fuzz builds, formatting
+	PKGS+=(clang llvm libclang-rt-14-dev clang-format)
 fi
 
 missing=()
