@@ -58,12 +58,14 @@ bench_print_row(const struct bench_row *r, bool json)
 
 	if (json) {
 		printf("{\"mode\":\"%s\",\"backend\":\"%s\",\"size\":%u,\"count\":%llu,"
-		       "\"lost\":%llu,\"depth\":%u,\"sessions\":%u,\"consumers\":%u,\"rate\":%.0f,"
+		       "\"lost\":%llu,\"busy\":%llu,\"depth\":%u,\"sessions\":%u,\"consumers\":%u,"
+		       "\"rate\":%.0f,"
 		       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,"
 		       "\"p9999_ns\":%llu,\"max_ns\":%llu,\"msgs_per_s\":%.0f,"
 		       "\"server_mean_ns\":%.0f,\"handled_mean_ns\":%.0f,\"retrans\":%llu}\n",
 		       r->mode, r->backend, r->size, (unsigned long long)r->count,
-		       (unsigned long long)r->lost, r->depth, r->sessions, r->consumers, r->rate,
+		       (unsigned long long)r->lost, (unsigned long long)r->busy, r->depth,
+		       r->sessions, r->consumers, r->rate,
 		       (unsigned long long)hist_percentile(h, 50),
 		       (unsigned long long)hist_percentile(h, 90),
 		       (unsigned long long)hist_percentile(h, 99),
@@ -85,6 +87,9 @@ bench_print_row(const struct bench_row *r, bool json)
 		if (r->lost)
 			printf("          (%llu lost: no answer within %u ms)\n",
 			       (unsigned long long)r->lost, r->lost_timeout_ms);
+		if (r->busy)
+			printf("          (%llu refused: SYSTEM_BUSY, not acknowledged)\n",
+			       (unsigned long long)r->busy);
 	}
 	fflush(stdout);
 }

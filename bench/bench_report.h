@@ -31,7 +31,8 @@ struct bench_row {
 	unsigned consumers; /* e2e: consumers sharing the queues; 0: none */
 	double rate;	    /* target requests/s; 0: closed loop */
 	uint64_t count;
-	uint64_t lost;
+	uint64_t lost; /* sent and never acknowledged (or, e2e, acknowledged, never consumed) */
+	uint64_t busy; /* refused with SYSTEM_BUSY: the broker's backpressure, not acknowledged */
 	double secs;
 	const struct hist *h; /* ns */
 	uint64_t srv_ns;

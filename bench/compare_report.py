@@ -104,17 +104,21 @@ def main():
               "previous is acknowledged); msgs/s: what was achieved. A row whose msgs/s "
               "falls short of its target measured a backlog growing.")
     md.append("")
+    md.append("lost: sent and never acknowledged (e2e: acknowledged and never consumed); busy: "
+              "refused by the broker with SYSTEM_BUSY (its backpressure: not acknowledged, "
+              "not stored, the sender may retry; sprocket only).")
+    md.append("")
     md.append("| workload | system | transport | fsync | mode | p50 | p90 | p99 | p99.9 | "
-              "p99.99 | max | target/s | msgs/s | lost |")
-    md.append("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "p99.99 | max | target/s | msgs/s | lost | busy |")
+    md.append("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for workload, _, r in rows:
         rate = r.get("rate", 0)
-        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
+        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d |" % (
             workload, r["system"], r["transport"], r["policy"], r["mode"],
             us(r["p50_ns"]), us(r["p90_ns"]), us(r["p99_ns"]), us(r["p999_ns"]),
             us(r["p9999_ns"]), us(r["max_ns"]),
             "{:,}".format(int(rate)) if rate else "closed",
-            "{:,}".format(int(r["msgs_per_s"])), r["lost"]))
+            "{:,}".format(int(r["msgs_per_s"])), r["lost"], r.get("busy", 0)))
     with open(os.path.join(out, "compare.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 

@@ -517,6 +517,7 @@ struct result {
 	const char *mode;
 	uint64_t count;
 	uint64_t lost;
+	uint64_t busy; /* produce: SYSTEM_BUSY answers (refused, not lost) */
 	double secs;
 	struct hist *h;
 	uint64_t srv_ns;  /* sum of broker-side time (ts_sent - ts_recv), transport only */
@@ -538,6 +539,7 @@ print_result(const struct opts *o, const struct result *r)
 				.rate = o->rate,
 				.count = r->count,
 				.lost = r->lost,
+				.busy = r->busy,
 				.secs = r->secs,
 				.h = r->h,
 				.srv_ns = r->srv_ns,
@@ -1256,7 +1258,8 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 			(unsigned long long)run.errors, run.last_status,
 			(unsigned long long)run.busy_answers);
 	res->secs += secs;
-	res->lost += run.errors + run.busy_answers;
+	res->lost += run.errors;
+	res->busy += run.busy_answers;
 	res->retrans += dp_xcli_stats(cli)->tx_retrans;
 	for (unsigned i = 0; i < np * pt->ncores; i++)
 		dp_xcli_close(sess[i], 500);
