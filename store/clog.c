@@ -34,6 +34,8 @@
 #endif
 
 #define CLOG_TAG "store.clog"
+/* A segment is prepared in slices of this many bytes: see clog_set_prep_yield(). */
+#define CLOG_PREP_SLICE (8u << 20)
 
 struct clog_seg {
 	/* immutable after creation */
@@ -89,6 +91,9 @@ struct clog {
 	/* background publishes (release), owner takes and clears */
 	_Atomic(struct clog_seg *) next;
 	_Atomic int prep_err;
+	/* background only: called between slices of a segment's preparation */
+	void (*prep_yield)(void *arg);
+	void *prep_yield_arg;
 
 	/* trim writes (release), readers check (acquire) */
 	_Atomic uint64_t min;
@@ -104,6 +109,20 @@ struct clog {
 	/* a segment is published here (release) before its offsets are readable */
 	_Atomic(struct clog_seg *) segs[CLOG_SEG_SLOTS];
 };
+
+static void
+clog_prep_yield(struct clog *c)
+{
+	if (c->prep_yield != NULL)
+		c->prep_yield(c->prep_yield_arg);
+}
+
+void
+clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg)
+{
+	c->prep_yield = fn;
+	c->prep_yield_arg = arg;
+}
 
 static unsigned
 clog_slot(const struct clog *c, uint64_t off)
@@ -160,16 +179,21 @@ clog_seg_new(const struct clog *c, uint64_t start)
 static int
 clog_buf_alloc(struct clog *c, uint8_t **out)
 {
-	void *p = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	void *p =
+		mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long page = sysconf(_SC_PAGESIZE);
 
 	if (p == MAP_FAILED)
 		return -errno;
-	if (madvise(p, c->seg_size, MADV_POPULATE_WRITE) != 0) {
-		long page = sysconf(_SC_PAGESIZE);
+	/* Write-faulted a slice at a time, the service's other files between slices. */
+	for (uint64_t off = 0; off < c->seg_size; off += CLOG_PREP_SLICE) {
+		uint64_t len = SP_MIN((uint64_t)CLOG_PREP_SLICE, c->seg_size - off);
 
-		for (uint64_t i = 0; i < c->seg_size; i += (uint64_t)page)
-			((volatile uint8_t *)p)[i] = 0;
+		if (madvise((uint8_t *)p + off, len, MADV_POPULATE_WRITE) != 0) {
+			for (uint64_t i = 0; i < len; i += (uint64_t)page)
+				((volatile uint8_t *)p)[off + i] = 0;
+		}
+		clog_prep_yield(c);
 	}
 	*out = p;
 	return 0;
@@ -222,6 +246,8 @@ clog_zero_fill(struct clog *c, int fd)
 
 		if (rc != 0)
 			return rc;
+		if ((off + sizeof(zeros)) % CLOG_PREP_SLICE == 0)
+			clog_prep_yield(c);
 	}
 	return 0;
 }
@@ -253,6 +279,7 @@ clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 	if (rc != 0)
 		goto err_unlink;
 	/* Size and extents are metadata: durable before any record relies on them. */
+	clog_prep_yield(c);
 	rc = c->io->fdatasync(c->io->ctx, s->fd);
 	if (rc != 0)
 		goto err_unlink;

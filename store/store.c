@@ -572,6 +572,8 @@ static void *indexer_main(void *arg);
 
 static void store_free(struct store *s);
 
+static void store_prep_queues(void *arg);
+
 int
 store_open(const struct store_cfg *cfg, struct store **out)
 {
@@ -782,6 +784,10 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		if (rc != 0)
 			goto err_close;
 	}
+
+	/* From here on only store_service() prepares segments, and it may pause for queues. */
+	for (uint32_t i = 0; i < cfg->shards; i++)
+		clog_set_prep_yield(s->shard[i].clog, store_prep_queues, s);
 
 	if (cfg->threads) {
 		for (uint32_t i = 0; i < cfg->shards; i++) {
@@ -1247,28 +1253,54 @@ store_retain(struct store *s, int64_t now_ms)
 	return 0;
 }
 
+/*
+ * Prepare the next ConsumeQueue file of every queue that wants one. Service
+ * thread only. Return: 0 or the first error (the queue keeps refusing
+ * appends with -EAGAIN and is retried on the next call).
+ */
+static int
+store_prep_queues_rc(struct store *s)
+{
+	int first = 0;
+
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+		if (cq_wants_next(q->cq)) {
+			int rc = cq_prepare_next(q->cq);
+
+			if (rc != 0 && first == 0)
+				first = rc;
+		}
+	}
+	pthread_mutex_unlock(&s->qlock);
+	return first;
+}
+
+/* clog_set_prep_yield() callback: errors are reported by the next store_service(). */
+static void
+store_prep_queues(void *arg)
+{
+	(void)store_prep_queues_rc(arg);
+}
+
 int
 store_service(struct store *s, int64_t now_ms)
 {
 	int first = 0;
 	int rc;
 
+	/* Queues first: a ConsumeQueue file is small and a fast queue fills one in 0.6 s. */
+	rc = store_prep_queues_rc(s);
+	if (rc != 0 && first == 0)
+		first = rc;
 	for (uint32_t i = 0; i < s->cfg.shards; i++) {
 		if (clog_wants_next(s->shard[i].clog)) {
+			/* calls store_prep_queues() between its slices */
 			rc = clog_prepare_next(s->shard[i].clog);
 			if (rc != 0 && first == 0)
 				first = rc;
 		}
 	}
-	pthread_mutex_lock(&s->qlock);
-	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
-		if (cq_wants_next(q->cq)) {
-			rc = cq_prepare_next(q->cq);
-			if (rc != 0 && first == 0)
-				first = rc;
-		}
-	}
-	pthread_mutex_unlock(&s->qlock);
 
 	if (!s->pass_active && now_ms - s->last_flush_ms >= (int64_t)s->cfg.flush_interval_ms) {
 		s->last_flush_ms = now_ms;

@@ -132,6 +132,17 @@ bool clog_wants_next(const struct clog *c);
 MUST_CHECK int clog_prepare_next(struct clog *c);
 
 /**
+ * clog_set_prep_yield() - have clog_prepare_next() call @fn(@arg) between
+ * slices of a segment's preparation (every CLOG_PREP_SLICE bytes zero-filled
+ * or pre-faulted, and before its fdatasync). Preparing a 1 GiB segment takes
+ * long enough that other files due meanwhile (the next ConsumeQueue file of
+ * a fast queue) must not wait for it: the store's service thread prepares
+ * them in @fn. @fn runs on the preparing thread and must not call into @c.
+ * Context: setup, before the background thread starts.
+ */
+void clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg);
+
+/**
  * clog_flush() - make everything written so far durable (one fdatasync per
  * segment touched) and publish it as flushed.
  * Context: background (flusher) thread, blocking.

@@ -437,6 +437,41 @@ test_trim(void)
 	rmtmp();
 }
 
+static unsigned yields;
+
+static void
+count_yield(void *arg)
+{
+	T_ASSERT(arg == &yields);
+	yields++;
+}
+
+/*
+ * Preparing a segment pauses for the caller's other work every 8 MiB of
+ * zero-fill and of pre-faulting, and before its fdatasync: 32 MiB is 4 + 4
+ * slices and the sync.
+ */
+static void
+test_prep_yield(void)
+{
+	struct clog_cfg cfg = {.io = &store_io_posix, .shard = 3, .seg_size = 32u << 20};
+	struct clog *c;
+
+	mktmp();
+	cfg.dir = dir;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	clog_set_prep_yield(c, count_yield, &yields);
+	T_ASSERT(clog_wants_next(c));
+	T_ASSERT_EQ(clog_prepare_next(c), 0);
+	T_ASSERT_EQ(yields, 9);
+	T_ASSERT(!clog_wants_next(c));
+	T_ASSERT_EQ(clog_prepare_next(c), 0); /* nothing to do: no pause either */
+	T_ASSERT_EQ(yields, 9);
+	clog_close(c);
+	rmtmp();
+}
+
 static void
 test_bad_config_and_files(void)
 {
@@ -466,4 +501,5 @@ test_bad_config_and_files(void)
 T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
-       T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_bad_config_and_files))
+       T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_prep_yield),
+       T_CASE(test_bad_config_and_files))
