@@ -57,6 +57,15 @@ def port_open(port):
         return False
 
 
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def check(name, p):
     """The rows of one driver's run. Return: failures."""
     if p.returncode != 0:
@@ -120,12 +129,7 @@ def run_sprocket(bench, namesrv, broker, tmp):
         return check("sprocket-bench e2e", p)
     finally:
         for pr in reversed(procs):
-            pr.terminate()
-            try:
-                pr.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pr.kill()
-                pr.wait()
+            stop(pr)
 
 
 def run_peer(name, driver, server_cmd, port, url_args, tmp):
@@ -143,12 +147,7 @@ def run_peer(name, driver, server_cmd, port, url_args, tmp):
              "--json"], capture_output=True, text=True, timeout=120)
         return check(name, p)
     finally:
-        srv.terminate()
-        try:
-            srv.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        stop(srv)
 
 
 def main():
