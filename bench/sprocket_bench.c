@@ -1695,6 +1695,13 @@ run_produce(const struct opts *o)
 	o2.queues = o->queues2;
 	if (produce_route(o, &pt[0]) != 0 || (two && produce_route(&o2, &pt[1]) != 0))
 		return 1;
+	if (e2e && o->consumers > pt[0].nq) {
+		fprintf(stderr,
+			"sprocket-bench: --consumers=%u but topic %s has %u queues: a consumer "
+			"would have none\n",
+			o->consumers, o->topic, pt[0].nq);
+		return 1;
+	}
 	if (two) {
 		snprintf(label[0], sizeof(label[0]), "%s-%uq", pr.mode, pt[0].nq);
 		snprintf(label[1], sizeof(label[1]), "%s-%uq", pr.mode, pt[1].nq);
