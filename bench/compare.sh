@@ -117,9 +117,10 @@ run_sprocket() { # name fsync backend queues size rate depth dur producers consu
 	local rate=""
 	[ "$6" != 0 ] && rate=$6
 	# The broker grants each session as many requests in flight as the
-	# workload's depth: the peers' clients have that many too.
+	# workload's depth: the peers' clients have that many too. ASYNC_FLUSH
+	# syncs once a second, as Redis's appendfsync everysec does.
 	BUILD="$BUILD" JSON=1 MODE=e2e SIZE="$5" DURATION="$8" RATE="$rate" FLUSH="$flush" \
-		TOPICS="$topic:$4" BROKER_ARGS="--slotsPerSession=$7" \
+		TOPICS="$topic:$4" BROKER_ARGS="--slotsPerSession=$7 --flushIntervalCommitLog=1000" \
 		BENCH_ARGS="--topic=$topic --depth=$7 --producers=$9 --consumers=${10} --only=raw --progress=0" \
 		timeout 180 scripts/run.sh --backend="$3"
 }

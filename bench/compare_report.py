@@ -14,7 +14,7 @@ import os
 import sys
 
 FSYNC = {
-    ("async", "sprocket"): "ASYNC_FLUSH (fdatasync every 500 ms)",
+    ("async", "sprocket"): "ASYNC_FLUSH (fdatasync every 1 s)",
     ("async", "nats"): "2.9 default (background sync)",
     ("async", "redis"): "appendfsync everysec",
     ("sync", "sprocket"): "SYNC_FLUSH (fdatasync before ack)",
