@@ -136,6 +136,32 @@ bench_print_header(bool json, const char *tool, const char *version, double rate
 	       "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "msgs/s");
 }
 
+void
+bench_print_peer_rows(const struct bench_popts *o, const struct bench_peer_result *r)
+{
+	struct bench_row row = {.mode = "produce",
+				.backend = r->backend,
+				.size = o->size,
+				.depth = o->depth,
+				.sessions = o->producers,
+				.rate = o->rate,
+				.count = r->pcount,
+				.lost = r->perrors,
+				.secs = o->duration,
+				.h = r->ph,
+				.lost_timeout_ms = r->lost_timeout_ms};
+
+	bench_print_row(&row, o->json);
+	if (strcmp(o->mode, "e2e") != 0)
+		return;
+	row.mode = "e2e";
+	row.consumers = o->consumers;
+	row.count = r->ecount;
+	row.lost = r->acked > r->consumed ? r->acked - r->consumed : 0;
+	row.h = r->eh;
+	bench_print_row(&row, o->json);
+}
+
 int
 bench_popts_parse(int argc, char **argv, struct bench_popts *o, unsigned queues_max)
 {

@@ -123,6 +123,22 @@ struct bench_popts {
 	bool json;
 };
 
+/* What a peer driver measured, for bench_print_peer_rows(). */
+struct bench_peer_result {
+	const char *backend;	  /* "jetstream", "redis" */
+	unsigned lost_timeout_ms; /* how long a send waited for its answer */
+	uint64_t pcount;	  /* produce: measured acknowledgements */
+	uint64_t perrors;	  /* produce: sends that failed */
+	const struct hist *ph;
+	uint64_t ecount;   /* e2e: measured deliveries */
+	uint64_t acked;	   /* e2e: acknowledged in all ... */
+	uint64_t consumed; /* ... and consumed of those */
+	const struct hist *eh;
+};
+
+/* The produce row, and with mode e2e the e2e row, of a peer driver's run of @o. */
+void bench_print_peer_rows(const struct bench_popts *o, const struct bench_peer_result *r);
+
 /**
  * bench_popts_parse() - "MODE [--size=B] [--duration=S] [--warmup=S]
  * [--rate=N] [--depth=N] [--queues=N] [--producers=N] [--consumers=N]

@@ -360,31 +360,15 @@ main(int argc, char **argv)
 		ecount += sinks[i].count;
 		hist_destroy(sinks[i].h);
 	}
-	{
-		uint64_t acked = atomic_load(&r.acked), got = atomic_load(&r.consumed);
-		struct bench_row pr = {.mode = "produce",
-				       .backend = "jetstream",
-				       .size = o.size,
-				       .depth = o.depth,
-				       .sessions = np,
-				       .rate = o.rate,
-				       .count = pcount,
-				       .lost = atomic_load(&r.errors),
-				       .secs = o.duration,
-				       .h = ph,
-				       .lost_timeout_ms = 5000};
-		struct bench_row er = pr;
-
-		bench_print_row(&pr, o.json);
-		if (e2e) {
-			er.mode = "e2e";
-			er.consumers = nc;
-			er.count = ecount;
-			er.lost = acked > got ? acked - got : 0;
-			er.h = eh;
-			bench_print_row(&er, o.json);
-		}
-	}
+	bench_print_peer_rows(&o, &(struct bench_peer_result){.backend = "jetstream",
+							      .lost_timeout_ms = 5000,
+							      .pcount = pcount,
+							      .perrors = atomic_load(&r.errors),
+							      .ph = ph,
+							      .ecount = ecount,
+							      .acked = atomic_load(&r.acked),
+							      .consumed = atomic_load(&r.consumed),
+							      .eh = eh});
 	for (unsigned i = 0; i < nc; i++) {
 		jsCtx_Destroy(cjs[i]);
 		natsConnection_Destroy(cns[i]);

@@ -373,30 +373,15 @@ main(int argc, char **argv)
 			ecount += ks[i].count;
 		}
 	}
-	{
-		struct bench_row pr = {.mode = "produce",
-				       .backend = "redis",
-				       .size = o.size,
-				       .depth = o.depth,
-				       .sessions = np,
-				       .rate = o.rate,
-				       .count = pcount,
-				       .lost = errors,
-				       .secs = o.duration,
-				       .h = ph,
-				       .lost_timeout_ms = 1000};
-		struct bench_row er = pr;
-
-		bench_print_row(&pr, o.json);
-		if (e2e) {
-			er.mode = "e2e";
-			er.consumers = nc;
-			er.count = ecount;
-			er.lost = acked > got ? acked - got : 0;
-			er.h = eh;
-			bench_print_row(&er, o.json);
-		}
-	}
+	bench_print_peer_rows(&o, &(struct bench_peer_result){.backend = "redis",
+							      .lost_timeout_ms = 1000,
+							      .pcount = pcount,
+							      .perrors = errors,
+							      .ph = ph,
+							      .ecount = ecount,
+							      .acked = acked,
+							      .consumed = got,
+							      .eh = eh});
 	for (unsigned i = 0; i < np; i++) {
 		redisFree(ps[i].c);
 		free(ps[i].fifo);

@@ -345,6 +345,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 				"and throughput (ping: --sessions)\n");
 		return -1;
 	}
+	if (o->progress < 0)
+		o->progress = bench_progress_default(o->duration);
 	if (o->producers > 1 && o->remoting) {
 		fprintf(stderr, "sprocket-bench: --remoting drives one producer connection; "
 				"leave --producers at 1\n");
@@ -1739,8 +1741,7 @@ run_produce(const struct opts *o)
 		goto out;
 	}
 	print_header(o);
-	bench_progress_start("sprocket-bench",
-			     o->progress >= 0 ? o->progress : bench_progress_default(o->duration));
+	bench_progress_start("sprocket-bench", o->progress);
 	if (!do_raw && !two && !o->fsync_dir && !o->remoting)
 		rounds = 1;
 	for (unsigned r = 0; r < rounds && !stop_flag; r++) {
@@ -2031,8 +2032,7 @@ run_ping(const struct opts *o, const char *self)
 		dp_port_wait(port, 1000);
 	}
 	print_header(o);
-	bench_progress_start("sprocket-bench",
-			     o->progress >= 0 ? o->progress : bench_progress_default(o->duration));
+	bench_progress_start("sprocket-bench", o->progress);
 	/*
 	 * Interleave: --rounds slices of raw then transport, so both rows see
 	 * the same conditions (on a VM the host moves vCPUs closer or apart
