@@ -112,9 +112,11 @@ broker_run(struct cl_env *e, unsigned i)
 		char eal[400];
 		char tag[16];
 
+		/* Distinct MACs: a switch learns where each one is. */
 		snprintf(vdev, sizeof(vdev),
-			 "net_memif0,role=server,socket=/sp-cl-%d-%u,socket-abstract=yes",
-			 (int)getpid(), i);
+			 "net_memif0,role=server,socket=/sp-cl-%d-%u,socket-abstract=yes,"
+			 "mac=02:5a:00:00:00:%02x",
+			 (int)getpid(), i, i + 1);
 		snprintf(tag, sizeof(tag), "clbk%u", i);
 		t_dpdk_eal_args(eal, sizeof(eal), tag, t_dpdk_cpu(1), vdev);
 		snprintf(a[5], sizeof(a[5]), "--dpdkArgs=%s", eal);
@@ -133,6 +135,63 @@ broker_run(struct cl_env *e, unsigned i)
 	rc = bk_start(SP_BROKER_BIN, args, &e->bk[i]);
 	side(e, 0);
 	T_ASSERT_EQ(rc, 0);
+}
+
+void
+cl_env_switch(struct cl_env *e)
+{
+#ifdef T_MEMIF_SWITCH
+	char a[8 + CL_MAX_BROKERS][160];
+	char *argv[16 + CL_MAX_BROKERS];
+	char line[64];
+	unsigned n = 0;
+
+	if (e->be != SP_BACKEND_DPDK)
+		return;
+	snprintf(a[0], sizeof(a[0]), "--file-prefix=sp-clsw-%d", (int)getpid());
+	snprintf(a[1], sizeof(a[1]), "%d", t_dpdk_cpu(0));
+	for (unsigned i = 0; i < CL_MAX_BROKERS; i++)
+		snprintf(a[2 + i], sizeof(a[2 + i]),
+			 "--vdev=net_memif%u,role=client,socket=/sp-cl-%d-%u,socket-abstract=yes,"
+			 "mac=02:5a:00:00:01:%02x",
+			 i, (int)getpid(), i, i);
+	snprintf(a[2 + CL_MAX_BROKERS], sizeof(a[0]),
+		 "--vdev=net_memif%u,role=server,socket=/sp-cl-%d-sw,socket-abstract=yes,"
+		 "mac=02:5a:00:00:01:%02x",
+		 CL_MAX_BROKERS, (int)getpid(), CL_MAX_BROKERS);
+	argv[n++] = (char *)T_MEMIF_SWITCH;
+	argv[n++] = (char *)"--no-pci";
+	argv[n++] = (char *)"--no-huge";
+	argv[n++] = (char *)"--no-shconf";
+	argv[n++] = (char *)"--no-telemetry";
+	argv[n++] = (char *)"-m128";
+	argv[n++] = a[0];
+	argv[n++] = (char *)"-l";
+	argv[n++] = a[1];
+	argv[n++] = (char *)"--log-level=*:warning";
+	for (unsigned i = 0; i <= CL_MAX_BROKERS; i++)
+		argv[n++] = a[2 + i];
+	argv[n] = NULL;
+	T_ASSERT_EQ(t_spawn(argv, &e->sw), 0);
+	/* "ready N" once every port started: the client's memif finds its socket. */
+	T_ASSERT(t_child_line(&e->sw, line, sizeof(line), 60000) > 0);
+	T_ASSERT(strncmp(line, "ready ", 6) == 0);
+#else
+	(void)e;
+#endif
+}
+
+void
+cl_env_switch_stop(struct cl_env *e)
+{
+	int st;
+
+	if (e->sw.pid <= 0)
+		return;
+	kill(e->sw.pid, SIGTERM);
+	st = t_child_wait(&e->sw, 10000);
+	T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	e->sw.pid = 0;
 }
 
 void
@@ -238,9 +297,16 @@ cl_client_new(struct cl_env *e)
 		cfg.iface = e->ns.ifn[0];
 		break;
 	case SP_BACKEND_DPDK:
-		snprintf(vdev, sizeof(vdev),
-			 "net_memif0,role=client,socket=/sp-cl-%d-0,socket-abstract=yes",
-			 (int)getpid());
+		if (e->sw.pid > 0)
+			snprintf(vdev, sizeof(vdev),
+				 "net_memif0,role=client,socket=/sp-cl-%d-sw,socket-abstract=yes,"
+				 "mac=02:5a:00:00:00:10",
+				 (int)getpid());
+		else
+			snprintf(vdev, sizeof(vdev),
+				 "net_memif0,role=client,socket=/sp-cl-%d-0,socket-abstract=yes,"
+				 "mac=02:5a:00:00:00:10",
+				 (int)getpid());
 		t_dpdk_eal_args(eal, sizeof(eal), "clcl", t_dpdk_cpu(0), vdev);
 		cfg.local_ip = inet_addr(DPDK_NET "1");
 		cfg.dpdk_args = eal;
@@ -260,6 +326,7 @@ cl_env_stop(struct cl_env *e)
 			bk_cleanup(&e->bk[i]);
 		}
 	}
+	cl_env_switch_stop(e);
 	if (e->nsrv.pid > 0)
 		(void)nsp_stop(&e->nsrv);
 	nsp_cleanup(&e->nsrv);

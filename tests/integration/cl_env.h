@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "bk_proc.h"
+#include "dpdk/dpdk_test.h"
 #include "integration/netns.h"
 #include "ns_client.h"
 #include "sprocket/client.h"
@@ -38,6 +39,7 @@ struct cl_env {
 	uint32_t connect_timeout_ms; /* of the clients made after it is set (default 5000) */
 	uint32_t route_refresh_ms;   /* clients' route refresh period (0: the library's 30 s) */
 	const char *wait_topic;	     /* cl_broker_start() waits for its route (NULL: TBW102) */
+	struct t_child sw;	     /* dpdk: the memif switch (pid 0: none) */
 };
 
 /* Return: the backend named @s ("udp", "af_packet", "dpdk"), or -1. */
@@ -58,6 +60,23 @@ void cl_env_start(struct cl_env *e, enum sp_backend be);
  * cl_broker_restart()) and wait until its TBW102 or @wait_topic route shows
  * it at the NameServer. Asserts.
  */
+/*
+ * dpdk: puts a switch (tests/dpdk/memif_switch.c) between the client and
+ * every broker, so one client reaches CL_MAX_BROKERS brokers, as a NIC host
+ * does through its switch. Without it a client's memif reaches broker 0
+ * only. Call once the brokers run (the switch connects to their sockets)
+ * and before the first client; on the other backends it does nothing.
+ */
+void cl_env_switch(struct cl_env *e);
+
+/*
+ * Stops the switch (cl_env_stop() does too). DPDK 22.11's memif can crash a
+ * process whose peer leaves while it polls (docs/dpdk.md); the switch has no
+ * guard against that, so it leaves first, before the clients are destroyed
+ * and the brokers stopped, whose ports have the guard.
+ */
+void cl_env_switch_stop(struct cl_env *e);
+
 void cl_broker_start(struct cl_env *e, unsigned i, const char *const *extra);
 
 /*
