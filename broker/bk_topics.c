@@ -18,6 +18,7 @@
 #include <urcu/urcu-qsbr.h>
 
 #include "bk_priv.h"
+#include "wire/record.h"
 
 uint32_t
 bk_name_hash(const char *s, size_t len)
@@ -32,16 +33,7 @@ bk_name_hash(const char *s, size_t len)
 bool
 bk_topic_name_ok(const char *s, size_t len)
 {
-	if (len == 0 || len > META_TOPIC_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '%' || c == '|' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return len <= META_TOPIC_MAX && wire_topic_name_ok(s, len);
 }
 
 static const struct bk_topic *

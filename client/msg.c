@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "sprocket/consumer.h"
 #include "wire/record.h"
+#include "wire/record.h"
 
 /* ---- properties ---- */
 
@@ -46,7 +47,8 @@ sp__msg_check(const struct sp_msg *m)
 	if (!m || !m->topic)
 		return -EINVAL;
 	tl = strlen(m->topic);
-	if (tl == 0 || tl > WIRE_DP_TOPIC_MAX)
+	/* Refused here, as RocketMQ's client does, not as "no route" later. */
+	if (tl > WIRE_DP_TOPIC_MAX || !wire_topic_name_ok(m->topic, tl))
 		return -EINVAL;
 	if (m->body_len && !m->body)
 		return -EINVAL;

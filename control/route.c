@@ -28,6 +28,7 @@
 #include <urcu/urcu-memb.h>
 
 #include "control/route.h"
+#include "wire/record.h"
 #include "jbuf_priv.h"
 
 struct route_topic {
@@ -135,16 +136,7 @@ route_hash(const char *s, size_t n)
 bool
 route_topic_name_ok(const char *name, size_t len)
 {
-	if (len == 0 || len > ROUTE_TOPIC_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '%' || c == '|' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return len <= ROUTE_TOPIC_MAX && wire_topic_name_ok(name, len);
 }
 
 int

@@ -146,3 +146,18 @@ wire_tag_hash(const char *utf8, size_t len)
 	}
 	return (int32_t)h;
 }
+
+bool
+wire_topic_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > WIRE_TOPIC_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '%' || c == '|' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}

@@ -168,4 +168,13 @@ MUST_CHECK int wire_batch_append(uint8_t *buf, size_t cap, size_t *len,
  */
 int32_t wire_tag_hash(const char *utf8, size_t len);
 
+/* ---- topic names ---- */
+
+/**
+ * wire_topic_name_ok() - RocketMQ's topic rule (TopicValidator): 1 to
+ * WIRE_TOPIC_MAX bytes of a-z A-Z 0-9 % | _ -. Broker, NameServer and
+ * client all apply this one.
+ */
+bool wire_topic_name_ok(const char *s, size_t len);
+
 #endif /* SP_WIRE_RECORD_H */
