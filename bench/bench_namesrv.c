@@ -3,23 +3,36 @@
  * bench_namesrv.c - GET_ROUTEINFO_BY_TOPIC lookups/s and latency against the
  * real sprocket-namesrv, with and without a broker re-registering.
  *
- *   build/bench/bench_namesrv [--seconds=S] [--rounds=R] [--topics=N] [--bin=PATH]
+ *   build/bench/bench_namesrv [--seconds=S] [--rounds=R] [--topics=N] [--rate=R]
+ *                              [--bin=PATH]
  *
- * One run measures, for 1 and for 4 client connections (one thread each,
- * closed loop, a uniformly random topic of N per request), three writer
- * modes back to back, R rounds of the three interleaved (so drift and other
- * load on a shared box hit every mode alike):
+ * One run measures, for 1 and for 4 client connections (one thread each, a
+ * uniformly random topic of N per request), three writer modes back to
+ * back, R rounds of the modes interleaved (so drift and other load on a
+ * shared box hit every mode alike):
  *   none       no registrations;
  *   heartbeat  the broker re-registers every 10 ms with the same data
  *              version (what RocketMQ brokers send every 30 s): liveness only;
  *   republish  every 10 ms with a new data version, so the NameServer
  *              re-parses all N topics and publishes a new table each time.
+ * Each mode runs twice per round:
+ *   closed     every connection sends its next lookup as soon as the last
+ *              answer is in: lookups/s is the server's capacity with this
+ *              many connections; latency is send to response, so a stalled
+ *              request delays the next one unrecorded (no correction).
+ *   open       every connection sends --rate lookups/s (default 5,000) on a
+ *              fixed schedule, request k due at start + k / rate; latency is
+ *              from the due time to the response, so a late answer also
+ *              counts against the requests it held back (coordinated
+ *              omission corrected). This is what clients see from a
+ *              NameServer with CPU to spare, as NameServers run, and the
+ *              loop to read the writer's effect on: a closed loop saturates
+ *              the CPUs, so any writer work shows up as lost lookups/s more
+ *              than as latency. --rate=0 leaves it out.
  * Output: a header line, then one JSON line per phase (lookups/s, p50, p99,
- * p99.9, max in us; registrations done), then per connection count the
- * median over rounds of each mode's p99 and lookups/s, and the p99 ratios
- * writer/none of those medians.
- * Latency is per request from send to response (closed loop: no
- * coordinated-omission correction; a stalled request delays the next one).
+ * p99.9, max in us; registrations done), then per connection count and loop
+ * the median over rounds of each mode's p99 and lookups/s, and the p99
+ * ratios writer/none of those medians.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +64,8 @@ struct bench {
 	_Atomic uint64_t registrations;
 	_Atomic int errors;
 	enum wmode mode;
+	double rate; /* lookups/s per connection in this phase; 0: closed loop */
+	int conns;
 	int64_t counter;
 	struct hist *reg_h; /* registration round trips */
 	char *body;	    /* the broker's registration body (republish rewrites the version) */
@@ -62,6 +78,7 @@ struct client {
 	struct hist *h;
 	uint64_t n;
 	uint64_t seed;
+	int idx;
 	pthread_t tid;
 };
 
@@ -116,6 +133,16 @@ writer_main(void *arg)
 	return NULL;
 }
 
+static void
+sleep_until(uint64_t t)
+{
+	struct timespec ts = {.tv_sec = (time_t)(t / CLK_NS_PER_SEC),
+			      .tv_nsec = (long)(t % CLK_NS_PER_SEC)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 static void *
 client_main(void *arg)
 {
@@ -123,6 +150,8 @@ client_main(void *arg)
 	struct bench *b = cl->b;
 	struct ns_client c;
 	uint64_t start;
+	uint64_t interval = 0;
+	uint64_t due;
 	char topic[32];
 	const char *ext[] = {"topic", topic, NULL};
 
@@ -130,7 +159,13 @@ client_main(void *arg)
 		atomic_fetch_add(&b->errors, 1);
 		return NULL;
 	}
+	/* The default 50 us timer slack would show as latency in the open loop. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	start = clk_mono_ns();
+	if (b->rate > 0)
+		interval = (uint64_t)((double)CLK_NS_PER_SEC / b->rate);
+	/* Connections take turns within one interval rather than send together. */
+	due = start + interval * (uint64_t)cl->idx / (uint64_t)b->conns;
 	while (!atomic_load(&b->stop)) {
 		uint64_t t0;
 		uint64_t t1;
@@ -139,12 +174,20 @@ client_main(void *arg)
 		cl->seed ^= cl->seed >> 7;
 		cl->seed ^= cl->seed << 17;
 		snprintf(topic, sizeof(topic), "BenchTopic%" PRIu64, cl->seed % b->topics);
+		if (interval > 0 && clk_mono_ns() < due)
+			sleep_until(due);
 		t0 = clk_mono_ns();
 		if (nsc_call(&c, WIRE_REQ_GET_ROUTEINFO_BY_TOPIC, ext, NULL, 0) != 0) {
 			atomic_fetch_add(&b->errors, 1);
 			break;
 		}
 		t1 = clk_mono_ns();
+		if (interval > 0) {
+			/* Behind schedule, the next request goes at once and its
+			 * wait since its due time is part of its latency. */
+			t0 = due;
+			due += interval;
+		}
 		if (t0 - start >= WARMUP_NS) {
 			hist_record(cl->h, t1 - t0);
 			cl->n++;
@@ -160,7 +203,7 @@ struct result {
 };
 
 static struct result
-phase(struct bench *b, int conns, enum wmode mode)
+phase(struct bench *b, int conns, enum wmode mode, double rate)
 {
 	struct client cl[4];
 	struct hist *all = NULL;
@@ -173,13 +216,16 @@ phase(struct bench *b, int conns, enum wmode mode)
 	atomic_store(&b->stop, false);
 	atomic_store(&b->registrations, 0);
 	b->mode = mode;
+	b->rate = rate;
+	b->conns = conns;
 	if (hist_create(10 * CLK_NS_PER_SEC, &all) != 0 ||
 	    hist_create(10 * CLK_NS_PER_SEC, &b->reg_h) != 0)
 		exit(1);
 	if (mode != W_NONE && pthread_create(&wt, NULL, writer_main, b) != 0)
 		exit(1);
 	for (int i = 0; i < conns; i++) {
-		cl[i] = (struct client){.b = b, .seed = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1)};
+		cl[i] = (struct client){
+			.b = b, .seed = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1), .idx = i};
 		if (hist_create(10 * CLK_NS_PER_SEC, &cl[i].h) != 0 ||
 		    pthread_create(&cl[i].tid, NULL, client_main, &cl[i]) != 0)
 			exit(1);
@@ -200,12 +246,13 @@ phase(struct bench *b, int conns, enum wmode mode)
 	r.rate = (double)n / secs;
 	r.p99 = hist_percentile(all, 99.0);
 	printf("{\"bench\":\"namesrv_route_lookup\",\"topics\":%u,\"conns\":%d,\"writer\":\"%s\","
-	       "\"seconds\":%.2f,\"lookups\":%" PRIu64 ",\"lookups_per_s\":%.0f,"
+	       "\"loop\":\"%s\",\"target_per_s\":%.0f,\"seconds\":%.2f,\"lookups\":%" PRIu64
+	       ",\"lookups_per_s\":%.0f,"
 	       "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
 	       "\"registrations\":%" PRIu64 ",\"reg_p50_us\":%.0f,\"reg_max_us\":%.0f,"
 	       "\"errors\":%d}\n",
-	       b->topics, conns, wmode_name[mode], secs, n, r.rate,
-	       (double)hist_percentile(all, 50.0) / 1e3, (double)r.p99 / 1e3,
+	       b->topics, conns, wmode_name[mode], rate > 0 ? "open" : "closed", rate * conns, secs,
+	       n, r.rate, (double)hist_percentile(all, 50.0) / 1e3, (double)r.p99 / 1e3,
 	       (double)hist_percentile(all, 99.9) / 1e3, (double)hist_max(all) / 1e3,
 	       atomic_load(&b->registrations), (double)hist_percentile(b->reg_h, 50.0) / 1e3,
 	       (double)hist_max(b->reg_h) / 1e3, atomic_load(&b->errors));
@@ -250,7 +297,7 @@ median(const struct result *r, int n)
 }
 
 static void
-header(const struct bench *b)
+header(const struct bench *b, double rate)
 {
 	char model[128] = "unknown";
 	char gov[64] = "n/a";
@@ -273,8 +320,9 @@ header(const struct bench *b)
 		fclose(f);
 	printf("{\"header\":\"bench_namesrv\",\"cpu\":\"%s\",\"cores\":%ld,\"governor\":\"%s\","
 	       "\"version\":\"%s\",\"topics\":%u,\"seconds_per_phase\":%.1f,"
-	       "\"writer_period_ms\":10}\n",
-	       model, sysconf(_SC_NPROCESSORS_ONLN), gov, SP_VERSION_STR, b->topics, b->seconds);
+	       "\"writer_period_ms\":10,\"open_rate_per_conn\":%.0f}\n",
+	       model, sysconf(_SC_NPROCESSORS_ONLN), gov, SP_VERSION_STR, b->topics, b->seconds,
+	       rate);
 }
 
 int
@@ -282,9 +330,11 @@ main(int argc, char **argv)
 {
 	struct bench b = {.topics = 10000, .seconds = 2.0};
 	int rounds = 3;
+	double rate = 5000;
 	const char *bin = SP_NAMESRV_BIN;
 	const char *args[] = {NULL};
-	struct result res[2][3][ROUNDS_MAX];
+	/* [connections 1 / 4][closed / open][writer mode][round] */
+	static struct result res[2][2][3][ROUNDS_MAX];
 	struct ns_proc p;
 
 	for (int i = 1; i < argc; i++) {
@@ -294,18 +344,27 @@ main(int argc, char **argv)
 			rounds = atoi(argv[i] + 9);
 		else if (strncmp(argv[i], "--topics=", 9) == 0)
 			b.topics = (uint32_t)atoi(argv[i] + 9);
+		else if (strncmp(argv[i], "--rate=", 7) == 0)
+			rate = atof(argv[i] + 7);
 		else if (strncmp(argv[i], "--bin=", 6) == 0)
 			bin = argv[i] + 6;
 		else {
 			fprintf(stderr,
-				"usage: %s [--seconds=S] [--rounds=R] [--topics=N] [--bin=PATH]\n",
+				"usage: %s [--seconds=S] [--rounds=R] [--topics=N] [--rate=R] "
+				"[--bin=PATH]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	if (b.topics == 0 || b.seconds <= 0 || rounds < 1 || rounds > ROUNDS_MAX)
+	if (b.topics == 0 || b.seconds <= 0 || rounds < 1 || rounds > ROUNDS_MAX || rate < 0 ||
+	    rate > 1e6) {
+		fprintf(stderr,
+			"bench_namesrv: --topics > 0, --seconds > 0, --rounds 1..%d and "
+			"--rate 0..1000000 (per connection)\n",
+			ROUNDS_MAX);
 		return 2;
-	header(&b);
+	}
+	header(&b, rate);
 	if (nsp_start(bin, NULL, args, &p) != 0)
 		return 1;
 	b.port = p.port;
@@ -318,23 +377,30 @@ main(int argc, char **argv)
 	b.counter = 1000000000;
 	for (int k = 0; k < 2; k++) {
 		for (int r = 0; r < rounds; r++) {
-			for (int m = 0; m < 3; m++)
-				res[k][m][r] = phase(&b, k == 0 ? 1 : 4, (enum wmode)m);
+			for (int m = 0; m < 3; m++) {
+				for (int l = 0; l < (rate > 0 ? 2 : 1); l++)
+					res[k][l][m][r] = phase(&b, k == 0 ? 1 : 4, (enum wmode)m,
+								l == 0 ? 0 : rate);
+			}
 		}
 	}
 	for (int k = 0; k < 2; k++) {
-		struct result med[3];
+		for (int l = 0; l < (rate > 0 ? 2 : 1); l++) {
+			struct result med[3];
 
-		for (int m = 0; m < 3; m++)
-			med[m] = median(res[k][m], rounds);
-		printf("{\"summary\":\"median of %d rounds\",\"conns\":%d,"
-		       "\"p99_us\":{\"none\":%.1f,\"heartbeat\":%.1f,\"republish\":%.1f},"
-		       "\"lookups_per_s\":{\"none\":%.0f,\"heartbeat\":%.0f,\"republish\":%.0f},"
-		       "\"p99_ratio\":{\"heartbeat\":%.2f,\"republish\":%.2f}}\n",
-		       rounds, k == 0 ? 1 : 4, (double)med[0].p99 / 1e3, (double)med[1].p99 / 1e3,
-		       (double)med[2].p99 / 1e3, med[0].rate, med[1].rate, med[2].rate,
-		       (double)med[1].p99 / (double)med[0].p99,
-		       (double)med[2].p99 / (double)med[0].p99);
+			for (int m = 0; m < 3; m++)
+				med[m] = median(res[k][l][m], rounds);
+			printf("{\"summary\":\"median of %d rounds\",\"conns\":%d,\"loop\":\"%s\","
+			       "\"p99_us\":{\"none\":%.1f,\"heartbeat\":%.1f,\"republish\":%.1f},"
+			       "\"lookups_per_s\":{\"none\":%.0f,\"heartbeat\":%.0f,"
+			       "\"republish\":%.0f},"
+			       "\"p99_ratio\":{\"heartbeat\":%.2f,\"republish\":%.2f}}\n",
+			       rounds, k == 0 ? 1 : 4, l == 0 ? "closed" : "open",
+			       (double)med[0].p99 / 1e3, (double)med[1].p99 / 1e3,
+			       (double)med[2].p99 / 1e3, med[0].rate, med[1].rate, med[2].rate,
+			       (double)med[1].p99 / (double)med[0].p99,
+			       (double)med[2].p99 / (double)med[0].p99);
+		}
 	}
 	nsc_close(&b.broker);
 	free(b.body);
