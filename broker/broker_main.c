@@ -848,6 +848,17 @@ main(int argc, char **argv)
 		cfg_destroy(cfg);
 		return 2;
 	}
+	/*
+	 * A SYNC_MASTER acknowledges a SEND only once a slave has it; with no
+	 * replication that promise cannot be kept, and answering SEND_OK
+	 * anyway would claim durability the broker does not have.
+	 */
+	if (strcmp(cfg_get_str(cfg, "brokerRole"), "SYNC_MASTER") == 0) {
+		log_err(BK_TAG, "brokerRole SYNC_MASTER: replication is not supported yet, so no "
+				"SEND could be acknowledged as replicated; use ASYNC_MASTER");
+		cfg_destroy(cfg);
+		return 2;
+	}
 	x = calloc(1, sizeof(*x));
 	if (x == NULL)
 		return 1;

@@ -735,6 +735,20 @@ test_bad_config(void)
 	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &b), -EIO);
 	T_ASSERT(bk_log_has(&b, "dataplaneCores"));
 	bk_cleanup(&b);
+	/* Roles that need replication are refused, not run as a plain master. */
+	{
+		const char *const roles[][2] = {{"--brokerRole=SYNC_MASTER", NULL},
+						{"--brokerRole=SLAVE", NULL},
+						{"--brokerId=1", NULL}};
+
+		for (unsigned i = 0; i < 3; i++) {
+			struct bk_proc r = {0};
+
+			T_ASSERT_EQ(bk_start(SP_BROKER_BIN, roles[i], &r), -EIO);
+			T_ASSERT(bk_log_has(&r, "replication is not supported"));
+			bk_cleanup(&r);
+		}
+	}
 }
 
 T_MAIN(T_CASE(test_bad_input_writes_nothing), T_CASE(test_redirect),
