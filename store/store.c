@@ -158,20 +158,11 @@ qmap_find(struct store *s, const char *topic, size_t len, uint32_t qid)
 	return NULL;
 }
 
+/* RocketMQ's ^[%|a-zA-Z0-9_-]+$: also keeps paths inside the store. */
 static bool
 topic_name_ok(const char *t, size_t len)
 {
-	if (len == 0 || len > WIRE_TOPIC_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = t[i];
-
-		/* RocketMQ's ^[%|a-zA-Z0-9_-]+$: also keeps paths inside the store. */
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '%' || c == '|' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
+	return wire_topic_name_ok(t, len);
 }
 
 /* Find or open the queue. Caller holds qlock. */
