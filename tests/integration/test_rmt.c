@@ -331,6 +331,13 @@ test_long_poll(void)
 
 		op = nsc_send(&c, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, tx, NULL, 0);
 		T_ASSERT(op >= 0);
+		/*
+		 * Parked before the TagB goes in: the pull reaches its core through
+		 * control, the SEND through another connection, so without this wait
+		 * the TagB can be stored first (seen under ASan) and the pull then
+		 * answers at once, past it (RETRY_IMMEDIATELY), not parked.
+		 */
+		T_ASSERT_EQ(nsc_recv(&c, 300), -ETIMEDOUT);
 		T_ASSERT_EQ(send_v2(&p, "RmtL", 1, "TAGS\001TagB\002", "b"), WIRE_RSP_SUCCESS);
 		T_ASSERT_EQ(nsc_recv(&c, 300), -ETIMEDOUT); /* still parked */
 		T_ASSERT_EQ(send_v2(&p, "RmtL", 1, "TAGS\001TagA\002", "a"), WIRE_RSP_SUCCESS);
