@@ -297,16 +297,11 @@ cl_client_new(struct cl_env *e)
 		cfg.iface = e->ns.ifn[0];
 		break;
 	case SP_BACKEND_DPDK:
-		if (e->sw.pid > 0)
-			snprintf(vdev, sizeof(vdev),
-				 "net_memif0,role=client,socket=/sp-cl-%d-sw,socket-abstract=yes,"
-				 "mac=02:5a:00:00:00:10",
-				 (int)getpid());
-		else
-			snprintf(vdev, sizeof(vdev),
-				 "net_memif0,role=client,socket=/sp-cl-%d-0,socket-abstract=yes,"
-				 "mac=02:5a:00:00:00:10",
-				 (int)getpid());
+		/* Through the switch when there is one, else straight to broker 0. */
+		snprintf(vdev, sizeof(vdev),
+			 "net_memif0,role=client,socket=/sp-cl-%d-%s,socket-abstract=yes,"
+			 "mac=02:5a:00:00:00:10",
+			 (int)getpid(), e->sw.pid > 0 ? "sw" : "0");
 		t_dpdk_eal_args(eal, sizeof(eal), "clcl", t_dpdk_cpu(0), vdev);
 		cfg.local_ip = inet_addr(DPDK_NET "1");
 		cfg.dpdk_args = eal;
