@@ -29,7 +29,6 @@
 #include "common/clock.h"
 #include "sprocket/consumer.h"
 #include "wire/record.h"
-#include "wire/record.h"
 
 /* ---- properties ---- */
 

@@ -158,13 +158,6 @@ qmap_find(struct store *s, const char *topic, size_t len, uint32_t qid)
 	return NULL;
 }
 
-/* RocketMQ's ^[%|a-zA-Z0-9_-]+$: also keeps paths inside the store. */
-static bool
-topic_name_ok(const char *t, size_t len)
-{
-	return wire_topic_name_ok(t, len);
-}
-
 /* Find or open the queue. Caller holds qlock. */
 static int
 queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid, uint32_t shard,
@@ -183,7 +176,8 @@ queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid, u
 		*out = q;
 		return 0;
 	}
-	if (!topic_name_ok(topic, len) || shard >= s->cfg.shards)
+	/* The topic rule also keeps paths inside the store. */
+	if (!wire_topic_name_ok(topic, len) || shard >= s->cfg.shards)
 		return -EINVAL;
 	q = calloc(1, sizeof(*q));
 	if (q == NULL)
@@ -460,7 +454,7 @@ open_queues(struct store *s, bool *rebuild)
 
 		if (de->d_name[0] == '.')
 			continue;
-		if (!topic_name_ok(de->d_name, strlen(de->d_name))) {
+		if (!wire_topic_name_ok(de->d_name, strlen(de->d_name))) {
 			log_warn(STORE_TAG, "ignoring %s/%s: not a topic name", base, de->d_name);
 			continue;
 		}

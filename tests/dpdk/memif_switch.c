@@ -152,12 +152,8 @@ forward(struct sw *sw, uint16_t in, struct rte_mbuf *m)
 		send_one(sw, (uint16_t)out, m);
 		return;
 	}
-	/* Flood: every other port gets a reference; the last one takes ours. */
+	/* Flood: every other port (main() ensures two or more) gets a reference. */
 	sw->flood++;
-	if (sw->n_ports < 2) {
-		rte_pktmbuf_free(m);
-		return;
-	}
 	rte_mbuf_refcnt_update(m, (int16_t)(sw->n_ports - 2));
 	for (uint16_t p = 0; p < sw->n_ports; p++) {
 		if (p != in)

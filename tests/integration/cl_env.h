@@ -55,12 +55,6 @@ bool cl_env_check(enum sp_backend be);
 void cl_env_start(struct cl_env *e, enum sp_backend be);
 
 /*
- * cl_broker_start() - start broker @i ("broker-a", "broker-b", 2 dataplane
- * cores) with @extra ("--key=value", NULL-terminated, remembered for
- * cl_broker_restart()) and wait until its TBW102 or @wait_topic route shows
- * it at the NameServer. Asserts.
- */
-/*
  * dpdk: puts a switch (tests/dpdk/memif_switch.c) between the client and
  * every broker, so one client reaches CL_MAX_BROKERS brokers, as a NIC host
  * does through its switch. Without it a client's memif reaches broker 0
@@ -77,6 +71,12 @@ void cl_env_switch(struct cl_env *e);
  */
 void cl_env_switch_stop(struct cl_env *e);
 
+/*
+ * cl_broker_start() - start broker @i ("broker-a", "broker-b", 2 dataplane
+ * cores) with @extra ("--key=value", NULL-terminated, remembered for
+ * cl_broker_restart()) and wait until its TBW102 or @wait_topic route shows
+ * it at the NameServer. Asserts.
+ */
 void cl_broker_start(struct cl_env *e, unsigned i, const char *const *extra);
 
 /*
