@@ -12,6 +12,21 @@
  * 100,000 topics delays only the requests behind it on the writer; lookups
  * go on against the previous snapshot until the new one is published.
  *
+ * Frames of NS_BULK_MIN bytes or more (registrations of brokers with
+ * thousands of topics: 1.5 MB for 10,000) are received by a third thread,
+ * the bulk receiver, at the writer's low priority. Once the io thread has
+ * read the length of such a frame it takes the connection out of its epoll
+ * set and hands the receive buffer over; the bulk receiver reads the rest
+ * (its own epoll set, 64 KiB per recv(), the buffer growing with the bytes
+ * that arrive) and hands the buffer back when the frame is complete, and the
+ * io thread cuts it and passes it to the writer as any other. Copying
+ * megabytes out of the socket is then work the scheduler can put behind the
+ * lookups, and the io thread, which otherwise only answers small requests,
+ * sleeps between them, so a waking lookup finds it ready. Meanwhile the io
+ * thread still sends on that connection (responses to its earlier requests)
+ * and never closes it: a close it wants waits until the buffer is back, the
+ * socket shut down so that the bulk receiver lets go at once.
+ *
  * Connections: level-triggered epoll. Output that the socket does not take
  * at once waits in a per-connection buffer with EPOLLOUT armed. A
  * connection with NS_PENDING_MAX requests at the writer or more than
@@ -59,7 +74,9 @@
 #define NS_WBUF_HIGH (8u << 20)	 /* stop reading a connection above this much unsent output */
 #define NS_STEAL_MIN (64u << 10) /* frames this large move to the writer without a copy */
 #define NS_EVENTS 64
-#define NS_WRITER_NICE 10
+#define NS_WRITER_NICE 10	 /* the writer's and the bulk receiver's */
+#define NS_BULK_MIN (256u << 10) /* frames this large are received off the io thread */
+#define NS_BULK_EVENTS 16
 
 struct ns_conn {
 	int fd;
@@ -72,16 +89,19 @@ struct ns_conn {
 	size_t woff;
 	size_t wlen;
 	size_t wcap;
-	uint32_t pending; /* requests queued at the writer */
-	bool wrote;	  /* sent a request that changes state */
-	bool out_armed;	  /* EPOLLOUT in the epoll set */
-	bool paused;	  /* EPOLLIN out of the epoll set */
+	uint32_t pending;      /* requests queued at the writer */
+	bool wrote;	       /* sent a request that changes state */
+	bool out_armed;	       /* EPOLLOUT in the epoll set */
+	bool paused;	       /* EPOLLIN out of the epoll set */
+	bool bulk;	       /* receive handed to the bulk receiver; fd out of the epoll set */
+	const char *close_why; /* a close waiting for the bulk receiver ("" for a quiet one) */
 	char peer[INET_ADDRSTRLEN + 8];
 };
 
 enum ns_job_kind {
 	NS_JOB_REQ,
 	NS_JOB_CLOSED,
+	NS_JOB_BULK, /* frame: a receive buffer, len bytes in, want in all */
 };
 
 /* io -> writer and back. Owned by whichever list or thread holds it. */
@@ -96,12 +116,15 @@ struct ns_job {
 	uint8_t *resp;
 	size_t resp_len;
 	int rc;
+	size_t want;	  /* NS_JOB_BULK: the frame's length */
+	uint64_t last_ns; /* NS_JOB_BULK: when a byte last arrived */
 	char peer[INET_ADDRSTRLEN + 8];
 };
 
 /*
- * Ownership: conns and every connection belong to the io thread. The two
- * job lists and writer_stop are guarded by mu. stop is set by any thread.
+ * Ownership: conns and every connection belong to the io thread. The job
+ * lists, writer_stop and bulk_stop are guarded by mu; a job on the bulk
+ * receiver's active list is its own. stop is set by any thread.
  * st: see ns_handle()'s roles. Everything else is immutable after create.
  */
 struct ns_server {
@@ -130,6 +153,14 @@ struct ns_server {
 	struct ns_job *done;
 	struct ns_job *done_tail;
 	bool writer_stop;
+
+	pthread_t bulk;
+	bool bulk_started;
+	int bulk_epfd;
+	int bulk_evfd;
+	struct ns_job *bulk_in; /* io -> bulk receiver (mu) */
+	struct ns_job *bulk_in_tail;
+	bool bulk_stop;
 };
 
 static void
@@ -149,6 +180,28 @@ job_free(struct ns_job *j)
 	free(j->frame);
 	free(j->resp);
 	free(j);
+}
+
+/*
+ * The receive buffer's next size: the bytes in plus one slice, and toward
+ * the frame's length (@total, 0 if unknown) by doubling, never beyond it, so
+ * memory follows the bytes that arrive, not what a header announces.
+ */
+static size_t
+rbuf_want(size_t rlen, size_t total)
+{
+	size_t want = rlen + NS_RBUF_STEP;
+
+	if (total > rlen)
+		want = SP_MIN(total, SP_MAX(want, rlen * 2));
+	return want;
+}
+
+/* The length a frame's first 4 bytes announce, the length field included. */
+static size_t
+frame_total(const uint8_t *p)
+{
+	return ((size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]) + 4;
 }
 
 static void
@@ -255,6 +308,116 @@ writer_main(void *arg)
 }
 
 /*
+ * Bulk receiver thread
+ */
+
+/* The frame is in, or the connection failed: hand the buffer back to io. */
+static void
+bulk_done(struct ns_server *srv, struct ns_job **active, struct ns_job *j, int rc)
+{
+	struct ns_job **pp = active;
+
+	while (*pp != j)
+		pp = &(*pp)->next;
+	*pp = j->next;
+	epoll_ctl(srv->bulk_epfd, EPOLL_CTL_DEL, j->fd, NULL);
+	j->rc = rc;
+	pthread_mutex_lock(&srv->mu);
+	job_push(&srv->done, &srv->done_tail, j);
+	pthread_mutex_unlock(&srv->mu);
+	wake(srv->evfd);
+}
+
+/* One slice. Return: 1 the frame is complete, 0 more to come, or -errno. */
+static int
+bulk_recv(struct ns_job *j)
+{
+	size_t want = rbuf_want(j->len, j->want);
+	ssize_t n;
+
+	if (want > j->cap) {
+		uint8_t *nb = realloc(j->frame, want);
+
+		if (nb == NULL)
+			return -ENOMEM;
+		j->frame = nb;
+		j->cap = want;
+	}
+	n = recv(j->fd, j->frame + j->len, SP_MIN(j->want - j->len, (size_t)NS_RBUF_STEP), 0);
+	if (n == 0)
+		return -EPIPE;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	j->len += (size_t)n;
+	j->last_ns = clk_mono_ns();
+	return j->len == j->want;
+}
+
+static void *
+bulk_main(void *arg)
+{
+	struct ns_server *srv = arg;
+	struct epoll_event evs[NS_BULK_EVENTS];
+	struct ns_job *active = NULL; /* this thread's: the frames being received */
+
+	/* Bulk bytes are background work, like the writer's (see writer_main). */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), NS_WRITER_NICE) != 0)
+		log_warn(NS_TAG, "lowering the bulk receiver's priority failed: %s",
+			 err_str(errno));
+	for (;;) {
+		int n = epoll_wait(srv->bulk_epfd, evs, NS_BULK_EVENTS, 200);
+		uint64_t now = clk_mono_ns();
+		struct ns_job *in;
+		bool stop;
+
+		pthread_mutex_lock(&srv->mu);
+		stop = srv->bulk_stop;
+		in = srv->bulk_in;
+		srv->bulk_in = srv->bulk_in_tail = NULL;
+		pthread_mutex_unlock(&srv->mu);
+		while (in != NULL) {
+			struct ns_job *j = in;
+			struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = j};
+
+			in = j->next;
+			j->next = active;
+			active = j;
+			j->last_ns = now;
+			if (epoll_ctl(srv->bulk_epfd, EPOLL_CTL_ADD, j->fd, &ev) != 0)
+				bulk_done(srv, &active, j, -errno);
+		}
+		if (stop)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct ns_job *j = evs[i].data.ptr;
+			int rc;
+
+			if (j == NULL) {
+				uint64_t cnt;
+
+				(void)!read(srv->bulk_evfd, &cnt, sizeof(cnt));
+				continue;
+			}
+			rc = bulk_recv(j);
+			if (rc != 0)
+				bulk_done(srv, &active, j, SP_MIN(rc, 0));
+		}
+		/* A peer that stops half-way is closed as an idle one would be. */
+		now = clk_mono_ns();
+		for (struct ns_job *j = active, *next; j != NULL && srv->conf.idle_ms > 0;
+		     j = next) {
+			next = j->next;
+			if (now > j->last_ns + srv->conf.idle_ms * 1000000)
+				bulk_done(srv, &active, j, -ETIMEDOUT);
+		}
+	}
+	/* Shutting down: the buffers go back so that destroy frees them. */
+	while (active != NULL)
+		bulk_done(srv, &active, active, -ECANCELED);
+	return NULL;
+}
+
+/*
  * Connections (io thread)
  */
 
@@ -263,6 +426,8 @@ conn_epoll(struct ns_server *srv, struct ns_conn *c)
 {
 	struct epoll_event ev = {.data.fd = c->fd};
 
+	if (c->bulk)
+		return; /* out of the set; its mask is set again when it comes back */
 	ev.events = (c->paused ? 0 : EPOLLIN) | (c->out_armed ? EPOLLOUT : 0) | EPOLLRDHUP;
 	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
 		log_err_ratelimited(NS_TAG, "epoll_ctl(%s) failed: %s", c->peer, err_str(errno));
@@ -271,6 +436,14 @@ conn_epoll(struct ns_server *srv, struct ns_conn *c)
 static void
 conn_close(struct ns_server *srv, struct ns_conn *c, const char *why)
 {
+	if (c->bulk) {
+		/* The bulk receiver holds the fd: it lets go at the shutdown. */
+		if (c->close_why == NULL) {
+			c->close_why = why != NULL ? why : "";
+			shutdown(c->fd, SHUT_RDWR);
+		}
+		return;
+	}
 	if (why != NULL)
 		log_info_ratelimited(NS_TAG, "closing connection %s: %s", c->peer, why);
 	if (c->wrote) {
@@ -403,6 +576,72 @@ conn_to_writer(struct ns_server *srv, struct ns_conn *c, size_t off, size_t flen
 	return 0;
 }
 
+static int conn_process(struct ns_server *srv, struct ns_conn *c);
+
+/*
+ * Hand the receive of a large frame to the bulk receiver: the buffer (with
+ * the frame's first bytes, and nothing after them) moves, and the fd leaves
+ * the epoll set until it comes back (srv_completions()).
+ */
+static void
+conn_to_bulk(struct ns_server *srv, struct ns_conn *c, size_t total)
+{
+	struct ns_job *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return; /* the io thread reads it itself */
+	j->kind = NS_JOB_BULK;
+	j->fd = c->fd;
+	j->conn = c->id;
+	j->frame = c->rbuf;
+	j->len = c->rlen;
+	j->cap = c->rcap;
+	j->want = total;
+	c->rbuf = NULL;
+	c->rlen = 0;
+	c->rcap = 0;
+	c->bulk = true;
+	c->pending++; /* spares it the idle sweep; the bulk receiver times it out */
+	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	pthread_mutex_lock(&srv->mu);
+	job_push(&srv->bulk_in, &srv->bulk_in_tail, j);
+	pthread_mutex_unlock(&srv->mu);
+	wake(srv->bulk_evfd);
+}
+
+/* The bulk receiver is done with @j (srv_completions()). */
+static void
+conn_from_bulk(struct ns_server *srv, struct ns_conn *c, struct ns_job *j)
+{
+	struct epoll_event ev = {.data.fd = c->fd};
+
+	c->bulk = false;
+	c->pending--;
+	c->rbuf = j->frame;
+	c->rlen = j->len;
+	c->rcap = j->cap;
+	j->frame = NULL;
+	if (c->close_why != NULL) {
+		conn_close(srv, c, c->close_why[0] != '\0' ? c->close_why : NULL);
+		return;
+	}
+	if (j->rc != 0) {
+		conn_close(srv, c,
+			   j->rc == -EPIPE	 ? NULL
+			   : j->rc == -ETIMEDOUT ? "idle in the middle of a frame"
+			   : j->rc == -ENOMEM	 ? "no memory for input"
+						 : "recv failed");
+		return;
+	}
+	c->last_ms = clk_mono_ns() / 1000000;
+	ev.events = (c->paused ? 0 : EPOLLIN) | (c->out_armed ? EPOLLOUT : 0) | EPOLLRDHUP;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+		conn_close(srv, c, "epoll_ctl failed");
+		return;
+	}
+	(void)conn_process(srv, c);
+}
+
 /* Run every complete frame in the receive buffer. Return: 0, -1 closed. */
 static int
 conn_process(struct ns_server *srv, struct ns_conn *c)
@@ -471,18 +710,12 @@ conn_process(struct ns_server *srv, struct ns_conn *c)
 static void
 conn_read(struct ns_server *srv, struct ns_conn *c)
 {
-	size_t want = c->rlen + NS_RBUF_STEP;
+	size_t total = c->rlen >= 4 ? frame_total(c->rbuf) : 0;
+	size_t want = rbuf_want(c->rlen, total <= srv->conf.frame_max ? total : 0);
 	ssize_t n;
 
-	if (c->rlen >= 4) {
-		/* Grow toward the announced frame by doubling, never beyond it. */
-		size_t total = ((size_t)c->rbuf[0] << 24 | (size_t)c->rbuf[1] << 16 |
-				(size_t)c->rbuf[2] << 8 | c->rbuf[3]) +
-			       4;
-
-		if (total > c->rlen && total <= srv->conf.frame_max)
-			want = SP_MIN(total, SP_MAX(want, c->rlen * 2));
-	}
+	if (c->bulk)
+		return; /* a stale event from before the hand-over */
 	if (want > c->rcap) {
 		uint8_t *nb = realloc(c->rbuf, want);
 
@@ -507,7 +740,12 @@ conn_read(struct ns_server *srv, struct ns_conn *c)
 	}
 	c->rlen += (size_t)n;
 	c->last_ms = clk_mono_ns() / 1000000;
-	(void)conn_process(srv, c);
+	if (conn_process(srv, c) != 0)
+		return;
+	/* What is left is the start of one frame: a large one is received elsewhere. */
+	if (!c->paused && c->rlen >= 4 && (total = frame_total(c->rbuf)) >= NS_BULK_MIN &&
+	    total <= srv->conf.frame_max && total > c->rlen)
+		conn_to_bulk(srv, c, total);
 }
 
 static void
@@ -589,6 +827,13 @@ srv_completions(struct ns_server *srv)
 		struct ns_conn *c = (size_t)j->fd < srv->conns_cap ? srv->conns[j->fd] : NULL;
 
 		list = j->next;
+		if (j->kind == NS_JOB_BULK) {
+			/* Its connection cannot have gone: closes wait for this. */
+			if (c != NULL && c->id == j->conn)
+				conn_from_bulk(srv, c, j);
+			job_free(j);
+			continue;
+		}
 		/* The connection may be gone, or its fd reused: match the id. */
 		if (c != NULL && c->id == j->conn) {
 			c->pending--;
@@ -647,7 +892,7 @@ ns_server_create(const struct ns_server_conf *conf, struct ns_server **out)
 
 	if (srv == NULL)
 		return -ENOMEM;
-	srv->lfd = srv->epfd = srv->evfd = -1;
+	srv->lfd = srv->epfd = srv->evfd = srv->bulk_epfd = srv->bulk_evfd = -1;
 	srv->conf = *conf;
 	srv->kv_path = strdup(conf->st.kv_path != NULL ? conf->st.kv_path : "");
 	if (srv->kv_path == NULL) {
@@ -686,7 +931,14 @@ ns_server_create(const struct ns_server_conf *conf, struct ns_server **out)
 	srv->port = ntohs(sa.sin_port);
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (srv->epfd < 0 || srv->evfd < 0) {
+	srv->bulk_epfd = epoll_create1(EPOLL_CLOEXEC);
+	srv->bulk_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (srv->epfd < 0 || srv->evfd < 0 || srv->bulk_epfd < 0 || srv->bulk_evfd < 0) {
+		rc = -errno;
+		goto err;
+	}
+	ev.data.ptr = NULL; /* the bulk receiver's jobs are data.ptr; its wake-up is NULL */
+	if (epoll_ctl(srv->bulk_epfd, EPOLL_CTL_ADD, srv->bulk_evfd, &ev) != 0) {
 		rc = -errno;
 		goto err;
 	}
@@ -738,6 +990,13 @@ ns_server_run(struct ns_server *srv, int sig_fd)
 	if (rc != 0)
 		return -rc;
 	srv->writer_started = true;
+	rc = pthread_create(&srv->bulk, NULL, bulk_main, srv);
+	if (rc != 0) {
+		rc = -rc;
+		atomic_store_relaxed(&srv->stop, true); /* stop the writer below */
+	} else {
+		srv->bulk_started = true;
+	}
 	urcu_memb_register_thread();
 
 	while (!atomic_load_relaxed(&srv->stop)) {
@@ -784,8 +1043,13 @@ ns_server_run(struct ns_server *srv, int sig_fd)
 
 	pthread_mutex_lock(&srv->mu);
 	srv->writer_stop = true;
+	srv->bulk_stop = true;
 	pthread_cond_signal(&srv->cv);
 	pthread_mutex_unlock(&srv->mu);
+	wake(srv->bulk_evfd);
+	if (srv->bulk_started)
+		pthread_join(srv->bulk, NULL);
+	srv->bulk_started = false;
 	pthread_join(srv->writer, NULL);
 	srv->writer_started = false;
 	urcu_memb_unregister_thread();
@@ -801,13 +1065,14 @@ ns_server_destroy(struct ns_server *srv)
 
 	if (srv == NULL)
 		return;
-	BASSERT(!srv->writer_started);
+	BASSERT(!srv->writer_started && !srv->bulk_started);
 	for (size_t fd = 0; fd < srv->conns_cap; fd++) {
 		struct ns_conn *c = srv->conns[fd];
 
 		if (c == NULL)
 			continue;
 		c->wrote = false; /* shutting down: nobody to tell */
+		c->bulk = false;  /* its buffer is on a list freed below */
 		conn_close(srv, c, NULL);
 	}
 	free(srv->conns);
@@ -819,12 +1084,20 @@ ns_server_destroy(struct ns_server *srv)
 		srv->done = j->next;
 		job_free(j);
 	}
+	while ((j = srv->bulk_in) != NULL) {
+		srv->bulk_in = j->next;
+		job_free(j);
+	}
 	if (srv->lfd >= 0)
 		close(srv->lfd);
 	if (srv->epfd >= 0)
 		close(srv->epfd);
 	if (srv->evfd >= 0)
 		close(srv->evfd);
+	if (srv->bulk_epfd >= 0)
+		close(srv->bulk_epfd);
+	if (srv->bulk_evfd >= 0)
+		close(srv->bulk_evfd);
 	ns_state_destroy(srv->st);
 	pthread_cond_destroy(&srv->cv);
 	pthread_mutex_destroy(&srv->mu);

@@ -609,6 +609,92 @@ test_100k_topics(void)
 	finish(&p);
 }
 
+/* A whole REGISTER_BROKER frame of @n topics, to send in pieces. Return: malloc'd. */
+static uint8_t *
+reg_frame(const char *bname, const char *addr, const char *prefix, uint32_t n, size_t *out_len)
+{
+	struct wire_rem_cmd cmd = {.code = WIRE_REQ_REGISTER_BROKER,
+				   .opaque = 1,
+				   .version = WIRE_REM_VERSION_V4_9_8,
+				   .language = WIRE_LANG_JAVA,
+				   .serialize = WIRE_REM_JSON};
+	size_t blen;
+	char *body = nsc_register_body(prefix, n, 1700000000000, 1, &blen);
+	uint8_t *f = malloc(4096 + blen);
+	size_t hlen;
+
+	T_ASSERT(body != NULL && f != NULL);
+	cmd.body_len = (uint32_t)blen;
+	T_ASSERT_EQ(wire_rem_ext_add(&cmd, "brokerName", bname), 0);
+	T_ASSERT_EQ(wire_rem_ext_add(&cmd, "brokerAddr", addr), 0);
+	T_ASSERT_EQ(wire_rem_ext_add(&cmd, "clusterName", "DefaultCluster"), 0);
+	T_ASSERT_EQ(wire_rem_ext_add(&cmd, "brokerId", "0"), 0);
+	T_ASSERT_EQ(wire_rem_encode_header(&cmd, f, 4096, &hlen), 0);
+	memcpy(f + hlen, body, blen);
+	free(body);
+	*out_len = hlen + blen;
+	return f;
+}
+
+/*
+ * Frames of 256 KiB and more are received off the io thread (ns_server.c):
+ * lookups are answered while one arrives slowly, and a peer that stalls or
+ * dies in the middle of one loses only its own connection.
+ */
+static void
+test_large_frames(void)
+{
+	const char *args[] = {"--serverChannelMaxIdleTimeSeconds=2", NULL};
+	struct ns_proc p;
+	struct ns_client good;
+	struct ns_client slow;
+	struct ns_client c;
+	size_t flen;
+	uint8_t *f = reg_frame("broker-b", "127.0.0.1:10921", "Big", 5000, &flen);
+
+	T_ASSERT(flen > 512 * 1024);
+	start(&p, NULL, args);
+	connect_to(&p, &good);
+	connect_to(&p, &slow);
+	T_ASSERT_EQ(reg(&good, "broker-a", "127.0.0.1:10911", "0", "T", 1, 1), 0);
+
+	/* In 8 pieces, with lookups on another connection between them. */
+	for (size_t k = 0; k < 8; k++) {
+		size_t from = flen * k / 8;
+
+		T_ASSERT_EQ(nsc_send_raw(&slow, f + from, flen * (k + 1) / 8 - from), 0);
+		usleep(50 * 1000);
+		T_ASSERT_EQ(route(&good, "T0"), 0);
+	}
+	T_ASSERT_EQ(nsc_recv(&slow, WAIT_MS), 0);
+	T_ASSERT_EQ(slow.rsp.code, 0);
+	T_ASSERT_EQ(route(&good, "Big4999"), 0);
+	/* The same connection goes on with small requests after a large one. */
+	T_ASSERT_EQ(route(&slow, "Big0"), 0);
+
+	/* A peer that dies in the middle: only its connection goes. */
+	connect_to(&p, &c);
+	T_ASSERT_EQ(nsc_send_raw(&c, f, flen / 2), 0);
+	usleep(100 * 1000);
+	nsc_close(&c);
+	T_ASSERT_EQ(route(&good, "Big1"), 0);
+
+	/* A peer that stops in the middle is closed as idle; the others go on. */
+	connect_to(&p, &c);
+	T_ASSERT_EQ(nsc_send_raw(&c, f, flen / 2), 0);
+	T_ASSERT_EQ(route(&good, "T0"), 0);
+	T_ASSERT(nsc_wait_closed(&c, WAIT_MS));
+	nsc_close(&c);
+	T_ASSERT(nsp_log_has(&p, "idle in the middle of a frame"));
+	nsc_close(&good);
+	nsc_close(&slow);
+	connect_to(&p, &good);
+	T_ASSERT_EQ(route(&good, "NoSuchTopic"), WIRE_RSP_TOPIC_NOT_EXIST);
+	nsc_close(&good);
+	free(f);
+	finish(&p);
+}
+
 static void
 test_kv_config(void)
 {
@@ -736,4 +822,4 @@ T_MAIN(T_CASE(test_register_and_route), T_CASE(test_slave_and_unregister),
        T_CASE(test_close_drops_routes), T_CASE(test_idle_connection_closed),
        T_CASE(test_two_namesrvs), T_CASE(test_unknown_codes), T_CASE(test_malformed_frames),
        T_CASE(test_100k_topics), T_CASE(test_kv_config), T_CASE(test_kv_file_checked_at_start),
-       T_CASE(test_many_connections))
+       T_CASE(test_many_connections), T_CASE(test_large_frames))
