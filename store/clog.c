@@ -43,13 +43,17 @@ struct clog_seg {
 	int fd;
 	uint8_t *map; /* the file, shared: recovery and reads of written-back data */
 	/*
-	 * Write-behind buffer: anonymous, pre-faulted memory the owner appends
-	 * into while the segment is hot. The flusher pwrite()s it to the file
+	 * Write-behind buffer: pre-faulted memory the owner appends into while
+	 * the segment is hot, a file in buf_dir (tmpfs: it outlives a crash of
+	 * the process) or anonymous. The flusher pwrite()s it to the file
 	 * before each fdatasync and, once the sealed segment is durable,
 	 * clears it (release) and frees it after a grace period. Readers use
 	 * it while it is set, the file mapping after.
 	 */
 	_Atomic(uint8_t *) buf;
+	bool buf_file; /* buf is a file in buf_dir (set with buf, before it is published) */
+	/* open and recovery only: the buffer a crashed run left in buf_dir, read-only */
+	const uint8_t *old_buf;
 	/* owner writes when it seals the segment, trim reads */
 	_Atomic int64_t last_ms;
 	/* graveyard link and due time (trim only) */
@@ -61,6 +65,8 @@ struct clog_seg {
 /* A write-behind buffer waiting out its grace period (flusher only). */
 struct clog_buf_grave {
 	uint8_t *buf;
+	uint64_t start;
+	bool file;
 	uint64_t due_ns;
 	struct clog_buf_grave *next;
 };
@@ -69,6 +75,7 @@ struct clog {
 	/* immutable after open */
 	const struct store_io_ops *io;
 	char *dir;
+	char *buf_dir; /* NULL: anonymous buffers only */
 	uint32_t shard;
 	uint64_t seg_size;
 	bool sync_flush;
@@ -97,6 +104,10 @@ struct clog {
 
 	/* trim writes (release), readers check (acquire) */
 	_Atomic uint64_t min;
+
+	/* hot buffers in anonymous memory (relaxed: a hint for the flusher's cadence) */
+	_Atomic int anon_bufs;
+	_Atomic bool buf_dir_warned;
 
 	/* flusher only */
 	int64_t logged_err_off;
@@ -140,21 +151,59 @@ clog_seg_at(const struct clog *c, uint64_t off)
 }
 
 static void
-clog_buf_free(struct clog *c, uint8_t *buf)
+clog_buf_path(const struct clog *c, uint64_t start, char *path, size_t n)
 {
-	if (buf != NULL)
-		munmap(buf, c->seg_size);
+	snprintf(path, n, "%s/%020" PRIu64, c->buf_dir, start);
+}
+
+/*
+ * @keep_file: leave a buffer's file for the next start's recovery (its data
+ * may not be in the segment file yet).
+ */
+static void
+clog_buf_free(struct clog *c, uint8_t *buf, uint64_t start, bool file, bool keep_file)
+{
+	char path[PATH_MAX];
+
+	if (buf == NULL)
+		return;
+	munmap(buf, c->seg_size);
+	if (!file) {
+		atomic_add_relaxed(&c->anon_bufs, -1);
+		return;
+	}
+	if (keep_file)
+		return;
+	clog_buf_path(c, start, path, sizeof(path));
+	if (unlink(path) != 0 && errno != ENOENT)
+		log_warn(CLOG_TAG, "shard %u: cannot remove %s: %s", c->shard, path,
+			 strerror(errno));
 }
 
 static void
-clog_seg_free(struct clog *c, struct clog_seg *s)
+clog_old_buf_drop(struct clog *c, struct clog_seg *s)
 {
-	clog_buf_free(c, atomic_load_relaxed(&s->buf));
+	if (s->old_buf != NULL)
+		munmap((void *)s->old_buf, c->seg_size);
+	s->old_buf = NULL;
+}
+
+static void
+clog_seg_free_keep(struct clog *c, struct clog_seg *s, bool keep_file)
+{
+	clog_buf_free(c, atomic_load_relaxed(&s->buf), s->start, s->buf_file, keep_file);
+	clog_old_buf_drop(c, s);
 	if (s->map != NULL)
 		(void)c->io->unmap(c->io->ctx, s->map, c->seg_size);
 	if (s->fd >= 0)
 		(void)c->io->close(c->io->ctx, s->fd);
 	free(s);
+}
+
+static void
+clog_seg_free(struct clog *c, struct clog_seg *s)
+{
+	clog_seg_free_keep(c, s, false);
 }
 
 static struct clog_seg *
@@ -172,19 +221,64 @@ clog_seg_new(const struct clog *c, uint64_t start)
 }
 
 /*
- * A pre-faulted anonymous buffer for a hot segment. Anonymous memory is
- * never write-protected for dirty tracking (as a shared file mapping is
- * after each writeback), so appends into it never take a page fault.
+ * The buffer of the segment at @start as a file in buf_dir, its memory
+ * reserved (fallocate: a full tmpfs says ENOSPC here, not SIGBUS at an
+ * append). Return: the shared mapping, or MAP_FAILED with errno set.
+ */
+static void *
+clog_buf_map_file(struct clog *c, uint64_t start)
+{
+	char path[PATH_MAX];
+	void *p = MAP_FAILED;
+	int fd;
+	int err;
+
+	clog_buf_path(c, start, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return MAP_FAILED;
+	if (fallocate(fd, 0, 0, (off_t)c->seg_size) == 0)
+		p = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = errno;
+	close(fd);
+	if (p == MAP_FAILED) {
+		(void)unlink(path);
+		errno = err;
+	}
+	return p;
+}
+
+/*
+ * A pre-faulted buffer for the hot segment at @start: a file in buf_dir
+ * when there is one (on tmpfs it survives a crash of the process, and
+ * recovery copies what the segment file lacks), else anonymous memory.
+ * Neither is write-protected for dirty tracking (as a shared mapping of a
+ * disk file is after each writeback), so appends into it never fault.
  */
 static int
-clog_buf_alloc(struct clog *c, uint8_t **out)
+clog_buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
 {
-	void *p =
-		mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = MAP_FAILED;
 	long page = sysconf(_SC_PAGESIZE);
 
-	if (p == MAP_FAILED)
-		return -errno;
+	*file = false;
+	if (c->buf_dir != NULL) {
+		p = clog_buf_map_file(c, start);
+		if (p != MAP_FAILED)
+			*file = true;
+		else if (!atomic_exchange_explicit(&c->buf_dir_warned, true, memory_order_relaxed))
+			log_warn(CLOG_TAG,
+				 "shard %u: write-behind buffer not in %s (%s): anonymous memory, "
+				 "a crash of the process loses the appends not yet written back",
+				 c->shard, c->buf_dir, strerror(errno));
+	}
+	if (p == MAP_FAILED) {
+		p = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		atomic_add_relaxed(&c->anon_bufs, 1);
+	}
 	/* Write-faulted a slice at a time, the service's other files between slices. */
 	for (uint64_t off = 0; off < c->seg_size; off += CLOG_PREP_SLICE) {
 		uint64_t len = SP_MIN((uint64_t)CLOG_PREP_SLICE, c->seg_size - off);
@@ -287,7 +381,7 @@ clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 	if (rc != 0)
 		goto err_unlink;
 	/* The owner's stores go to a pre-faulted buffer: no fault on its hot path. */
-	rc = clog_buf_alloc(c, &buf);
+	rc = clog_buf_alloc(c, start, &buf, &s->buf_file);
 	if (rc != 0)
 		goto err_unlink;
 	atomic_store_relaxed(&s->buf, buf);
@@ -396,6 +490,107 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 	return 0;
 }
 
+/* Map the buffer a crashed run left for @s, if any (read by clog_recover()). */
+static void
+clog_old_buf_load(struct clog *c, struct clog_seg *s)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	void *p;
+	int fd;
+
+	if (c->buf_dir == NULL)
+		return;
+	clog_buf_path(c, s->start, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == c->seg_size) {
+		p = mmap(NULL, c->seg_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED)
+			s->old_buf = p;
+	}
+	close(fd);
+}
+
+/*
+ * The file of @s lacks a valid record (or BLANK) at @off, where the scan
+ * from @from stopped: take it from the buffer a crashed run left, when that
+ * buffer holds the same bytes as the file from @from (within @s) up to
+ * @off and a valid record at @off. Return: bytes copied into the file's
+ * mapping, 0 when there is nothing to take.
+ */
+static uint64_t
+clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64_t off)
+{
+	uint64_t in = off - s->start;
+	uint64_t a = from > s->start ? from - s->start : 0;
+	struct wire_msg m;
+	long r;
+
+	if (s->old_buf == NULL)
+		return 0;
+	if (a > in || memcmp(s->map + a, s->old_buf + a, in - a) != 0) {
+		log_warn(CLOG_TAG,
+			 "shard %u: the write-behind buffer of segment %020" PRIu64
+			 " does not match its file: not used",
+			 c->shard, s->start);
+		clog_old_buf_drop(c, s);
+		return 0;
+	}
+	r = wire_rec_decode(s->old_buf + in, c->seg_size - in, WIRE_REC_VERIFY_CRC, &m);
+	if (r > 0 && m.phys_offset == clog_phys(c->shard, off) &&
+	    c->seg_size - in - (uint64_t)r >= WIRE_BLANK_LEN) {
+		memcpy(s->map + in, s->old_buf + in, (size_t)r);
+		return (uint64_t)r;
+	}
+	if (r == -ENODATA && m.total_size == c->seg_size - in) {
+		memcpy(s->map + in, s->old_buf + in, WIRE_BLANK_LEN);
+		return WIRE_BLANK_LEN;
+	}
+	return 0;
+}
+
+/*
+ * After recovery: unmap the buffers a crashed run left and remove every
+ * buffer file but those of this run's hot segments.
+ */
+static void
+clog_old_bufs_remove(struct clog *c)
+{
+	DIR *d;
+	struct dirent *de;
+
+	for (unsigned i = 0; i < CLOG_SEG_SLOTS; i++) {
+		struct clog_seg *s = atomic_load_relaxed(&c->segs[i]);
+
+		if (s != NULL)
+			clog_old_buf_drop(c, s);
+	}
+	if (c->buf_dir == NULL || (d = opendir(c->buf_dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char path[PATH_MAX];
+		char *end;
+		unsigned long long x;
+		struct clog_seg *s;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) != 20)
+			continue;
+		errno = 0;
+		x = strtoull(de->d_name, &end, 10);
+		if (errno != 0 || *end != '\0')
+			continue;
+		s = x % c->seg_size == 0 ? clog_seg_at(c, x) : NULL;
+		if (s != NULL && s->start == x && atomic_load_relaxed(&s->buf) != NULL &&
+		    s->buf_file)
+			continue;
+		clog_buf_path(c, x, path, sizeof(path));
+		(void)unlink(path);
+	}
+	closedir(d);
+}
+
 int
 clog_open(const struct clog_cfg *cfg, struct clog **out)
 {
@@ -423,6 +618,21 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	rc = store_mkdirs(c->dir);
 	if (rc != 0)
 		goto err_close;
+	if (cfg->buf_dir != NULL && cfg->buf_dir[0] != '\0') {
+		c->buf_dir = strdup(cfg->buf_dir);
+		if (c->buf_dir == NULL) {
+			rc = -ENOMEM;
+			goto err_close;
+		}
+		rc = store_mkdirs(c->buf_dir);
+		if (rc != 0) {
+			log_warn(CLOG_TAG,
+				 "shard %u: cannot create %s (%s): buffers in anonymous memory",
+				 c->shard, c->buf_dir, strerror(-rc));
+			free(c->buf_dir);
+			c->buf_dir = NULL;
+		}
+	}
 	rc = clog_list(c, &starts, &n);
 	if (rc != 0)
 		goto err_close;
@@ -461,6 +671,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 				c->shard, starts[i], strerror(-rc));
 			goto err_close;
 		}
+		clog_old_buf_load(c, s);
 		atomic_store_release(&c->segs[clog_slot(c, s->start)], s);
 		c->cur = s;
 	}
@@ -485,17 +696,23 @@ void
 clog_close(struct clog *c)
 {
 	struct clog_seg *s;
+	bool keep;
 
 	if (c == NULL)
 		return;
+	/*
+	 * Buffer files go only when every append is durable in the segment
+	 * files: after a failed last flush the next start recovers from them.
+	 */
+	keep = atomic_load_relaxed(&c->flushed) < atomic_load_relaxed(&c->written);
 	/* A prepared segment is normally also in segs[]: free it once. */
 	s = atomic_load_relaxed(&c->next);
 	if (s != NULL && atomic_load_relaxed(&c->segs[clog_slot(c, s->start)]) != s)
-		clog_seg_free(c, s);
+		clog_seg_free_keep(c, s, keep);
 	for (unsigned i = 0; i < CLOG_SEG_SLOTS; i++) {
 		s = atomic_load_relaxed(&c->segs[i]);
 		if (s != NULL)
-			clog_seg_free(c, s);
+			clog_seg_free_keep(c, s, keep);
 	}
 	while ((s = c->graveyard) != NULL) {
 		c->graveyard = s->grave_next;
@@ -506,10 +723,13 @@ clog_close(struct clog *c)
 		struct clog_buf_grave *g = c->buf_graves;
 
 		c->buf_graves = g->next;
-		clog_buf_free(c, g->buf);
+		clog_buf_free(c, g->buf, g->start, g->file, false);
 		free(g);
 	}
+	if (c->buf_dir != NULL && !keep)
+		(void)rmdir(c->buf_dir); /* fails, as it should, while a file is left */
 	free(c->dir);
+	free(c->buf_dir);
 	free(c);
 }
 
@@ -605,6 +825,8 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 		/* release: readers that see NULL read the file, written before this */
 		atomic_store_release(&seg->buf, NULL);
 		g->buf = buf;
+		g->start = seg->start;
+		g->file = seg->buf_file;
 		g->due_ns = now + (uint64_t)CLOG_UNMAP_GRACE_MS * 1000000;
 		g->next = c->buf_graves;
 		c->buf_graves = g;
@@ -614,7 +836,7 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 
 		if (g->due_ns <= now) {
 			*pp = g->next;
-			clog_buf_free(c, g->buf);
+			clog_buf_free(c, g->buf, g->start, g->file, false);
 			free(g);
 		} else {
 			pp = &g->next;
@@ -626,6 +848,7 @@ int
 clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 {
 	uint64_t first = atomic_load_relaxed(&c->min);
+	uint64_t taken = 0;
 	uint64_t end;
 	struct clog_seg *last;
 	int rc;
@@ -634,6 +857,7 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 		end = (uint64_t)trusted_end;
 	} else {
 		uint64_t off = SP_MAX(scan_from, first);
+		uint64_t from = off;
 
 		end = off;
 		for (;;) {
@@ -657,6 +881,12 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 			if (r == -ENODATA && m.total_size == c->seg_size - in) {
 				off = s->start + c->seg_size;
 				end = off;
+				continue;
+			}
+			/* Appended and not yet written back when the process died? */
+			r = (long)clog_take_from_old_buf(c, s, from, off);
+			if (r > 0) {
+				taken += (uint64_t)r;
 				continue;
 			}
 			break;
@@ -713,12 +943,20 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 			     end + 1);
 	if (rc != 0)
 		return rc;
+	if (taken > 0)
+		log_warn(CLOG_TAG,
+			 "shard %u: %" PRIu64
+			 " bytes of appends the crashed run had not written back "
+			 "taken from its write-behind buffers",
+			 c->shard, taken);
+	/* Durable in the segment files now: the old buffers can go. */
+	clog_old_bufs_remove(c);
 
 	/* The segment appends go to next needs its write-behind buffer, holding the log so far. */
 	if (atomic_load_relaxed(&last->buf) == NULL) {
 		uint8_t *buf;
 
-		rc = clog_buf_alloc(c, &buf);
+		rc = clog_buf_alloc(c, last->start, &buf, &last->buf_file);
 		if (rc != 0)
 			return rc;
 		memcpy(buf, last->map, end - last->start);
@@ -789,6 +1027,12 @@ clog_commit(struct clog *c)
 {
 	/* release: the record bytes before the offset; pairs with clog_written() */
 	atomic_store_release(&c->written, c->wpos);
+}
+
+bool
+clog_bufs_outlive_crash(const struct clog *c)
+{
+	return c->buf_dir != NULL && atomic_load_relaxed(&c->anon_bufs) == 0;
 }
 
 bool

@@ -71,6 +71,12 @@ struct clog_cfg {
 	uint32_t shard;
 	uint64_t seg_size; /* mapedFileSizeCommitLog */
 	bool sync_flush;   /* SYNC_FLUSH: readers see only flushed data */
+	/*
+	 * Write-behind buffers as files here (on tmpfs they outlive a crash of
+	 * the process; clog_recover() takes from them what the segment files
+	 * lack); NULL or "": anonymous memory. One directory per shard.
+	 */
+	const char *buf_dir;
 };
 
 struct clog;
@@ -93,12 +99,24 @@ void clog_close(struct clog *c);
  *
  * Scanning verifies magic, size and CRC of every record, follows BLANKs to
  * the next segment, and stops at the first bad record: the rest of that
- * segment is zeroed and later segments are deleted. Sets written and
- * flushed to the end.
+ * segment is zeroed and later segments are deleted. Where a segment's file
+ * lacks a record and the buffer a crashed run left in buf_dir holds the
+ * same bytes up to it and a valid record there, the record is copied into
+ * the file first (appends acknowledged in ASYNC_FLUSH mode and not yet
+ * written back). The old buffers are removed once the end is durable. Sets
+ * written and flushed to the end.
  *
  * Context: startup, blocking. Return: 0 or -errno.
  */
 MUST_CHECK int clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end);
+
+/**
+ * clog_bufs_outlive_crash() - every hot write-behind buffer is a file in
+ * buf_dir: appends not yet written back survive a crash of the process.
+ *
+ * Context: any thread; a hint (relaxed).
+ */
+bool clog_bufs_outlive_crash(const struct clog *c);
 
 /**
  * clog_append() - encode @m at the tail; sets m->phys_offset.

@@ -50,6 +50,13 @@ struct store_cfg {
 	uint32_t disk_max_used_ratio; /* diskMaxUsedSpaceRatio, percent */
 	struct wire_host store_host;  /* STOREHOST written into records */
 	bool threads;		      /* start flusher/service/indexer threads */
+	/*
+	 * Write-behind buffers as files in <buf_dir>/<shard> (tmpfs: appends
+	 * not yet written back outlive a crash of the process, and the
+	 * flusher writes back every STORE_WB_FILE_MS instead of every 1 ms);
+	 * NULL: anonymous memory.
+	 */
+	const char *buf_dir;
 };
 
 /* Fill @cfg with RocketMQ's defaults (1 GiB segments, 300,000-unit CQ files, ...). */

@@ -6,6 +6,7 @@
  * log, garbage after the last record, fencing on EIO, retention, and the
  * real flusher/service/indexer threads.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -319,6 +320,111 @@ test_crash_recovery(void)
 	rmtmp();
 }
 
+/*
+ * An ASYNC_FLUSH child appends and is SIGKILLed before anything was written
+ * back (no flusher: threads off, and no store_flush_all()): every append
+ * it made is only in its write-behind buffers. With the buffers as files
+ * (buf_dir) the next open takes them all from there, across segment rolls;
+ * with anonymous buffers the same crash loses them, so the check can fail.
+ */
+static uint32_t
+kill_child_unflushed(struct store_cfg *cfg, uint32_t from, uint32_t n)
+{
+	pid_t pid = fork();
+	int st;
+
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct store_queue *q[2];
+		struct store *s;
+
+		if (store_open(cfg, &s) != 0)
+			_exit(2);
+		open_queues(s, q);
+		fill(s, q, from, n);
+		kill(getpid(), SIGKILL);
+		_exit(3);
+	}
+	T_ASSERT(waitpid(pid, &st, 0) == pid);
+	T_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	return from + n;
+}
+
+static void
+test_async_kill_keeps_buffered_appends(void)
+{
+	char bufs[64];
+	char cmd[160];
+	struct store_queue *q[2];
+	struct store_cfg cfg;
+	struct store *s;
+	uint32_t n;
+
+	mktmp();
+	strcpy(bufs,
+	       access("/dev/shm", W_OK) == 0 ? "/dev/shm/sp-bufs-XXXXXX" : "/tmp/sp-bufs-XXXXXX");
+	T_ASSERT(mkdtemp(bufs) != NULL);
+	cfg_small(&cfg, false);
+	cfg.buf_dir = bufs;
+
+	/* 700 records of ~400 B: several 64 KiB segments per shard, none written back. */
+	n = kill_child_unflushed(&cfg, 0, 700);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	check_all(s, q, n);
+	/* The log goes on from there, and a second crash loses nothing either. */
+	fill(s, q, n, 10);
+	store_close(s);
+	n = kill_child_unflushed(&cfg, n + 10, 50);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	check_all(s, q, n);
+	store_close(s);
+	/* A clean close leaves no buffer behind. */
+	snprintf(cmd, sizeof(cmd), "test -z \"$(find '%s' -type f)\"", bufs);
+	T_ASSERT_EQ(system(cmd), 0);
+
+	/* A buffer that is not its segment's (another store's, garbage) is not used. */
+	{
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/0", bufs);
+		(void)mkdir(path, 0700);
+		for (uint32_t seg = 0; seg < 16; seg++) {
+			snprintf(path, sizeof(path), "%s/0/%020llu", bufs,
+				 (unsigned long long)seg * cfg.seg_size);
+			f = fopen(path, "wb");
+			T_ASSERT(f != NULL);
+			for (uint64_t k = 0; k < cfg.seg_size; k++)
+				fputc((int)(k * 7 + seg), f);
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "%s/abort", root);
+		f = fopen(path, "w");
+		T_ASSERT(f != NULL);
+		fclose(f);
+		T_ASSERT_EQ(store_open(&cfg, &s), 0);
+		open_queues(s, q);
+		check_all(s, q, n);
+		store_close(s);
+		snprintf(cmd, sizeof(cmd), "test -z \"$(find '%s' -type f)\"", bufs);
+		T_ASSERT_EQ(system(cmd), 0);
+	}
+
+	/* Anonymous buffers: the same crash loses what was not written back. */
+	cfg.buf_dir = NULL;
+	(void)kill_child_unflushed(&cfg, n, 20);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	T_ASSERT_EQ(store_queue_max(s, q[0]) + store_queue_max(s, q[1]), n);
+	store_close(s);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", bufs);
+	T_ASSERT_EQ(system(cmd), 0);
+	rmtmp();
+}
+
 static void
 test_fence_on_eio(void)
 {
@@ -432,4 +538,5 @@ test_threads_group_commit(void)
 
 T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_put_get_lookups),
        T_CASE(test_sync_visibility_and_tickets), T_CASE(test_clean_restart),
-       T_CASE(test_crash_recovery), T_CASE(test_retention), T_CASE(test_threads_group_commit))
+       T_CASE(test_crash_recovery), T_CASE(test_async_kill_keeps_buffered_appends),
+       T_CASE(test_retention), T_CASE(test_threads_group_commit))
