@@ -238,9 +238,14 @@ test_clean_restart(void)
 	rmtmp();
 }
 
-/* A child fills, flushes and dies without closing: a crash. */
-static void
-crash_child(struct store_cfg *cfg, uint32_t from, uint32_t n)
+/*
+ * A child fills and dies without closing: a crash. @flush: after
+ * store_flush_all(), by _exit(); else by SIGKILL with nothing written back
+ * when the threads are off (no flusher): every append only in its
+ * write-behind buffers. Return: from + n.
+ */
+static uint32_t
+crash_child(struct store_cfg *cfg, uint32_t from, uint32_t n, bool flush)
 {
 	pid_t pid = fork();
 	int st;
@@ -254,12 +259,18 @@ crash_child(struct store_cfg *cfg, uint32_t from, uint32_t n)
 			_exit(2);
 		open_queues(s, q);
 		fill(s, q, from, n);
+		if (!flush)
+			kill(getpid(), SIGKILL);
 		if (store_flush_all(s) != 0)
 			_exit(3);
 		_exit(0);
 	}
 	T_ASSERT(waitpid(pid, &st, 0) == pid);
-	T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (flush)
+		T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	else
+		T_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	return from + n;
 }
 
 static void
@@ -273,14 +284,14 @@ test_crash_recovery(void)
 
 	mktmp();
 	cfg_small(&cfg, true);
-	crash_child(&cfg, 0, 300);
+	(void)crash_child(&cfg, 0, 300, true);
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	open_queues(s, q);
 	check_all(s, q, 300);
 	store_close(s);
 
 	/* Garbage after the last record of shard 0 is cut, nothing else lost. */
-	crash_child(&cfg, 300, 100);
+	(void)crash_child(&cfg, 300, 100, true);
 	{
 		struct store *t;
 		uint64_t end;
@@ -322,34 +333,10 @@ test_crash_recovery(void)
 
 /*
  * An ASYNC_FLUSH child appends and is SIGKILLed before anything was written
- * back (no flusher: threads off, and no store_flush_all()): every append
- * it made is only in its write-behind buffers. With the buffers as files
- * (buf_dir) the next open takes them all from there, across segment rolls;
- * with anonymous buffers the same crash loses them, so the check can fail.
+ * back. With the buffers as files (buf_dir) the next open takes every
+ * append from there, across segment rolls; with anonymous buffers the same
+ * crash loses them, so the check can fail.
  */
-static uint32_t
-kill_child_unflushed(struct store_cfg *cfg, uint32_t from, uint32_t n)
-{
-	pid_t pid = fork();
-	int st;
-
-	T_ASSERT(pid >= 0);
-	if (pid == 0) {
-		struct store_queue *q[2];
-		struct store *s;
-
-		if (store_open(cfg, &s) != 0)
-			_exit(2);
-		open_queues(s, q);
-		fill(s, q, from, n);
-		kill(getpid(), SIGKILL);
-		_exit(3);
-	}
-	T_ASSERT(waitpid(pid, &st, 0) == pid);
-	T_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	return from + n;
-}
-
 static void
 test_async_kill_keeps_buffered_appends(void)
 {
@@ -368,14 +355,14 @@ test_async_kill_keeps_buffered_appends(void)
 	cfg.buf_dir = bufs;
 
 	/* 700 records of ~400 B: several 64 KiB segments per shard, none written back. */
-	n = kill_child_unflushed(&cfg, 0, 700);
+	n = crash_child(&cfg, 0, 700, false);
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	open_queues(s, q);
 	check_all(s, q, n);
 	/* The log goes on from there, and a second crash loses nothing either. */
 	fill(s, q, n, 10);
 	store_close(s);
-	n = kill_child_unflushed(&cfg, n + 10, 50);
+	n = crash_child(&cfg, n + 10, 50, false);
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	open_queues(s, q);
 	check_all(s, q, n);
@@ -414,7 +401,7 @@ test_async_kill_keeps_buffered_appends(void)
 
 	/* Anonymous buffers: the same crash loses what was not written back. */
 	cfg.buf_dir = NULL;
-	(void)kill_child_unflushed(&cfg, n, 20);
+	(void)crash_child(&cfg, n, 20, false);
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	open_queues(s, q);
 	T_ASSERT_EQ(store_queue_max(s, q[0]) + store_queue_max(s, q[1]), n);
