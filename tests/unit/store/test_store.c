@@ -238,6 +238,19 @@ test_clean_restart(void)
 	rmtmp();
 }
 
+/* The abort file, as a run that did not close leaves it. */
+static void
+mark_crashed(void)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/abort", root);
+	f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	fclose(f);
+}
+
 /*
  * A child fills and dies without closing: a crash. @flush: after
  * store_flush_all(), by _exit(); else by SIGKILL with nothing written back
@@ -309,10 +322,7 @@ test_crash_recovery(void)
 		fseek(f, (long)(end % cfg.seg_size), SEEK_SET);
 		fwrite("\x00\x00\x02\x00\xda\xa3\x20\xa7torn", 1, 12, f);
 		fclose(f);
-		snprintf(path, sizeof(path), "%s/abort", root);
-		f = fopen(path, "w");
-		T_ASSERT(f != NULL);
-		fclose(f);
+		mark_crashed();
 	}
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	open_queues(s, q);
@@ -387,10 +397,7 @@ test_async_kill_keeps_buffered_appends(void)
 				fputc((int)(k * 7 + seg), f);
 			fclose(f);
 		}
-		snprintf(path, sizeof(path), "%s/abort", root);
-		f = fopen(path, "w");
-		T_ASSERT(f != NULL);
-		fclose(f);
+		mark_crashed();
 		T_ASSERT_EQ(store_open(&cfg, &s), 0);
 		open_queues(s, q);
 		check_all(s, q, n);
