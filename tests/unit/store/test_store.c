@@ -341,6 +341,22 @@ test_crash_recovery(void)
 	rmtmp();
 }
 
+/* Open, find all @n records, close: a clean close leaves no buffer file in @bufs. */
+static void
+reopen_check_all(struct store_cfg *cfg, uint32_t n, const char *bufs)
+{
+	struct store_queue *q[2];
+	struct store *s;
+	char cmd[160];
+
+	T_ASSERT_EQ(store_open(cfg, &s), 0);
+	open_queues(s, q);
+	check_all(s, q, n);
+	store_close(s);
+	snprintf(cmd, sizeof(cmd), "test -z \"$(find '%s' -type f)\"", bufs);
+	T_ASSERT_EQ(system(cmd), 0);
+}
+
 /*
  * An ASYNC_FLUSH child appends and is SIGKILLed before anything was written
  * back. With the buffers as files (buf_dir) the next open takes every
@@ -373,13 +389,7 @@ test_async_kill_keeps_buffered_appends(void)
 	fill(s, q, n, 10);
 	store_close(s);
 	n = crash_child(&cfg, n + 10, 50, false);
-	T_ASSERT_EQ(store_open(&cfg, &s), 0);
-	open_queues(s, q);
-	check_all(s, q, n);
-	store_close(s);
-	/* A clean close leaves no buffer behind. */
-	snprintf(cmd, sizeof(cmd), "test -z \"$(find '%s' -type f)\"", bufs);
-	T_ASSERT_EQ(system(cmd), 0);
+	reopen_check_all(&cfg, n, bufs);
 
 	/* A buffer that is not its segment's (another store's, garbage) is not used. */
 	{
@@ -398,12 +408,7 @@ test_async_kill_keeps_buffered_appends(void)
 			fclose(f);
 		}
 		mark_crashed();
-		T_ASSERT_EQ(store_open(&cfg, &s), 0);
-		open_queues(s, q);
-		check_all(s, q, n);
-		store_close(s);
-		snprintf(cmd, sizeof(cmd), "test -z \"$(find '%s' -type f)\"", bufs);
-		T_ASSERT_EQ(system(cmd), 0);
+		reopen_check_all(&cfg, n, bufs);
 	}
 
 	/* Anonymous buffers: the same crash loses what was not written back. */
