@@ -54,6 +54,7 @@ struct clog_seg {
 	bool buf_file; /* buf is a file in buf_dir (set with buf, before it is published) */
 	/* open and recovery only: the buffer a crashed run left in buf_dir, read-only */
 	const uint8_t *old_buf;
+	bool old_buf_ok; /* its bytes before the first record taken matched the file */
 	/* owner writes when it seals the segment, trim reads */
 	_Atomic int64_t last_ms;
 	/* graveyard link and due time (trim only) */
@@ -530,7 +531,11 @@ clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64
 
 	if (s->old_buf == NULL)
 		return 0;
-	if (a > in || memcmp(s->map + a, s->old_buf + a, in - a) != 0) {
+	/*
+	 * Once per segment: from there on the file holds what was taken, so the
+	 * prefix still matches (and a check per record would be quadratic).
+	 */
+	if (!s->old_buf_ok && (a > in || memcmp(s->map + a, s->old_buf + a, in - a) != 0)) {
 		log_warn(CLOG_TAG,
 			 "shard %u: the write-behind buffer of segment %020" PRIu64
 			 " does not match its file: not used",
@@ -538,6 +543,7 @@ clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64
 		clog_old_buf_drop(c, s);
 		return 0;
 	}
+	s->old_buf_ok = true;
 	r = wire_rec_decode(s->old_buf + in, c->seg_size - in, WIRE_REC_VERIFY_CRC, &m);
 	if (r > 0 && m.phys_offset == clog_phys(c->shard, off) &&
 	    c->seg_size - in - (uint64_t)r >= WIRE_BLANK_LEN) {
