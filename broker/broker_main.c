@@ -73,7 +73,7 @@ static const struct cfg_key bk_keys[] = {
 	 "a remoting consumer without a heartbeat this long leaves its group"},
 	{"storePathRootDir", CFG_STRING, "./store", 1, 1024, NULL, "store root directory"},
 	{"storeBufferDir", CFG_STRING, "/dev/shm", 0, 900, NULL,
-	 "CommitLog write-behind buffers as files under <dir>/sprocket-<id of the store root> "
+	 "CommitLog write-behind buffers as files in a new <dir>/sprocket-XXXXXX each run "
 	 "(tmpfs: a crash of the broker process loses no ASYNC_FLUSH append); empty: anonymous "
 	 "memory, a crash loses up to 1 ms of appends"},
 	{"flushDiskType", CFG_ENUM, "ASYNC_FLUSH", 0, 0, flush_choices,
@@ -636,29 +636,6 @@ mkdirs(const char *path)
 	return 0;
 }
 
-/*
- * <storeBufferDir>/sprocket-<FNV-1a of the store root's real path>: the
- * same store finds its buffers again after a crash, and two brokers on one
- * host never share them. Return: 0 (@out "" when there is no buffer dir).
- */
-static int
-buf_dir_for(const char *base, const char *root, char *out, size_t n)
-{
-	char real[PATH_MAX];
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	out[0] = '\0';
-	if (base[0] == '\0')
-		return 0;
-	if (realpath(root, real) == NULL)
-		return -errno;
-	for (const char *p = real; *p; p++)
-		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-	if ((size_t)snprintf(out, n, "%s/sprocket-%016" PRIx64, base, h) >= n)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 static int
 start_cores(struct bk_ctl *x)
 {
@@ -839,7 +816,6 @@ main(int argc, char **argv)
 	struct cfg *cfg;
 	struct cfg_err cerr;
 	struct store_cfg sc;
-	char buf_dir[1024] = "";
 	sigset_t sigs;
 	bool help = false;
 	int sfd, err, rc = 1;
@@ -983,12 +959,7 @@ main(int argc, char **argv)
 		log_err(BK_TAG, "%s: %s", sc.root, strerror(-err));
 		goto out;
 	}
-	err = buf_dir_for(cfg_get_str(cfg, "storeBufferDir"), sc.root, buf_dir, sizeof(buf_dir));
-	if (err) {
-		log_err(BK_TAG, "storeBufferDir: %s", strerror(-err));
-		goto out;
-	}
-	sc.buf_dir = buf_dir;
+	sc.buf_dir = cfg_get_str(cfg, "storeBufferDir");
 	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
 	snprintf(x->offsets_path, sizeof(x->offsets_path), "%s/config/consumerOffset.json",
 		 sc.root);
@@ -1089,8 +1060,6 @@ out_cores:
 out_store:
 	if (x->bk.store)
 		store_close(x->bk.store);
-	if (buf_dir[0] != '\0')
-		(void)rmdir(buf_dir); /* empty after a clean close; kept while a buffer is left */
 out:
 	bk_rmt_destroy(x->rmt);
 	log_info(BK_TAG, "stopped");

@@ -76,7 +76,8 @@ struct clog {
 	/* immutable after open */
 	const struct store_io_ops *io;
 	char *dir;
-	char *buf_dir; /* NULL: anonymous buffers only */
+	char *buf_dir;	   /* NULL: anonymous buffers only */
+	char *old_buf_dir; /* the previous run's buffers (recovery), or NULL */
 	uint32_t shard;
 	uint64_t seg_size;
 	bool sync_flush;
@@ -152,9 +153,9 @@ clog_seg_at(const struct clog *c, uint64_t off)
 }
 
 static void
-clog_buf_path(const struct clog *c, uint64_t start, char *path, size_t n)
+clog_buf_path(const char *dir, uint64_t start, char *path, size_t n)
 {
-	snprintf(path, n, "%s/%020" PRIu64, c->buf_dir, start);
+	snprintf(path, n, "%s/%020" PRIu64, dir, start);
 }
 
 /*
@@ -175,7 +176,7 @@ clog_buf_free(struct clog *c, uint8_t *buf, uint64_t start, bool file, bool keep
 	}
 	if (keep_file)
 		return;
-	clog_buf_path(c, start, path, sizeof(path));
+	clog_buf_path(c->buf_dir, start, path, sizeof(path));
 	if (unlink(path) != 0 && errno != ENOENT)
 		log_warn(CLOG_TAG, "shard %u: cannot remove %s: %s", c->shard, path,
 			 strerror(errno));
@@ -234,8 +235,8 @@ clog_buf_map_file(struct clog *c, uint64_t start)
 	int fd;
 	int err;
 
-	clog_buf_path(c, start, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	clog_buf_path(c->buf_dir, start, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return MAP_FAILED;
 	if (fallocate(fd, 0, 0, (off_t)c->seg_size) == 0)
@@ -500,10 +501,10 @@ clog_old_buf_load(struct clog *c, struct clog_seg *s)
 	void *p;
 	int fd;
 
-	if (c->buf_dir == NULL)
+	if (c->old_buf_dir == NULL)
 		return;
-	clog_buf_path(c, s->start, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	clog_buf_path(c->old_buf_dir, s->start, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == c->seg_size) {
@@ -557,44 +558,16 @@ clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64
 	return 0;
 }
 
-/*
- * After recovery: unmap the buffers a crashed run left and remove every
- * buffer file but those of this run's hot segments.
- */
+/* After recovery: unmap the buffers a crashed run left (the caller removes their files). */
 static void
-clog_old_bufs_remove(struct clog *c)
+clog_old_bufs_drop(struct clog *c)
 {
-	DIR *d;
-	struct dirent *de;
-
 	for (unsigned i = 0; i < CLOG_SEG_SLOTS; i++) {
 		struct clog_seg *s = atomic_load_relaxed(&c->segs[i]);
 
 		if (s != NULL)
 			clog_old_buf_drop(c, s);
 	}
-	if (c->buf_dir == NULL || (d = opendir(c->buf_dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		char path[PATH_MAX];
-		char *end;
-		unsigned long long x;
-		struct clog_seg *s;
-
-		if (de->d_name[0] == '.' || strlen(de->d_name) != 20)
-			continue;
-		errno = 0;
-		x = strtoull(de->d_name, &end, 10);
-		if (errno != 0 || *end != '\0')
-			continue;
-		s = x % c->seg_size == 0 ? clog_seg_at(c, x) : NULL;
-		if (s != NULL && s->start == x && atomic_load_relaxed(&s->buf) != NULL &&
-		    s->buf_file)
-			continue;
-		clog_buf_path(c, x, path, sizeof(path));
-		(void)unlink(path);
-	}
-	closedir(d);
 }
 
 int
@@ -624,6 +597,13 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	rc = store_mkdirs(c->dir);
 	if (rc != 0)
 		goto err_close;
+	if (cfg->old_buf_dir != NULL && cfg->old_buf_dir[0] != '\0') {
+		c->old_buf_dir = strdup(cfg->old_buf_dir);
+		if (c->old_buf_dir == NULL) {
+			rc = -ENOMEM;
+			goto err_close;
+		}
+	}
 	if (cfg->buf_dir != NULL && cfg->buf_dir[0] != '\0') {
 		c->buf_dir = strdup(cfg->buf_dir);
 		if (c->buf_dir == NULL) {
@@ -736,6 +716,7 @@ clog_close(struct clog *c)
 		(void)rmdir(c->buf_dir); /* fails, as it should, while a file is left */
 	free(c->dir);
 	free(c->buf_dir);
+	free(c->old_buf_dir);
 	free(c);
 }
 
@@ -956,7 +937,7 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 			 "taken from its write-behind buffers",
 			 c->shard, taken);
 	/* Durable in the segment files now: the old buffers can go. */
-	clog_old_bufs_remove(c);
+	clog_old_bufs_drop(c);
 
 	/* The segment appends go to next needs its write-behind buffer, holding the log so far. */
 	if (atomic_load_relaxed(&last->buf) == NULL) {

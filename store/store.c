@@ -86,6 +86,10 @@ struct store {
 	char root[2048];
 	char abort_path[2048 + 8];
 	char ckpt_path[2048 + 16];
+	/* write-behind buffer dirs (docs/store.md): the record, this run's, the last run's */
+	char bufdir_path[2048 + 16];
+	char buf_run[1024];
+	char buf_old[1024];
 	struct store_shard shard[STORE_SHARDS_MAX];
 
 	/* registry: control and background threads, under qlock */
@@ -561,6 +565,90 @@ static void store_free(struct store *s);
 
 static void store_prep_queues(void *arg);
 
+/*
+ * Write-behind buffer directories (docs/store.md). Each run makes its own,
+ * mkdtemp(<buf_dir>/sprocket-XXXXXX): mode 0700, never one that existed,
+ * so no other process or earlier store shares it. <root>/bufdir records
+ * which one a run uses, written once recovery is done and before the first
+ * append; the next run takes what its segment files lack from the recorded
+ * one, then removes it. A buffer is so only ever read by the run right
+ * after the one that wrote it, of the same store.
+ */
+static void
+bufdirs_prepare(struct store *s)
+{
+	char *old = NULL;
+	size_t len = 0;
+
+	snprintf(s->bufdir_path, sizeof(s->bufdir_path), "%s/bufdir", s->root);
+	if (store_io_read_file(s->io, s->bufdir_path, sizeof(s->buf_old) - 1, &old, &len) == 0) {
+		while (len > 0 && (old[len - 1] == '\n' || old[len - 1] == '\0'))
+			len--;
+		memcpy(s->buf_old, old, len);
+		s->buf_old[len] = '\0';
+	}
+	free(old);
+	if (s->cfg.buf_dir == NULL || s->cfg.buf_dir[0] == '\0')
+		return;
+	if ((size_t)snprintf(s->buf_run, sizeof(s->buf_run), "%s/sprocket-XXXXXX",
+			     s->cfg.buf_dir) >= sizeof(s->buf_run) ||
+	    store_mkdirs(s->cfg.buf_dir) != 0 || mkdtemp(s->buf_run) == NULL) {
+		log_warn(STORE_TAG,
+			 "%s: no directory for write-behind buffers in %s (%s): anonymous memory, "
+			 "a crash of the process loses the appends not yet written back",
+			 s->root, s->cfg.buf_dir, strerror(errno));
+		s->buf_run[0] = '\0';
+	}
+}
+
+/* Remove a run's buffer directory: <dir>/<shard>/<segment> files. */
+static void
+bufdir_remove(const char *dir, uint32_t shards)
+{
+	for (uint32_t i = 0; i < shards; i++) {
+		char sub[1100];
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(sub, sizeof(sub), "%s/%u", dir, i);
+		d = opendir(sub);
+		if (d == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			char path[1100 + 256];
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", sub, de->d_name);
+			(void)unlink(path);
+		}
+		closedir(d);
+		(void)rmdir(sub);
+	}
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		log_warn(STORE_TAG, "cannot remove %s: %s", dir, strerror(errno));
+}
+
+static int
+bufdirs_commit(struct store *s)
+{
+	char line[sizeof(s->buf_run) + 1];
+	int n = snprintf(line, sizeof(line), "%s\n", s->buf_run);
+	int rc;
+
+	if (strcmp(s->buf_run, s->buf_old) != 0) {
+		rc = store_io_write_atomic(s->io, s->bufdir_path, line, (size_t)n);
+		if (rc != 0) {
+			log_err(STORE_TAG, "%s: %s", s->bufdir_path, strerror(-rc));
+			return rc;
+		}
+	}
+	if (s->buf_old[0] != '\0' && strcmp(s->buf_run, s->buf_old) != 0)
+		bufdir_remove(s->buf_old, s->cfg.shards);
+	s->buf_old[0] = '\0';
+	return 0;
+}
+
 int
 store_open(const struct store_cfg *cfg, struct store **out)
 {
@@ -612,21 +700,25 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	if (rc != 0)
 		goto err_close;
 
+	bufdirs_prepare(s);
 	for (uint32_t i = 0; i < cfg->shards; i++) {
 		char dir[PATH_MAX + 32];
 		char bdir[PATH_MAX + 32];
+		char odir[PATH_MAX + 32];
 		struct clog_cfg cc = {
 			.io = s->io,
 			.dir = dir,
 			.shard = i,
 			.seg_size = cfg->seg_size,
 			.sync_flush = cfg->sync_flush,
-			.buf_dir = cfg->buf_dir != NULL && cfg->buf_dir[0] != '\0' ? bdir : NULL,
+			.buf_dir = s->buf_run[0] != '\0' ? bdir : NULL,
+			.old_buf_dir = s->buf_old[0] != '\0' ? odir : NULL,
 		};
 		bool trust = have_ckpt == 1 && clean && !crashed;
 
 		snprintf(dir, sizeof(dir), "%s/commitlog/%u", s->root, i);
-		snprintf(bdir, sizeof(bdir), "%s/%u", cfg->buf_dir != NULL ? cfg->buf_dir : "", i);
+		snprintf(bdir, sizeof(bdir), "%s/%u", s->buf_run, i);
+		snprintf(odir, sizeof(odir), "%s/%u", s->buf_old, i);
 		rc = clog_open(&cc, &s->shard[i].clog);
 		if (rc != 0)
 			goto err_close;
@@ -639,6 +731,10 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		if (rc != 0)
 			goto err_close;
 	}
+	/* The last run's buffers are in the segment files, durable: this run's take over. */
+	rc = bufdirs_commit(s);
+	if (rc != 0)
+		goto err_close;
 
 	/* ConsumeQueue units past the end of their shard's log are gone. */
 	pthread_mutex_lock(&s->qlock);
@@ -852,6 +948,7 @@ void
 store_close(struct store *s)
 {
 	struct ckpt_shard ck[STORE_SHARDS_MAX];
+	char run[sizeof(s->buf_run)];
 	int rc;
 
 	if (s == NULL)
@@ -877,7 +974,10 @@ store_close(struct store *s)
 			s->root, strerror(-rc));
 	else
 		log_info(STORE_TAG, "%s: closed cleanly", s->root);
+	snprintf(run, sizeof(run), "%s", s->buf_run);
 	store_free(s);
+	if (run[0] != '\0')
+		(void)rmdir(run); /* empty after a clean close; kept while a buffer is left */
 }
 
 /* ---- dataplane operations ---- */
@@ -1414,7 +1514,9 @@ flusher_main(void *arg)
 			(void)!clog_write_back(c);
 			last_wb = now;
 		}
-		sleep_us((long)(wb_ns / 1000));
+		/* A flush interval under the write-back period is kept too. */
+		sleep_us(
+			(long)(SP_MIN(wb_ns, (uint64_t)s->cfg.flush_interval_ms * 1000000) / 1000));
 	}
 	return NULL;
 }

@@ -73,10 +73,15 @@ struct clog_cfg {
 	bool sync_flush;   /* SYNC_FLUSH: readers see only flushed data */
 	/*
 	 * Write-behind buffers as files here (on tmpfs they outlive a crash of
-	 * the process; clog_recover() takes from them what the segment files
-	 * lack); NULL or "": anonymous memory. One directory per shard.
+	 * the process); NULL or "": anonymous memory. One directory per shard
+	 * and run, created here if missing.
 	 */
 	const char *buf_dir;
+	/*
+	 * The previous run's buf_dir, or NULL: clog_recover() takes from its
+	 * files what the segment files lack. The caller removes it afterwards.
+	 */
+	const char *old_buf_dir;
 };
 
 struct clog;

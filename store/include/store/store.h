@@ -51,10 +51,10 @@ struct store_cfg {
 	struct wire_host store_host;  /* STOREHOST written into records */
 	bool threads;		      /* start flusher/service/indexer threads */
 	/*
-	 * Write-behind buffers as files in <buf_dir>/<shard> (tmpfs: appends
-	 * not yet written back outlive a crash of the process, and the
-	 * flusher writes back every STORE_WB_FILE_MS instead of every 1 ms);
-	 * NULL: anonymous memory.
+	 * Write-behind buffers as files in a new <buf_dir>/sprocket-XXXXXX/<shard>
+	 * each run, recorded in <root>/bufdir (tmpfs: appends not yet written
+	 * back outlive a crash of the process, and the flusher writes back
+	 * every 10 ms instead of every 1 ms); NULL or "": anonymous memory.
 	 */
 	const char *buf_dir;
 };

@@ -391,15 +391,25 @@ test_async_kill_keeps_buffered_appends(void)
 	n = crash_child(&cfg, n + 10, 50, false);
 	reopen_check_all(&cfg, n, bufs);
 
-	/* A buffer that is not its segment's (another store's, garbage) is not used. */
+	/*
+	 * Only the directory <root>/bufdir names is read, and a buffer there
+	 * that does not match its segment (garbage) is not used; it goes too.
+	 */
 	{
 		char path[128];
 		FILE *f;
 
-		snprintf(path, sizeof(path), "%s/0", bufs);
-		(void)mkdir(path, 0700);
+		snprintf(path, sizeof(path), "%s/stale", bufs);
+		T_ASSERT_EQ(mkdir(path, 0700), 0);
+		snprintf(path, sizeof(path), "%s/stale/0", bufs);
+		T_ASSERT_EQ(mkdir(path, 0700), 0);
+		snprintf(path, sizeof(path), "%s/bufdir", root);
+		f = fopen(path, "w");
+		T_ASSERT(f != NULL);
+		fprintf(f, "%s/stale\n", bufs);
+		fclose(f);
 		for (uint32_t seg = 0; seg < 16; seg++) {
-			snprintf(path, sizeof(path), "%s/0/%020llu", bufs,
+			snprintf(path, sizeof(path), "%s/stale/0/%020llu", bufs,
 				 (unsigned long long)seg * cfg.seg_size);
 			f = fopen(path, "wb");
 			T_ASSERT(f != NULL);
@@ -409,6 +419,8 @@ test_async_kill_keeps_buffered_appends(void)
 		}
 		mark_crashed();
 		reopen_check_all(&cfg, n, bufs);
+		snprintf(path, sizeof(path), "%s/stale", bufs);
+		T_ASSERT(access(path, F_OK) != 0);
 	}
 
 	/* Anonymous buffers: the same crash loses what was not written back. */
