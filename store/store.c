@@ -940,6 +940,8 @@ store_free(struct store *s)
 		clog_close(s->shard[i].clog);
 		idx_close(s->shard[i].idx);
 	}
+	if (s->buf_run[0] != '\0')
+		(void)rmdir(s->buf_run); /* empty once the clogs let go; kept while a buffer is left */
 	pthread_mutex_destroy(&s->qlock);
 	free(s);
 }
@@ -948,7 +950,6 @@ void
 store_close(struct store *s)
 {
 	struct ckpt_shard ck[STORE_SHARDS_MAX];
-	char run[sizeof(s->buf_run)];
 	int rc;
 
 	if (s == NULL)
@@ -974,10 +975,7 @@ store_close(struct store *s)
 			s->root, strerror(-rc));
 	else
 		log_info(STORE_TAG, "%s: closed cleanly", s->root);
-	snprintf(run, sizeof(run), "%s", s->buf_run);
 	store_free(s);
-	if (run[0] != '\0')
-		(void)rmdir(run); /* empty after a clean close; kept while a buffer is left */
 }
 
 /* ---- dataplane operations ---- */
