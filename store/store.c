@@ -941,7 +941,8 @@ store_free(struct store *s)
 		idx_close(s->shard[i].idx);
 	}
 	if (s->buf_run[0] != '\0')
-		(void)rmdir(s->buf_run); /* empty once the clogs let go; kept while a buffer is left */
+		(void)rmdir(
+			s->buf_run); /* empty once the clogs let go; kept while a buffer is left */
 	pthread_mutex_destroy(&s->qlock);
 	free(s);
 }
