@@ -105,11 +105,11 @@ void clog_close(struct clog *c);
  * Scanning verifies magic, size and CRC of every record, follows BLANKs to
  * the next segment, and stops at the first bad record: the rest of that
  * segment is zeroed and later segments are deleted. Where a segment's file
- * lacks a record and the buffer a crashed run left in buf_dir holds the
- * same bytes up to it and a valid record there, the record is copied into
- * the file first (appends acknowledged in ASYNC_FLUSH mode and not yet
- * written back). The old buffers are removed once the end is durable. Sets
- * written and flushed to the end.
+ * lacks a record and the buffer a crashed run left in old_buf_dir holds
+ * the same bytes up to it and a valid record there, the record is copied
+ * into the file first (appends acknowledged in ASYNC_FLUSH mode and not yet
+ * written back). The old buffers are unmapped once the end is durable (the
+ * caller removes their files). Sets written and flushed to the end.
  *
  * Context: startup, blocking. Return: 0 or -errno.
  */
