@@ -621,8 +621,14 @@ durable_send(struct sp_producer *p, uint64_t seq, uint8_t (*bodies)[BODY_LEN])
 	}
 }
 
+/*
+ * @need_bufs: SEND_OK comes before the data is on disk (ASYNC_FLUSH), so
+ * "nothing acknowledged lost" needs the broker's write-behind buffers in
+ * tmpfs files; where it fell back to anonymous memory (no usable /dev/shm:
+ * it logs "anonymous memory") the loss is reported, not asserted.
+ */
 static void
-flush_kill(const char *name, const char *flush)
+flush_kill(const char *name, const char *flush, bool need_bufs)
 {
 	const char *args[] = {flush, "--flushConsumerOffsetInterval=200",
 			      "--defaultTopicQueueNums=4", NULL};
@@ -645,6 +651,7 @@ flush_kill(const char *name, const char *flush)
 	unsigned lost_ack = 0;
 	unsigned dup_window = 0;
 	unsigned dup_seen = 0;
+	bool anon;
 
 	memset(&D, 0, sizeof(D));
 	for (int q = 0; q < D_QUEUES; q++) {
@@ -653,6 +660,11 @@ flush_kill(const char *name, const char *flush)
 	}
 	cl_env_start(&E, g_be);
 	cl_broker_start(&E, 0, args);
+	anon = need_bufs && bk_log_has(&E.bk[0], "anonymous memory");
+	if (anon)
+		printf("# %s: the broker's write-behind buffers are in anonymous memory here "
+		       "(no usable /dev/shm): acknowledged messages may be lost, not checked\n",
+		       name);
 	/* a dead broker should cost a second per CONNECT, not five */
 	E.connect_timeout_ms = 1000;
 	c = cl_client_new(&E);
@@ -722,7 +734,8 @@ flush_kill(const char *name, const char *flush)
 	       "uncommitted window, %u messages consumed twice; %.1f s\n",
 	       name, getenv("T_BACKEND"), D_TOTAL, atomic_load(&D.n_acked),
 	       atomic_load(&D.n_failed), lost_ack, dup_window, dup_seen, secs_since(t0));
-	T_ASSERT_EQ(lost_ack, 0);
+	if (!anon)
+		T_ASSERT_EQ(lost_ack, 0);
 	sp_producer_destroy(p);
 	sp_client_destroy(c);
 	cl_env_stop(&E);
@@ -731,7 +744,7 @@ flush_kill(const char *name, const char *flush)
 static void
 test_sync_flush_kill(void)
 {
-	flush_kill("sync_flush_kill", "--flushDiskType=SYNC_FLUSH");
+	flush_kill("sync_flush_kill", "--flushDiskType=SYNC_FLUSH", false);
 }
 
 /*
@@ -742,7 +755,7 @@ test_sync_flush_kill(void)
 static void
 test_async_flush_kill(void)
 {
-	flush_kill("async_flush_kill", "--flushDiskType=ASYNC_FLUSH");
+	flush_kill("async_flush_kill", "--flushDiskType=ASYNC_FLUSH", true);
 }
 
 /* ---- write protection ---- */
