@@ -536,7 +536,7 @@ clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64
 	 * Once per segment: from there on the file holds what was taken, so the
 	 * prefix still matches (and a check per record would be quadratic).
 	 */
-	if (!s->old_buf_ok && (a > in || memcmp(s->map + a, s->old_buf + a, in - a) != 0)) {
+	if (!s->old_buf_ok && memcmp(s->map + a, s->old_buf + a, in - a) != 0) {
 		log_warn(CLOG_TAG,
 			 "shard %u: the write-behind buffer of segment %020" PRIu64
 			 " does not match its file: not used",

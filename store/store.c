@@ -601,34 +601,6 @@ bufdirs_prepare(struct store *s)
 	}
 }
 
-/* Remove a run's buffer directory: <dir>/<shard>/<segment> files. */
-static void
-bufdir_remove(const char *dir, uint32_t shards)
-{
-	for (uint32_t i = 0; i < shards; i++) {
-		char sub[1100];
-		DIR *d;
-		struct dirent *de;
-
-		snprintf(sub, sizeof(sub), "%s/%u", dir, i);
-		d = opendir(sub);
-		if (d == NULL)
-			continue;
-		while ((de = readdir(d)) != NULL) {
-			char path[1100 + 256];
-
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", sub, de->d_name);
-			(void)unlink(path);
-		}
-		closedir(d);
-		(void)rmdir(sub);
-	}
-	if (rmdir(dir) != 0 && errno != ENOENT)
-		log_warn(STORE_TAG, "cannot remove %s: %s", dir, strerror(errno));
-}
-
 static int
 bufdirs_commit(struct store *s)
 {
@@ -643,8 +615,9 @@ bufdirs_commit(struct store *s)
 			return rc;
 		}
 	}
-	if (s->buf_old[0] != '\0' && strcmp(s->buf_run, s->buf_old) != 0)
-		bufdir_remove(s->buf_old, s->cfg.shards);
+	if (s->buf_old[0] != '\0' && strcmp(s->buf_run, s->buf_old) != 0 &&
+	    (rc = rm_rf(s->buf_old)) != 0)
+		log_warn(STORE_TAG, "cannot remove %s: %s", s->buf_old, strerror(-rc));
 	s->buf_old[0] = '\0';
 	return 0;
 }
