@@ -473,7 +473,7 @@ run_echo(const struct opts *o)
 		struct dp_rx rx[DP_BURST_MAX];
 		struct dp_rx xp[DP_BURST_MAX];
 		struct dp_tx tx[DP_BURST_MAX];
-		uint64_t now = clk_mono_ns();
+		uint64_t now = clk_mono_fast_ns();
 		unsigned n = 0;
 		unsigned nx = 0;
 		unsigned nt = 0;
@@ -880,7 +880,7 @@ produce_encode(const struct opts *o, int32_t qid, uint64_t stamp, uint8_t *buf, 
 {
 	static const char props[] = "TAGS\001bench\002";
 	struct wire_dp_send_req r = {
-		.born_ts = clk_wall_ms(),
+		.born_ts = clk_wall_ms_fast(),
 		.queue_id = qid,
 		.topic = o->topic,
 		.topic_len = (uint16_t)strlen(o->topic),

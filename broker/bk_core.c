@@ -128,7 +128,7 @@ answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns
 	   int redirect)
 {
 	struct wire_dp_resp_head head = {
-		.status = status, .ts_recv_ns = recv_ns, .ts_handled_ns = clk_mono_ns()};
+		.status = status, .ts_recv_ns = recv_ns, .ts_handled_ns = clk_mono_fast_ns()};
 	uint8_t *buf;
 	long fixed;
 	uint32_t len;
@@ -505,7 +505,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		c->st.send_batches++;
 	}
 	a.qid = r.queue_id;
-	a.put_ns = clk_mono_ns();
+	a.put_ns = clk_mono_fast_ns();
 	a.handled_ns = a.put_ns;
 	c->park_dirty = true;
 	ack_or_defer(c, &a);
@@ -542,7 +542,7 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 	uint64_t min = store_queue_min(s, p->sq);
 	uint64_t max = store_queue_max(s, p->sq);
 	struct wire_dp_pull_resp r = {
-		.head = {.ts_recv_ns = p->recv_ns, .ts_handled_ns = clk_mono_ns()},
+		.head = {.ts_recv_ns = p->recv_ns, .ts_handled_ns = clk_mono_fast_ns()},
 		.min_offset = (int64_t)min,
 		.max_offset = (int64_t)max,
 	};
@@ -716,7 +716,7 @@ answer_offset(struct bk_core *c, const struct dp_xreq *req, int32_t status, int6
 	struct wire_dp_offset_resp r = {
 		.head = {.status = status,
 			 .ts_recv_ns = req->ts_recv_ns,
-			 .ts_handled_ns = clk_mono_ns()},
+			 .ts_handled_ns = clk_mono_fast_ns()},
 		.offset = off,
 	};
 	uint32_t len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_OFFSET_RESP_FIXED;
@@ -895,7 +895,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	a.ticket = res.ticket;
 	a.phys = res.phys;
 	a.qoff = res.qoff;
-	a.put_ns = a.handled_ns = clk_mono_ns();
+	a.put_ns = a.handled_ns = clk_mono_fast_ns();
 	c->park_dirty = true;
 	ack_or_defer(c, &a);
 	return 0;
@@ -1048,7 +1048,7 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 	c->now_ns = now_ns;
 	while (c->ack_head != c->ack_tail) {
 		struct bk_ack *a = &c->acks[c->ack_head % c->ack_cap];
-		uint64_t now = clk_mono_ns();
+		uint64_t now = clk_mono_fast_ns();
 		int st = store_ack_state(c->bk->store, c->id, a->ticket, a->put_ns, now);
 
 		if (st == 0)

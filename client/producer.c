@@ -135,7 +135,7 @@ encode(struct psend *s, uint16_t op, const char *topic, const char *props, size_
        const void *body, size_t body_len, int32_t flag)
 {
 	struct wire_dp_send_req r = {
-		.born_ts = clk_wall_ms(),
+		.born_ts = clk_wall_ms_fast(),
 		.queue_id = 0,
 		.flag = op == WIRE_DP_OP_SEND ? flag : 0,
 		.topic = topic,

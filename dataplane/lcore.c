@@ -37,7 +37,7 @@ lcore_main(void *a)
 	const struct dp_lcore_cfg *cfg = &lc->cfg;
 	uint64_t spin_ns = (uint64_t)cfg->spin_us * 1000;
 	uint64_t stall_ns = (uint64_t)cfg->stall_us * 1000;
-	uint64_t last_work = clk_mono_ns();
+	uint64_t last_work = clk_mono_fast_ns();
 	uint64_t next_link = 0;
 	bool link = true;
 	char name[16];
@@ -47,7 +47,7 @@ lcore_main(void *a)
 	urcu_qsbr_register_thread();
 	atomic_store_release(&lc->running, true); /* pairs with nothing: informational */
 	while (!atomic_load_relaxed(&lc->stop)) {
-		uint64_t t0 = clk_mono_ns();
+		uint64_t t0 = clk_mono_fast_ns();
 		uint64_t t1;
 		unsigned work = 0;
 		void *cmds[CMD_BURST];
@@ -78,7 +78,7 @@ lcore_main(void *a)
 		urcu_qsbr_quiescent_state();
 		bump(&lc->st.loops, 1);
 
-		t1 = clk_mono_ns();
+		t1 = clk_mono_fast_ns();
 		if (t1 - t0 > stall_ns) {
 			bump(&lc->st.stalls, 1);
 			if (t1 - t0 > atomic_load_relaxed(&lc->st.stall_max_ns))

@@ -258,7 +258,7 @@ afp_link_refresh(struct afp_port *a, uint64_t now)
 static inline bool
 afp_link_check(struct afp_port *a)
 {
-	uint64_t now = clk_mono_ns();
+	uint64_t now = clk_mono_fast_ns();
 
 	if (SP_LIKELY(now - a->link_ns < AFP_LINK_REFRESH_NS))
 		return a->link;

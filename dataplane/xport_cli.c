@@ -90,7 +90,7 @@ struct dp_xsess {
 struct dp_xcli {
 	struct dp_xcli_cfg cfg;
 	bool in_poll; /* inside dp_xcli_poll(): callbacks may run */
-	uint64_t now; /* clk_mono_ns() at the start of the last poll */
+	uint64_t now; /* clk_mono_fast_ns() at the start of the last poll */
 	char client_id[64];
 	struct dp_port *port;
 	struct dp_xsess *sessions;
@@ -494,7 +494,7 @@ unsigned
 dp_xcli_poll(struct dp_xcli *c)
 {
 	struct dp_rx rx[DP_BURST_MAX];
-	uint64_t now = clk_mono_ns();
+	uint64_t now = clk_mono_fast_ns();
 	unsigned n;
 
 	BASSERT(!c->in_poll); /* no dp_xcli_poll() from a completion callback */
@@ -566,7 +566,7 @@ dp_xcli_submit(struct dp_xsess *s, uint16_t op, const uint8_t *msg, uint32_t len
 	 * here would sit on every request's critical path. It only arms the
 	 * RTO and dates the RTT sample, both fine a poll early.
 	 */
-	sl->sent_ns = c->now ? c->now : clk_mono_ns();
+	sl->sent_ns = c->now ? c->now : clk_mono_fast_ns();
 	sl->deadline = sl->sent_ns + rto_ns(sl->rto_us);
 	sl->done = done;
 	sl->arg = arg;
@@ -781,6 +781,7 @@ dp_xcli_create(const struct dp_xcli_cfg *cfg, struct dp_port *port, struct dp_xc
 	else
 		snprintf(c->client_id, sizeof(c->client_id), "sprocket@%d", (int)getpid());
 	c->port = port;
+	clk_init(); /* the TSC clock of the poll (calibrated once per process) */
 	if (getrandom(&c->rng, sizeof(c->rng), GRND_NONBLOCK) != sizeof(c->rng))
 		c->rng = clk_mono_ns() ^ (uint64_t)(uintptr_t)c;
 	dp__txq_init(&c->txq);

@@ -273,7 +273,7 @@ resp_pump(struct dp_xsrv *s, struct xs_sess *se, uint16_t slot_no, bool retrans)
 		};
 
 		if (i == 0)
-			if (wire_dp_resp_stamp_sent(sl->resp, sl->rs_len, clk_mono_ns()) != 0)
+			if (wire_dp_resp_stamp_sent(sl->resp, sl->rs_len, clk_mono_fast_ns()) != 0)
 				return; /* never: rs_len >= 40 for every response */
 		if (retrans)
 			s->st.tx_retrans++;
@@ -575,7 +575,7 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 	rs.credits = se->credits;
 	rs.max_payload = (uint16_t)se->max_payload;
 	rs.core = s->cfg.core;
-	rs.head.ts_handled_ns = clk_mono_ns();
+	rs.head.ts_handled_ns = clk_mono_fast_ns();
 	n = wire_dp_connect_resp_encode(&rs, se->conn_resp, sizeof(se->conn_resp));
 	BASSERT(n == (long)sizeof(se->conn_resp));
 	send_conn_resp(s, se);
@@ -822,6 +822,7 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	clk_init(); /* the responses' TSC timestamps (calibrated once per process) */
 	s->cfg = *cfg;
 	if (!s->cfg.max_sessions)
 		s->cfg.max_sessions = 1024;
@@ -871,7 +872,7 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 		s->free_sess = &s->sess[i];
 	}
 	if (getrandom(&s->rng, sizeof(s->rng), GRND_NONBLOCK) != sizeof(s->rng))
-		s->rng = clk_mono_ns() ^ (uint64_t)(uintptr_t)s;
+		s->rng = clk_mono_fast_ns() ^ (uint64_t)(uintptr_t)s;
 	dp__txq_init(&s->txq);
 	*out = s;
 	return 0;

@@ -35,7 +35,10 @@ struct dp_lcore;
 
 /* A command dequeued from the core's ring; the core now owns @cmd. Context: the core. */
 typedef void (*dp_lcore_cmd_fn)(struct dp_lcore *lc, void *cmd, void *arg);
-/* Runs once per loop iteration after RX (deferred work). Return: work done (0 = idle). */
+/*
+ * Runs once per loop iteration after RX (deferred work); @now_ns is the
+ * iteration's clk_mono_fast_ns(). Return: work done (0 = idle).
+ */
 typedef unsigned (*dp_lcore_tick_fn)(struct dp_lcore *lc, uint64_t now_ns, void *arg);
 
 struct dp_lcore_cfg {

@@ -117,6 +117,7 @@ void dp_xsrv_destroy(struct dp_xsrv *s);
  * dp_xsrv_poll() - one RX burst: validate, reassemble, run handlers, answer
  * duplicates, then flush TX; every ~1 ms also expires idle sessions.
  *
+ * @now_ns: clk_mono_fast_ns() (the requests' receive time).
  * Context: the owning core, non-blocking.
  * Return: packets received (0 = idle).
  */
