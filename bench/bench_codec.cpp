@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bench_codec.cpp - ns/op of the wire codecs and GB/s of CRC-32 next to
- * memcpy in the same run, so the numbers can be compared on any machine.
+ * memcpy in the same run, so the numbers can be compared on any machine;
+ * and the clocks a request's path reads (clk_mono_fast_ns() next to
+ * clock_gettime() through clk_mono_ns()).
  *
  *   build/bench/bench_codec [--benchmark_format=json]
  */
@@ -13,6 +15,7 @@
 #include <zlib.h>
 
 extern "C" {
+#include "common/clock.h"
 #include "common/crc32.h"
 #include "wire/record.h"
 #include "wire/remoting.h"
@@ -179,5 +182,41 @@ BM_tag_hash(benchmark::State &st)
 	}
 }
 BENCHMARK(BM_tag_hash);
+
+/* The reference: CLOCK_MONOTONIC through the vDSO. */
+static void
+BM_clk_mono_ns(benchmark::State &st)
+{
+	uint64_t x = 0;
+
+	for (auto _ : st)
+		benchmark::DoNotOptimize(x += clk_mono_ns());
+}
+BENCHMARK(BM_clk_mono_ns);
+
+/* The dataplane's: the same clock from the TSC (common/clock.h). */
+static void
+BM_clk_mono_fast_ns(benchmark::State &st)
+{
+	uint64_t x = 0;
+
+	clk_init();
+	st.counters["tsc"] = clk_tsc_is_invariant() ? 1 : 0;
+	for (auto _ : st)
+		benchmark::DoNotOptimize(x += clk_mono_fast_ns());
+}
+BENCHMARK(BM_clk_mono_fast_ns);
+
+/* The store's and the producer's wall-clock ms. */
+static void
+BM_clk_wall_ms_fast(benchmark::State &st)
+{
+	int64_t x = 0;
+
+	clk_init();
+	for (auto _ : st)
+		benchmark::DoNotOptimize(x += clk_wall_ms_fast());
+}
+BENCHMARK(BM_clk_wall_ms_fast);
 
 BENCHMARK_MAIN();
