@@ -351,7 +351,9 @@ clk_wall_ms_fast(void)
 		atomic_thread_fence(memory_order_acquire);
 		s2 = atomic_load_explicit(&clk_base_seq, memory_order_relaxed);
 	} while ((s1 & 1) != 0 || s1 != s2);
-	d = clk_rdtsc() - tsc;
+	d = clk_rdtsc();
+	/* A read from before a base another CPU just took: no negative wrap-around. */
+	d = d > tsc ? d - tsc : 0;
 	/* A base a second old: a new one, unless another thread is taking it (never wait). */
 	if (SP_UNLIKELY(d >= clk_mf_period_ticks) &&
 	    !atomic_flag_test_and_set_explicit(&clk_wall_writer, memory_order_acquire)) {
