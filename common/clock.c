@@ -100,7 +100,7 @@ clk_cpu_has_invariant_tsc(void)
 }
 
 static void clk_pair(uint64_t *ns, uint64_t *tsc, int tries);
-static void clk_mf_publish(int64_t skew_ppm);
+static void clk_mf_publish_wait(int64_t skew_ppm);
 
 static void
 clk_calibrate(void)
@@ -124,10 +124,7 @@ clk_calibrate(void)
 	clk_mult = (uint64_t)((double)(t1 - t0) * 4294967296.0 / (double)(c1 - c0));
 	clk_mf_period_ticks = clk_hz / (CLK_NS_PER_SEC / CLK_MF_PERIOD_NS);
 	clk_use_tsc = true;
-	while (atomic_flag_test_and_set_explicit(&clk_mf_writer, memory_order_acquire))
-		;
-	clk_mf_publish(0);
-	atomic_flag_clear_explicit(&clk_mf_writer, memory_order_release);
+	clk_mf_publish_wait(0);
 }
 
 /*
@@ -277,15 +274,21 @@ clk_mono_fast_ns(void)
 	return ns;
 }
 
-void
-clk__mono_fast_resync(int64_t skew_ppm)
+/* clk_mf_publish(), waiting for another writer (startup and tests only). */
+static void
+clk_mf_publish_wait(int64_t skew_ppm)
 {
-	if (atomic_load_explicit(&clk_mf.seq, memory_order_acquire) == 0)
-		return;
 	while (atomic_flag_test_and_set_explicit(&clk_mf_writer, memory_order_acquire))
 		;
 	clk_mf_publish(skew_ppm);
 	atomic_flag_clear_explicit(&clk_mf_writer, memory_order_release);
+}
+
+void
+clk__mono_fast_resync(int64_t skew_ppm)
+{
+	if (atomic_load_explicit(&clk_mf.seq, memory_order_acquire) != 0)
+		clk_mf_publish_wait(skew_ppm);
 }
 
 void
