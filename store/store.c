@@ -913,9 +913,9 @@ store_free(struct store *s)
 		clog_close(s->shard[i].clog);
 		idx_close(s->shard[i].idx);
 	}
+	/* Empty once the clogs let go; kept while a buffer is left for recovery. */
 	if (s->buf_run[0] != '\0')
-		(void)rmdir(
-			s->buf_run); /* empty once the clogs let go; kept while a buffer is left */
+		(void)rmdir(s->buf_run);
 	pthread_mutex_destroy(&s->qlock);
 	free(s);
 }
