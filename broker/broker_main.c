@@ -614,6 +614,20 @@ keep_off_cores(const int *cpus, unsigned n, const char *control)
 	return 0;
 }
 
+/*
+ * store_cfg.reader_sync: the cores read records (pulls, lookups by
+ * offset) only between two quiescent states of their loop, and no other
+ * broker thread reads them but through the store's own guard
+ * (store_query_key()). Before the cores start and after they stop no one
+ * is registered and it returns at once.
+ */
+static void
+bk_store_reader_sync(void *arg)
+{
+	(void)arg;
+	urcu_qsbr_synchronize_rcu();
+}
+
 static int
 mkdirs(const char *path)
 {
@@ -960,6 +974,8 @@ main(int argc, char **argv)
 		goto out;
 	}
 	sc.buf_dir = cfg_get_str(cfg, "storeBufferDir");
+	/* Cores read records only inside their loop: a QSBR grace period covers them. */
+	sc.reader_sync = bk_store_reader_sync;
 	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
 	snprintf(x->offsets_path, sizeof(x->offsets_path), "%s/config/consumerOffset.json",
 		 sc.root);

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,19 @@ struct clog {
 	/* flusher only */
 	int64_t logged_err_off;
 	uint64_t wb; /* written back to the files (pwrite), maybe not yet synced */
+
+	/*
+	 * Retired write-behind buffers, newest first: the flusher adds them and
+	 * frees them after their grace period, the preparing thread takes one
+	 * to reuse (clog_buf_reuse()). Under grave_mu.
+	 */
+	pthread_mutex_t grave_mu;
 	struct clog_buf_grave *buf_graves;
+	/* setup only: see clog_set_reader_sync() */
+	void (*reader_sync)(void *arg);
+	void *reader_sync_arg;
+	/* preparing thread: buffers reused (stats, relaxed) */
+	_Atomic uint64_t bufs_reused;
 
 	/* trim only */
 	struct clog_seg *graveyard;
@@ -135,6 +148,13 @@ clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg)
 {
 	c->prep_yield = fn;
 	c->prep_yield_arg = arg;
+}
+
+void
+clog_set_reader_sync(struct clog *c, void (*fn)(void *arg), void *arg)
+{
+	c->reader_sync = fn;
+	c->reader_sync_arg = arg;
 }
 
 static unsigned
@@ -251,7 +271,63 @@ clog_buf_map_file(struct clog *c, uint64_t start)
 }
 
 /*
- * A pre-faulted buffer for the hot segment at @start: a file in buf_dir
+ * A retired buffer made the one of the segment at @start: the oldest that
+ * no reader can still be in (CLOG_UNMAP_GRACE_MS after its retirement, or
+ * any once reader_sync() returns), zeroed, and as a file renamed to @start.
+ * A recycled buffer reads exactly as a new one. Return: it, or NULL.
+ */
+static uint8_t *
+clog_buf_reuse(struct clog *c, uint64_t start, bool *file)
+{
+	struct clog_buf_grave *g = NULL;
+	struct clog_buf_grave **pick = NULL;
+	uint64_t now = clk_mono_ns();
+	uint8_t *buf;
+
+	pthread_mutex_lock(&c->grave_mu);
+	for (struct clog_buf_grave **pp = &c->buf_graves; *pp != NULL; pp = &(*pp)->next)
+		if ((*pp)->file == (c->buf_dir != NULL) &&
+		    (c->reader_sync != NULL || (*pp)->due_ns <= now))
+			pick = pp; /* newest first: the last match is the oldest */
+	if (pick != NULL) {
+		g = *pick;
+		*pick = g->next;
+	}
+	pthread_mutex_unlock(&c->grave_mu);
+	if (g == NULL)
+		return NULL;
+	/* Retired (buf cleared, release) before it was listed: later readers use the file. */
+	if (c->reader_sync != NULL)
+		c->reader_sync(c->reader_sync_arg);
+	buf = g->buf;
+	for (uint64_t off = 0; off < c->seg_size; off += CLOG_PREP_SLICE) {
+		memset(buf + off, 0, SP_MIN((uint64_t)CLOG_PREP_SLICE, c->seg_size - off));
+		clog_prep_yield(c);
+	}
+	if (g->file) {
+		char from[PATH_MAX];
+		char to[PATH_MAX];
+
+		/* Zeroed first: a crash never leaves the old bytes under the new name. */
+		clog_buf_path(c->buf_dir, g->start, from, sizeof(from));
+		clog_buf_path(c->buf_dir, start, to, sizeof(to));
+		if (rename(from, to) != 0) {
+			log_warn(CLOG_TAG, "shard %u: cannot rename %s to %s: %s", c->shard, from,
+				 to, strerror(errno));
+			clog_buf_free(c, buf, g->start, true, false);
+			free(g);
+			return NULL;
+		}
+	}
+	*file = g->file;
+	free(g);
+	atomic_add_relaxed(&c->bufs_reused, 1);
+	return buf;
+}
+
+/*
+ * A pre-faulted buffer for the hot segment at @start: a retired one
+ * (clog_buf_reuse()), or else new: a file in buf_dir
  * when there is one (on tmpfs it survives a crash of the process, and
  * recovery copies what the segment file lacks), else anonymous memory.
  * Neither is write-protected for dirty tracking (as a shared mapping of a
@@ -263,6 +339,9 @@ clog_buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
 	void *p = MAP_FAILED;
 	long page = sysconf(_SC_PAGESIZE);
 
+	*out = clog_buf_reuse(c, start, file);
+	if (*out != NULL)
+		return 0;
 	*file = false;
 	if (c->buf_dir != NULL) {
 		p = clog_buf_map_file(c, start);
@@ -366,12 +445,17 @@ clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 	if (rc != 0)
 		goto err_unlink;
 	/*
-	 * Write real zeros over the reservation (RocketMQ's warmMapedFile):
-	 * fallocate leaves "unwritten" extents, and converting them made every
-	 * group-commit fdatasync commit a journal transaction whose cost grew
-	 * with the bytes synced. Done here, off the hot path, once a segment.
+	 * SYNC_FLUSH: write real zeros over the reservation (RocketMQ's
+	 * warmMapedFile): fallocate leaves "unwritten" extents, and converting
+	 * them made every group-commit fdatasync commit a journal transaction
+	 * whose cost grew with the bytes synced. ASYNC_FLUSH syncs twice a
+	 * second, off the acknowledgement's path, where a conversion costs
+	 * nothing that matters, while the zeros cost a segment's size in
+	 * page-cache copies and disk writes on the service thread, which at
+	 * 200 MB/s could not prepare segments as fast as the core filled them
+	 * (docs/store.md).
 	 */
-	rc = clog_zero_fill(c, s->fd);
+	rc = c->sync_flush ? clog_zero_fill(c, s->fd) : 0;
 	if (rc != 0)
 		goto err_unlink;
 	/* Size and extents are metadata: durable before any record relies on them. */
@@ -589,6 +673,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	c->seg_size = cfg->seg_size;
 	c->sync_flush = cfg->sync_flush;
 	c->logged_err_off = -1;
+	pthread_mutex_init(&c->grave_mu, NULL);
 	c->dir = strdup(cfg->dir);
 	if (c->dir == NULL) {
 		rc = -ENOMEM;
@@ -714,6 +799,7 @@ clog_close(struct clog *c)
 	}
 	if (c->buf_dir != NULL && !keep)
 		(void)rmdir(c->buf_dir); /* fails, as it should, while a file is left */
+	pthread_mutex_destroy(&c->grave_mu);
 	free(c->dir);
 	free(c->buf_dir);
 	free(c->old_buf_dir);
@@ -797,6 +883,7 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 {
 	uint64_t cur = atomic_load_acquire(&c->cur_start);
 	uint64_t now = clk_mono_ns();
+	struct clog_buf_grave *due = NULL;
 	struct clog_buf_grave **pp;
 
 	for (uint64_t s = clog_min(c); s + c->seg_size <= flushed && s < cur; s += c->seg_size) {
@@ -815,19 +902,31 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 		g->start = seg->start;
 		g->file = seg->buf_file;
 		g->due_ns = now + (uint64_t)CLOG_UNMAP_GRACE_MS * 1000000;
+		pthread_mutex_lock(&c->grave_mu);
 		g->next = c->buf_graves;
 		c->buf_graves = g;
+		pthread_mutex_unlock(&c->grave_mu);
 	}
+	/* Unlinked under the lock, unmapped after it: clog_buf_reuse() does not wait on munmap. */
+	pthread_mutex_lock(&c->grave_mu);
 	for (pp = &c->buf_graves; *pp != NULL;) {
 		struct clog_buf_grave *g = *pp;
 
 		if (g->due_ns <= now) {
 			*pp = g->next;
-			clog_buf_free(c, g->buf, g->start, g->file, false);
-			free(g);
+			g->next = due;
+			due = g;
 		} else {
 			pp = &g->next;
 		}
+	}
+	pthread_mutex_unlock(&c->grave_mu);
+	while (due != NULL) {
+		struct clog_buf_grave *g = due;
+
+		due = g->next;
+		clog_buf_free(c, g->buf, g->start, g->file, false);
+		free(g);
 	}
 }
 
@@ -1145,6 +1244,12 @@ uint32_t
 clog_shard(const struct clog *c)
 {
 	return c->shard;
+}
+
+uint64_t
+clog_bufs_reused(const struct clog *c)
+{
+	return atomic_load_relaxed(&c->bufs_reused);
 }
 
 uint64_t

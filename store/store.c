@@ -113,6 +113,10 @@ struct store {
 	int64_t last_resync_ms;
 	bool svc_worked; /* the last store_service() prepared a file or ran a flush slice */
 
+	/* readers of records the reader_sync hook does not cover: see bg_read_enter() */
+	_Atomic uint64_t bg_epoch;
+	_Atomic uint32_t bg_readers[2];
+
 	/* threads */
 	_Atomic bool stop;
 	pthread_t service;
@@ -564,6 +568,9 @@ static void *indexer_main(void *arg);
 static void store_free(struct store *s);
 
 static void store_prep_queues(void *arg);
+static void store_reader_sync(void *arg);
+static unsigned bg_read_enter(struct store *s);
+static void bg_read_exit(struct store *s, unsigned e);
 
 /*
  * Write-behind buffer directories (docs/store.md). Each run makes its own,
@@ -845,8 +852,11 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	}
 
 	/* From here on only store_service() prepares segments, and it may pause for queues. */
-	for (uint32_t i = 0; i < cfg->shards; i++)
+	for (uint32_t i = 0; i < cfg->shards; i++) {
 		clog_set_prep_yield(s->shard[i].clog, store_prep_queues, s);
+		if (cfg->reader_sync != NULL)
+			clog_set_reader_sync(s->shard[i].clog, store_reader_sync, s);
+	}
 
 	if (cfg->threads) {
 		for (uint32_t i = 0; i < cfg->shards; i++) {
@@ -1152,15 +1162,21 @@ store_query_key(struct store *s, const char *topic, const char *key, int64_t beg
 	size_t found = 0;
 	int64_t cand[64];
 
+	long rc = 0;
+	unsigned e;
+
 	if (tlen == 0 || tlen > WIRE_TOPIC_MAX || klen == 0 || klen > 1024)
 		return -EINVAL;
 	snprintf(full, sizeof(full), "%s#%s", topic, key);
+	e = bg_read_enter(s); /* any thread: not one the reader_sync hook covers */
 	for (uint32_t i = 0; i < s->cfg.shards && found < max; i++) {
 		long n = idx_query(s->shard[i].idx, full, tlen + 1 + klen, begin_ms, end_ms, cand,
 				   ARRAY_SIZE(cand));
 
-		if (n < 0)
-			return n;
+		if (n < 0) {
+			rc = n;
+			break;
+		}
 		for (long k = 0; k < n && found < max; k++) {
 			const uint8_t *rec;
 			struct wire_msg m;
@@ -1174,7 +1190,8 @@ store_query_key(struct store *s, const char *topic, const char *key, int64_t beg
 			phys[found++] = cand[k];
 		}
 	}
-	return (long)found;
+	bg_read_exit(s, e);
+	return rc < 0 ? rc : (long)found;
 }
 
 static int
@@ -1522,13 +1539,66 @@ service_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Readers of records on threads the reader_sync hook does not cover: the
+ * indexer, and store_query_key() on the broker's remoting thread. Each
+ * counts itself in one of two counters, chosen by the epoch's low bit, and
+ * bg_read_sync() waits for both to drain, flipping the epoch before each
+ * wait so that new readers go to the other counter: a stream of readers
+ * never keeps it waiting (SRCU's scheme). A reader loads buffer pointers
+ * only after its count and a full fence, so one that bg_read_sync() did not
+ * see counted sees the buffer retired.
+ */
+static unsigned
+bg_read_enter(struct store *s)
+{
+	unsigned e = (unsigned)(atomic_load_relaxed(&s->bg_epoch) & 1);
+
+	atomic_fetch_add(&s->bg_readers[e], 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	return e;
+}
+
+static void
+bg_read_exit(struct store *s, unsigned e)
+{
+	/* release: the reads of records are done before the count drops */
+	atomic_fetch_sub_explicit(&s->bg_readers[e], 1, memory_order_release);
+}
+
+static void
+bg_read_sync(struct store *s)
+{
+	/* Pairs with the fence in bg_read_enter(): the retirement is before this. */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int flip = 0; flip < 2; flip++) {
+		unsigned old = (unsigned)(atomic_fetch_add(&s->bg_epoch, 1) & 1);
+
+		while (atomic_load_acquire(&s->bg_readers[old]) != 0)
+			sleep_us(50);
+	}
+}
+
+/* clog_set_reader_sync() callback: the caller's readers, then the store's own. */
+static void
+store_reader_sync(void *arg)
+{
+	struct store *s = arg;
+
+	s->cfg.reader_sync(s->cfg.reader_sync_arg);
+	bg_read_sync(s);
+}
+
 static void *
 indexer_main(void *arg)
 {
 	struct store *s = arg;
 
 	while (!atomic_load_acquire(&s->stop)) {
+		unsigned e = bg_read_enter(s);
 		long n = store_index_round(s);
+
+		bg_read_exit(s, e);
 
 		if (n < 0)
 			log_err_ratelimited(STORE_TAG, "indexer: %s", strerror((int)-n));

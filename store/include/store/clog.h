@@ -157,13 +157,28 @@ MUST_CHECK int clog_prepare_next(struct clog *c);
 /**
  * clog_set_prep_yield() - have clog_prepare_next() call @fn(@arg) between
  * slices of a segment's preparation (every CLOG_PREP_SLICE bytes zero-filled
- * or pre-faulted, and before its fdatasync). Preparing a 1 GiB segment takes
+ * under SYNC_FLUSH, and pre-faulted or zeroed for reuse, and before its
+ * fdatasync). Preparing a 1 GiB segment takes
  * long enough that other files due meanwhile (the next ConsumeQueue file of
  * a fast queue) must not wait for it: the store's service thread prepares
  * them in @fn. @fn runs on the preparing thread and must not call into @c.
  * Context: setup, before the background thread starts.
  */
 void clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg);
+
+/**
+ * clog_set_reader_sync() - let clog_prepare_next() reuse a retired
+ * write-behind buffer as soon as @fn(@arg) has returned after its
+ * retirement, instead of CLOG_UNMAP_GRACE_MS later. @fn must return only
+ * once every clog_read() that began before the call has returned and its
+ * record is no longer used (the broker: a QSBR grace period of its cores,
+ * plus the store's indexer). Fresh memory costs the preparing thread a page
+ * zeroing (and, in a VM, a host fault) per 4 KiB; a reused buffer costs a
+ * memset of warm pages.
+ * Context: setup, before the background threads start. @fn runs on the
+ * preparing thread, may block, and must not call into @c.
+ */
+void clog_set_reader_sync(struct clog *c, void (*fn)(void *arg), void *arg);
 
 /**
  * clog_flush() - make everything written so far durable (one fdatasync per
@@ -182,11 +197,12 @@ MUST_CHECK int clog_flush(struct clog *c);
  */
 MUST_CHECK int clog_write_back(struct clog *c);
 
-uint64_t clog_written(const struct clog *c); /* local end of appended data (acquire) */
-uint64_t clog_flushed(const struct clog *c); /* local end of durable data (acquire) */
-uint64_t clog_min(const struct clog *c);     /* first local offset still stored */
-uint64_t clog_syncs(const struct clog *c);   /* flush rounds that synced data (stats) */
-int clog_err(const struct clog *c);	     /* 0, or the error fencing appends */
+uint64_t clog_written(const struct clog *c);	 /* local end of appended data (acquire) */
+uint64_t clog_flushed(const struct clog *c);	 /* local end of durable data (acquire) */
+uint64_t clog_min(const struct clog *c);	 /* first local offset still stored */
+uint64_t clog_syncs(const struct clog *c);	 /* flush rounds that synced data (stats) */
+uint64_t clog_bufs_reused(const struct clog *c); /* write-behind buffers reused (stats) */
+int clog_err(const struct clog *c);		 /* 0, or the error fencing appends */
 uint32_t clog_shard(const struct clog *c);
 uint64_t clog_seg_size(const struct clog *c);
 

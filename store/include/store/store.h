@@ -57,6 +57,18 @@ struct store_cfg {
 	 * every 10 ms instead of every 1 ms); NULL or "": anonymous memory.
 	 */
 	const char *buf_dir;
+	/*
+	 * Readers of records outside the store's threads (store_get(),
+	 * store_get_phys(), store_search_time()...): a function that returns once
+	 * every such call that began before it has returned and its record is
+	 * no longer used (the broker: a QSBR grace period, as its cores read
+	 * only inside their loop). Then a sealed segment's write-behind buffer
+	 * is reused for a new segment as soon as it is retired, not
+	 * CLOG_UNMAP_GRACE_MS later (clog_set_reader_sync()). NULL: the timed
+	 * grace. Runs on the service thread and may block.
+	 */
+	void (*reader_sync)(void *arg);
+	void *reader_sync_arg;
 };
 
 /* Fill @cfg with RocketMQ's defaults (1 GiB segments, 300,000-unit CQ files, ...). */

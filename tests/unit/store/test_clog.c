@@ -448,28 +448,120 @@ count_yield(void *arg)
 
 /*
  * Preparing a segment pauses for the caller's other work every 8 MiB of
- * zero-fill and of pre-faulting, and before its fdatasync: 32 MiB is 4 + 4
- * slices and the sync.
+ * zero-fill (SYNC_FLUSH only) and of pre-faulting, and before its
+ * fdatasync: 32 MiB is 4 (+ 4) slices and the sync.
  */
 static void
 test_prep_yield(void)
 {
-	struct clog_cfg cfg = {.io = &store_io_posix, .shard = 3, .seg_size = 32u << 20};
-	struct clog *c;
+	for (int sync = 0; sync < 2; sync++) {
+		struct clog_cfg cfg = {.io = &store_io_posix,
+				       .shard = 3,
+				       .seg_size = 32u << 20,
+				       .sync_flush = sync};
+		unsigned want = sync ? 9 : 5;
+		struct clog *c;
 
-	mktmp();
-	cfg.dir = dir;
-	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
-	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
-	clog_set_prep_yield(c, count_yield, &yields);
-	T_ASSERT(clog_wants_next(c));
-	T_ASSERT_EQ(clog_prepare_next(c), 0);
-	T_ASSERT_EQ(yields, 9);
-	T_ASSERT(!clog_wants_next(c));
-	T_ASSERT_EQ(clog_prepare_next(c), 0); /* nothing to do: no pause either */
-	T_ASSERT_EQ(yields, 9);
-	clog_close(c);
-	rmtmp();
+		mktmp();
+		cfg.dir = dir;
+		yields = 0;
+		T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+		T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+		clog_set_prep_yield(c, count_yield, &yields);
+		T_ASSERT(clog_wants_next(c));
+		T_ASSERT_EQ(clog_prepare_next(c), 0);
+		T_ASSERT_EQ(yields, want);
+		T_ASSERT(!clog_wants_next(c));
+		T_ASSERT_EQ(clog_prepare_next(c), 0); /* nothing to do: no pause either */
+		T_ASSERT_EQ(yields, want);
+		clog_close(c);
+		rmtmp();
+	}
+}
+
+static unsigned reader_syncs;
+
+static void
+count_reader_sync(void *arg)
+{
+	T_ASSERT(arg == &reader_syncs);
+	reader_syncs++;
+}
+
+/* Append until the owner is in segment @seg, preparing segments when refused. */
+static uint32_t
+append_to_seg(struct clog *c, uint32_t first, uint64_t seg)
+{
+	while (clog_written(c) < seg * SEG)
+		append_from(c, first++, 1, 1000, NULL);
+	return first;
+}
+
+/*
+ * A sealed segment's write-behind buffer, once durable and retired, becomes
+ * the next new segment's after a reader sync: zeroed (the old records are
+ * not under the new name), its file renamed. Reads, write-back and a
+ * restart see only the new segment's records. Without a reader sync the
+ * buffer waits out CLOG_UNMAP_GRACE_MS and a new segment gets fresh memory.
+ */
+static void
+test_buf_reuse(void)
+{
+	for (int hook = 1; hook >= 0; hook--) {
+		struct clog_cfg cfg = {.io = &store_io_posix, .shard = 3, .seg_size = SEG};
+		char bufs[300];
+		char path[400];
+		struct clog *c;
+		uint32_t n;
+		FILE *f;
+
+		mktmp();
+		snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir),
+			 dir);
+		cfg.dir = dir;
+		cfg.buf_dir = bufs;
+		reader_syncs = 0;
+		T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+		T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+		if (hook)
+			clog_set_reader_sync(c, count_reader_sync, &reader_syncs);
+		n = append_to_seg(c, 0, 1);    /* segment 0 sealed, 1 is the owner's */
+		T_ASSERT_EQ(clog_flush(c), 0); /* 0 durable: its buffer retired */
+		snprintf(path, sizeof(path), "%s/%020u", bufs, 0u);
+		T_ASSERT(access(path, F_OK) == 0); /* in its grace period */
+		T_ASSERT_EQ(reader_syncs, 0);
+		n = append_to_seg(c, n, 2); /* prepares segment 2 */
+		T_ASSERT_EQ(clog_bufs_reused(c), hook ? 1u : 0u);
+		T_ASSERT_EQ(reader_syncs, hook ? 1u : 0u);
+		T_ASSERT_EQ(access(path, F_OK) == 0, !hook); /* renamed when reused */
+		/* Segment 2's buffer past its first record: zeros, not segment 0's records. */
+		snprintf(path, sizeof(path), "%s/%020llu", bufs, (unsigned long long)2 * SEG);
+		f = fopen(path, "rb");
+		T_ASSERT(f != NULL);
+		{
+			static uint8_t b[SEG];
+			uint64_t in = clog_written(c) - 2 * SEG;
+			size_t nz = 0;
+
+			T_ASSERT_EQ(fread(b, 1, SEG, f), SEG);
+			T_ASSERT(in > 0 && in < SEG / 2);
+			for (uint64_t i = in; i < SEG; i++)
+				nz += b[i] != 0;
+			T_ASSERT_EQ(nz, 0);
+		}
+		fclose(f);
+		n = append_to_seg(c, n, 4);
+		T_ASSERT_EQ(walk(c, 1000), n);
+		T_ASSERT_EQ(clog_flush(c), 0);
+		clog_close(c);
+		/* The files hold what the buffers did. */
+		cfg.buf_dir = NULL;
+		T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+		T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+		T_ASSERT_EQ(walk(c, 1000), n);
+		clog_close(c);
+		rmtmp();
+	}
 }
 
 static void
@@ -502,4 +594,4 @@ T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
        T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_prep_yield),
-       T_CASE(test_bad_config_and_files))
+       T_CASE(test_buf_reuse), T_CASE(test_bad_config_and_files))
