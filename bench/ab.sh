@@ -11,6 +11,8 @@
 #   ... change, ninja -C build ...
 #   cp build/broker/sprocket-broker build/bench/sprocket-bench /tmp/b/   # after
 #   bench/ab.sh /tmp/a /tmp/b 5 dpdk          # DURATION=8 by default
+#   MODE=throughput BENCH_ARGS="--batch=64 --depth=8" bench/ab.sh /tmp/a /tmp/b 3 dpdk
+#                                             # msg/s and SYSTEM_BUSY answers instead
 #
 # build/'s own two binaries are put back at the end.
 set -euo pipefail
@@ -25,7 +27,7 @@ for _ in $(seq 1 "$n"); do
 		cp "$d/sprocket-broker" build/broker/sprocket-broker
 		cp "$d/sprocket-bench" build/bench/sprocket-bench
 		# TARGETS=build.ninja: run.sh must not rebuild the binaries just swapped in.
-		TARGETS=build.ninja MODE=produce JSON=1 DURATION="${DURATION:-8}" \
+		TARGETS=build.ninja MODE="${MODE:-produce}" JSON=1 DURATION="${DURATION:-8}" \
 			scripts/run.sh --backend="$backend" 2>/dev/null | grep '"mode"' |
 			python3 -c '
 import json, sys
@@ -33,6 +35,11 @@ rows = {}
 for line in sys.stdin:
     d = json.loads(line)
     rows[d["mode"]] = d
+if "ping-raw" not in rows:
+    for m, d in rows.items():
+        print(sys.argv[1], m, "msgs/s", d["msgs_per_s"], "busy", d["busy"],
+              "p50", d["p50_ns"], "p99", d["p99_ns"])
+    sys.exit(0)
 r, p = rows["ping-raw"], rows["produce"]
 print(sys.argv[1], "raw p50", r["p50_ns"], "p99", r["p99_ns"], "| produce p50", p["p50_ns"],
       "p99", p["p99_ns"], "server_mean", p["server_mean_ns"],

@@ -156,9 +156,9 @@ MUST_CHECK int clog_prepare_next(struct clog *c);
 
 /**
  * clog_set_prep_yield() - have clog_prepare_next() call @fn(@arg) between
- * slices of a segment's preparation (every CLOG_PREP_SLICE bytes zero-filled
- * under SYNC_FLUSH, and pre-faulted or zeroed for reuse, and before its
- * fdatasync). Preparing a 1 GiB segment takes
+ * slices of a segment's preparation (every CLOG_PREP_SLICE bytes zero-filled,
+ * and pre-faulted or zeroed for reuse, and before its fdatasync). Preparing
+ * a 1 GiB segment takes
  * long enough that other files due meanwhile (the next ConsumeQueue file of
  * a fast queue) must not wait for it: the store's service thread prepares
  * them in @fn. @fn runs on the preparing thread and must not call into @c.
