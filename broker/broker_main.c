@@ -677,7 +677,18 @@ start_cores(struct bk_ctl *x)
 		return -EINVAL;
 	}
 	pc.ip = a.s_addr;
+	/*
+	 * rte_eal_init() pins the calling thread to DPDK's main lcore, a
+	 * dataplane core's CPU: without this the main thread and every thread
+	 * it starts later (registration, offsets writer) ran there, beside
+	 * the core. Put back the placement keep_off_cores() chose.
+	 */
+	cpu_set_t ctl_set;
+	bool have_set = sched_getaffinity(0, sizeof(ctl_set), &ctl_set) == 0;
+
 	err = dp_ports_open(&pc, x->ports);
+	if (have_set && sched_setaffinity(0, sizeof(ctl_set), &ctl_set) != 0)
+		log_warn(BK_TAG, "cannot place the control threads again: %s", strerror(errno));
 	if (err) {
 		log_err(BK_TAG, "opening %u %s ports at %s:%u: %s", bk->ncores,
 			dp_backend_name(pc.backend), cfg_get_str(cfg, "dataplaneIp"),

@@ -30,6 +30,9 @@
  *   bad_input      oversized body, unknown topic with auto-creation off,
  *                  invalid topic names, offsets past the end and negative, a
  *                  queue the topic lacks: each a clear error, nothing stored
+ *   placement      a broker with one dataplane core on its own CPU: no
+ *                  other broker thread may run on that CPU (dpdk: EAL's
+ *                  init pins its caller to the core's CPU)
  *
  * The udp backend always runs; af_packet and dpdk exit 77 (skip) without
  * root or a DPDK build. dpdk: a memif is point to point, so write_protect
@@ -41,6 +44,7 @@
  * the durations printed are for the reader.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1069,11 +1073,113 @@ test_bad_input(void)
 
 /* ---- main: the backend, then the cases ---- */
 
+/* True when the Cpus_allowed_list @list ("0", "0,2-5") names @cpu. */
+static bool
+cpu_listed(const char *list, int cpu)
+{
+	for (const char *p = list; *p != '\0' && *p != '\n';) {
+		char *end;
+		long lo = strtol(p, &end, 10);
+		long hi = lo;
+
+		T_ASSERT(end != p);
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (cpu >= lo && cpu <= hi)
+			return true;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return false;
+}
+
+/*
+ * Reads the broker's threads: names and allowed CPUs. Return: how many
+ * threads other than dataplane cores there are; *@on_core counts those
+ * allowed on @cpu, *@cores the dataplane cores that are allowed only @cpu.
+ */
+static unsigned
+scan_threads(pid_t pid, int cpu, unsigned *on_core, unsigned *cores, bool *persist)
+{
+	char path[300];
+	unsigned others = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	T_ASSERT(d != NULL);
+	*on_core = *cores = 0;
+	*persist = false;
+	while ((de = readdir(d)) != NULL) {
+		char line[256], comm[64] = "", cpus[128] = "";
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid, de->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue; /* the thread just ended */
+		while (fgets(line, sizeof(line), f) != NULL) {
+			if (strncmp(line, "Name:", 5) == 0)
+				sscanf(line + 5, "%63s", comm);
+			else if (strncmp(line, "Cpus_allowed_list:", 18) == 0)
+				sscanf(line + 18, "%127s", cpus);
+		}
+		fclose(f);
+		if (strncmp(comm, "dp-core-", 8) == 0) {
+			*cores += cpu_listed(cpus, cpu) && !strchr(cpus, ',') && !strchr(cpus, '-');
+			continue;
+		}
+		others++;
+		*persist |= strcmp(comm, "bk-persist") == 0;
+		if (cpu_listed(cpus, cpu)) {
+			printf("# placement: thread %s (%s) may run on the core's CPU %d: %s\n",
+			       de->d_name, comm, cpu, cpus);
+			(*on_core)++;
+		}
+	}
+	closedir(d);
+	return others;
+}
+
+static void
+test_placement(void)
+{
+	char cpu_arg[64];
+	const char *args[] = {"--dataplaneCores=1", cpu_arg, NULL};
+	int cpu = t_dpdk_cpu(1); /* the CPU cl_env gives the broker's EAL (-l) */
+	unsigned others = 0, on_core = 0, cores = 0;
+	bool persist = false;
+
+	if (cpu == t_dpdk_cpu(0)) {
+		printf("# placement: one usable CPU, nothing to check\n");
+		return;
+	}
+	snprintf(cpu_arg, sizeof(cpu_arg), "--dataplaneCpus=%d", cpu);
+	cl_env_start(&E, g_be);
+	cl_broker_start(&E, 0, args);
+	/* bk-persist starts right after the "ready" line */
+	for (int i = 0; i < 500 && !persist; i++) {
+		others = scan_threads(E.bk[0].pid, cpu, &on_core, &cores, &persist);
+		if (!persist)
+			usleep(10000);
+	}
+	printf("# placement: %u dataplane core(s) on CPU %d, %u other threads, %u of them "
+	       "allowed there\n",
+	       cores, cpu, others, on_core);
+	T_ASSERT(persist);
+	T_ASSERT_EQ(cores, 1);
+	T_ASSERT(others >= 4); /* main, store threads, registration, offsets writer */
+	T_ASSERT_EQ(on_core, 0);
+	cl_env_stop(&E);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(test_basic),	      T_CASE(test_million),
 	T_CASE(test_sync_flush_kill), T_CASE(test_async_flush_kill),
 	T_CASE(test_write_protect),   T_CASE(test_send_back),
-	T_CASE(test_bad_input),
+	T_CASE(test_bad_input),	      T_CASE(test_placement),
 };
 
 int
