@@ -606,7 +606,9 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 		return true;
 	/*
 	 * Pass 2: copy what pass 1 chose. The pointers stay valid for this
-	 * call: retention unmaps a segment only after a grace period.
+	 * call: retention unmaps a segment only after a grace period, and a
+	 * retired write-behind buffer is reused only after a QSBR grace period
+	 * (bk_store_reader_sync()), which this iteration of the loop holds up.
 	 */
 	for (uint32_t i = 0, at = (uint32_t)rl; i < cnt; i++) {
 		memcpy(buf + at, c->pull_rec[i], c->pull_len[i]);

@@ -64,7 +64,10 @@ struct clog_seg {
 	char path[];
 };
 
-/* A write-behind buffer waiting out its grace period (flusher only). */
+/*
+ * A retired write-behind buffer (under grave_mu): the flusher frees it
+ * after its grace period unless the preparing thread reused it first.
+ */
 struct clog_buf_grave {
 	uint8_t *buf;
 	uint64_t start;
@@ -124,7 +127,7 @@ struct clog {
 	pthread_mutex_t grave_mu;
 	struct clog_buf_grave *buf_graves;
 	/* setup only: see clog_set_reader_sync() */
-	void (*reader_sync)(void *arg);
+	bool (*reader_sync)(void *arg);
 	void *reader_sync_arg;
 	/* preparing thread: buffers reused (stats, relaxed) */
 	_Atomic uint64_t bufs_reused;
@@ -151,7 +154,7 @@ clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg)
 }
 
 void
-clog_set_reader_sync(struct clog *c, void (*fn)(void *arg), void *arg)
+clog_set_reader_sync(struct clog *c, bool (*fn)(void *arg), void *arg)
 {
 	c->reader_sync = fn;
 	c->reader_sync_arg = arg;
@@ -297,8 +300,14 @@ clog_buf_reuse(struct clog *c, uint64_t start, bool *file)
 	if (g == NULL)
 		return NULL;
 	/* Retired (buf cleared, release) before it was listed: later readers use the file. */
-	if (c->reader_sync != NULL)
-		c->reader_sync(c->reader_sync_arg);
+	if (c->reader_sync != NULL && !c->reader_sync(c->reader_sync_arg)) {
+		/* A reader may still be in it: back on the list, and new memory this time. */
+		pthread_mutex_lock(&c->grave_mu);
+		g->next = c->buf_graves;
+		c->buf_graves = g;
+		pthread_mutex_unlock(&c->grave_mu);
+		return NULL;
+	}
 	buf = g->buf;
 	for (uint64_t off = 0; off < c->seg_size; off += CLOG_PREP_SLICE) {
 		memset(buf + off, 0, SP_MIN((uint64_t)CLOG_PREP_SLICE, c->seg_size - off));

@@ -568,7 +568,7 @@ static void *indexer_main(void *arg);
 static void store_free(struct store *s);
 
 static void store_prep_queues(void *arg);
-static void store_reader_sync(void *arg);
+static bool store_reader_sync(void *arg);
 static unsigned bg_read_enter(struct store *s);
 static void bg_read_exit(struct store *s, unsigned e);
 
@@ -1566,27 +1566,39 @@ bg_read_exit(struct store *s, unsigned e)
 	atomic_fetch_sub_explicit(&s->bg_readers[e], 1, memory_order_release);
 }
 
-static void
+/*
+ * Waits up to BG_READ_WAIT_NS per counter. Return: true when both drained,
+ * false when a reader stayed in longer (an indexer round can include an
+ * index file's fdatasync): the caller then does without the buffer.
+ */
+#define BG_READ_WAIT_NS 2000000ull
+
+static bool
 bg_read_sync(struct store *s)
 {
 	/* Pairs with the fence in bg_read_enter(): the retirement is before this. */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (int flip = 0; flip < 2; flip++) {
 		unsigned old = (unsigned)(atomic_fetch_add(&s->bg_epoch, 1) & 1);
+		uint64_t t0 = clk_mono_ns();
 
-		while (atomic_load_acquire(&s->bg_readers[old]) != 0)
+		while (atomic_load_acquire(&s->bg_readers[old]) != 0) {
+			if (clk_mono_ns() - t0 > BG_READ_WAIT_NS)
+				return false;
 			sleep_us(50);
+		}
 	}
+	return true;
 }
 
 /* clog_set_reader_sync() callback: the caller's readers, then the store's own. */
-static void
+static bool
 store_reader_sync(void *arg)
 {
 	struct store *s = arg;
 
 	s->cfg.reader_sync(s->cfg.reader_sync_arg);
-	bg_read_sync(s);
+	return bg_read_sync(s);
 }
 
 static void *

@@ -168,17 +168,19 @@ void clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg);
 
 /**
  * clog_set_reader_sync() - let clog_prepare_next() reuse a retired
- * write-behind buffer as soon as @fn(@arg) has returned after its
- * retirement, instead of CLOG_UNMAP_GRACE_MS later. @fn must return only
+ * write-behind buffer as soon as @fn(@arg) has returned true after its
+ * retirement, instead of CLOG_UNMAP_GRACE_MS later. @fn returns true only
  * once every clog_read() that began before the call has returned and its
  * record is no longer used (the broker: a QSBR grace period of its cores,
- * plus the store's indexer). Fresh memory costs the preparing thread a page
- * zeroing (and, in a VM, a host fault) per 4 KiB; a reused buffer costs a
- * memset of warm pages.
+ * plus the store's indexer), and false when it gave up waiting (a reader
+ * still in, e.g. the indexer in an fdatasync): the buffer then stays
+ * retired and the segment gets new memory. New memory costs the preparing
+ * thread a page zeroing (and, in a VM, a host fault) per 4 KiB; a reused
+ * buffer costs a memset of warm pages.
  * Context: setup, before the background threads start. @fn runs on the
- * preparing thread, may block, and must not call into @c.
+ * preparing thread, may block briefly, and must not call into @c.
  */
-void clog_set_reader_sync(struct clog *c, void (*fn)(void *arg), void *arg);
+void clog_set_reader_sync(struct clog *c, bool (*fn)(void *arg), void *arg);
 
 /**
  * clog_flush() - make everything written so far durable (one fdatasync per

@@ -480,12 +480,24 @@ test_prep_yield(void)
 }
 
 static unsigned reader_syncs;
+static bool sync_answer;
+static char sync_check[400]; /* the buffer file a reader sync must find intact */
 
-static void
+static bool
 count_reader_sync(void *arg)
 {
+	uint8_t head[8] = {0};
+	FILE *f;
+
 	T_ASSERT(arg == &reader_syncs);
 	reader_syncs++;
+	/* Before the buffer is zeroed or renamed: its first record is still there. */
+	f = fopen(sync_check, "rb");
+	T_ASSERT(f != NULL);
+	T_ASSERT_EQ(fread(head, 1, sizeof(head), f), sizeof(head));
+	fclose(f);
+	T_ASSERT(memcmp(head, (uint8_t[8]){0}, sizeof(head)) != 0);
+	return sync_answer;
 }
 
 /* Append until the owner is in segment @seg, preparing segments when refused. */
@@ -497,60 +509,77 @@ append_to_seg(struct clog *c, uint32_t first, uint64_t seg)
 	return first;
 }
 
+/* @seg's buffer file past the owner's write position: zeros (not an older segment's records). */
+static void
+check_zeroed(struct clog *c, const char *bufs, uint64_t seg)
+{
+	static uint8_t b[SEG];
+	uint64_t in = clog_written(c) - seg * SEG;
+	char path[400];
+	size_t nz = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%020llu", bufs, (unsigned long long)(seg * SEG));
+	f = fopen(path, "rb");
+	T_ASSERT(f != NULL);
+	T_ASSERT_EQ(fread(b, 1, SEG, f), SEG);
+	fclose(f);
+	T_ASSERT(in > 0 && in < SEG / 2);
+	for (uint64_t i = in; i < SEG; i++)
+		nz += b[i] != 0;
+	T_ASSERT_EQ(nz, 0);
+}
+
 /*
  * A sealed segment's write-behind buffer, once durable and retired, becomes
  * the next new segment's after a reader sync: zeroed (the old records are
- * not under the new name), its file renamed. Reads, write-back and a
- * restart see only the new segment's records. Without a reader sync the
- * buffer waits out CLOG_UNMAP_GRACE_MS and a new segment gets fresh memory.
+ * not under the new name), its file renamed. A sync that gives up leaves it
+ * retired for the next segment. Reads, write-back and a restart see only
+ * the new segments' records. Without a reader sync the buffer waits out
+ * CLOG_UNMAP_GRACE_MS and a new segment gets fresh memory.
+ * Modes: 0 no hook, 1 a hook, 2 a hook that gives up once.
  */
 static void
 test_buf_reuse(void)
 {
-	for (int hook = 1; hook >= 0; hook--) {
+	for (int mode = 2; mode >= 0; mode--) {
 		struct clog_cfg cfg = {.io = &store_io_posix, .shard = 3, .seg_size = SEG};
+		uint64_t reused_in =
+			mode == 2 ? 3 : 2; /* the segment that gets segment 0's buffer */
 		char bufs[300];
-		char path[400];
 		struct clog *c;
 		uint32_t n;
-		FILE *f;
 
 		mktmp();
 		snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir),
 			 dir);
+		snprintf(sync_check, sizeof(sync_check), "%s/%020u", bufs, 0u);
 		cfg.dir = dir;
 		cfg.buf_dir = bufs;
 		reader_syncs = 0;
+		sync_answer = mode != 2;
 		T_ASSERT_EQ(clog_open(&cfg, &c), 0);
 		T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
-		if (hook)
+		if (mode > 0)
 			clog_set_reader_sync(c, count_reader_sync, &reader_syncs);
-		n = append_to_seg(c, 0, 1);    /* segment 0 sealed, 1 is the owner's */
-		T_ASSERT_EQ(clog_flush(c), 0); /* 0 durable: its buffer retired */
-		snprintf(path, sizeof(path), "%s/%020u", bufs, 0u);
-		T_ASSERT(access(path, F_OK) == 0); /* in its grace period */
+		n = append_to_seg(c, 0, 1);		 /* segment 0 sealed, 1 is the owner's */
+		T_ASSERT_EQ(clog_flush(c), 0);		 /* 0 durable: its buffer retired */
+		T_ASSERT(access(sync_check, F_OK) == 0); /* in its grace period */
 		T_ASSERT_EQ(reader_syncs, 0);
 		n = append_to_seg(c, n, 2); /* prepares segment 2 */
-		T_ASSERT_EQ(clog_bufs_reused(c), hook ? 1u : 0u);
-		T_ASSERT_EQ(reader_syncs, hook ? 1u : 0u);
-		T_ASSERT_EQ(access(path, F_OK) == 0, !hook); /* renamed when reused */
-		/* Segment 2's buffer past its first record: zeros, not segment 0's records. */
-		snprintf(path, sizeof(path), "%s/%020llu", bufs, (unsigned long long)2 * SEG);
-		f = fopen(path, "rb");
-		T_ASSERT(f != NULL);
-		{
-			static uint8_t b[SEG];
-			uint64_t in = clog_written(c) - 2 * SEG;
-			size_t nz = 0;
-
-			T_ASSERT_EQ(fread(b, 1, SEG, f), SEG);
-			T_ASSERT(in > 0 && in < SEG / 2);
-			for (uint64_t i = in; i < SEG; i++)
-				nz += b[i] != 0;
-			T_ASSERT_EQ(nz, 0);
+		T_ASSERT_EQ(reader_syncs, mode > 0 ? 1u : 0u);
+		if (mode == 2) {
+			/* gave up: segment 2 has new memory, segment 0's buffer waits */
+			T_ASSERT_EQ(clog_bufs_reused(c), 0);
+			T_ASSERT(access(sync_check, F_OK) == 0);
+			sync_answer = true;
+			n = append_to_seg(c, n, 3); /* prepares segment 3 */
+			T_ASSERT_EQ(reader_syncs, 2);
 		}
-		fclose(f);
-		n = append_to_seg(c, n, 4);
+		T_ASSERT_EQ(clog_bufs_reused(c), mode > 0 ? 1u : 0u);
+		T_ASSERT_EQ(access(sync_check, F_OK) == 0, mode == 0); /* renamed when reused */
+		check_zeroed(c, bufs, reused_in);
+		n = append_to_seg(c, n, 5);
 		T_ASSERT_EQ(walk(c, 1000), n);
 		T_ASSERT_EQ(clog_flush(c), 0);
 		clog_close(c);

@@ -6,7 +6,9 @@
  * log, garbage after the last record, fencing on EIO, retention, and the
  * real flusher/service/indexer threads.
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -55,6 +57,9 @@ cfg_small(struct store_cfg *c, bool sync)
 static uint8_t body[2048];
 static char props[256];
 
+/* cfg.threads: the store's own threads prepare files (the test must not call store_service()) */
+static bool s_threads;
+
 static long
 put_one(struct store *s, struct store_queue *q, uint32_t i, struct store_put_res *r)
 {
@@ -76,11 +81,14 @@ put_one(struct store *s, struct store_queue *q, uint32_t i, struct store_put_res
 	m.born_ts = 1000 + i;
 	m.props = props;
 	m.props_len = (uint16_t)plen;
-	for (int tries = 0; tries < 100; tries++) {
+	for (int tries = 0; tries < 100 || s_threads; tries++) {
 		n = store_put(s, q, &m, r);
 		if (n != -EAGAIN)
 			return n;
-		T_ASSERT_EQ(store_service(s, clk_wall_ms()), 0);
+		if (s_threads)
+			usleep(100); /* the service thread prepares the next file */
+		else
+			T_ASSERT_EQ(store_service(s, clk_wall_ms()), 0);
 	}
 	return n;
 }
@@ -547,7 +555,86 @@ test_threads_group_commit(void)
 	rmtmp();
 }
 
-T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_put_get_lookups),
+static _Atomic unsigned hook_syncs;
+
+static void
+count_hook(void *arg)
+{
+	T_ASSERT(arg == &hook_syncs);
+	atomic_fetch_add(&hook_syncs, 1);
+}
+
+static _Atomic bool querying;
+
+/* store_query_key() in a loop: a reader under the store's own guard. */
+static void *
+query_main(void *arg)
+{
+	struct store *s = arg;
+	unsigned long found = 0;
+
+	while (atomic_load(&querying)) {
+		int64_t phys[4];
+		long n = store_query_key(s, "A", "k7", 0, INT64_MAX, phys, 4);
+
+		T_ASSERT(n >= 0);
+		if (n > 0) {
+			const uint8_t *rec;
+
+			T_ASSERT(store_get_phys(s, phys[0], &rec) > 0);
+			found++;
+		}
+	}
+	return (void *)found;
+}
+
+/*
+ * The real threads with a reader_sync hook: sealed segments' buffers are
+ * reused for new ones (the hook is called: store_reader_sync() returned
+ * through the indexer's and a querying thread's guard) while the indexer
+ * and another thread read records, and every message reads back intact.
+ */
+static void
+test_threads_buffer_reuse(void)
+{
+	struct store_queue *q[2];
+	struct store_cfg cfg;
+	struct store *s;
+	pthread_t th;
+	void *found;
+	uint32_t n = 0;
+
+	mktmp();
+	cfg_small(&cfg, false);
+	cfg.threads = true;
+	cfg.reader_sync = count_hook;
+	cfg.reader_sync_arg = &hook_syncs;
+	s_threads = true;
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	atomic_store(&querying, true);
+	T_ASSERT_EQ(pthread_create(&th, NULL, query_main, s), 0);
+	/* ~200 messages a 64 KiB segment per shard; the flusher retires them as it syncs */
+	while (n < 20000 && (n < 2000 || atomic_load(&hook_syncs) < 4)) {
+		struct store_put_res r;
+
+		T_ASSERT(put_one(s, q[n % 2], n, &r) > 0);
+		if (++n % 200 == 0)
+			usleep(2000); /* let the flusher retire what this wrote */
+	}
+	atomic_store(&querying, false);
+	T_ASSERT_EQ(pthread_join(th, &found), 0);
+	printf("# %u messages, %u reader syncs, key found %lu times\n", n, atomic_load(&hook_syncs),
+	       (unsigned long)found);
+	T_ASSERT(atomic_load(&hook_syncs) >= 4);
+	for (uint32_t i = 0; i < n; i++)
+		check_msg(s, q[i % 2], i / 2, i);
+	store_close(s);
+	s_threads = false;
+	rmtmp();
+}
+
+T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_put_get_lookups), T_CASE(test_threads_buffer_reuse),
        T_CASE(test_sync_visibility_and_tickets), T_CASE(test_clean_restart),
        T_CASE(test_crash_recovery), T_CASE(test_async_kill_keeps_buffered_appends),
        T_CASE(test_retention), T_CASE(test_threads_group_commit))
