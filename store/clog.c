@@ -273,6 +273,16 @@ clog_buf_map_file(struct clog *c, uint64_t start)
 	return p;
 }
 
+/* List a retired buffer (the flusher's retirement, or a reuse given up). */
+static void
+clog_grave_push(struct clog *c, struct clog_buf_grave *g)
+{
+	pthread_mutex_lock(&c->grave_mu);
+	g->next = c->buf_graves;
+	c->buf_graves = g;
+	pthread_mutex_unlock(&c->grave_mu);
+}
+
 /*
  * A retired buffer made the one of the segment at @start: the oldest that
  * no reader can still be in (CLOG_UNMAP_GRACE_MS after its retirement, or
@@ -302,10 +312,7 @@ clog_buf_reuse(struct clog *c, uint64_t start, bool *file)
 	/* Retired (buf cleared, release) before it was listed: later readers use the file. */
 	if (c->reader_sync != NULL && !c->reader_sync(c->reader_sync_arg)) {
 		/* A reader may still be in it: back on the list, and new memory this time. */
-		pthread_mutex_lock(&c->grave_mu);
-		g->next = c->buf_graves;
-		c->buf_graves = g;
-		pthread_mutex_unlock(&c->grave_mu);
+		clog_grave_push(c, g);
 		return NULL;
 	}
 	buf = g->buf;
@@ -909,10 +916,7 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 		g->start = seg->start;
 		g->file = seg->buf_file;
 		g->due_ns = now + (uint64_t)CLOG_UNMAP_GRACE_MS * 1000000;
-		pthread_mutex_lock(&c->grave_mu);
-		g->next = c->buf_graves;
-		c->buf_graves = g;
-		pthread_mutex_unlock(&c->grave_mu);
+		clog_grave_push(c, g);
 	}
 	/* Unlinked under the lock, unmapped after it: clog_buf_reuse() does not wait on munmap. */
 	pthread_mutex_lock(&c->grave_mu);
