@@ -38,6 +38,7 @@
 #include "wire/dp.h"
 
 #include "bytes_priv.h"
+#include "dp_priv.h"
 
 STATIC_ASSERT(WIRE_DP_HDR_LEN == 48, "header size is part of the protocol");
 STATIC_ASSERT(WIRE_DP_RESP_HEAD_LEN % 8 == 0, "op parts start 8-aligned");
@@ -75,6 +76,7 @@ static const char *const op_names[] = {
 	[WIRE_DP_OP_CONNECT] = "CONNECT",
 	[WIRE_DP_OP_DISCONNECT] = "DISCONNECT",
 	[WIRE_DP_OP_PING] = "PING",
+	[WIRE_DP_OP_REPL] = "REPL",
 };
 
 bool
@@ -111,6 +113,8 @@ wire_dp_resp_fixed_len(uint16_t op)
 		return WIRE_DP_CONNECT_RESP_FIXED;
 	case WIRE_DP_OP_PING:
 		return WIRE_DP_PING_RESP_FIXED;
+	case WIRE_DP_OP_REPL:
+		return WIRE_DP_REPL_RESP_FIXED;
 	default:
 		return -EINVAL;
 	}
@@ -369,8 +373,8 @@ wire_dp_resp_stamp_sent(uint8_t *msg, size_t len, uint64_t ts_ns)
  * Start a response of @total bytes: validate the head and the size, write the
  * head. Return: 0, -EINVAL, -ENOBUFS.
  */
-static int
-resp_begin(const struct wire_dp_resp_head *h, uint64_t total, uint8_t *buf, size_t cap)
+int
+wire__dp_resp_begin(const struct wire_dp_resp_head *h, uint64_t total, uint8_t *buf, size_t cap)
 {
 	if (!head_ok(h) || total > WIRE_DP_MSG_LIMIT)
 		return -EINVAL;
@@ -381,9 +385,9 @@ resp_begin(const struct wire_dp_resp_head *h, uint64_t total, uint8_t *buf, size
 }
 
 /* Decode the head of a response that must be exactly @want bytes (at least, if @at_least). */
-static int
-resp_head_take(const uint8_t *msg, size_t len, size_t want, bool at_least,
-	       struct wire_dp_resp_head *h)
+int
+wire__dp_resp_head_take(const uint8_t *msg, size_t len, size_t want, bool at_least,
+			struct wire_dp_resp_head *h)
 {
 	if (len > WIRE_DP_MSG_LIMIT || len < want || (!at_least && len != want))
 		return -EBADMSG;
@@ -400,7 +404,7 @@ wire_dp_resp_error_encode(uint16_t op, const struct wire_dp_resp_head *h, uint8_
 	if (fixed < 0 || op == WIRE_DP_OP_CONNECT || h->status == WIRE_DP_ST_SUCCESS)
 		return -EINVAL;
 	total = WIRE_DP_RESP_HEAD_LEN + (size_t)fixed;
-	err = resp_begin(h, total, buf, cap);
+	err = wire__dp_resp_begin(h, total, buf, cap);
 	if (err != 0)
 		return err;
 	memset(buf + WIRE_DP_RESP_HEAD_LEN, 0, (size_t)fixed);
@@ -420,7 +424,7 @@ wire_dp_bare_resp_encode(uint16_t op, const struct wire_dp_resp_head *h, uint8_t
 
 	if (!op_is_bare(op))
 		return -EINVAL;
-	err = resp_begin(h, WIRE_DP_RESP_HEAD_LEN, buf, cap);
+	err = wire__dp_resp_begin(h, WIRE_DP_RESP_HEAD_LEN, buf, cap);
 	return err != 0 ? err : WIRE_DP_RESP_HEAD_LEN;
 }
 
@@ -429,7 +433,7 @@ wire_dp_bare_resp_decode(uint16_t op, const uint8_t *msg, size_t len, struct wir
 {
 	if (!op_is_bare(op))
 		return -EINVAL;
-	return resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN, false, h);
+	return wire__dp_resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN, false, h);
 }
 
 /* ---- RESET ---- */
@@ -547,7 +551,7 @@ wire_dp_send_resp_encode(uint16_t op, const struct wire_dp_send_resp *r, uint8_t
 		return -EINVAL;
 	if (op == WIRE_DP_OP_SEND_BATCH)
 		total += (uint64_t)r->count * 8;
-	err = resp_begin(&r->head, total, buf, cap);
+	err = wire__dp_resp_begin(&r->head, total, buf, cap);
 	if (err != 0)
 		return err;
 	p = buf + WIRE_DP_RESP_HEAD_LEN;
@@ -569,7 +573,7 @@ wire_dp_send_resp_decode(uint16_t op, const uint8_t *msg, size_t len, struct wir
 
 	if (!op_is_send(op))
 		return -EINVAL;
-	err = resp_head_take(msg, len, fixed, op == WIRE_DP_OP_SEND_BATCH, &r->head);
+	err = wire__dp_resp_head_take(msg, len, fixed, op == WIRE_DP_OP_SEND_BATCH, &r->head);
 	if (err != 0)
 		return err;
 	p = msg + WIRE_DP_RESP_HEAD_LEN;
@@ -697,7 +701,7 @@ wire_dp_pull_resp_encode(const struct wire_dp_pull_resp *r, uint8_t *buf, size_t
 
 	if (!pull_resp_ok(r) || total > WIRE_DP_MSG_LIMIT)
 		return -EINVAL;
-	err = resp_begin(&r->head, zero_copy ? prefix : total, buf, cap);
+	err = wire__dp_resp_begin(&r->head, zero_copy ? prefix : total, buf, cap);
 	if (err != 0)
 		return err;
 	p = buf + WIRE_DP_RESP_HEAD_LEN;
@@ -721,7 +725,7 @@ wire_dp_pull_resp_decode(const uint8_t *msg, size_t len, struct wire_dp_pull_res
 	const uint8_t *p;
 	int err;
 
-	err = resp_head_take(msg, len, prefix, true, &r->head);
+	err = wire__dp_resp_head_take(msg, len, prefix, true, &r->head);
 	if (err != 0)
 		return err;
 	p = msg + WIRE_DP_RESP_HEAD_LEN;
@@ -808,7 +812,7 @@ wire_dp_offset_resp_encode(uint16_t op, const struct wire_dp_offset_resp *r, uin
 
 	if (!op_is_offset(op))
 		return -EINVAL;
-	err = resp_begin(&r->head, total, buf, cap);
+	err = wire__dp_resp_begin(&r->head, total, buf, cap);
 	if (err != 0)
 		return err;
 	wire_st_le64(buf + WIRE_DP_RESP_HEAD_LEN, (uint64_t)r->offset);
@@ -823,7 +827,7 @@ wire_dp_offset_resp_decode(uint16_t op, const uint8_t *msg, size_t len,
 
 	if (!op_is_offset(op))
 		return -EINVAL;
-	err = resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_OFFSET_RESP_FIXED, false,
+	err = wire__dp_resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_OFFSET_RESP_FIXED, false,
 			     &r->head);
 	if (err != 0)
 		return err;
@@ -959,7 +963,7 @@ wire_dp_connect_resp_encode(const struct wire_dp_connect_resp *r, uint8_t *buf, 
 
 	if (!connect_resp_ok(r))
 		return -EINVAL;
-	err = resp_begin(&r->head, total, buf, cap);
+	err = wire__dp_resp_begin(&r->head, total, buf, cap);
 	if (err != 0)
 		return err;
 	p = buf + WIRE_DP_RESP_HEAD_LEN;
@@ -982,7 +986,7 @@ wire_dp_connect_resp_decode(const uint8_t *msg, size_t len, struct wire_dp_conne
 	const uint8_t *p;
 	int err;
 
-	err = resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_CONNECT_RESP_FIXED, false,
+	err = wire__dp_resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_CONNECT_RESP_FIXED, false,
 			     &r->head);
 	if (err != 0)
 		return err;
@@ -1060,7 +1064,7 @@ wire_dp_ping_resp_encode(const struct wire_dp_ping_resp *r, uint8_t *buf, size_t
 		return -EINVAL;
 	if (r->pad_len && r->head.status != WIRE_DP_ST_SUCCESS)
 		return -EINVAL;
-	err = resp_begin(&r->head, fixed + r->pad_len, buf, cap);
+	err = wire__dp_resp_begin(&r->head, fixed + r->pad_len, buf, cap);
 	if (err != 0)
 		return err;
 	wire_st_le64(buf + WIRE_DP_RESP_HEAD_LEN, r->echo_ts_ns);
@@ -1077,7 +1081,7 @@ wire_dp_ping_resp_decode(const uint8_t *msg, size_t len, struct wire_dp_ping_res
 
 	if (len < fixed || len > WIRE_DP_MSG_LIMIT)
 		return -EBADMSG;
-	err = resp_head_take(msg, fixed, fixed, false, &r->head);
+	err = wire__dp_resp_head_take(msg, fixed, fixed, false, &r->head);
 	if (err != 0)
 		return err;
 	r->echo_ts_ns = wire_ld_le64(msg + WIRE_DP_RESP_HEAD_LEN);

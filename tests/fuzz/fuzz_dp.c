@@ -92,6 +92,13 @@ fuzz_req(uint16_t op, const uint8_t *m, size_t len)
 			check(wire_dp_ping_req_encode(&r, out, OUT_CAP), m, len);
 		break;
 	}
+	case WIRE_DP_OP_REPL: {
+		struct wire_dp_repl_req r;
+
+		if (wire_dp_repl_req_decode(m, len, &r) == 0)
+			check(wire_dp_repl_req_encode(&r, out, OUT_CAP), m, len);
+		break;
+	}
 	default:
 		break;
 	}
@@ -153,6 +160,13 @@ fuzz_resp(uint16_t op, const uint8_t *m, size_t len)
 
 		if (wire_dp_ping_resp_decode(m, len, &r) == 0)
 			check(wire_dp_ping_resp_encode(&r, out, OUT_CAP), m, len);
+		break;
+	}
+	case WIRE_DP_OP_REPL: {
+		struct wire_dp_repl_resp r;
+
+		if (wire_dp_repl_resp_decode(m, len, &r) == 0)
+			check(wire_dp_repl_resp_encode(&r, out, OUT_CAP), m, len);
 		break;
 	}
 	default:

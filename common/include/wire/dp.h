@@ -58,7 +58,8 @@ enum wire_dp_op {
 	WIRE_DP_OP_CONNECT = 10,
 	WIRE_DP_OP_DISCONNECT = 11,
 	WIRE_DP_OP_PING = 12,
-	WIRE_DP_OP_MAX = WIRE_DP_OP_PING,
+	WIRE_DP_OP_REPL = 13, /* a slave's core follows its master's shard (docs/replication.md) */
+	WIRE_DP_OP_MAX = WIRE_DP_OP_REPL,
 };
 
 /* ---- limits (docs/protocol.md §3) ---- */
@@ -137,6 +138,8 @@ enum wire_dp_reset_reason {
 #define WIRE_DP_PING_REQ_FIXED 8
 #define WIRE_DP_PING_RESP_FIXED 8
 #define WIRE_DP_RESET_LEN 8
+#define WIRE_DP_REPL_REQ_FIXED 40
+#define WIRE_DP_REPL_RESP_FIXED 40
 
 /* A decoded packet header (magic and version are implied). */
 struct wire_dp_hdr {
@@ -504,5 +507,50 @@ MUST_CHECK long wire_dp_ping_resp_encode(const struct wire_dp_ping_resp *r, uint
 					 size_t cap);
 MUST_CHECK int wire_dp_ping_resp_decode(const uint8_t *msg, size_t len,
 					struct wire_dp_ping_resp *r);
+
+/* ---- REPL (§5.14, §5.15; docs/replication.md) ---- */
+
+/*
+ * A slave asks master core @shard for the log bytes of its shard from
+ * @offset on. @offset also acknowledges: the slave holds every byte below
+ * it (SYNC_MASTER acks wait for that). The master answers at once when it
+ * has bytes past @offset, else parks the request up to suspend_ms (an
+ * answer without data is the heartbeat). Geometry (cores, segment size)
+ * travels both ways so either end can refuse a mismatch.
+ */
+struct wire_dp_repl_req {
+	uint64_t offset;   /* slave's end of log in this shard (local bytes) */
+	uint64_t seg_size; /* slave's mapedFileSizeCommitLog */
+	uint64_t flushed;  /* slave's durable end (lag reporting) */
+	uint32_t max_bytes;
+	uint32_t suspend_ms;
+	uint16_t shard;
+	uint16_t cores;
+	const char *name; /* the slave's brokerName, 1..WIRE_DP_TOPIC_MAX bytes */
+	uint16_t name_len;
+};
+
+struct wire_dp_repl_resp {
+	struct wire_dp_resp_head head;
+	uint64_t master_end;  /* master's end of log in this shard */
+	uint64_t data_offset; /* where data belongs (the request's offset) */
+	uint64_t min_offset;  /* master's first stored byte */
+	uint64_t seg_size;
+	uint16_t cores;
+	const uint8_t *data; /* whole records (a BLANK as its 8-byte header), SUCCESS only */
+	uint32_t data_len;
+};
+
+/* Return: bytes written, -ENOBUFS, -EINVAL (name empty or too long, max_bytes 0). */
+MUST_CHECK long wire_dp_repl_req_encode(const struct wire_dp_repl_req *r, uint8_t *buf,
+					size_t cap);
+/* Return: 0, -EBADMSG. */
+MUST_CHECK int wire_dp_repl_req_decode(const uint8_t *msg, size_t len, struct wire_dp_repl_req *r);
+/* Return: bytes written, -ENOBUFS, -EINVAL (data on a non-success status, bad head). */
+MUST_CHECK long wire_dp_repl_resp_encode(const struct wire_dp_repl_resp *r, uint8_t *buf,
+					 size_t cap);
+/* Return: 0, -EBADMSG. */
+MUST_CHECK int wire_dp_repl_resp_decode(const uint8_t *msg, size_t len,
+					struct wire_dp_repl_resp *r);
 
 #endif /* SP_WIRE_DP_H */

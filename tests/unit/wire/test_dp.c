@@ -201,6 +201,12 @@ reencode_req(uint16_t op, const uint8_t *m, size_t len, uint8_t *out, size_t cap
 		err = wire_dp_ping_req_decode(m, len, &r);
 		return err != 0 ? err : wire_dp_ping_req_encode(&r, out, cap);
 	}
+	case WIRE_DP_OP_REPL: {
+		struct wire_dp_repl_req r;
+
+		err = wire_dp_repl_req_decode(m, len, &r);
+		return err != 0 ? err : wire_dp_repl_req_encode(&r, out, cap);
+	}
 	default:
 		return -EINVAL;
 	}
@@ -253,6 +259,12 @@ reencode_resp(uint16_t op, const uint8_t *m, size_t len, uint8_t *out, size_t ca
 
 		err = wire_dp_ping_resp_decode(m, len, &r);
 		return err != 0 ? err : wire_dp_ping_resp_encode(&r, out, cap);
+	}
+	case WIRE_DP_OP_REPL: {
+		struct wire_dp_repl_resp r;
+
+		err = wire_dp_repl_resp_decode(m, len, &r);
+		return err != 0 ? err : wire_dp_repl_resp_encode(&r, out, cap);
 	}
 	default:
 		return -EINVAL;
@@ -361,6 +373,24 @@ build_samples(struct sample *s)
 	};
 	struct wire_dp_ping_req pq = {99};
 	struct wire_dp_ping_resp pp = {head_ok, 99};
+	static const uint8_t repl_data[16] = {0, 0, 0, 8, 0xcb, 0xd4, 0x3e, 0x11, 1, 2, 3};
+	struct wire_dp_repl_req rq = {.offset = 4096,
+				      .seg_size = 1u << 30,
+				      .flushed = 1024,
+				      .max_bytes = 1u << 20,
+				      .suspend_ms = 1000,
+				      .shard = 1,
+				      .cores = 2,
+				      .name = "broker-a",
+				      .name_len = 8};
+	struct wire_dp_repl_resp rp = {.head = head_ok,
+				       .master_end = 8192,
+				       .data_offset = 4096,
+				       .min_offset = 0,
+				       .seg_size = 1u << 30,
+				       .cores = 2,
+				       .data = repl_data,
+				       .data_len = sizeof(repl_data)};
 
 	br.flag = 0;
 	br.reconsume_times = 0;
@@ -400,6 +430,8 @@ build_samples(struct sample *s)
 		   wire_dp_bare_resp_encode(WIRE_DP_OP_DISCONNECT, &head_ok, buf_a, BUF_CAP));
 	add_sample(s, &n, K_REQ, WIRE_DP_OP_PING, wire_dp_ping_req_encode(&pq, buf_a, BUF_CAP));
 	add_sample(s, &n, K_RESP, WIRE_DP_OP_PING, wire_dp_ping_resp_encode(&pp, buf_a, BUF_CAP));
+	add_sample(s, &n, K_REQ, WIRE_DP_OP_REPL, wire_dp_repl_req_encode(&rq, buf_a, BUF_CAP));
+	add_sample(s, &n, K_RESP, WIRE_DP_OP_REPL, wire_dp_repl_resp_encode(&rp, buf_a, BUF_CAP));
 	return n;
 }
 
@@ -1207,11 +1239,13 @@ test_names(void)
 	T_ASSERT_STREQ(wire_dp_op_name(WIRE_DP_OP_SEARCH_OFFSET), "SEARCH_OFFSET");
 	T_ASSERT_STREQ(wire_dp_op_name(WIRE_DP_OP_PING), "PING");
 	T_ASSERT_STREQ(wire_dp_op_name(0), "NONE");
-	T_ASSERT_STREQ(wire_dp_op_name(13), "?");
+	T_ASSERT_STREQ(wire_dp_op_name(13), "REPL");
+	T_ASSERT_STREQ(wire_dp_op_name(14), "?");
 	T_ASSERT(!wire_dp_op_is_valid(0));
 	T_ASSERT(wire_dp_op_is_valid(1));
 	T_ASSERT(wire_dp_op_is_valid(12));
-	T_ASSERT(!wire_dp_op_is_valid(13));
+	T_ASSERT(wire_dp_op_is_valid(13));
+	T_ASSERT(!wire_dp_op_is_valid(14));
 	T_ASSERT_EQ(wire_dp_resp_fixed_len(0), -EINVAL);
 	T_ASSERT_EQ(wire_dp_resp_fixed_len(WIRE_DP_OP_PULL), 40);
 	T_ASSERT(!wire_dp_status_is_stored(WIRE_DP_ST_MESSAGE_ILLEGAL));
@@ -1235,8 +1269,8 @@ test_samples_roundtrip(void)
 			seen_resp |= 1u << samples[i].op;
 	}
 	/* every op, both directions */
-	T_ASSERT_EQ(seen_req, 0x1FFEu);
-	T_ASSERT_EQ(seen_resp, 0x1FFEu);
+	T_ASSERT_EQ(seen_req, 0x3FFEu);
+	T_ASSERT_EQ(seen_resp, 0x3FFEu);
 }
 
 /* Every proper prefix of every sample fails to decode, as a body and as a datagram. */
@@ -1561,9 +1595,56 @@ test_vectors(void)
 	free(v);
 }
 
+static void
+test_repl(void)
+{
+	static const uint8_t data[8] = {0, 0, 0, 8, 0xcb, 0xd4, 0x3e, 0x11};
+	struct wire_dp_repl_req q = {.offset = 77, .seg_size = 65536, .max_bytes = 4096,
+				     .shard = 3, .cores = 4, .name = "b", .name_len = 1};
+	struct wire_dp_repl_resp r = {.head = {.status = WIRE_DP_ST_SUCCESS}, .master_end = 85,
+				      .data_offset = 77, .seg_size = 65536, .cores = 4,
+				      .data = data, .data_len = 8};
+	struct wire_dp_repl_req q2;
+	struct wire_dp_repl_resp r2;
+	long n;
+
+	n = wire_dp_repl_req_encode(&q, buf_a, BUF_CAP);
+	T_ASSERT_EQ(n, WIRE_DP_REPL_REQ_FIXED + 1);
+	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n, &q2), 0);
+	T_ASSERT_EQ_U64(q2.offset, 77);
+	T_ASSERT_EQ(q2.shard, 3);
+	T_ASSERT_EQ(q2.cores, 4);
+	T_ASSERT_EQ(q2.name_len, 1);
+	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n - 1, &q2), -EBADMSG);
+	buf_a[38] = 1; /* reserved */
+	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n, &q2), -EBADMSG);
+	q.name_len = 0;
+	T_ASSERT_EQ(wire_dp_repl_req_encode(&q, buf_a, BUF_CAP), -EINVAL);
+	q.name_len = 1;
+	q.max_bytes = 0;
+	T_ASSERT_EQ(wire_dp_repl_req_encode(&q, buf_a, BUF_CAP), -EINVAL);
+
+	n = wire_dp_repl_resp_encode(&r, buf_a, BUF_CAP);
+	T_ASSERT_EQ(n, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_REPL_RESP_FIXED + 8);
+	T_ASSERT_EQ(wire_dp_repl_resp_decode(buf_a, (size_t)n, &r2), 0);
+	T_ASSERT_EQ_U64(r2.master_end, 85);
+	T_ASSERT_EQ(r2.data_len, 8);
+	T_ASSERT_MEMEQ(r2.data, data, 8);
+	T_ASSERT_EQ(wire_dp_repl_resp_decode(buf_a, (size_t)n - 1, &r2), -EBADMSG);
+	/* data on an error status is refused both ways */
+	r.head.status = WIRE_DP_ST_SYSTEM_BUSY;
+	T_ASSERT_EQ(wire_dp_repl_resp_encode(&r, buf_a, BUF_CAP), -EINVAL);
+	r.data_len = 0;
+	r.data = NULL;
+	n = wire_dp_repl_resp_encode(&r, buf_a, BUF_CAP);
+	T_ASSERT_EQ(n, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_REPL_RESP_FIXED);
+	T_ASSERT_EQ(wire_dp_repl_resp_decode(buf_a, (size_t)n, &r2), 0);
+	T_ASSERT_EQ(r2.head.status, WIRE_DP_ST_SYSTEM_BUSY);
+}
+
 T_MAIN(T_CASE(test_hdr_roundtrip), T_CASE(test_hdr_errors), T_CASE(test_geometry),
        T_CASE(test_send_req), T_CASE(test_send_resp), T_CASE(test_pull), T_CASE(test_offset_ops),
        T_CASE(test_send_back), T_CASE(test_connect), T_CASE(test_disconnect_ping),
        T_CASE(test_resp_head_and_errors), T_CASE(test_reset), T_CASE(test_names),
        T_CASE(test_samples_roundtrip), T_CASE(test_truncation), T_CASE(test_bitflips),
-       T_CASE(test_garbage), T_CASE(test_vectors))
+       T_CASE(test_garbage), T_CASE(test_vectors), T_CASE(test_repl))
