@@ -1071,6 +1071,40 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 	return 0;
 }
 
+/*
+ * Seal the current segment (with @blank, write its BLANK filler first) and
+ * move to the prepared next one. Return: 0, -EAGAIN not prepared yet, or
+ * the preparation's error. Context: owner.
+ */
+static long
+clog_roll(struct clog *c, bool blank)
+{
+	struct clog_seg *cur = c->cur;
+	uint64_t in = c->wpos - cur->start;
+	/* acquire: pairs with the release in clog_prepare_next() */
+	struct clog_seg *nxt = atomic_load_acquire(&c->next);
+
+	if (nxt == NULL) {
+		int err = atomic_load_acquire(&c->prep_err);
+
+		return err != 0 ? err : -EAGAIN;
+	}
+	if (blank)
+		(void)!wire_rec_encode_blank((uint32_t)(c->seg_size - in), c->cur_buf + in,
+					     c->seg_size - in);
+	atomic_store_relaxed(&cur->last_ms, c->cur_last_ms);
+	c->cur = nxt;
+	c->cur_buf = atomic_load_relaxed(&nxt->buf);
+	c->wpos = nxt->start;
+	/*
+	 * release: cur_start before next is cleared, so clog_prepare_next()
+	 * that sees next == NULL computes the segment after this one.
+	 */
+	atomic_store_release(&c->cur_start, nxt->start);
+	atomic_store_release(&c->next, NULL);
+	return 0;
+}
+
 long
 clog_append(struct clog *c, struct wire_msg *m, uint64_t *end)
 {
@@ -1088,26 +1122,12 @@ clog_append(struct clog *c, struct wire_msg *m, uint64_t *end)
 	if (size + WIRE_BLANK_LEN > c->seg_size)
 		return -EMSGSIZE;
 	if (in + size + WIRE_BLANK_LEN > c->seg_size) {
-		/* acquire: pairs with the release in clog_prepare_next() */
-		struct clog_seg *nxt = atomic_load_acquire(&c->next);
+		long r = clog_roll(c, true);
 
-		if (nxt == NULL) {
-			err = atomic_load_acquire(&c->prep_err);
-			return err != 0 ? err : -EAGAIN;
-		}
-		(void)!wire_rec_encode_blank((uint32_t)(c->seg_size - in), c->cur_buf + in,
-					     c->seg_size - in);
-		atomic_store_relaxed(&cur->last_ms, c->cur_last_ms);
-		c->cur = cur = nxt;
-		c->cur_buf = atomic_load_relaxed(&nxt->buf);
-		c->wpos = cur->start;
+		if (r != 0)
+			return r;
+		cur = c->cur;
 		in = 0;
-		/*
-		 * release: cur_start before next is cleared, so clog_prepare_next()
-		 * that sees next == NULL computes the segment after this one.
-		 */
-		atomic_store_release(&c->cur_start, cur->start);
-		atomic_store_release(&c->next, NULL);
 	}
 	m->phys_offset = clog_phys(c->shard, c->wpos);
 	n = wire_rec_encode(m, c->cur_buf + in, c->seg_size - in);
@@ -1124,6 +1144,100 @@ clog_commit(struct clog *c)
 {
 	/* release: the record bytes before the offset; pairs with clog_written() */
 	atomic_store_release(&c->written, c->wpos);
+}
+
+long
+clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len)
+{
+	int err = atomic_load_acquire(&c->err); /* pairs with release in clog_flush() */
+	uint64_t in;
+	size_t pos = 0;
+	int64_t last_ms = c->cur_last_ms;
+	bool blank = false;
+
+	if (SP_UNLIKELY(err != 0))
+		return err;
+	if (off != c->wpos)
+		return -ERANGE;
+	if (len == 0)
+		return 0;
+	if (c->wpos - c->cur->start == c->seg_size) {
+		/* the last copy ended with the segment's BLANK: its filler is in place */
+		long r = clog_roll(c, false);
+
+		if (r != 0)
+			return r;
+	}
+	in = c->wpos - c->cur->start;
+	if (in + len > c->seg_size)
+		return -EBADMSG;
+	while (pos < len) {
+		struct wire_msg m;
+		long r = wire_rec_decode(data + pos, len - pos, WIRE_REC_VERIFY_CRC, &m);
+
+		if (r == -ENODATA) {
+			/* a BLANK: its header alone, last, filling the segment to its end */
+			if (m.total_size != c->seg_size - in - pos || len - pos != WIRE_BLANK_LEN)
+				return -EBADMSG;
+			blank = true;
+			break;
+		}
+		if (r < 0)
+			return r;
+		if (m.phys_offset != clog_phys(c->shard, off + pos))
+			return -EBADMSG;
+		last_ms = m.store_ts;
+		pos += (size_t)r;
+	}
+	memcpy(c->cur_buf + in, data, len);
+	c->wpos = blank ? c->cur->start + c->seg_size : off + len;
+	c->cur_last_ms = last_ms;
+	return (long)len;
+}
+
+long
+clog_read_span(const struct clog *c, uint64_t off, uint32_t max, const uint8_t **out)
+{
+	uint64_t end = clog_written(c);
+	const uint8_t *base;
+	struct clog_seg *s;
+	uint64_t in, lim, pos = 0;
+
+	if (off < clog_min(c) || off > end)
+		return -ERANGE;
+	if (off == end)
+		return 0;
+	s = clog_seg_at(c, off);
+	if (s == NULL)
+		return -ERANGE;
+	in = off - s->start;
+	/* acquire: pairs with the release in clog_retire_bufs() */
+	base = atomic_load_acquire(&s->buf);
+	if (base == NULL)
+		base = s->map;
+	base += in;
+	lim = SP_MIN(end - off, c->seg_size - in);
+	while (pos + WIRE_BLANK_LEN <= lim) {
+		uint32_t size;
+		uint32_t magic;
+
+		memcpy(&size, base + pos, 4);
+		memcpy(&magic, base + pos + 4, 4);
+		size = __builtin_bswap32(size);
+		magic = __builtin_bswap32(magic);
+		if (magic == WIRE_MAGIC_BLANK) {
+			if (pos == 0 || pos + WIRE_BLANK_LEN <= max)
+				pos += WIRE_BLANK_LEN;
+			break;
+		}
+		if (magic != WIRE_MAGIC_MESSAGE || size < WIRE_BLANK_LEN || size > lim - pos)
+			return pos > 0 ? (long)pos : -EBADMSG;
+		if (pos > 0 && pos + size > max)
+			break;
+		pos += size;
+	}
+	*out = base;
+	return (long)pos;
 }
 
 bool

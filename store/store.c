@@ -40,6 +40,8 @@
 #include "store/idx.h"
 #include "store/store.h"
 
+#include "store_priv.h"
+
 #define STORE_TAG "store"
 #define CKPT_MAGIC 0x53504B43u /* "SPKC" */
 #define CKPT_VERSION 1
@@ -394,6 +396,31 @@ dispatch(struct store *s, uint32_t shard, const struct wire_msg *m, int64_t phys
 		return -EUCLEAN;
 	}
 	return rc;
+}
+
+int
+store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data,
+		     size_t len)
+{
+	struct store_queue *damaged = NULL;
+	size_t pos = 0;
+	int first = 0;
+
+	pthread_mutex_lock(&s->qlock);
+	while (pos < len) {
+		struct wire_msg m;
+		long r = wire_rec_decode(data + pos, len - pos, 0, &m);
+		int rc;
+
+		if (r <= 0)
+			break; /* a BLANK ends the span; clog_append_raw() checked the rest */
+		rc = dispatch(s, shard, &m, clog_phys(shard, off + pos), (uint32_t)r, &damaged);
+		if (rc != 0 && first == 0)
+			first = rc;
+		pos += (size_t)r;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	return first;
 }
 
 /* Re-dispatch every record of @shard from local @from to the end. */

@@ -143,6 +143,36 @@ MUST_CHECK long clog_append(struct clog *c, struct wire_msg *m, uint64_t *end);
  */
 void clog_commit(struct clog *c);
 
+/**
+ * clog_append_raw() - copy @len bytes of another shard's log (a master's,
+ * docs/replication.md) to the tail, at local offset @off == the tail: whole
+ * records, each checked (magic, size, BODYCRC, PHYSICALOFFSET == where it
+ * lands), optionally ending with a BLANK's 8-byte header that fills the
+ * segment to its end (the next copy then starts the next segment). The
+ * bytes land exactly where they were on the master. Publish with
+ * clog_commit() once they are dispatched.
+ *
+ * Context: owning thread (a slave's replication session), non-blocking.
+ * Return: @len; -ERANGE @off is not the tail; -EAGAIN next segment not
+ * prepared yet; -EBADMSG/-EILSEQ/-EPROTO a bad record (nothing copied);
+ * the fence error.
+ */
+MUST_CHECK long clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len);
+
+/**
+ * clog_read_span() - whole records from local offset @off up to the
+ * written end (not only flushed: a slave may hold what the master has not
+ * synced yet), within one segment, at most @max bytes unless the first
+ * record alone is larger; a BLANK contributes its 8-byte header and ends
+ * the span (the next span starts at the next segment).
+ *
+ * Context: any thread, non-blocking; the pointer lives as clog_read()'s.
+ * Return: bytes (0: nothing past @off), -ERANGE @off outside
+ * [min, written], -EBADMSG no record at @off.
+ */
+MUST_CHECK long clog_read_span(const struct clog *c, uint64_t off, uint32_t max,
+			       const uint8_t **out);
+
 /* Return: true when the background thread should call clog_prepare_next(). */
 bool clog_wants_next(const struct clog *c);
 

@@ -183,6 +183,28 @@ long store_index_round(struct store *s);
 /* Flush every shard now. Return: 0 or the first error. */
 MUST_CHECK int store_flush_all(struct store *s);
 
+/**
+ * store_repl_read() - for a slave: whole records of @shard from local @off,
+ * at most @max bytes (clog_read_span()).
+ * Context: any thread, non-blocking (the master's owning core).
+ * Return: bytes at *@out (0: nothing new), -ERANGE, -EBADMSG.
+ */
+MUST_CHECK long store_repl_read(const struct store *s, uint32_t shard, uint64_t off, uint32_t max,
+				const uint8_t **out);
+
+/**
+ * store_repl_write() - on a slave: the master's bytes of @shard at local
+ * @off (the slave's end of log), checked record by record
+ * (clog_append_raw()), indexed in their ConsumeQueues and published.
+ * Context: the shard's writer on a slave (its replication session); may
+ * block briefly (the queue registry lock, new ConsumeQueue files).
+ * Return: @len; -ERANGE @off is not the end; -EAGAIN next segment not ready;
+ * -EBADMSG/-EILSEQ/-EPROTO a bad record (nothing written); a dispatch or
+ * fence error (the bytes are written and published).
+ */
+MUST_CHECK long store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data,
+				 size_t len);
+
 struct clog *store_clog(const struct store *s, uint32_t shard);
 struct cq *store_queue_cq(const struct store_queue *q);
 
