@@ -83,8 +83,8 @@ rmt_complete(struct bk_core *c, struct bk_rcmd *cmd)
  * or (command ring) its buffer is too small: the command goes back now
  * with `need` set, and control runs it again with a buffer that fits.
  */
-static uint8_t *
-ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len)
+uint8_t *
+bk_core_ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len)
 {
 	struct bk_rcmd *cmd;
 
@@ -100,8 +100,8 @@ ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len)
 	return NULL;
 }
 
-static bool
-ans_pending(struct bk_core *c, struct dp_xhandle h)
+bool
+bk_core_ans_pending(struct bk_core *c, struct dp_xhandle h)
 {
 	if (!is_rmt(h))
 		return dp_xsrv_is_pending(c->xs, h);
@@ -109,8 +109,8 @@ ans_pending(struct bk_core *c, struct dp_xhandle h)
 }
 
 /* The request may have gone (session expired or reset): count it, nothing else to do. */
-static void
-respond(struct bk_core *c, struct dp_xhandle h, uint32_t len)
+void
+bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len)
 {
 	if (is_rmt(h)) {
 		struct bk_rcmd *cmd = rcmd_of(h);
@@ -123,8 +123,8 @@ respond(struct bk_core *c, struct dp_xhandle h, uint32_t len)
 		c->st.gone++;
 }
 
-static int
-answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns, int32_t status,
+int
+bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns, int32_t status,
 	   int redirect)
 {
 	struct wire_dp_resp_head head = {
@@ -144,12 +144,12 @@ answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns
 	}
 	fixed = wire_dp_resp_fixed_len(op);
 	len = WIRE_DP_RESP_HEAD_LEN + (uint32_t)(fixed > 0 ? fixed : 0);
-	buf = ans_buf(c, h, len);
+	buf = bk_core_ans_buf(c, h, len);
 	if (buf == NULL)
 		return 0; /* the request is gone */
 	if (wire_dp_resp_error_encode(op, &head, buf, len) != (long)len)
 		return 0;
-	respond(c, h, len);
+	bk_core_respond(c, h, len);
 	return 0;
 }
 
@@ -172,10 +172,10 @@ answer_send(struct bk_core *c, const struct bk_ack *a, int32_t status, uint64_t 
 
 	if (a->op == WIRE_DP_OP_SEND_BACK) {
 		/* Its answer is the common part alone (protocol.md §5.8). */
-		buf = ans_buf(c, a->h, WIRE_DP_RESP_HEAD_LEN);
+		buf = bk_core_ans_buf(c, a->h, WIRE_DP_RESP_HEAD_LEN);
 		if (buf && wire_dp_bare_resp_encode(a->op, &r.head, buf, WIRE_DP_RESP_HEAD_LEN) ==
 				   WIRE_DP_RESP_HEAD_LEN)
-			respond(c, a->h, WIRE_DP_RESP_HEAD_LEN);
+			bk_core_respond(c, a->h, WIRE_DP_RESP_HEAD_LEN);
 		return;
 	}
 	if (a->op == WIRE_DP_OP_SEND_BATCH) {
@@ -194,16 +194,16 @@ answer_send(struct bk_core *c, const struct bk_ack *a, int32_t status, uint64_t 
 	}
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_SEND_RESP_FIXED +
 	      (a->op == WIRE_DP_OP_SEND_BATCH ? 8u * a->count : 0u);
-	buf = ans_buf(c, a->h, len);
+	buf = bk_core_ans_buf(c, a->h, len);
 	if (buf == NULL) {
 		/* Stored, but no buffer for a big answer: the client sees BUSY and may resend. */
-		if (ans_pending(c, a->h))
-			answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		if (bk_core_ans_pending(c, a->h))
+			bk_core_answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return;
 	}
 	if (wire_dp_send_resp_encode(a->op, &r, buf, len) != (long)len)
 		return;
-	respond(c, a->h, len);
+	bk_core_respond(c, a->h, len);
 }
 
 /* ---- consumer offsets ---- */
@@ -330,7 +330,7 @@ topic_or_answer(struct bk_core *c, const struct dp_xreq *req, const char *name, 
 	const struct bk_topic *t = bk_topic_find(c->bk, name, len);
 
 	if (t == NULL)
-		(void)answer_err(c, req->h, req->op, req->ts_recv_ns,
+		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 				 bk_topic_name_ok(name, len) ? WIRE_DP_ST_TOPIC_NOT_EXIST
 							     : WIRE_DP_ST_MESSAGE_ILLEGAL,
 				 0);
@@ -346,11 +346,11 @@ queue_is_mine(struct bk_core *c, const struct dp_xreq *req, const struct bk_topi
 	      uint32_t limit)
 {
 	if (qid < 0 || (uint32_t)qid >= limit) {
-		(void)answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 		return false;
 	}
 	if (t->core[qid] != c->id) {
-		(void)answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
+		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
 				 t->core[qid]);
 		return false;
 	}
@@ -366,22 +366,73 @@ ack_room(const struct bk_core *c, uint32_t records)
 	       c->bp_tail - c->bp_head + records <= c->bp_cap;
 }
 
-/* After the append: answer now, or keep the answer until the flush covers it. */
+#define ACK_SLAVE_TIMEOUT (-ETIME) /* ack_state(): SYNC_MASTER's slave did not ack in time */
+
+/*
+ * Whether @a may be answered: store_ack_state() (the flush condition, with
+ * FLUSH_DISK_TIMEOUT), then for a SYNC_MASTER put with a slave in sync the
+ * slave's acknowledgement of its ticket (docs/replication.md), published
+ * by this core itself when the slave's next REPL request came in.
+ */
+static int
+ack_state(const struct bk_core *c, const struct bk_ack *a, uint64_t now)
+{
+	int st = store_ack_state(c->bk->store, c->id, a->ticket, a->put_ns, now);
+
+	if (st != 1 || !a->wait_slave)
+		return st;
+	if (c->repl_acked >= a->ticket)
+		return 1;
+	if (now - a->put_ns >= ms_to_ns(c->bk->conf.slave_timeout_ms))
+		return ACK_SLAVE_TIMEOUT;
+	return 0;
+}
+
+/* Answer @a with what ack_state() said (not 0). */
+static void
+ack_answer(struct bk_core *c, const struct bk_ack *a, int st, uint64_t now)
+{
+	if (st == 1) {
+		if (a->ok_status == WIRE_DP_ST_SLAVE_NOT_AVAILABLE)
+			c->st.slave_missing++;
+		answer_send(c, a, a->ok_status, now);
+	} else if (st == -ETIMEDOUT) {
+		c->st.flush_timeouts++;
+		answer_send(c, a, WIRE_DP_ST_FLUSH_DISK_TIMEOUT, 0);
+	} else if (st == ACK_SLAVE_TIMEOUT) {
+		c->st.slave_timeouts++;
+		answer_send(c, a, WIRE_DP_ST_FLUSH_SLAVE_TIMEOUT, 0);
+	} else {
+		bk_core_answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
+	}
+}
+
+/* After the append: answer now, or keep the answer until the flush (and the slave) covers it. */
 static void
 ack_or_defer(struct bk_core *c, struct bk_ack *a)
 {
-	int st = store_ack_state(c->bk->store, c->id, a->ticket, a->put_ns, a->put_ns);
+	int st;
 
+	a->ok_status = WIRE_DP_ST_SUCCESS;
+	a->wait_slave = false;
+	if (c->bk->conf.role == BK_ROLE_SYNC_MASTER) {
+		/*
+		 * RocketMQ's rule: no slave in sync, no wait; the message is
+		 * stored and the answer says SLAVE_NOT_AVAILABLE.
+		 */
+		if (bk_repl_slave_ok(c, a->put_ns))
+			a->wait_slave = true;
+		else
+			a->ok_status = WIRE_DP_ST_SLAVE_NOT_AVAILABLE;
+	}
+	st = ack_state(c, a, a->put_ns);
 	if (st == 0) {
 		c->acks[c->ack_tail++ % c->ack_cap] = *a;
 		return;
 	}
 	if (a->op == WIRE_DP_OP_SEND_BATCH)
 		c->bp_head += a->count;
-	if (st == 1)
-		answer_send(c, a, WIRE_DP_ST_SUCCESS, a->put_ns);
-	else
-		answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
+	ack_answer(c, a, st, a->put_ns);
 }
 
 static int32_t
@@ -419,14 +470,20 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	int32_t status;
 	long rc;
 
+	if (c->bk->conf.role == BK_ROLE_SLAVE) {
+		/* RocketMQ: "message store is slave mode, so putMessage is forbidden" */
+		c->st.write_refused++;
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
+	}
 	if (wire_dp_send_req_decode(req->op, req->msg, req->len, &r) != 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 	if (r.body_len > c->bk->conf.max_msg_size || r.body_len == 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
 				  0);
 	t = topic_for_write(c, r.topic, r.topic_len, false, c->bk->conf.default_queues, &status);
 	if (t == NULL)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
 	if (!queue_is_mine(c, req, t, r.queue_id, t->write_queues))
 		return 0;
 	msg_from(&m, req, c, r.queue_id);
@@ -437,7 +494,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 
 	if (req->op == WIRE_DP_OP_SEND) {
 		if (!ack_room(c, 0))
-			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_BUSY, 0);
 		m.flag = r.flag;
 		m.reconsume_times = r.reconsume_times;
@@ -447,7 +504,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		m.props_len = r.props_len;
 		rc = store_put(c->bk->store, t->sq[r.queue_id], &m, &res);
 		if (rc < 0)
-			return answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(rc), 0);
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(rc), 0);
 		c->st.sends++;
 		a.ticket = res.ticket;
 		a.phys = res.phys;
@@ -468,10 +525,10 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 			n++;
 		}
 		if (k < 0 || n == 0)
-			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 		if (!ack_room(c, n) || n > c->bp_cap)
-			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_BUSY, 0);
 		a.batch_first = c->bp_tail % c->bp_cap;
 		a.count = 0;
@@ -490,7 +547,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 				 * does not resend them; the rest fails.
 				 */
 				if (a.count == 0)
-					return answer_err(c, req->h, req->op, req->ts_recv_ns,
+					return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 							  put_status(rc), 0);
 				break;
 			}
@@ -594,10 +651,10 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 	r.rec_count = cnt;
 	r.records_len = bytes;
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PULL_RESP_FIXED + bytes;
-	buf = ans_buf(c, p->h, len);
+	buf = bk_core_ans_buf(c, p->h, len);
 	if (buf == NULL) {
-		if (ans_pending(c, p->h))
-			answer_err(c, p->h, WIRE_DP_OP_PULL, p->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		if (bk_core_ans_pending(c, p->h))
+			bk_core_answer_err(c, p->h, WIRE_DP_OP_PULL, p->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return true;
 	}
 	/* Zero-copy form of the encoder: it writes the prefix, we append records. */
@@ -615,14 +672,14 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 		at += c->pull_len[i];
 	}
 	c->st.pulls++;
-	respond(c, p->h, len);
+	bk_core_respond(c, p->h, len);
 	return true;
 
 small:
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PULL_RESP_FIXED;
-	buf = ans_buf(c, p->h, len);
+	buf = bk_core_ans_buf(c, p->h, len);
 	if (buf && wire_dp_pull_resp_encode(&r, buf, len) == (long)len)
-		respond(c, p->h, len);
+		bk_core_respond(c, p->h, len);
 	return true;
 }
 
@@ -636,12 +693,12 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 
 	if (wire_dp_pull_req_decode(req->msg, req->len, &r) != 0 || r.max_msgs <= 0 ||
 	    r.max_bytes == 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 	t = topic_or_answer(c, req, r.topic, r.topic_len);
 	if (t == NULL)
 		return 0;
 	if (!(t->perm & META_PERM_READ) || !(atomic_load_relaxed(&c->bk->perm) & META_PERM_READ))
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, 0);
 	if (!queue_is_mine(c, req, t, r.queue_id, t->read_queues))
 		return 0;
 	if ((r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0 && r.group_len) {
@@ -696,7 +753,7 @@ parks_scan(struct bk_core *c, uint64_t now)
 		if (!p->used)
 			continue;
 		seen++;
-		if (!ans_pending(c, p->h) || pull_run(c, p, now >= p->deadline_ns)) {
+		if (!bk_core_ans_pending(c, p->h) || pull_run(c, p, now >= p->deadline_ns)) {
 			p->used = false;
 			c->park_n--;
 			seen--;
@@ -725,10 +782,10 @@ answer_offset(struct bk_core *c, const struct dp_xreq *req, int32_t status, int6
 	uint8_t *buf;
 
 	if (status != WIRE_DP_ST_SUCCESS)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
-	buf = ans_buf(c, req->h, len);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
+	buf = bk_core_ans_buf(c, req->h, len);
 	if (buf && wire_dp_offset_resp_encode(req->op, &r, buf, len) == (long)len)
-		respond(c, req->h, len);
+		bk_core_respond(c, req->h, len);
 	return 0;
 }
 
@@ -742,7 +799,7 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 	int64_t v;
 
 	if (wire_dp_offset_req_decode(req->op, req->msg, req->len, &r) != 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 	t = topic_or_answer(c, req, r.topic, r.topic_len);
 	if (t == NULL || !queue_is_mine(c, req, t, r.queue_id, t->nq))
 		return 0;
@@ -756,12 +813,12 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, atomic_load_relaxed(&o->offset));
 	case WIRE_DP_OP_UPDATE_OFFSET:
 		if (r.value < 0)
-			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_BAD_REQUEST, 0);
 		o = off_find(c, r.topic, r.topic_len, r.group, r.group_len, (uint32_t)r.queue_id,
 			     true);
 		if (o == NULL)
-			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_BUSY, 0);
 		atomic_store_relaxed(&o->offset, r.value);
 		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, r.value);
@@ -775,7 +832,7 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 		uint64_t q;
 
 		if (store_search_time(c->bk->store, sq, r.value, &q) != 0)
-			return answer_err(c, req->h, req->op, req->ts_recv_ns,
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_ERROR, 0);
 		v = (int64_t)q;
 		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, v);
@@ -835,12 +892,17 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	bool dlq;
 	long n;
 
+	if (c->bk->conf.role == BK_ROLE_SLAVE) {
+		c->st.write_refused++;
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
+	}
 	if (wire_dp_send_back_req_decode(req->msg, req->len, &r) != 0 || r.group_len == 0 ||
 	    r.group_len + 7 > META_TOPIC_MAX)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 	n = store_get_phys(c->bk->store, r.phys_offset, &rec);
 	if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &orig) < 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_ERROR, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_ERROR, 0);
 	max_re = r.max_reconsume_times > 0 ? (uint32_t)r.max_reconsume_times
 					   : c->bk->conf.max_reconsume;
 	dlq = (uint32_t)orig.reconsume_times + 1 > max_re || r.delay_level < 0;
@@ -850,18 +912,18 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	tl += r.group_len;
 	topic[tl] = '\0';
 	if (!bk_topic_name_ok(topic, tl))
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 	t = topic_for_write(c, topic, tl, true, 1, &status);
 	if (t == NULL)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
 	if (!queue_is_mine(c, req, t, 0, t->nq))
 		return 0;
 	if (!ack_room(c, 0))
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 	/* Properties: the original's, plus where it came from (RocketMQ's names). */
 	if (props_copy_except(c->props, sizeof(c->props), &plen, orig.props, orig.props_len,
 			      skip) != 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
 				  0);
 	if (!wire_props_get(orig.props, orig.props_len, "RETRY_TOPIC", &rt, &rtl)) {
 		rt = orig.topic;
@@ -877,7 +939,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	if (wire_props_append(c->props, sizeof(c->props), &plen, "RETRY_TOPIC", 11, rt, rtl) != 0 ||
 	    wire_props_append(c->props, sizeof(c->props), &plen, "ORIGIN_MESSAGE_ID", 17, idbuf,
 			      il) != 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
 				  0);
 	msg_from(&m, req, c, 0);
 	m.topic = topic;
@@ -893,7 +955,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	m.props_len = (uint16_t)plen;
 	n = store_put(c->bk->store, t->sq[0], &m, &res);
 	if (n < 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(n), 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(n), 0);
 	a.ticket = res.ticket;
 	a.phys = res.phys;
 	a.qoff = res.qoff;
@@ -915,19 +977,19 @@ do_ping(struct bk_core *c, const struct dp_xreq *req)
 	uint8_t *buf;
 
 	if (wire_dp_ping_req_decode(req->msg, req->len, &q) != 0)
-		return answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 	p.echo_ts_ns = q.client_ts_ns;
 	p.pad = q.pad;
 	p.pad_len = q.pad_len;
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED + q.pad_len;
-	buf = ans_buf(c, req->h, len);
+	buf = bk_core_ans_buf(c, req->h, len);
 	if (buf == NULL) {
-		if (ans_pending(c, req->h))
-			answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		if (bk_core_ans_pending(c, req->h))
+			bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return 0;
 	}
 	if (wire_dp_ping_resp_encode(&p, buf, len) == (long)len)
-		respond(c, req->h, len);
+		bk_core_respond(c, req->h, len);
 	return 0;
 }
 
@@ -958,18 +1020,21 @@ bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
 	case WIRE_DP_OP_PING:
 		(void)do_ping(c, req);
 		return;
+	case WIRE_DP_OP_REPL:
+		bk_repl_handle(c, req);
+		return;
 	case WIRE_DP_OP_DISCONNECT: {
 		struct wire_dp_resp_head h = {.status = WIRE_DP_ST_SUCCESS,
 					      .ts_recv_ns = req->ts_recv_ns};
-		uint8_t *buf = ans_buf(c, req->h, WIRE_DP_RESP_HEAD_LEN);
+		uint8_t *buf = bk_core_ans_buf(c, req->h, WIRE_DP_RESP_HEAD_LEN);
 
 		if (buf && wire_dp_bare_resp_encode(req->op, &h, buf, WIRE_DP_RESP_HEAD_LEN) ==
 				   WIRE_DP_RESP_HEAD_LEN)
-			respond(c, req->h, WIRE_DP_RESP_HEAD_LEN);
+			bk_core_respond(c, req->h, WIRE_DP_RESP_HEAD_LEN);
 		return;
 	}
 	default:
-		(void)answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
 		return;
 	}
 }
@@ -1048,21 +1113,17 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 
 	(void)lc;
 	c->now_ns = now_ns;
+	/* First: a slave's ack is what a SYNC_MASTER put waits for. */
+	if (c->repl_parked)
+		work += bk_repl_tick(c, now_ns);
 	while (c->ack_head != c->ack_tail) {
 		struct bk_ack *a = &c->acks[c->ack_head % c->ack_cap];
 		uint64_t now = clk_mono_fast_ns();
-		int st = store_ack_state(c->bk->store, c->id, a->ticket, a->put_ns, now);
+		int st = ack_state(c, a, now);
 
 		if (st == 0)
 			break;
-		if (st == 1) {
-			answer_send(c, a, WIRE_DP_ST_SUCCESS, now);
-		} else if (st == -ETIMEDOUT) {
-			c->st.flush_timeouts++;
-			answer_send(c, a, WIRE_DP_ST_FLUSH_DISK_TIMEOUT, 0);
-		} else {
-			answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
-		}
+		ack_answer(c, a, st, now);
 		if (a->op == WIRE_DP_OP_SEND_BATCH)
 			c->bp_head += a->count;
 		c->ack_head++;

@@ -70,10 +70,12 @@ struct bk_off {
 	_Atomic int64_t offset; /* written by the owning core, read relaxed by control */
 };
 
-/* A SEND waiting for its flush (SYNC_FLUSH). FIFO per core: tickets grow. */
+/* A SEND waiting for its flush (SYNC_FLUSH) or a slave (SYNC_MASTER). FIFO per core: tickets grow. */
 struct bk_ack {
 	struct dp_xhandle h;
 	uint64_t ticket;
+	bool wait_slave;    /* SYNC_MASTER with a slave in sync: also wait for its ack */
+	int32_t ok_status;  /* the answer once durable: SUCCESS, or SLAVE_NOT_AVAILABLE */
 	uint64_t put_ns;
 	uint64_t recv_ns;
 	uint64_t handled_ns;
@@ -98,6 +100,26 @@ struct bk_park {
 	uint32_t max_bytes;
 	uint16_t tag_count; /* 0: no filter */
 	int32_t tags[BK_PULL_TAGS_MAX];
+};
+
+/*
+ * A slave following this core's shard (bk_repl.c): one slot per
+ * replication session. Owner: the core.
+ */
+#define BK_REPL_SLAVES 4
+struct bk_repl_slave {
+	bool used;
+	bool parked; /* h waits for bytes past offset until deadline_ns */
+	uint32_t session_id;
+	struct dp_addr peer;
+	uint64_t acked;	  /* the slave holds every byte below this */
+	uint64_t flushed; /* ... and has synced every byte below this */
+	uint64_t last_ns; /* its last request */
+	struct dp_xhandle h;
+	uint64_t recv_ns;
+	uint64_t deadline_ns;
+	uint64_t offset;
+	uint32_t max_bytes;
 };
 
 struct bk;
@@ -157,6 +179,11 @@ struct bk_core_stats {
 	uint64_t errors;
 	uint64_t flush_timeouts;
 	uint64_t gone; /* answers whose request had gone */
+	uint64_t slave_timeouts;  /* SYNC_MASTER: FLUSH_SLAVE_TIMEOUT answers */
+	uint64_t slave_missing;	  /* SYNC_MASTER: SLAVE_NOT_AVAILABLE answers */
+	uint64_t repl_requests;	  /* REPL requests from slaves */
+	uint64_t repl_bytes;	  /* log bytes sent to slaves */
+	uint64_t write_refused;	  /* SENDs refused because this broker is a slave */
 };
 
 struct bk_core {
@@ -192,16 +219,32 @@ struct bk_core {
 	char props[WIRE_PROPS_MAX + 1]; /* SEND_BACK: the rebuilt properties */
 	bool rmt_posted;		/* completions posted since the last wake-up check */
 	uint32_t rmt_gone; /* serial of the command just sent back for a bigger buffer */
+	/* replication, master side (bk_repl.c): owner only */
+	struct bk_repl_slave repl[BK_REPL_SLAVES];
+	uint64_t repl_acked; /* highest offset a slave acknowledged (never goes back) */
+	unsigned repl_parked;
+	/* owner writes, stats read relaxed */
+	_Atomic uint64_t repl_acked_pub;
 	/* PULL: the records chosen by the first pass, copied by the second */
 	const uint8_t *pull_rec[BK_PULL_MSGS_MAX];
 	uint32_t pull_len[BK_PULL_MSGS_MAX];
 	alignas(64) struct bk_core_stats st;
 };
 
+enum bk_role {
+	BK_ROLE_ASYNC_MASTER = 0,
+	BK_ROLE_SYNC_MASTER = 1,
+	BK_ROLE_SLAVE = 2,
+};
+
 struct bk_conf {
 	const char *cluster;
 	const char *broker_name;
 	int64_t broker_id;
+	enum bk_role role;
+	uint64_t seg_size;	   /* mapedFileSizeCommitLog: slaves must match */
+	uint32_t slave_timeout_ms; /* SYNC_MASTER: FLUSH_SLAVE_TIMEOUT after (syncFlushTimeout) */
+	uint64_t ha_max_gap;	   /* haMaxGapNotInSync: a slave further behind is not in sync */
 	bool auto_create;
 	uint32_t default_queues;
 	uint32_t max_msg_size;
@@ -244,6 +287,20 @@ void bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg);
 /* dp_lcore on_cmd: runs a struct bk_rcmd from the control thread. */
 void bk_core_cmd(struct dp_lcore *lc, void *cmd, void *arg);
 unsigned bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg);
+/* Answering, for the other request families' files (bk_repl.c). Context: the core. */
+uint8_t *bk_core_ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len);
+bool bk_core_ans_pending(struct bk_core *c, struct dp_xhandle h);
+void bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len);
+int bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns,
+		       int32_t status, int redirect);
+
+/* ---- replication, master side (bk_repl.c); Context: the owning core ---- */
+/* A slave's REPL request for this core's shard. */
+void bk_repl_handle(struct bk_core *c, const struct dp_xreq *req);
+/* Answers parked REPL requests that have bytes or reached their deadline. Return: answered. */
+unsigned bk_repl_tick(struct bk_core *c, uint64_t now_ns);
+/* A slave is connected and within haMaxGapNotInSync of this shard's end. */
+bool bk_repl_slave_ok(const struct bk_core *c, uint64_t now_ns);
 /* Startup (before the core runs): set a committed offset. Return: 0, -ENOSPC. */
 MUST_CHECK int bk_core_offset_load(struct bk_core *c, const char *topic, const char *group,
 				   uint32_t qid, int64_t offset);

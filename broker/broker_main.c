@@ -37,6 +37,7 @@
 #include <urcu/urcu-qsbr.h>
 
 #include "bk_priv.h"
+#include "bk_follow.h"
 #include "bk_rmt.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -58,7 +59,7 @@ static const char *const level_choices[] = {"err", "warn", "info", "debug", NULL
 static const struct cfg_key bk_keys[] = {
 	{"brokerClusterName", CFG_STRING, "DefaultCluster", 1, 127, NULL, "cluster name"},
 	{"brokerName", CFG_STRING, "broker-a", 1, 127, NULL, "broker name"},
-	{"brokerId", CFG_INT, "0", 0, 0, NULL, "0 = master (slaves are not supported yet)"},
+	{"brokerId", CFG_INT, "0", 0, 0, NULL, "0 = the group's master, > 0 a slave"},
 	{"namesrvAddr", CFG_STRING, "127.0.0.1:9876", 0, 1024, NULL,
 	 "NameServers, host:port separated by ';' (empty: do not register)"},
 	{"brokerIP1", CFG_STRING, "127.0.0.1", 7, 15, NULL,
@@ -78,7 +79,14 @@ static const struct cfg_key bk_keys[] = {
 	 "memory, a crash loses up to 1 ms of appends"},
 	{"flushDiskType", CFG_ENUM, "ASYNC_FLUSH", 0, 0, flush_choices,
 	 "SEND_OK after the page cache (ASYNC) or after fdatasync (SYNC)"},
-	{"brokerRole", CFG_ENUM, "ASYNC_MASTER", 0, 0, role_choices, "replication role"},
+	{"brokerRole", CFG_ENUM, "ASYNC_MASTER", 0, 0, role_choices,
+	 "ASYNC_MASTER (SEND_OK without waiting for a slave), SYNC_MASTER (SEND_OK once a slave "
+	 "holds it), SLAVE (follows brokerName's master, read-only)"},
+	{"haMasterAddress", CFG_STRING, NULL, 0, 64, NULL,
+	 "SLAVE: the master's dataplane endpoint ip:port (empty: learnt from the NameServer)"},
+	{"haMaxGapNotInSync", CFG_INT, "268435456", 1, 1LL << 40, NULL,
+	 "SYNC_MASTER: a slave further behind than this many bytes is not in sync "
+	 "(SLAVE_NOT_AVAILABLE)"},
 	{"brokerPermission", CFG_INT, "6", 0, 7, NULL, "2 write, 4 read (6 both)"},
 	{"autoCreateTopicEnable", CFG_BOOL, "true", 0, 0, NULL,
 	 "create a topic on its first SEND (defaultTopicQueueNums queues)"},
@@ -137,6 +145,11 @@ static const struct cfg_key bk_keys[] = {
 	{"serverSelectorThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	{"longPollingEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	{"storePathCommitLog", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	/* RocketMQ's HA service keys: replication rides the dataplane port here. */
+	{"haListenPort", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"haSendHeartbeatInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"haHousekeepingInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"haTransferBatchSize", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 };
 
 struct bk_ctl {
@@ -155,6 +168,8 @@ struct bk_ctl {
 	int64_t dv_ts;
 	struct ctl_breg *breg;
 	struct bk_rmt *rmt;
+	struct bk_follow *follow; /* SLAVE: the replication sessions */
+	bool master_fixed;	  /* haMasterAddress given: never from the NameServer */
 	int cpus[BK_CORES_MAX];
 	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
 	pthread_t persist;
@@ -650,6 +665,47 @@ mkdirs(const char *path)
 	return 0;
 }
 
+/*
+ * brokerRole and brokerId as RocketMQ's BrokerStartup reads them: a slave
+ * needs brokerId > 0; a master is brokerId 0 whatever the file says.
+ */
+static int
+role_setup(struct bk_ctl *x)
+{
+	const char *role = cfg_get_str(x->cfg, "brokerRole");
+	struct bk_conf *cf = &x->bk.conf;
+
+	if (strcmp(role, "SLAVE") == 0) {
+		cf->role = BK_ROLE_SLAVE;
+		if (cf->broker_id <= 0) {
+			log_err(BK_TAG, "brokerRole SLAVE needs brokerId > 0 (got %" PRId64 ")",
+				cf->broker_id);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	cf->role = strcmp(role, "SYNC_MASTER") == 0 ? BK_ROLE_SYNC_MASTER : BK_ROLE_ASYNC_MASTER;
+	if (cf->broker_id != 0) {
+		log_warn(BK_TAG, "brokerRole %s: brokerId %" PRId64 " taken as 0 (the master's)",
+			 role, cf->broker_id);
+		cf->broker_id = 0;
+	}
+	return 0;
+}
+
+/* A slave learns its master from the NameServer unless haMasterAddress names it. */
+static void
+follow_poll(struct bk_ctl *x)
+{
+	char ha[CTL_BREG_ADDR_MAX];
+	char addr[CTL_BREG_ADDR_MAX];
+
+	if (x->follow == NULL || x->master_fixed || x->breg == NULL)
+		return;
+	if (ctl_breg_master(x->breg, ha, sizeof(ha), addr, sizeof(addr)) && ha[0] != '\0')
+		bk_follow_set_master(x->follow, ha);
+}
+
 static int
 start_cores(struct bk_ctl *x)
 {
@@ -756,6 +812,21 @@ stop_cores(struct bk_ctl *x)
 }
 
 static void
+follow_report(const struct bk_ctl *x)
+{
+	for (uint32_t i = 0; x->follow && i < x->bk.ncores; i++) {
+		uint64_t end;
+		uint64_t bytes;
+
+		bk_follow_stats(x->follow, i, &end, &bytes);
+		log_info(BK_TAG,
+			 "shard %u followed: %" PRIu64 " bytes copied, at %" PRIu64
+			 " of the master's %" PRIu64,
+			 i, bytes, clog_written(store_clog(x->bk.store, i)), end);
+	}
+}
+
+static void
 print_stats(const struct bk_ctl *x)
 {
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
@@ -770,6 +841,15 @@ print_stats(const struct bk_ctl *x)
 			 c->st.redirects, c->st.busy, c->st.errors, c->st.flush_timeouts,
 			 (uint64_t)atomic_load_relaxed(&c->lc.st.stalls),
 			 (uint64_t)atomic_load_relaxed(&c->lc.st.stall_max_ns) / 1000);
+		if (x->bk.conf.role != BK_ROLE_ASYNC_MASTER || c->st.repl_requests)
+			log_info(BK_TAG,
+				 "core %u replication: requests %" PRIu64 " bytes sent %" PRIu64
+				 " slave acked %" PRIu64 " of %" PRIu64 ", slave timeouts %" PRIu64
+				 ", no slave %" PRIu64 ", writes refused %" PRIu64,
+				 i, c->st.repl_requests, c->st.repl_bytes,
+				 (uint64_t)atomic_load_relaxed(&c->repl_acked_pub),
+				 clog_written(store_clog(x->bk.store, i)), c->st.slave_timeouts,
+				 c->st.slave_missing, c->st.write_refused);
 	}
 }
 
@@ -811,6 +891,7 @@ run(struct bk_ctl *x, int sfd)
 		}
 		/* Also on the timer: a core's eventfd write may have failed. */
 		creates_poll(x);
+		follow_poll(x);
 		if (p[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
@@ -870,24 +951,6 @@ main(int argc, char **argv)
 		if (log_level_parse(cfg_get_str(cfg, "logLevel"), &lvl) == 0)
 			log_set_level(lvl);
 	}
-	if (strcmp(cfg_get_str(cfg, "brokerRole"), "SLAVE") == 0 ||
-	    cfg_get_int(cfg, "brokerId") != 0) {
-		log_err(BK_TAG,
-			"brokerRole SLAVE / brokerId != 0: replication is not supported yet");
-		cfg_destroy(cfg);
-		return 2;
-	}
-	/*
-	 * A SYNC_MASTER acknowledges a SEND only once a slave has it; with no
-	 * replication that promise cannot be kept, and answering SEND_OK
-	 * anyway would claim durability the broker does not have.
-	 */
-	if (strcmp(cfg_get_str(cfg, "brokerRole"), "SYNC_MASTER") == 0) {
-		log_err(BK_TAG, "brokerRole SYNC_MASTER: replication is not supported yet, so no "
-				"SEND could be acknowledged as replicated; use ASYNC_MASTER");
-		cfg_destroy(cfg);
-		return 2;
-	}
 	x = calloc(1, sizeof(*x));
 	if (x == NULL)
 		return 1;
@@ -896,6 +959,10 @@ main(int argc, char **argv)
 	x->bk.conf = (struct bk_conf){
 		.cluster = cfg_get_str(cfg, "brokerClusterName"),
 		.broker_name = cfg_get_str(cfg, "brokerName"),
+		.broker_id = cfg_get_int(cfg, "brokerId"),
+		.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog"),
+		.slave_timeout_ms = (uint32_t)cfg_get_int(cfg, "syncFlushTimeout"),
+		.ha_max_gap = (uint64_t)cfg_get_int(cfg, "haMaxGapNotInSync"),
 		.auto_create = cfg_get_bool(cfg, "autoCreateTopicEnable"),
 		.default_queues = (uint32_t)cfg_get_int(cfg, "defaultTopicQueueNums"),
 		.max_msg_size = (uint32_t)cfg_get_int(cfg, "maxMessageSize"),
@@ -907,6 +974,8 @@ main(int argc, char **argv)
 		.offset_slots = (uint32_t)cfg_get_int(cfg, "consumerOffsetSlotsPerCore"),
 	};
 	x->bk.ncores = x->bk.conf.cores;
+	if (role_setup(x) != 0)
+		goto out;
 	if ((uint32_t)x->bk.conf.dp_port + x->bk.ncores - 1 > 65535) {
 		log_err(BK_TAG, "dataplanePort + dataplaneCores - 1 passes 65535");
 		goto out;
@@ -1015,6 +1084,7 @@ main(int argc, char **argv)
 		 x->ports[0]->mac[5]);
 	{
 		char addr[64];
+		char ha_addr[64];
 		struct ctl_breg_cfg bc = {
 			.namesrv = cfg_get_str(cfg, "namesrvAddr"),
 			.interval_ms = (uint32_t)cfg_get_int(cfg, "registerNameServerPeriod"),
@@ -1023,9 +1093,9 @@ main(int argc, char **argv)
 				{
 					.cluster = x->bk.conf.cluster,
 					.broker_name = x->bk.conf.broker_name,
-					.broker_id = 0,
+					.broker_id = x->bk.conf.broker_id,
 					.broker_addr = addr,
-					.ha_addr = NULL,
+					.ha_addr = ha_addr,
 					.has_dp = true,
 					.dp_ip = cfg_get_str(cfg, "dataplaneIp"),
 					.dp_mac = dp_mac,
@@ -1039,6 +1109,9 @@ main(int argc, char **argv)
 
 		snprintf(addr, sizeof(addr), "%s:%u", cfg_get_str(cfg, "brokerIP1"),
 			 bk_rmt_port(x->rmt));
+		/* A slave follows the master's dataplane endpoint (docs/replication.md). */
+		snprintf(ha_addr, sizeof(ha_addr), "%s:%u", cfg_get_str(cfg, "dataplaneIp"),
+			 x->bk.conf.dp_port);
 		if (bc.namesrv[0]) {
 			err = ctl_breg_start(&bc, &x->breg);
 			if (err) {
@@ -1048,13 +1121,22 @@ main(int argc, char **argv)
 		}
 	}
 	log_info(BK_TAG,
-		 "sprocket-broker %s (%s) ready: %u %s cores at %s:%u.., remoting %s:%u, "
-		 "store %s (%s), namesrv %s",
-		 x->bk.conf.broker_name, SP_VERSION, x->bk.ncores,
+		 "sprocket-broker %s id %" PRId64 " %s (%s) ready: %u %s cores at %s:%u.., "
+		 "remoting %s:%u, store %s (%s), namesrv %s",
+		 x->bk.conf.broker_name, x->bk.conf.broker_id, cfg_get_str(cfg, "brokerRole"),
+		 SP_VERSION, x->bk.ncores,
 		 cfg_get_str(cfg, "dataplaneBackend"), cfg_get_str(cfg, "dataplaneIp"),
 		 x->bk.conf.dp_port, cfg_get_str(cfg, "brokerIP1"), bk_rmt_port(x->rmt), sc.root,
 		 cfg_get_str(cfg, "flushDiskType"),
 		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
+	if (x->bk.conf.role == BK_ROLE_SLAVE) {
+		const char *m = cfg_get_str(cfg, "haMasterAddress");
+
+		x->master_fixed = m[0] != '\0';
+		if (bk_follow_start(&x->bk, m, &x->follow) != 0)
+			goto out_breg;
+		follow_poll(x);
+	}
 	err = pthread_create(&x->persist, NULL, persist_main, x);
 	if (err) {
 		log_err(BK_TAG, "offsets writer thread: %s", strerror(err));
@@ -1065,6 +1147,9 @@ main(int argc, char **argv)
 	atomic_store_relaxed(&x->persist_stop, true);
 	pthread_join(x->persist, NULL);
 out_breg:
+	follow_report(x);
+	bk_follow_stop(x->follow);
+	x->follow = NULL;
 	if (x->breg)
 		ctl_breg_stop(x->breg);
 	x->breg = NULL;

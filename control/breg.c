@@ -107,6 +107,9 @@ struct ctl_breg {
 	bool stop;
 	uint64_t kick_gen;
 	uint64_t seq;
+	/* a slave's master, from the newest registration answer that named one */
+	char master_ha[CTL_BREG_ADDR_MAX];
+	char master_addr[CTL_BREG_ADDR_MAX];
 };
 
 /* ------------------------------------------------------------------ body */
@@ -262,6 +265,43 @@ cmd_init(const struct ctl_breg *b, struct wire_rem_cmd *cmd, int32_t code)
 	return 0;
 }
 
+static void
+kv_copy(const struct wire_kv *kv, char *dst, size_t cap)
+{
+	if (kv != NULL && kv->val_len > 0 && kv->val_len < cap) {
+		memcpy(dst, kv->val, kv->val_len);
+		dst[kv->val_len] = '\0';
+	}
+}
+
+/* A registration answer names the group's master (RocketMQ's RegisterBrokerResult). */
+static void
+take_master(struct ctl_breg *b, const struct wire_rem_cmd *resp)
+{
+	const struct wire_kv *ha = wire_rem_ext_get(resp, "haServerAddr");
+	const struct wire_kv *ma = wire_rem_ext_get(resp, "masterAddr");
+
+	if (ma == NULL || ma->val_len == 0)
+		return;
+	pthread_mutex_lock(&b->mu);
+	kv_copy(ha, b->master_ha, sizeof(b->master_ha));
+	kv_copy(ma, b->master_addr, sizeof(b->master_addr));
+	pthread_mutex_unlock(&b->mu);
+}
+
+bool
+ctl_breg_master(struct ctl_breg *b, char *ha, size_t ha_cap, char *addr, size_t addr_cap)
+{
+	bool found;
+
+	pthread_mutex_lock(&b->mu);
+	found = b->master_addr[0] != '\0';
+	snprintf(ha, ha_cap, "%s", b->master_ha);
+	snprintf(addr, addr_cap, "%s", b->master_addr);
+	pthread_mutex_unlock(&b->mu);
+	return found;
+}
+
 /*
  * One request on @ns's connection, connecting first when there is none,
  * within one timeout. A kept connection that fails is replaced once at
@@ -296,6 +336,8 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
 				snprintf(remark, remark_cap, "%.*s", (int)resp.cmd.remark_len,
 					 resp.cmd.remark);
 			rc = resp.cmd.code < 0 ? -EPROTO : resp.cmd.code;
+			if (rc == 0 && cmd->code == WIRE_REQ_REGISTER_BROKER)
+				take_master(ns->b, &resp.cmd);
 			sp_rem_resp_free(&resp);
 			return rc;
 		}

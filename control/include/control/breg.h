@@ -26,6 +26,7 @@
 
 #define CTL_BREG_INTERVAL_MS 30000 /* registerNameServerPeriod */
 #define CTL_BREG_TIMEOUT_MS 6000   /* RocketMQ's registration timeout */
+#define CTL_BREG_ADDR_MAX 64
 
 /* One TopicConfig. */
 struct ctl_breg_topic {
@@ -121,6 +122,14 @@ void ctl_breg_kick(struct ctl_breg *b);
  * Return: 0, -ETIMEDOUT.
  */
 MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms);
+
+/**
+ * ctl_breg_master() - a slave's master as the newest registration answer
+ * named it (RegisterBrokerResult's haServerAddr and masterAddr).
+ * Context: any control thread; a short mutex.
+ * Return: true when an answer named a master (@ha may be "" if it sent none).
+ */
+bool ctl_breg_master(struct ctl_breg *b, char *ha, size_t ha_cap, char *addr, size_t addr_cap);
 
 /**
  * ctl_breg_stop() - stop the agent: send UNREGISTER_BROKER to every

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_follow.c - replication, the slave's side (docs/replication.md): one
+ * session per CommitLog shard that copies master core c's shard into this
+ * broker's shard c.
+ *
+ * Each shard has a thread with its own kernel UDP port and transport
+ * client. It connects to master core c (the master's dataplane endpoint,
+ * port + c), then asks, over and over, for the bytes past its own end of
+ * log with a REPL request that also acknowledges what it holds. A parked
+ * request comes back as soon as the master appends; the thread writes the
+ * bytes with store_repl_write() (each record checked, ConsumeQueues built
+ * as recovery builds them) and asks again at once, so a SYNC_MASTER's
+ * SEND waits one round trip and one copy.
+ *
+ * On a slave this thread is the only writer of its shard: the cores refuse
+ * SENDs (bk_core.c), so store_put() never runs here.
+ *
+ * The master's address comes from haMasterAddress or from the NameServer's
+ * registration answer (bk_follow_set_master()); a new address ends the
+ * current session and starts one to the new master. A master with another
+ * geometry (dataplaneCores, mapedFileSizeCommitLog) or another brokerName
+ * is refused with an error naming both values; the thread keeps asking
+ * every few seconds, so a corrected master is followed without a restart.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bk_follow.h"
+#include "common/atomic.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "wire/dp.h"
+
+#define FOLLOW_TAG "broker.repl"
+#define FOLLOW_MAX_BYTES (1u << 20) /* per answer */
+#define FOLLOW_SUSPEND_MS 1000u
+#define FOLLOW_SPIN_NS 50000ull /* poll without sleeping this long after sending */
+#define FOLLOW_RETRY_MS 1000u
+#define FOLLOW_REFUSED_MS 5000u
+
+struct follow_shard {
+	struct bk_follow *f;
+	uint32_t shard;
+	pthread_t thr;
+	bool started;
+	/* the thread only */
+	struct dp_port *port;
+	struct dp_xcli *cli;
+	struct dp_xsess *sess;
+	bool done;
+	bool dead;
+	uint32_t backoff_ms;
+	int last_refusal; /* the status last logged, to log a refusal once */
+	uint8_t req[WIRE_DP_REPL_REQ_FIXED + WIRE_DP_TOPIC_MAX];
+	char client_id[80];
+	/* the thread writes, stats read relaxed */
+	_Atomic uint64_t master_end;
+	_Atomic uint64_t bytes;
+	_Atomic uint64_t last_ok_ms;
+};
+
+struct bk_follow {
+	struct bk *bk;
+	_Atomic bool stop;
+	pthread_mutex_t mu;
+	/* under mu */
+	struct dp_addr master; /* ip 0: none known */
+	char master_str[64];
+	uint64_t gen;
+	struct follow_shard sh[BK_CORES_MAX];
+};
+
+static void
+sleep_ms(uint32_t ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Sleep @ms in slices, returning early at stop. */
+static void
+nap(struct bk_follow *f, uint32_t ms)
+{
+	while (ms > 0 && !atomic_load_relaxed(&f->stop)) {
+		uint32_t d = ms < 50 ? ms : 50;
+
+		sleep_ms(d);
+		ms -= d;
+	}
+}
+
+static const char *
+status_name(int32_t st)
+{
+	switch (st) {
+	case WIRE_DP_ST_BAD_REQUEST:
+		return "geometry differs";
+	case WIRE_DP_ST_NO_PERMISSION:
+		return "another broker group";
+	case WIRE_DP_ST_SERVICE_NOT_AVAILABLE:
+		return "not a master";
+	case WIRE_DP_ST_PULL_OFFSET_MOVED:
+		return "offset outside the master's log";
+	default:
+		return "error";
+	}
+}
+
+/* A refusal: log it once per kind (it repeats every few seconds) and back off. */
+static void
+refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off)
+{
+	const struct bk_conf *cf = &fs->f->bk->conf;
+	int32_t st = r->head.status;
+
+	fs->backoff_ms = FOLLOW_REFUSED_MS;
+	if (fs->last_refusal == st)
+		return;
+	fs->last_refusal = st;
+	switch (st) {
+	case WIRE_DP_ST_BAD_REQUEST:
+		log_err(FOLLOW_TAG,
+			"shard %u: refusing to follow master %s: dataplaneCores %u here, %u there; "
+			"mapedFileSizeCommitLog %" PRIu64 " here, %" PRIu64
+			" there (a slave copies each shard byte for byte: both must match)",
+			fs->shard, fs->f->master_str, fs->f->bk->ncores, r->cores, cf->seg_size,
+			r->seg_size);
+		break;
+	case WIRE_DP_ST_NO_PERMISSION:
+		log_err(FOLLOW_TAG, "shard %u: master %s is not brokerName %s's master", fs->shard,
+			fs->f->master_str, cf->broker_name);
+		break;
+	case WIRE_DP_ST_PULL_OFFSET_MOVED:
+		if (off > r->master_end)
+			log_err(FOLLOW_TAG,
+				"shard %u: this slave's log runs %" PRIu64
+				" bytes past master %s's (%" PRIu64 " > %" PRIu64
+				"): not following until the slave is truncated",
+				fs->shard, off - r->master_end, fs->f->master_str, off,
+				r->master_end);
+		else
+			log_err(FOLLOW_TAG,
+				"shard %u: master %s no longer has offset %" PRIu64
+				" (its log starts at %" PRIu64 "): this slave cannot catch up",
+				fs->shard, fs->f->master_str, off, r->min_offset);
+		break;
+	default:
+		log_err(FOLLOW_TAG, "shard %u: master %s refused to replicate: %s (status %d)",
+			fs->shard, fs->f->master_str, status_name(st), st);
+		break;
+	}
+}
+
+static void
+on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
+{
+	struct follow_shard *fs = arg;
+	struct store *s = fs->f->bk->store;
+	struct wire_dp_repl_resp r;
+	uint64_t off = clog_written(store_clog(s, fs->shard));
+	long w;
+
+	fs->done = true;
+	if (err != 0) {
+		fs->dead = true;
+		log_warn_ratelimited(FOLLOW_TAG, "shard %u: session to master %s lost: %s",
+				     fs->shard, fs->f->master_str, strerror(-err));
+		return;
+	}
+	if (wire_dp_repl_resp_decode(msg, len, &r) != 0) {
+		fs->dead = true;
+		log_warn_ratelimited(FOLLOW_TAG, "shard %u: malformed REPL answer from %s",
+				     fs->shard, fs->f->master_str);
+		return;
+	}
+	if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY) {
+		fs->backoff_ms = 1;
+		return;
+	}
+	if (r.head.status != WIRE_DP_ST_SUCCESS) {
+		refused(fs, &r, off);
+		return;
+	}
+	if (fs->last_refusal != 0)
+		log_info(FOLLOW_TAG, "shard %u: following master %s from offset %" PRIu64,
+			 fs->shard, fs->f->master_str, off);
+	fs->last_refusal = 0;
+	atomic_store_relaxed(&fs->master_end, r.master_end);
+	atomic_store_relaxed(&fs->last_ok_ms, (uint64_t)clk_wall_ms());
+	if (r.data_len == 0)
+		return;
+	w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len);
+	if (w == -EAGAIN) {
+		fs->backoff_ms = 1; /* the next segment is being prepared */
+		return;
+	}
+	if (clog_written(store_clog(s, fs->shard)) > off)
+		atomic_add_relaxed(&fs->bytes, clog_written(store_clog(s, fs->shard)) - off);
+	if (w < 0) {
+		fs->backoff_ms = FOLLOW_RETRY_MS;
+		log_err_ratelimited(FOLLOW_TAG,
+				    "shard %u: %u bytes from master %s at offset %" PRIu64
+				    " not taken: %s",
+				    fs->shard, r.data_len, fs->f->master_str, r.data_offset,
+				    strerror((int)-w));
+	}
+}
+
+/* One REPL round trip. Return: false when the session is dead. */
+static bool
+ask(struct follow_shard *fs)
+{
+	struct bk *bk = fs->f->bk;
+	struct clog *c = store_clog(bk->store, fs->shard);
+	struct wire_dp_repl_req q = {
+		.offset = clog_written(c),
+		.seg_size = bk->conf.seg_size,
+		.flushed = clog_flushed(c),
+		.max_bytes = FOLLOW_MAX_BYTES,
+		.suspend_ms = FOLLOW_SUSPEND_MS,
+		.shard = (uint16_t)fs->shard,
+		.cores = (uint16_t)bk->ncores,
+		.name = bk->conf.broker_name,
+		.name_len = (uint16_t)strlen(bk->conf.broker_name),
+	};
+	long n = wire_dp_repl_req_encode(&q, fs->req, sizeof(fs->req));
+	uint64_t t0;
+
+	if (n < 0 || dp_xcli_submit(fs->sess, WIRE_DP_OP_REPL, fs->req, (uint32_t)n, on_answer,
+				    fs) != 0)
+		return false;
+	fs->done = false;
+	t0 = clk_mono_ns();
+	while (!fs->done) {
+		if (dp_xcli_poll(fs->cli) > 0 || fs->done)
+			continue;
+		if (atomic_load_relaxed(&fs->f->stop))
+			return false; /* the session is closed (and the answer dropped) next */
+		if (clk_mono_ns() - t0 > FOLLOW_SPIN_NS)
+			dp_port_wait(fs->port, 1000);
+	}
+	return !fs->dead;
+}
+
+static bool
+master_of(struct bk_follow *f, struct dp_addr *a, uint64_t *gen)
+{
+	pthread_mutex_lock(&f->mu);
+	*a = f->master;
+	*gen = f->gen;
+	pthread_mutex_unlock(&f->mu);
+	return a->ip != 0;
+}
+
+static void *
+follow_main(void *arg)
+{
+	struct follow_shard *fs = arg;
+	struct bk_follow *f = fs->f;
+
+	while (!atomic_load_relaxed(&f->stop)) {
+		struct dp_addr m;
+		uint64_t gen;
+		uint64_t cur;
+		int err;
+
+		if (!master_of(f, &m, &gen)) {
+			nap(f, 100);
+			continue;
+		}
+		m.port = (uint16_t)(m.port + fs->shard);
+		err = dp_xcli_connect(fs->cli, m, FOLLOW_RETRY_MS, &fs->sess);
+		if (err != 0) {
+			log_warn_ratelimited(FOLLOW_TAG, "shard %u: cannot reach master %s: %s",
+					     fs->shard, f->master_str, strerror(-err));
+			nap(f, FOLLOW_RETRY_MS);
+			continue;
+		}
+		log_info(FOLLOW_TAG, "shard %u: session to master %s core %u", fs->shard,
+			 f->master_str, fs->shard);
+		fs->dead = false;
+		while (!atomic_load_relaxed(&f->stop) && master_of(f, &m, &cur) && cur == gen) {
+			fs->backoff_ms = 0;
+			if (!ask(fs))
+				break;
+			if (fs->backoff_ms)
+				nap(f, fs->backoff_ms);
+		}
+		dp_xcli_close(fs->sess, 100);
+		fs->sess = NULL;
+	}
+	return NULL;
+}
+
+void
+bk_follow_set_master(struct bk_follow *f, const char *addr)
+{
+	char host[64];
+	const char *colon = strrchr(addr, ':');
+	struct in_addr a;
+	long port;
+
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
+		goto bad;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	port = strtol(colon + 1, NULL, 10);
+	if (inet_pton(AF_INET, host, &a) != 1 || port <= 0 || port > 65535)
+		goto bad;
+	pthread_mutex_lock(&f->mu);
+	if (f->master.ip != a.s_addr || f->master.port != (uint16_t)port) {
+		f->master.ip = a.s_addr;
+		f->master.port = (uint16_t)port;
+		snprintf(f->master_str, sizeof(f->master_str), "%s", addr);
+		f->gen++;
+		log_info(FOLLOW_TAG, "following master %s (dataplane %s, core c at port %ld + c)",
+			 f->bk->conf.broker_name, addr, port);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return;
+bad:
+	log_err_ratelimited(FOLLOW_TAG, "master address '%s' is not ipv4:port", addr);
+}
+
+int
+bk_follow_start(struct bk *bk, const char *master, struct bk_follow **out)
+{
+	struct bk_follow *f = calloc(1, sizeof(*f));
+	int err = 0;
+
+	if (f == NULL)
+		return -ENOMEM;
+	f->bk = bk;
+	pthread_mutex_init(&f->mu, NULL);
+	if (master != NULL && master[0] != '\0')
+		bk_follow_set_master(f, master);
+	for (uint32_t i = 0; i < bk->ncores && err == 0; i++) {
+		struct follow_shard *fs = &f->sh[i];
+		struct dp_port_cfg pc = {.backend = DP_BACKEND_UDP, .n = 1};
+		struct dp_xcli_cfg xc = {
+			.slots = 1,
+			.max_msg = bk->conf.max_msg_size + WIRE_DP_MSG_OVERHEAD,
+			.client_id = fs->client_id,
+		};
+
+		fs->f = f;
+		fs->shard = i;
+		snprintf(fs->client_id, sizeof(fs->client_id), "sprocket-slave@%.40s/%u",
+			 bk->conf.broker_name, i);
+		err = dp_ports_open(&pc, &fs->port);
+		if (err == 0)
+			err = dp_xcli_create(&xc, fs->port, &fs->cli);
+		if (err == 0)
+			err = -pthread_create(&fs->thr, NULL, follow_main, fs);
+		fs->started = err == 0;
+	}
+	if (err != 0) {
+		log_err(FOLLOW_TAG, "starting replication sessions: %s", strerror(-err));
+		bk_follow_stop(f);
+		return err;
+	}
+	*out = f;
+	return 0;
+}
+
+void
+bk_follow_stop(struct bk_follow *f)
+{
+	if (f == NULL)
+		return;
+	atomic_store_relaxed(&f->stop, true);
+	for (uint32_t i = 0; i < BK_CORES_MAX; i++) {
+		struct follow_shard *fs = &f->sh[i];
+
+		if (fs->started)
+			pthread_join(fs->thr, NULL);
+		if (fs->sess)
+			dp_xcli_close(fs->sess, 100);
+		if (fs->cli)
+			dp_xcli_destroy(fs->cli);
+		if (fs->port)
+			dp_ports_close(&fs->port, 1);
+	}
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+void
+bk_follow_stats(const struct bk_follow *f, uint32_t shard, uint64_t *master_end, uint64_t *bytes)
+{
+	*master_end = atomic_load_relaxed(&f->sh[shard].master_end);
+	*bytes = atomic_load_relaxed(&f->sh[shard].bytes);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bk_follow.h - a slave's replication sessions, one per shard (bk_follow.c,
+ * docs/replication.md).
+ *
+ * Ownership: created and stopped by the control thread; the master's
+ * address may be set from any control thread in between.
+ */
+#ifndef SP_BROKER_BK_FOLLOW_H
+#define SP_BROKER_BK_FOLLOW_H
+
+#include <stdint.h>
+
+#include "bk_priv.h"
+
+struct bk_follow;
+
+/**
+ * bk_follow_start() - start one replication session per shard.
+ * @master: the master's dataplane endpoint "ip:port" (haMasterAddress), or
+ *          NULL/"" to wait for bk_follow_set_master().
+ * Context: control thread, after the store is open. Return: 0, -errno.
+ */
+MUST_CHECK int bk_follow_start(struct bk *bk, const char *master, struct bk_follow **out);
+
+/* Follow the master at "ip:port" (a change restarts the sessions). Context: control. */
+void bk_follow_set_master(struct bk_follow *f, const char *addr);
+
+/* Stop the sessions and free @f (NULL: no-op). Context: control thread. */
+void bk_follow_stop(struct bk_follow *f);
+
+/* Shard @shard's last seen master end of log and bytes copied (relaxed). */
+void bk_follow_stats(const struct bk_follow *f, uint32_t shard, uint64_t *master_end,
+		     uint64_t *bytes);
+
+#endif /* SP_BROKER_BK_FOLLOW_H */
