@@ -74,24 +74,37 @@ offset_ok(const struct meta_offset *o)
  * Saving.
  */
 
+/* @root as text, malloc'd, with a trailing newline as text files have. */
 static int
-json_save(const struct store_io_ops *io, const char *path, struct json_object *root)
+json_text(struct json_object *root, char **out, size_t *out_len)
 {
 	const char *s;
 	size_t len;
 	char *buf;
-	int rc;
 
 	s = json_object_to_json_string_length(root, META_JSON_FLAGS, &len);
 	if (s == NULL)
 		return -ENOMEM;
-	/* A trailing newline, as text files have. */
 	buf = malloc(len + 1);
 	if (buf == NULL)
 		return -ENOMEM;
 	memcpy(buf, s, len);
 	buf[len] = '\n';
-	rc = store_io_write_atomic(io, path, buf, len + 1);
+	*out = buf;
+	*out_len = len + 1;
+	return 0;
+}
+
+static int
+json_save(const struct store_io_ops *io, const char *path, struct json_object *root)
+{
+	size_t len;
+	char *buf;
+	int rc = json_text(root, &buf, &len);
+
+	if (rc != 0)
+		return rc;
+	rc = store_io_write_atomic(io, path, buf, len);
 	free(buf);
 	return rc;
 }
@@ -140,16 +153,17 @@ topic_to_json(const struct meta_topic *t, struct json_object **out)
 	return 0;
 }
 
-int
-meta_topics_save(const struct store_io_ops *io, const char *path, const struct meta_topic *topics,
-		 size_t n, const struct meta_version *ver)
+/* The topics.json document of @topics and @ver. */
+static int
+topics_root(const struct meta_topic *topics, size_t n, const struct meta_version *ver,
+	    struct json_object **out)
 {
 	struct json_object *root;
 	struct json_object *dv;
 	struct json_object *table;
 	int rc;
 
-	if (io == NULL || path == NULL || (topics == NULL && n > 0))
+	if (topics == NULL && n > 0)
 		return -EINVAL;
 	if (ver != NULL && ver->counter > INT64_MAX)
 		return -EINVAL;
@@ -183,21 +197,52 @@ meta_topics_save(const struct store_io_ops *io, const char *path, const struct m
 		if (rc != 0)
 			goto out_put;
 	}
-	rc = json_save(io, path, root);
+	*out = root;
+	return 0;
 out_put:
 	json_object_put(root);
 	return rc;
 }
 
 int
-meta_offsets_save(const struct store_io_ops *io, const char *path, const struct meta_offset *offs,
-		  size_t n)
+meta_topics_save(const struct store_io_ops *io, const char *path, const struct meta_topic *topics,
+		 size_t n, const struct meta_version *ver)
+{
+	struct json_object *root;
+	int rc;
+
+	if (io == NULL || path == NULL)
+		return -EINVAL;
+	rc = topics_root(topics, n, ver, &root);
+	if (rc != 0)
+		return rc;
+	rc = json_save(io, path, root);
+	json_object_put(root);
+	return rc;
+}
+
+int
+meta_topics_json(const struct meta_topic *topics, size_t n, const struct meta_version *ver,
+		 char **json, size_t *len)
+{
+	struct json_object *root;
+	int rc = topics_root(topics, n, ver, &root);
+
+	if (rc != 0)
+		return rc;
+	rc = json_text(root, json, len);
+	json_object_put(root);
+	return rc;
+}
+
+static int
+offsets_root(const struct meta_offset *offs, size_t n, struct json_object **out)
 {
 	struct json_object *root;
 	struct json_object *table;
 	int rc;
 
-	if (io == NULL || path == NULL || (offs == NULL && n > 0))
+	if (offs == NULL && n > 0)
 		return -EINVAL;
 	root = json_object_new_object();
 	if (root == NULL)
@@ -232,8 +277,39 @@ meta_offsets_save(const struct store_io_ops *io, const char *path, const struct 
 		if (rc != 0)
 			goto out_put;
 	}
-	rc = json_save(io, path, root);
+	*out = root;
+	return 0;
 out_put:
+	json_object_put(root);
+	return rc;
+}
+
+int
+meta_offsets_save(const struct store_io_ops *io, const char *path, const struct meta_offset *offs,
+		  size_t n)
+{
+	struct json_object *root;
+	int rc;
+
+	if (io == NULL || path == NULL)
+		return -EINVAL;
+	rc = offsets_root(offs, n, &root);
+	if (rc != 0)
+		return rc;
+	rc = json_save(io, path, root);
+	json_object_put(root);
+	return rc;
+}
+
+int
+meta_offsets_json(const struct meta_offset *offs, size_t n, char **json, size_t *len)
+{
+	struct json_object *root;
+	int rc = offsets_root(offs, n, &root);
+
+	if (rc != 0)
+		return rc;
+	rc = json_text(root, json, len);
 	json_object_put(root);
 	return rc;
 }
@@ -247,26 +323,19 @@ out_put:
  * exist), -EBADMSG not a JSON object, -errno.
  */
 static int
-json_load(const struct store_io_ops *io, const char *path, struct json_object **root)
+json_parse(const char *buf, size_t len, struct json_object **root)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
-	size_t len;
 	size_t end;
-	char *buf;
-	int rc;
+	int rc = 0;
 
 	*root = NULL;
-	rc = store_io_read_file(io, path, META_FILE_MAX, &buf, &len);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc != 0)
-		return rc;
+	if (len > META_FILE_MAX)
+		return -EFBIG;
 	tok = json_tokener_new_ex(META_JSON_DEPTH);
-	if (tok == NULL) {
-		rc = -ENOMEM;
-		goto out_free;
-	}
+	if (tok == NULL)
+		return -ENOMEM;
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	/* len <= META_FILE_MAX fits an int. */
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
@@ -286,7 +355,23 @@ json_load(const struct store_io_ops *io, const char *path, struct json_object **
 	*root = obj;
 out_free_tok:
 	json_tokener_free(tok);
-out_free:
+	return rc;
+}
+
+static int
+json_load(const struct store_io_ops *io, const char *path, struct json_object **root)
+{
+	size_t len;
+	char *buf;
+	int rc;
+
+	*root = NULL;
+	rc = store_io_read_file(io, path, META_FILE_MAX, &buf, &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0)
+		return rc;
+	rc = json_parse(buf, len, root);
 	free(buf);
 	return rc;
 }
@@ -399,23 +484,18 @@ version_from_json(struct json_object *root, struct meta_version *ver)
 	return get_int(dv, "timestamp", false, 0, INT64_MIN, INT64_MAX, &ver->timestamp_ms);
 }
 
-int
-meta_topics_load(const struct store_io_ops *io, const char *path, struct meta_topic **topics,
-		 size_t *n, struct meta_version *ver)
+/* Takes @root (NULL: no topics) and frees it. */
+static int
+topics_from_root(struct json_object *root, struct meta_topic **topics, size_t *n,
+		 struct meta_version *ver)
 {
 	struct meta_topic *arr = NULL;
 	struct meta_version v = {0};
-	struct json_object *root;
 	struct json_object *table;
 	size_t count;
 	size_t i = 0;
 	int rc;
 
-	if (io == NULL || path == NULL || topics == NULL || n == NULL)
-		return -EINVAL;
-	rc = json_load(io, path, &root);
-	if (rc != 0)
-		return rc;
 	if (root == NULL)
 		goto out_ok; /* no file yet: no topics */
 	rc = version_from_json(root, &v);
@@ -455,6 +535,34 @@ out_put:
 	return rc;
 }
 
+int
+meta_topics_load(const struct store_io_ops *io, const char *path, struct meta_topic **topics,
+		 size_t *n, struct meta_version *ver)
+{
+	struct json_object *root;
+	int rc;
+
+	if (io == NULL || path == NULL || topics == NULL || n == NULL)
+		return -EINVAL;
+	rc = json_load(io, path, &root);
+	return rc != 0 ? rc : topics_from_root(root, topics, n, ver);
+}
+
+int
+meta_topics_parse(const char *json, size_t len, struct meta_topic **topics, size_t *n,
+		  struct meta_version *ver)
+{
+	struct json_object *root;
+	int rc;
+
+	if (json == NULL || topics == NULL || n == NULL)
+		return -EINVAL;
+	rc = json_parse(json, len, &root);
+	if (rc == 0 && root == NULL)
+		rc = -EBADMSG;
+	return rc != 0 ? rc : topics_from_root(root, topics, n, ver);
+}
+
 /* Split "topic@group" at the last '@' into @o. */
 static int
 offset_key(const char *key, struct meta_offset *o)
@@ -492,22 +600,16 @@ offset_qid(const char *s, uint32_t *out)
 	return 0;
 }
 
-int
-meta_offsets_load(const struct store_io_ops *io, const char *path, struct meta_offset **offs,
-		  size_t *n)
+/* Takes @root (NULL: no offsets) and frees it. */
+static int
+offsets_from_root(struct json_object *root, struct meta_offset **offs, size_t *n)
 {
 	struct meta_offset *arr = NULL;
-	struct json_object *root;
 	struct json_object *table;
 	size_t count = 0;
 	size_t i = 0;
 	int rc;
 
-	if (io == NULL || path == NULL || offs == NULL || n == NULL)
-		return -EINVAL;
-	rc = json_load(io, path, &root);
-	if (rc != 0)
-		return rc;
 	if (root == NULL)
 		goto out_ok;
 	if (!json_object_object_get_ex(root, "offsetTable", &table) ||
@@ -573,4 +675,31 @@ out_put:
 	json_object_put(root);
 	free(arr);
 	return rc;
+}
+
+int
+meta_offsets_load(const struct store_io_ops *io, const char *path, struct meta_offset **offs,
+		  size_t *n)
+{
+	struct json_object *root;
+	int rc;
+
+	if (io == NULL || path == NULL || offs == NULL || n == NULL)
+		return -EINVAL;
+	rc = json_load(io, path, &root);
+	return rc != 0 ? rc : offsets_from_root(root, offs, n);
+}
+
+int
+meta_offsets_parse(const char *json, size_t len, struct meta_offset **offs, size_t *n)
+{
+	struct json_object *root;
+	int rc;
+
+	if (json == NULL || offs == NULL || n == NULL)
+		return -EINVAL;
+	rc = json_parse(json, len, &root);
+	if (rc == 0 && root == NULL)
+		rc = -EBADMSG;
+	return rc != 0 ? rc : offsets_from_root(root, offs, n);
 }

@@ -95,4 +95,19 @@ MUST_CHECK int meta_offsets_save(const struct store_io_ops *io, const char *path
 MUST_CHECK int meta_offsets_load(const struct store_io_ops *io, const char *path,
 				 struct meta_offset **offs, size_t *n);
 
+/*
+ * In memory, as a master answers GET_ALL_TOPIC_CONFIG / GET_ALL_CONSUMER_OFFSET
+ * and its slave reads the answer: the files' text and validation.
+ * *_json: @json malloc'd (free()), @len bytes, same rules as *_save().
+ * *_parse: same results as *_load() (an empty text is -EBADMSG).
+ */
+MUST_CHECK int meta_topics_json(const struct meta_topic *topics, size_t n,
+				const struct meta_version *ver, char **json, size_t *len);
+MUST_CHECK int meta_topics_parse(const char *json, size_t len, struct meta_topic **topics,
+				 size_t *n, struct meta_version *ver);
+MUST_CHECK int meta_offsets_json(const struct meta_offset *offs, size_t n, char **json,
+				 size_t *len);
+MUST_CHECK int meta_offsets_parse(const char *json, size_t len, struct meta_offset **offs,
+				  size_t *n);
+
 #endif /* SP_STORE_META_H */

@@ -556,6 +556,49 @@ test_human_readable(void)
 	teardown();
 }
 
+/* The in-memory forms a master sends its slave: round trip, and bad text refused. */
+static void
+test_in_memory(void)
+{
+	struct meta_topic t[2] = {{.name = "A", .read_queues = 4, .write_queues = 4, .perm = 6},
+				  {.name = "%RETRY%g", .read_queues = 1, .write_queues = 1,
+				   .perm = 6, .order = true}};
+	struct meta_offset o[2] = {{.topic = "A", .group = "g", .queue_id = 3, .offset = 42},
+				   {.topic = "A", .group = "h", .queue_id = 0, .offset = 7}};
+	struct meta_version v = {.counter = 9, .timestamp_ms = 1700000000000};
+	struct meta_version v2;
+	struct meta_topic *tt;
+	struct meta_offset *oo;
+	size_t n, len;
+	char *json;
+
+	T_ASSERT_EQ(meta_topics_json(t, 2, &v, &json, &len), 0);
+	T_ASSERT_EQ(meta_topics_parse(json, len, &tt, &n, &v2), 0);
+	T_ASSERT_EQ(n, 2);
+	T_ASSERT_STREQ(tt[1].name, "%RETRY%g");
+	T_ASSERT(tt[1].order);
+	T_ASSERT_EQ(v2.counter, 9);
+	free(tt);
+	T_ASSERT_EQ(meta_topics_parse(json, len - 2, &tt, &n, NULL), -EBADMSG);
+	free(json);
+	T_ASSERT_EQ(meta_offsets_json(o, 2, &json, &len), 0);
+	T_ASSERT_EQ(meta_offsets_parse(json, len, &oo, &n), 0);
+	T_ASSERT_EQ(n, 2);
+	T_ASSERT_EQ(oo[0].offset + oo[1].offset, 49);
+	free(oo);
+	free(json);
+	T_ASSERT_EQ(meta_offsets_parse("", 0, &oo, &n), -EBADMSG);
+	{
+		const char *no_at = "{\"offsetTable\":{\"A\":{\"0\":1}}}";
+		const char *ok = "{\"offsetTable\":{\"A@g\":{\"0\":1}}}";
+
+		T_ASSERT_EQ(meta_offsets_parse(no_at, strlen(no_at), &oo, &n), -EBADMSG);
+		T_ASSERT_EQ(meta_offsets_parse(ok, strlen(ok), &oo, &n), 0);
+		T_ASSERT_EQ(n, 1);
+		free(oo);
+	}
+}
+
 T_MAIN(T_CASE(test_topics_round_trip), T_CASE(test_offsets_round_trip), T_CASE(test_missing_file),
        T_CASE(test_topics_malformed), T_CASE(test_offsets_malformed), T_CASE(test_save_refuses),
-       T_CASE(test_atomic_replace), T_CASE(test_human_readable))
+       T_CASE(test_atomic_replace), T_CASE(test_human_readable), T_CASE(test_in_memory))
