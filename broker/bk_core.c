@@ -262,6 +262,25 @@ bk_core_offset_load(struct bk_core *c, const char *topic, const char *group, uin
 	return 0;
 }
 
+int64_t
+bk_core_offset_peek(const struct bk_core *c, const char *topic, const char *group, uint32_t qid)
+{
+	size_t tl = strlen(topic);
+	size_t gl = strlen(group);
+	uint32_t h = off_hash(topic, tl, group, gl, qid);
+
+	for (uint32_t i = h & c->off_mask;; i = (i + 1) & c->off_mask) {
+		const struct bk_off *o = &c->offs[i];
+
+		/* acquire: pairs with the release in off_find(); the key is immutable after */
+		if (!atomic_load_acquire(&o->used))
+			return -1;
+		if (o->hash == h && o->qid == qid && o->topic_len == tl && o->group_len == gl &&
+		    memcmp(o->topic, topic, tl) == 0 && memcmp(o->group, group, gl) == 0)
+			return atomic_load_relaxed(&o->offset);
+	}
+}
+
 /* ---- topics ---- */
 
 /* Asks the control thread to create @name. Return: true when posted. */
@@ -1129,6 +1148,15 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 		c->ack_head++;
 		c->park_dirty = true;
 		work++;
+	}
+	if (c->bk->conf.role == BK_ROLE_SLAVE && c->park_n) {
+		/* A slave's shard grows by replication, not by this core's appends. */
+		uint64_t w = clog_written(store_clog(c->bk->store, c->id));
+
+		if (w != c->slave_seen) {
+			c->slave_seen = w;
+			c->park_dirty = true;
+		}
 	}
 	if (c->park_n && (c->park_dirty || now_ns >= c->park_next_deadline))
 		work += parks_scan(c, now_ns);

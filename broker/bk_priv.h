@@ -223,6 +223,7 @@ struct bk_core {
 	struct bk_repl_slave repl[BK_REPL_SLAVES];
 	uint64_t repl_acked; /* highest offset a slave acknowledged (never goes back) */
 	unsigned repl_parked;
+	uint64_t slave_seen; /* SLAVE: the shard's end at the last tick (replication appends) */
 	/* owner writes, stats read relaxed */
 	_Atomic uint64_t repl_acked_pub;
 	/* PULL: the records chosen by the first pass, copied by the second */
@@ -287,6 +288,12 @@ void bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg);
 /* dp_lcore on_cmd: runs a struct bk_rcmd from the control thread. */
 void bk_core_cmd(struct dp_lcore *lc, void *cmd, void *arg);
 unsigned bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg);
+/*
+ * The committed offset of (@topic, @group, @qid) on core @c, or -1.
+ * Context: any thread (reads the core's table with acquire; never writes).
+ */
+int64_t bk_core_offset_peek(const struct bk_core *c, const char *topic, const char *group,
+			    uint32_t qid);
 /* Answering, for the other request families' files (bk_repl.c). Context: the core. */
 uint8_t *bk_core_ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len);
 bool bk_core_ans_pending(struct bk_core *c, struct dp_xhandle h);

@@ -1759,6 +1759,83 @@ reap(struct bk_rmt *r)
 	}
 }
 
+/* ---- a slave's sync (docs/replication.md) ---- */
+
+/* GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET: the whole table as JSON. */
+static void
+do_get_all(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	struct rresp o = {.code = WIRE_RSP_SUCCESS, .opaque = q->opaque, .serialize = q->serialize};
+	char *json = NULL;
+	size_t len = 0;
+	int err;
+
+	if (r->ops.dump == NULL) {
+		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "not available");
+		return;
+	}
+	err = r->ops.dump(r->ops.arg, q->code, &json, &len);
+	if (err != 0 || len > UINT32_MAX) {
+		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "cannot serialize the table");
+		free(json);
+		return;
+	}
+	if (!(q->flag & WIRE_REM_FLAG_ONEWAY)) {
+		o.body = (const uint8_t *)json;
+		o.body_len = (uint32_t)len;
+		conn_send(r, c, &o);
+	}
+	free(json);
+}
+
+int
+bk_rmt_offset_set(struct bk_rmt *r, const char *topic, const char *group, uint32_t qid,
+		  int64_t offset)
+{
+	size_t tl = strlen(topic);
+	size_t gl = strlen(group);
+	const struct bk_topic *t = bk_topic_find(r->bk, topic, tl);
+	struct wire_dp_offset_req o = {.value = offset,
+				       .queue_id = (int32_t)qid,
+				       .group = group,
+				       .group_len = (uint16_t)gl,
+				       .topic = topic,
+				       .topic_len = (uint16_t)tl};
+	struct rjob *j;
+	long len;
+
+	if (t == NULL || qid >= t->nq || gl == 0 || gl > META_GROUP_MAX)
+		return -ENOENT;
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return -ENOMEM;
+	j->reqbuf = malloc(gl + tl + 64);
+	j->c.resp = malloc(256);
+	if (!j->reqbuf || !j->c.resp) {
+		free(j->reqbuf);
+		free(j->c.resp);
+		free(j);
+		return -ENOMEM;
+	}
+	/* No connection: the answer is dropped (job_done() finds none). */
+	j->conn = UINT32_MAX;
+	j->oneway = true;
+	j->c.op = WIRE_DP_OP_UPDATE_OFFSET;
+	j->c.resp_cap = 256;
+	j->c.req = j->reqbuf;
+	j->next = r->jobs;
+	if (r->jobs)
+		r->jobs->prev = j;
+	r->jobs = j;
+	len = wire_dp_offset_req_encode(WIRE_DP_OP_UPDATE_OFFSET, &o, j->reqbuf, gl + tl + 64);
+	if (len < 0) {
+		job_free(r, j);
+		return (int)len;
+	}
+	j->c.req_len = (uint32_t)len;
+	return job_post(r, j, t->core[qid]);
+}
+
 /* ---- frames in ---- */
 
 static void
@@ -1807,6 +1884,10 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	case WIRE_REQ_UPDATE_AND_CREATE_TOPIC:
 		do_create_topic(r, c, q);
+		return;
+	case WIRE_REQ_GET_ALL_TOPIC_CONFIG:
+	case WIRE_REQ_GET_ALL_CONSUMER_OFFSET:
+		do_get_all(r, c, q);
 		return;
 	default:
 		snprintf(remark, sizeof(remark), " request type %d not supported", q->code);

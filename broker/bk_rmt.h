@@ -36,6 +36,11 @@ struct bk_rmt_conf {
 struct bk_rmt_ops {
 	/* Creates or updates a topic, publishes and persists it. Control thread. */
 	int (*topic_put)(void *arg, const struct meta_topic *mt);
+	/*
+	 * The body of GET_ALL_TOPIC_CONFIG or GET_ALL_CONSUMER_OFFSET (@code):
+	 * malloc'd JSON in *@json (the caller frees). Control thread.
+	 */
+	int (*dump)(void *arg, int32_t code, char **json, size_t *len);
 	void *arg;
 };
 
@@ -54,6 +59,16 @@ unsigned bk_rmt_run(struct bk_rmt *r, uint64_t now_ms);
  * stopped (they may hold commands until then).
  */
 void bk_rmt_destroy(struct bk_rmt *r);
+
+/**
+ * bk_rmt_offset_set() - commit @offset for (@topic, @group, @qid) on the
+ * queue's core, as an UPDATE_CONSUMER_OFFSET would (a slave applying its
+ * master's offsets).
+ * Context: control thread. Return: 0, -ENOENT unknown topic or queue,
+ * -EAGAIN the core's ring is full (try later), -ENOMEM.
+ */
+MUST_CHECK int bk_rmt_offset_set(struct bk_rmt *r, const char *topic, const char *group,
+				 uint32_t qid, int64_t offset);
 
 /* For the fuzz target: feeds @len bytes as if read from one connection. */
 void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);

@@ -39,11 +39,13 @@
 #include "bk_priv.h"
 #include "bk_follow.h"
 #include "bk_rmt.h"
+#include "bk_sync.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "control/breg.h"
 #include "wire/dp.h"
+#include "wire/remoting.h"
 #include "sp_config.h"
 
 #define BK_TAG "broker"
@@ -169,6 +171,7 @@ struct bk_ctl {
 	struct ctl_breg *breg;
 	struct bk_rmt *rmt;
 	struct bk_follow *follow; /* SLAVE: the replication sessions */
+	struct bk_sync *sync;	  /* SLAVE: topics and offsets from the master */
 	bool master_fixed;	  /* haMasterAddress given: never from the NameServer */
 	int cpus[BK_CORES_MAX];
 	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
@@ -324,6 +327,33 @@ rmt_topic_put(void *arg, const struct meta_topic *mt)
 	return topic_put(arg, mt, true);
 }
 
+static int offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n);
+
+/* GET_ALL_TOPIC_CONFIG and GET_ALL_CONSUMER_OFFSET for a slave (bk_rmt_ops.dump). */
+static int
+rmt_dump(void *arg, int32_t code, char **json, size_t *len)
+{
+	struct bk_ctl *x = arg;
+	struct meta_offset *o = NULL;
+	size_t n = 0;
+	int err;
+
+	if (code == WIRE_REQ_GET_ALL_TOPIC_CONFIG) {
+		struct meta_version v;
+
+		pthread_mutex_lock(&x->mu);
+		v = (struct meta_version){.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
+		err = meta_topics_json(x->reg, x->nreg, &v, json, len);
+		pthread_mutex_unlock(&x->mu);
+		return err;
+	}
+	err = offsets_collect(x, &o, &n);
+	if (err == 0)
+		err = meta_offsets_json(o, n, json, len);
+	free(o);
+	return err;
+}
+
 /* Return: a SIGTERM/SIGINT is waiting on @sfd (startup can take a while: let it stop). */
 static bool
 stop_requested(int sfd)
@@ -459,12 +489,12 @@ reg_release(void *arg, struct ctl_breg_topic *t, size_t n)
 
 /* ---- consumer offsets ---- */
 
+/* Every committed offset of every core, malloc'd. Return: 0, -ENOMEM. */
 static int
-offsets_save(struct bk_ctl *x)
+offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n)
 {
 	struct meta_offset *o = NULL;
 	size_t n = 0, cap = 0;
-	int err;
 
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
 		struct bk_core *c = &x->bk.cores[i];
@@ -498,6 +528,20 @@ offsets_save(struct bk_ctl *x)
 			n++;
 		}
 	}
+	*out = o;
+	*out_n = n;
+	return 0;
+}
+
+static int
+offsets_save(struct bk_ctl *x)
+{
+	struct meta_offset *o = NULL;
+	size_t n = 0;
+	int err = offsets_collect(x, &o, &n);
+
+	if (err)
+		return err;
 	err = meta_offsets_save(&store_io_posix, x->offsets_path, o, n);
 	if (err)
 		log_err(BK_TAG, "saving %s: %s", x->offsets_path, strerror(-err));
@@ -691,6 +735,75 @@ role_setup(struct bk_ctl *x)
 		cf->broker_id = 0;
 	}
 	return 0;
+}
+
+static bool
+topic_differs(const struct bk_topic *t, const struct meta_topic *m)
+{
+	return t->perm != m->perm || t->read_queues != m->read_queues ||
+	       t->write_queues != m->write_queues || t->sys_flag != m->sys_flag ||
+	       t->order != m->order;
+}
+
+/*
+ * A slave applies what its sync fetched from the master: topics created or
+ * updated as the master has them; a committed offset raised where the
+ * master's is ahead (never lowered: consumers that committed here while the
+ * master was away keep their progress; docs/replication.md).
+ */
+static void
+sync_apply(struct bk_ctl *x)
+{
+	struct meta_topic *ts = NULL;
+	struct meta_offset *os = NULL;
+	size_t tl, ol, n = 0;
+	char *tj, *oj;
+
+	if (x->sync == NULL)
+		return;
+	bk_sync_take(x->sync, &tj, &tl, &oj, &ol);
+	if (tj != NULL && meta_topics_parse(tj, tl, &ts, &n, NULL) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			const struct bk_topic *t = bk_topic_find(&x->bk, ts[i].name,
+								 strlen(ts[i].name));
+			int err;
+
+			if (t != NULL && !topic_differs(t, &ts[i]))
+				continue;
+			err = topic_put(x, &ts[i], true);
+			if (err)
+				log_warn(BK_TAG, "topic %s from the master: %s", ts[i].name,
+					 strerror(-err));
+			else
+				log_info(BK_TAG, "topic %s %s as on the master", ts[i].name,
+					 t ? "updated" : "created");
+		}
+	} else if (tj != NULL) {
+		log_warn_ratelimited(BK_TAG, "the master's topic configs do not parse");
+	}
+	free(ts);
+	free(tj);
+	n = 0;
+	if (oj != NULL && meta_offsets_parse(oj, ol, &os, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			const struct bk_topic *t = bk_topic_find(&x->bk, os[i].topic,
+								 strlen(os[i].topic));
+			int64_t here;
+
+			if (t == NULL || os[i].queue_id >= t->nq)
+				continue;
+			here = bk_core_offset_peek(&x->bk.cores[t->core[os[i].queue_id]],
+						   os[i].topic, os[i].group, os[i].queue_id);
+			if (os[i].offset > here &&
+			    bk_rmt_offset_set(x->rmt, os[i].topic, os[i].group, os[i].queue_id,
+					      os[i].offset) != 0)
+				break; /* a core's ring is full: the next round catches up */
+		}
+	} else if (oj != NULL) {
+		log_warn_ratelimited(BK_TAG, "the master's consumer offsets do not parse");
+	}
+	free(os);
+	free(oj);
 }
 
 /* A slave learns its master from the NameServer unless haMasterAddress names it. */
@@ -892,6 +1005,7 @@ run(struct bk_ctl *x, int sfd)
 		/* Also on the timer: a core's eventfd write may have failed. */
 		creates_poll(x);
 		follow_poll(x);
+		sync_apply(x);
 		if (p[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
@@ -1023,7 +1137,7 @@ main(int argc, char **argv)
 				(uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
 			.lock_expire_ms = 60000,
 		};
-		struct bk_rmt_ops ro = {.topic_put = rmt_topic_put, .arg = x};
+		struct bk_rmt_ops ro = {.topic_put = rmt_topic_put, .dump = rmt_dump, .arg = x};
 
 		if (rcf.max_frame < x->bk.conf.max_msg_size + (64u << 10))
 			rcf.max_frame = x->bk.conf.max_msg_size + (64u << 10);
@@ -1136,6 +1250,11 @@ main(int argc, char **argv)
 		if (bk_follow_start(&x->bk, m, &x->follow) != 0)
 			goto out_breg;
 		follow_poll(x);
+		if (x->breg == NULL)
+			log_warn(BK_TAG, "no NameServer: topic configs and consumer offsets will "
+					 "not follow the master");
+		else if (bk_sync_start(x->breg, BK_SYNC_PERIOD_MS, &x->sync) != 0)
+			goto out_breg;
 	}
 	err = pthread_create(&x->persist, NULL, persist_main, x);
 	if (err) {
@@ -1147,6 +1266,8 @@ main(int argc, char **argv)
 	atomic_store_relaxed(&x->persist_stop, true);
 	pthread_join(x->persist, NULL);
 out_breg:
+	bk_sync_stop(x->sync);
+	x->sync = NULL;
 	follow_report(x);
 	bk_follow_stop(x->follow);
 	x->follow = NULL;

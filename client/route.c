@@ -254,10 +254,31 @@ parse_broker(struct json_object *bd, struct sp_route_broker *b)
 			return rc;
 	}
 	if (json_object_object_get_ex(bd, "dataplaneAddrs", &m) && m != NULL) {
+		long best = -1;
+
 		if (!json_object_is_type(m, json_type_object))
 			return -EBADMSG;
 		if (json_object_object_get_ex(m, "0", &v) && v != NULL)
 			return parse_dp(v, b);
+		/*
+		 * No master: the group's slave with the lowest brokerId serves
+		 * reads (docs/replication.md); sends go to other groups.
+		 */
+		json_object_object_foreach(m, key, val)
+		{
+			char *end;
+			long id = strtol(key, &end, 10);
+
+			if (*end == '\0' && id > 0 && (best < 0 || id < best) && val != NULL) {
+				best = id;
+				v = val;
+			}
+		}
+		if (best > 0) {
+			rc = parse_dp(v, b);
+			b->dp_is_slave = rc == 0;
+			return rc;
+		}
 	}
 	return 0;
 }

@@ -90,7 +90,7 @@ sp__topic_build(const char *name, struct sp_route *r, struct sp__topic **out)
 		if (q->broker >= r->n_brokers || !r->brokers[q->broker].has_dp ||
 		    !r->brokers[q->broker].dp_cores)
 			continue;
-		if (q->perm & 2)
+		if ((q->perm & 2) && !r->brokers[q->broker].dp_is_slave)
 			nw += q->write_queues;
 		if (q->perm & 4)
 			nr += q->read_queues;
@@ -114,7 +114,10 @@ sp__topic_build(const char *name, struct sp_route *r, struct sp__topic **out)
 		if (q->broker >= r->n_brokers || !r->brokers[q->broker].has_dp ||
 		    !r->brokers[q->broker].dp_cores)
 			continue;
-		for (uint32_t k = 0; (q->perm & 2) && k < q->write_queues; k++)
+		/* a slave's endpoint (its master is away) serves reads only */
+		bool writable = (q->perm & 2) && !r->brokers[q->broker].dp_is_slave;
+
+		for (uint32_t k = 0; writable && k < q->write_queues; k++)
 			t->wq[t->n_wq++] = (struct sp__tq){
 				.broker = q->broker,
 				.queue_id = (int32_t)k,
@@ -150,7 +153,8 @@ sp__topic_build_default(const char *name, struct sp_route *tbw, struct sp__topic
 		const struct sp_route_queue *q = &tbw->queues[i];
 
 		if (q->broker < tbw->n_brokers && tbw->brokers[q->broker].has_dp &&
-		    tbw->brokers[q->broker].dp_cores && (q->perm & 2))
+		    !tbw->brokers[q->broker].dp_is_slave && tbw->brokers[q->broker].dp_cores &&
+		    (q->perm & 2))
 			nw += q->write_queues;
 	}
 	if (!nw)
@@ -172,7 +176,8 @@ sp__topic_build_default(const char *name, struct sp_route *tbw, struct sp__topic
 		const struct sp_route_queue *q = &tbw->queues[i];
 		const struct sp_route_broker *b = &tbw->brokers[q->broker];
 
-		if (q->broker >= tbw->n_brokers || !b->has_dp || !b->dp_cores || !(q->perm & 2))
+		if (q->broker >= tbw->n_brokers || !b->has_dp || b->dp_is_slave || !b->dp_cores ||
+		    !(q->perm & 2))
 			continue;
 		/* the broker will create it with its own map: queue q on core q % cores */
 		for (uint32_t k = 0; k < q->write_queues; k++)
