@@ -133,11 +133,23 @@ test_optional_fields(void)
 	T_ASSERT_EQ(r->n_queues, 0);
 	sp_route_free(r);
 
-	/* A dataplane endpoint for a slave only: the master has none. */
+	/* Endpoints for slaves only (the master is away): the lowest brokerId, read only. */
+	r = parse_ok(
+		"{\"brokerDatas\":[{\"brokerName\":\"a\",\"dataplaneAddrs\":{\"2\":"
+		"{\"cores\":1,\"ip\":\"1.2.3.5\",\"mac\":\"02:00:00:00:00:02\",\"port\":2},\"1\":"
+		"{\"cores\":1,\"ip\":\"1.2.3.4\",\"mac\":\"02:00:00:00:00:01\",\"port\":1}}}]}");
+	T_ASSERT(r->brokers[0].has_dp);
+	T_ASSERT(r->brokers[0].dp_is_slave);
+	T_ASSERT_EQ(r->brokers[0].dp_port, 1);
+	sp_route_free(r);
+	/* With the master's endpoint, the master's. */
 	r = parse_ok(
 		"{\"brokerDatas\":[{\"brokerName\":\"a\",\"dataplaneAddrs\":{\"1\":"
-		"{\"cores\":1,\"ip\":\"1.2.3.4\",\"mac\":\"02:00:00:00:00:01\",\"port\":1}}}]}");
-	T_ASSERT(!r->brokers[0].has_dp);
+		"{\"cores\":1,\"ip\":\"1.2.3.4\",\"mac\":\"02:00:00:00:00:01\",\"port\":1},\"0\":"
+		"{\"cores\":1,\"ip\":\"1.2.3.6\",\"mac\":\"02:00:00:00:00:03\",\"port\":3}}}]}");
+	T_ASSERT(r->brokers[0].has_dp);
+	T_ASSERT(!r->brokers[0].dp_is_slave);
+	T_ASSERT_EQ(r->brokers[0].dp_port, 3);
 	sp_route_free(r);
 }
 
