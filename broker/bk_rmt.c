@@ -995,6 +995,22 @@ do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 
 /* ---- data requests: to the owning core ---- */
 
+/* A slave takes no write (RocketMQ: "messages are put to the slave"). Return: refused. */
+static bool
+slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	char remark[200];
+
+	if (r->bk->conf.role != BK_ROLE_SLAVE)
+		return false;
+	snprintf(remark, sizeof(remark),
+		 "service not available now: this broker is a slave (brokerId %" PRId64
+		 " of %s) and takes no writes; send to its master",
+		 r->bk->conf.broker_id, r->bk->conf.broker_name);
+	reply(r, c, q, WIRE_RSP_SERVICE_NOT_AVAILABLE, remark);
+	return true;
+}
+
 static void
 do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
@@ -1012,6 +1028,8 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	uint32_t n = 0, cap;
 	long len;
 
+	if (slave_refuses(r, c, q))
+		return;
 	if (topic == NULL || ext_i(q, "queueId", "e", &qid) ||
 	    ext_i(q, "bornTimestamp", "g", &born)) {
 		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
@@ -1339,6 +1357,9 @@ do_send_back(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	int32_t code;
 	struct rjob *j;
 	long len;
+
+	if (slave_refuses(r, c, q))
+		return;
 
 	if (!group || gl == 0 || gl + 7 > META_TOPIC_MAX || ext_i(q, "offset", NULL, &off)) {
 		reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the header lacks group or offset");

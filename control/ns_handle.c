@@ -313,6 +313,17 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 	rc = route_db_register(st->db, &reg, now_ms, &out);
 	if (rc == -ENOMEM)
 		return rc;
+	if (rc == -EEXIST) {
+		log_warn_ratelimited(NS_TAG,
+				     "refused broker %s id %" PRId64 " at %s: %s already holds that "
+				     "brokerName and brokerId (already registered)",
+				     reg.bname, reg.id, reg.addr, out.holder);
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+			  "brokerName %s brokerId %" PRId64 " is already registered from %s; "
+			  "stop that broker or use another brokerId",
+			  reg.bname, reg.id, out.holder);
+		return 0;
+	}
 	if (rc != 0) {
 		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "register %s failed: %s", reg.bname,
 			  err_str(rc));

@@ -654,6 +654,17 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 		reg_out_fill(db, reg, out);
 		return 0;
 	}
+	/*
+	 * Refuse a second live process under one (brokerName, brokerId): two
+	 * masters of a group would otherwise replace each other at every
+	 * registration, and clients would flip between them.
+	 */
+	if (cb != NULL && (k = bname_find_id(cb, reg->id)) >= 0 &&
+	    strcmp(cb->addrs[k].addr, reg->addr) != 0 && live_find(db, cb->addrs[k].addr) != NULL) {
+		snprintf(out->holder, sizeof(out->holder), "%s", cb->addrs[k].addr);
+		rc = -EEXIST;
+		goto err_put;
+	}
 	/* Refuse a full brokerName before changing anything. */
 	if (cb != NULL && cb->n_addrs >= ROUTE_ADDRS_MAX && bname_find_id(cb, reg->id) < 0) {
 		bool same_addr = false;
@@ -702,12 +713,6 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 			sizeof(b->addrs[0]) * (b->n_addrs - pos));
 		b->n_addrs++;
 		k = (int)pos;
-	} else if (strcmp(b->addrs[k].addr, reg->addr) != 0) {
-		/* A new process took over this id: the old address is no longer live. */
-		struct route_live *old = live_find(db, b->addrs[k].addr);
-
-		if (old != NULL)
-			db->live[old - db->live] = db->live[--db->n_live];
 	}
 	b->addrs[k].id = reg->id;
 	snprintf(b->addrs[k].addr, sizeof(b->addrs[k].addr), "%s", reg->addr);

@@ -120,6 +120,7 @@ struct route_reg {
 struct route_reg_out {
 	char master_addr[ROUTE_ADDR_MAX + 1];
 	char master_ha[ROUTE_ADDR_MAX + 1];
+	char holder[ROUTE_ADDR_MAX + 1]; /* -EEXIST: the live address that holds the id */
 };
 
 struct route_db;
@@ -149,7 +150,10 @@ bool route_db_wants_topics(const struct route_db *db, const char *addr, int64_t 
  * a reader sees changed, and waits for a grace period before freeing the old
  * one (blocking).
  * Context: writer thread, not inside an RCU read section.
- * Return: 0, -ENOSPC brokerName has ROUTE_ADDRS_MAX addresses, -ENOMEM.
+ * Return: 0, -ENOSPC brokerName has ROUTE_ADDRS_MAX addresses, -EEXIST
+ * another live address holds (brokerName, brokerId) (@out->holder; two
+ * masters of one group, say: the first keeps it until it unregisters,
+ * its connection closes or it expires), -ENOMEM.
  */
 MUST_CHECK int route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 				 struct route_reg_out *out);

@@ -255,6 +255,34 @@ test_readers_race_writer(void)
 	route_db_destroy(race_db);
 }
 
+/* Two live masters of one group: the second is refused until the first is gone. */
+static void
+test_second_master_refused(void)
+{
+	struct route_db *db = NULL;
+	struct route_reg r = {.cluster = "DefaultCluster", .bname = "broker-a",
+			      .addr = "10.0.0.9:10911", .ha_addr = "", .id = 0, .conn = 9};
+	struct route_reg_out out;
+	char *s;
+
+	T_ASSERT_EQ(route_db_create(&db), 0);
+	T_ASSERT_EQ(reg(db, "broker-a", "10.0.0.5:10911", 0, 1, topics("T", 1, 6), 1, 0), 0);
+	T_ASSERT_EQ(route_db_register(db, &r, 10, &out), -EEXIST);
+	T_ASSERT_STREQ(out.holder, "10.0.0.5:10911");
+	s = route(db, "T0");
+	T_ASSERT(strstr(s, "10.0.0.5:10911") != NULL && strstr(s, "10.0.0.9") == NULL);
+	free(s);
+	/* a slave id is free, and the holder's own heartbeat goes on */
+	T_ASSERT_EQ(reg(db, "broker-a", "10.0.0.9:10911", 1, 1, NULL, 9, 20), 0);
+	T_ASSERT_EQ(reg(db, "broker-a", "10.0.0.5:10911", 0, 1, NULL, 1, 30), 0);
+	/* the holder's connection closes: the id is free for a new process */
+	T_ASSERT_EQ(route_db_conn_closed(db, 1), 1);
+	r.addr = "10.0.0.7:10911";
+	r.conn = 7;
+	T_ASSERT_EQ(route_db_register(db, &r, 40, &out), 0);
+	route_db_destroy(db);
+}
+
 T_MAIN(T_CASE(test_route_json_exact), T_CASE(test_heartbeat_publishes_nothing),
        T_CASE(test_liveness), T_CASE(test_address_moves_and_limits), T_CASE(test_topic_names),
-       T_CASE(test_readers_race_writer))
+       T_CASE(test_readers_race_writer), T_CASE(test_second_master_refused))

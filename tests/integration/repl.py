@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Master/slave replication with real processes (docs/replication.md).
+
+Usage: repl.py NAMESRV BROKER SP_XTOOL CASE
+
+Cases (each starts its own NameServer, master and slave on 127.0.0.1, udp):
+  sync_kill_master  SYNC_MASTER + ASYNC_FLUSH under load from a producer; a group
+                    consumes part; SIGKILL the master mid-load. While it is down a
+                    fresh group consumes every SEND_OK message from the slave, and
+                    the slave refuses a SEND (remoting: SERVICE_NOT_AVAILABLE).
+                    The master restarts; the first group continues with nothing
+                    skipped; with the slave stopped a SEND gets SLAVE_NOT_AVAILABLE.
+  async_slave_kill  ASYNC_MASTER under load; SIGKILL the slave mid-load and restart
+                    it; it catches up; once idle every shard of both is byte-identical.
+  geometry          a slave with another dataplaneCores refuses to follow, naming
+                    both values; a master's second registration at another address
+                    under the same brokerName and brokerId is refused by the NameServer.
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+NS, BK, XT = sys.argv[1], sys.argv[2], sys.argv[3]
+CASE = sys.argv[4]
+TMP = tempfile.mkdtemp(prefix="repl-")
+RND = random.Random(os.getpid())
+BASE = 30000 + RND.randrange(0, 300) * 100
+NS_PORT = BASE
+NSADDR = f"127.0.0.1:{NS_PORT}"
+PROCS = []
+FAILED = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILED.append(what)
+
+
+def start(name, argv):
+    log = open(os.path.join(TMP, name + ".log"), "ab")
+    p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    p.name = name
+    PROCS.append(p)
+    return p
+
+
+def log_of(name):
+    with open(os.path.join(TMP, name + ".log"), "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def wait_log(name, needle, timeout=30, count=1):
+    end = time.time() + timeout
+    while time.time() < end:
+        if log_of(name).count(needle) >= count:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def namesrv():
+    p = start("namesrv", [NS, f"--listenPort={NS_PORT}"])
+    time.sleep(0.3)
+    return p
+
+
+def broker(name, role, bid, dp_port, extra=()):
+    args = [BK, f"--namesrvAddr={NSADDR}", f"--brokerRole={role}", f"--brokerId={bid}",
+            "--listenPort=0", f"--dataplanePort={dp_port}", "--dataplaneCores=2",
+            f"--storePathRootDir={TMP}/{name}", "--mapedFileSizeCommitLog=1048576",
+            "--mapedFileSizeConsumeQueue=20000", "--storeBufferDir=" + TMP] + list(extra)
+    p = start(name, args)
+    if not wait_log(name, " ready: "):
+        print(log_of(name))
+        raise SystemExit(f"{name} did not start")
+    return p
+
+
+def stop(p, sig=signal.SIGTERM):
+    if p.poll() is None:
+        p.send_signal(sig)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return p.returncode
+
+
+def xtool(*args, timeout=120):
+    r = subprocess.run([XT] + list(args) + [f"--namesrv={NSADDR}"], capture_output=True,
+                       text=True, timeout=timeout)
+    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    return lines, r.stderr
+
+
+def produce_bg(topic, count, out):
+    f = open(out, "w")
+    return subprocess.Popen([XT, "produce", f"--namesrv={NSADDR}", f"--topic={topic}",
+                             f"--count={count}", "--keys=k{i}"], stdout=f,
+                            stderr=subprocess.DEVNULL)
+
+
+def read_lines(path):
+    with open(path) as f:
+        out = []
+        for l in f:
+            if l.startswith("{"):
+                try:
+                    out.append(json.loads(l))
+                except ValueError:
+                    pass  # a line cut by the kill
+        return out
+
+
+def rmt_port(name):
+    for line in log_of(name).splitlines():
+        if " ready: " in line and "remoting " in line:
+            return int(line.split("remoting ")[1].split(",")[0].split(":")[1])
+    raise SystemExit("no remoting port for " + name)
+
+
+def rmt_send(port, topic):
+    """SEND_MESSAGE_V2 over RocketMQ remoting; returns (code, remark)."""
+    hdr = {"code": 310, "language": "JAVA", "version": 409, "opaque": 7, "flag": 0,
+           "extFields": {"a": "PG", "b": topic, "c": "TBW102", "d": "4", "e": "0",
+                         "f": "0", "g": str(int(time.time() * 1000)), "h": "0", "i": "",
+                         "j": "0", "k": "false"}}
+    h = json.dumps(hdr).encode()
+    body = b"hello slave"
+    frame = struct.pack(">II", 4 + len(h) + len(body), len(h)) + h + body
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(frame)
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
+    r = json.loads(buf[8:8 + hl])
+    return r.get("code"), r.get("remark", "")
+
+
+def shard_files(name):
+    out = {}
+    root = os.path.join(TMP, name, "commitlog")
+    for shard in sorted(os.listdir(root)):
+        for seg in sorted(os.listdir(os.path.join(root, shard))):
+            with open(os.path.join(root, shard, seg), "rb") as f:
+                out[(shard, seg)] = f.read()
+    return out
+
+
+def case_sync_kill_master():
+    namesrv()
+    m = broker("master", "SYNC_MASTER", 0, BASE + 10)
+    s = broker("slave", "SLAVE", 1, BASE + 20)
+    check(wait_log("slave", "shard 1: session to master"), "slave follows both shards")
+    prod = produce_bg("TS", 200000, os.path.join(TMP, "prod.jsonl"))
+    time.sleep(1.0)
+    before, _ = xtool("consume", "--topic=TS", "--group=cg", "--from=first", "--count=300",
+                      "--timeout-ms=10000")
+    time.sleep(4)  # the slave's sync (3 s) carries the group's offsets over
+    check(prod.poll() is None, "the producer is still sending at the master's kill")
+    stop(m, signal.SIGKILL)
+    prod.wait(300)
+    sent = read_lines(os.path.join(TMP, "prod.jsonl"))
+    acked = {l["msgId"] for l in sent if l.get("ok") and l.get("status") == 0}
+    check(len(acked) > 300, f"SEND_OK before the kill ({len(acked)})")
+    code, remark = rmt_send(rmt_port("slave"), "TS")
+    check(code == 14 and "slave" in remark, f"the slave refuses a SEND: code {code} {remark!r}")
+    fresh, err = xtool("consume", "--topic=TS", "--group=fresh", "--from=first",
+                       f"--count={len(acked)}", "--timeout-ms=20000")
+    got = {l["msgId"] for l in fresh}
+    missing = acked - got
+    check(not missing, f"a fresh group reads every SEND_OK message from the slave "
+                       f"({len(acked)} acked, {len(got)} read, {len(missing)} missing) {err[-200:]}")
+    # the master comes back; the first group goes on from where it was
+    m = broker("master", "SYNC_MASTER", 0, BASE + 10)
+    check(wait_log("slave", "shard 1: session to master", count=2), "the slave follows again")
+    rest_n = len(acked) - len({l["msgId"] for l in before})
+    after, _ = xtool("consume", "--topic=TS", "--group=cg", f"--count={rest_n}",
+                     "--timeout-ms=20000")
+    seen = {l["msgId"] for l in before} | {l["msgId"] for l in after}
+    skipped = acked - seen
+    check(not skipped, f"the group continues with nothing skipped ({len(before)} before, "
+                       f"{len(after)} after, {len(skipped)} skipped)")
+    # no slave: stored, SLAVE_NOT_AVAILABLE
+    stop(s)
+    time.sleep(3.5)
+    lines, _ = xtool("produce", "--topic=TS", "--count=2")
+    check([l.get("status") for l in lines] == [11, 11],
+          f"SYNC_MASTER without a slave answers SLAVE_NOT_AVAILABLE: {[l.get('status') for l in lines]}")
+    check(stop(m) == 0, "the master stops cleanly")
+
+
+def case_async_slave_kill():
+    namesrv()
+    m = broker("master", "ASYNC_MASTER", 0, BASE + 10)
+    s = broker("slave", "SLAVE", 1, BASE + 20)
+    check(wait_log("slave", "shard 1: session to master"), "slave follows both shards")
+    n = 20000
+    prod = produce_bg("TA", n, os.path.join(TMP, "prod.jsonl"))
+    time.sleep(0.7)
+    check(prod.poll() is None, "the producer is still sending at the slave's kill")
+    stop(s, signal.SIGKILL)
+    time.sleep(0.5)
+    s = broker("slave", "SLAVE", 1, BASE + 20)
+    check(prod.poll() is None, "... and at its restart")
+    prod.wait(300)
+    sent = read_lines(os.path.join(TMP, "prod.jsonl"))
+    ok = sum(1 for l in sent if l.get("ok"))
+    check(ok == n, f"every SEND acknowledged ({ok} of {n})")
+    time.sleep(2)
+    check(stop(s) == 0, "the slave stops cleanly")
+    copied = [l for l in log_of("slave").splitlines() if "followed:" in l]
+    check(len(copied) >= 2 and all(" 0 bytes copied" not in l for l in copied[-2:]),
+          "the restarted slave caught up: " + "; ".join(l.split("broker: ")[-1] for l in copied[-2:]))
+    check(stop(m) == 0, "the master stops cleanly")
+    a, b = shard_files("master"), shard_files("slave")
+    check(sorted(a) == sorted(b), f"same segments: {sorted(a)} / {sorted(b)}")
+    same = all(a[k] == b.get(k) for k in a)
+    check(same, "every shard is byte-identical")
+    check(sum(len(v.rstrip(b'\0')) for v in a.values()) > n * 100, "the shards hold the load")
+
+
+def case_geometry():
+    namesrv()
+    m = broker("master", "ASYNC_MASTER", 0, BASE + 10)
+    s = broker("slave", "SLAVE", 1, BASE + 20, ["--dataplaneCores=1"])
+    check(wait_log("slave", "refusing to follow"), "a slave with other dataplaneCores refuses")
+    line = [l for l in log_of("slave").splitlines() if "refusing to follow" in l][0]
+    check("dataplaneCores 1 here, 2 there" in line, "the error names both values: " + line)
+    stop(s)
+    # the same brokerName and brokerId from another address: refused by the NameServer
+    m2 = broker("master2", "ASYNC_MASTER", 0, BASE + 30)
+    check(wait_log("master2", "refused the registration"),
+          "a second master of broker-a is refused at the NameServer")
+    check(wait_log("namesrv", "already registered"), "the NameServer logs the refusal")
+    stop(m2)
+    stop(m)
+
+
+def main():
+    try:
+        {"sync_kill_master": case_sync_kill_master,
+         "async_slave_kill": case_async_slave_kill,
+         "geometry": case_geometry}[CASE]()
+    finally:
+        for p in PROCS:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if FAILED:
+            for name in ("namesrv", "master", "slave", "master2"):
+                path = os.path.join(TMP, name + ".log")
+                if os.path.exists(path):
+                    print(f"---- {name} (tail)")
+                    print("\n".join(log_of(name).splitlines()[-25:]))
+        shutil.rmtree(TMP, ignore_errors=True)
+    print(f"{CASE}: {len(FAILED)} failed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
