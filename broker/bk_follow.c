@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bk_follow.h"
 #include "common/atomic.h"
@@ -58,6 +59,11 @@ struct follow_shard {
 	bool dead;
 	uint32_t backoff_ms;
 	int last_refusal; /* the status last logged, to log a refusal once */
+	bool halted;	  /* the logs diverged beyond repair, or a cut waits for a restart */
+	/* the shard's last record (REPL prev_*): what the master checks */
+	uint64_t prev_off;
+	uint32_t prev_size;
+	uint32_t prev_hash;
 	uint8_t req[WIRE_DP_REPL_REQ_FIXED + WIRE_DP_TOPIC_MAX];
 	char client_id[80];
 	/* the thread writes, stats read relaxed */
@@ -114,6 +120,99 @@ status_name(int32_t st)
 	}
 }
 
+/*
+ * The master's log is shorter than ours, or its record before our end is
+ * not ours: it lost a tail in a crash (and may have taken new writes
+ * since). What both hold is its log up to base_end (its end when it
+ * started); ours is cut there at our next start, and the broker restarts
+ * itself to do it. Under SYNC_MASTER nothing past that was acknowledged.
+ */
+static void
+diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off)
+{
+	struct bk *bk = fs->f->bk;
+	uint64_t to = r->base_end;
+	uint64_t one = 1;
+	int err;
+
+	if (off < r->min_offset) {
+		log_err(FOLLOW_TAG,
+			"shard %u: master %s no longer has offset %" PRIu64 " (its log starts at %" PRIu64
+			"): this slave cannot catch up; empty its store to copy it anew",
+			fs->shard, fs->f->master_str, off, r->min_offset);
+		fs->halted = true;
+		return;
+	}
+	if (to >= off) {
+		log_err(FOLLOW_TAG,
+			"shard %u: this slave's log and master %s's differ before offset %" PRIu64
+			" and no common end is known: not following; empty this slave's store to copy "
+			"it anew",
+			fs->shard, fs->f->master_str, off);
+		fs->halted = true;
+		return;
+	}
+	log_err(FOLLOW_TAG,
+		"shard %u: this slave's log runs past what master %s kept (%" PRIu64
+		" here, it kept %" PRIu64 ", now at %" PRIu64 "): cutting %" PRIu64
+		" bytes at a restart",
+		fs->shard, fs->f->master_str, off, to, r->master_end, off - to);
+	err = store_truncate_mark(bk->store, fs->shard, to);
+	fs->halted = true;
+	if (err != 0) {
+		log_err(FOLLOW_TAG, "shard %u: recording the cut: %s", fs->shard, strerror(-err));
+		return;
+	}
+	atomic_store(&bk->restart, true);
+	if (write(bk->efd, &one, sizeof(one)) < 0)
+		return; /* control also looks on its timer */
+}
+
+/* Our last record, as the master will check it (prev_*). */
+static void
+prev_from_log(struct follow_shard *fs, uint64_t last)
+{
+	struct clog *c = store_clog(fs->f->bk->store, fs->shard);
+
+	fs->prev_size = 0;
+	fs->prev_hash = 0;
+	fs->prev_off = last;
+	if (clog_rec_id(c, last, &fs->prev_size, &fs->prev_hash) != 0)
+		fs->prev_size = 0;
+}
+
+/* At a session's start: find our last record (walks its segment). */
+static void
+prev_init(struct follow_shard *fs)
+{
+	struct clog *c = store_clog(fs->f->bk->store, fs->shard);
+	uint64_t last;
+
+	fs->prev_size = 0;
+	if (clog_written(c) > 0 && clog_last_rec(c, &last) == 0)
+		prev_from_log(fs, last);
+}
+
+/* After a copy of @len bytes at @off: the last record in them. */
+static void
+prev_after(struct follow_shard *fs, uint64_t off, const uint8_t *data, uint32_t len)
+{
+	uint32_t pos = 0;
+	uint32_t last = 0;
+
+	while (pos + 8 <= len) {
+		uint32_t size;
+
+		memcpy(&size, data + pos, 4);
+		size = __builtin_bswap32(size);
+		last = pos;
+		if (pos + 8 == len || size < 8)
+			break; /* a BLANK is sent as its 8-byte header, last */
+		pos += size;
+	}
+	prev_from_log(fs, off + last);
+}
+
 /* A refusal: log it once per kind (it repeats every few seconds) and back off. */
 static void
 refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off)
@@ -139,18 +238,7 @@ refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off
 			fs->f->master_str, cf->broker_name);
 		break;
 	case WIRE_DP_ST_PULL_OFFSET_MOVED:
-		if (off > r->master_end)
-			log_err(FOLLOW_TAG,
-				"shard %u: this slave's log runs %" PRIu64
-				" bytes past master %s's (%" PRIu64 " > %" PRIu64
-				"): not following until the slave is truncated",
-				fs->shard, off - r->master_end, fs->f->master_str, off,
-				r->master_end);
-		else
-			log_err(FOLLOW_TAG,
-				"shard %u: master %s no longer has offset %" PRIu64
-				" (its log starts at %" PRIu64 "): this slave cannot catch up",
-				fs->shard, fs->f->master_str, off, r->min_offset);
+		diverged(fs, r, off);
 		break;
 	default:
 		log_err(FOLLOW_TAG, "shard %u: master %s refused to replicate: %s (status %d)",
@@ -202,8 +290,10 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 		fs->backoff_ms = 1; /* the next segment is being prepared */
 		return;
 	}
-	if (clog_written(store_clog(s, fs->shard)) > off)
+	if (clog_written(store_clog(s, fs->shard)) > off) {
 		atomic_add_relaxed(&fs->bytes, clog_written(store_clog(s, fs->shard)) - off);
+		prev_after(fs, r.data_offset, r.data, r.data_len);
+	}
 	if (w < 0) {
 		fs->backoff_ms = FOLLOW_RETRY_MS;
 		log_err_ratelimited(FOLLOW_TAG,
@@ -224,6 +314,9 @@ ask(struct follow_shard *fs)
 		.offset = clog_written(c),
 		.seg_size = bk->conf.seg_size,
 		.flushed = clog_flushed(c),
+		.prev_off = fs->prev_off,
+		.prev_size = fs->prev_size,
+		.prev_hash = fs->prev_hash,
 		.max_bytes = FOLLOW_MAX_BYTES,
 		.suspend_ms = FOLLOW_SUSPEND_MS,
 		.shard = (uint16_t)fs->shard,
@@ -272,7 +365,7 @@ follow_main(void *arg)
 		uint64_t cur;
 		int err;
 
-		if (!master_of(f, &m, &gen)) {
+		if (fs->halted || !master_of(f, &m, &gen)) {
 			nap(f, 100);
 			continue;
 		}
@@ -287,7 +380,9 @@ follow_main(void *arg)
 		log_info(FOLLOW_TAG, "shard %u: session to master %s core %u", fs->shard,
 			 f->master_str, fs->shard);
 		fs->dead = false;
-		while (!atomic_load_relaxed(&f->stop) && master_of(f, &m, &cur) && cur == gen) {
+		prev_init(fs);
+		while (!atomic_load_relaxed(&f->stop) && master_of(f, &m, &cur) && cur == gen &&
+		       !fs->halted) {
 			fs->backoff_ms = 0;
 			if (!ask(fs))
 				break;

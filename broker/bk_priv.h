@@ -222,6 +222,7 @@ struct bk_core {
 	/* replication, master side (bk_repl.c): owner only */
 	struct bk_repl_slave repl[BK_REPL_SLAVES];
 	uint64_t repl_acked; /* highest offset a slave acknowledged (never goes back) */
+	uint64_t repl_base_end; /* the shard's end when the broker started (set before the core runs) */
 	unsigned repl_parked;
 	uint64_t slave_seen; /* SLAVE: the shard's end at the last tick (replication appends) */
 	/* owner writes, stats read relaxed */
@@ -265,6 +266,8 @@ struct bk {
 	uint32_t ncores;
 	struct bk_core *cores;
 	int efd; /* eventfd: a core asks the control thread for work */
+	/* a slave's replication asks for a restart (its log is cut at the next start) */
+	_Atomic bool restart;
 	/* control is (about to be) waiting: a core that posted a completion pokes efd */
 	alignas(64) _Atomic bool ctl_sleeping;
 	struct wire_host store_host;

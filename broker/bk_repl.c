@@ -57,6 +57,7 @@ repl_answer(struct bk_core *c, struct dp_xhandle h, uint64_t recv_ns, int32_t st
 		.master_end = clog_written(log),
 		.data_offset = offset,
 		.min_offset = clog_min(log),
+		.base_end = c->repl_base_end,
 		.seg_size = c->bk->conf.seg_size,
 		.cores = (uint16_t)c->bk->ncores,
 		.data = data,
@@ -103,6 +104,24 @@ repl_serve(struct bk_core *c, struct bk_repl_slave *sl)
 	}
 	repl_answer(c, sl->h, sl->recv_ns, WIRE_DP_ST_SUCCESS, sl->offset, p, (uint32_t)n);
 	return true;
+}
+
+/*
+ * Does the slave's last record (the one ending at its offset) match ours at
+ * the same place? Then its log is a prefix of ours up to its offset.
+ */
+static bool
+prev_ok(const struct bk_core *c, const struct wire_dp_repl_req *r)
+{
+	uint32_t size;
+	uint32_t hash;
+
+	if (r->offset == 0)
+		return true;
+	if (r->prev_size == 0 || r->prev_off + r->prev_size != r->offset ||
+	    clog_rec_id(store_clog(c->bk->store, c->id), r->prev_off, &size, &hash) != 0)
+		return false;
+	return size == r->prev_size && hash == r->prev_hash;
 }
 
 /* The slot of @req's session: its own, a free one, or a stale one; NULL when all are busy. */
@@ -172,6 +191,13 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 		/* superseded: the session moved on, its old request is gone */
 		sl->parked = false;
 		c->repl_parked--;
+	}
+	if (r.offset <= end && !prev_ok(c, &r)) {
+		/* The logs differ before its end (we lost a tail, then took new writes). */
+		sl->last_ns = now;
+		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_PULL_OFFSET_MOVED, r.offset,
+			    NULL, 0);
+		return;
 	}
 	sl->last_ns = now;
 	sl->h = req->h;

@@ -1006,6 +1006,10 @@ run(struct bk_ctl *x, int sfd)
 		creates_poll(x);
 		follow_poll(x);
 		sync_apply(x);
+		if (atomic_load(&x->bk.restart)) {
+			log_warn(BK_TAG, "restarting: the log is cut to the master's at the start");
+			return 0;
+		}
 		if (p[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
@@ -1038,6 +1042,7 @@ main(int argc, char **argv)
 	struct store_cfg sc;
 	sigset_t sigs;
 	bool help = false;
+	bool restart = false;
 	int sfd, err, rc = 1;
 	struct in_addr a;
 	char dp_mac[24];
@@ -1190,6 +1195,8 @@ main(int argc, char **argv)
 	}
 	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0)
 		goto out_cores;
+	for (uint32_t i = 0; i < x->bk.ncores; i++)
+		x->bk.cores[i].repl_base_end = clog_written(store_clog(x->bk.store, i));
 	if (start_cores(x) != 0)
 		goto out_ports;
 
@@ -1263,6 +1270,7 @@ main(int argc, char **argv)
 	}
 	err = run(x, sfd);
 	rc = err ? 1 : 0;
+	restart = atomic_load(&x->bk.restart);
 	atomic_store_relaxed(&x->persist_stop, true);
 	pthread_join(x->persist, NULL);
 out_breg:
@@ -1301,5 +1309,16 @@ out:
 	pthread_mutex_destroy(&x->mu);
 	free(x);
 	cfg_destroy(cfg);
+	if (restart && rc == 0) {
+		/*
+		 * A slave whose log ran past its master's: everything is closed
+		 * cleanly; the same program starts again with the same arguments
+		 * and pid, and the store cuts the log as marked (docs/replication.md).
+		 */
+		pthread_sigmask(SIG_UNBLOCK, &sigs, NULL); /* the signalfd is CLOEXEC */
+		execv("/proc/self/exe", argv);
+		log_err(BK_TAG, "restarting: exec: %s", strerror(errno));
+		rc = 1;
+	}
 	return rc;
 }

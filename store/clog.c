@@ -27,6 +27,7 @@
 
 #include "common/atomic.h"
 #include "common/clock.h"
+#include "common/crc32.h"
 #include "common/log.h"
 #include "store/clog.h"
 
@@ -79,6 +80,8 @@ struct clog_buf_grave {
 struct clog {
 	/* immutable after open */
 	const struct store_io_ops *io;
+	bool cut;
+	uint64_t cut_at;
 	char *dir;
 	char *buf_dir;	   /* NULL: anonymous buffers only */
 	char *old_buf_dir; /* the previous run's buffers (recovery), or NULL */
@@ -684,6 +687,8 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 		return -ENOMEM;
 	c->io = cfg->io;
 	c->shard = cfg->shard;
+	c->cut = cfg->cut;
+	c->cut_at = cfg->cut_at;
 	c->seg_size = cfg->seg_size;
 	c->sync_flush = cfg->sync_flush;
 	c->logged_err_off = -1;
@@ -941,11 +946,44 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 	}
 }
 
+/* Recovery: the last record boundary at or below @at, walking its segment's files. */
+static uint64_t
+clog_boundary_at_or_below(const struct clog *c, uint64_t at, uint64_t first)
+{
+	uint64_t pos = SP_MAX(at - at % c->seg_size, first);
+	struct clog_seg *s = clog_seg_at(c, pos);
+
+	if (s == NULL)
+		return pos;
+	while (pos < at) {
+		uint64_t in = pos - s->start;
+		uint32_t total;
+		uint32_t magic;
+
+		if (c->seg_size - in < WIRE_BLANK_LEN)
+			break;
+		memcpy(&total, s->map + in, 4);
+		memcpy(&magic, s->map + in + 4, 4);
+		total = __builtin_bswap32(total);
+		magic = __builtin_bswap32(magic);
+		if (magic == WIRE_MAGIC_BLANK)
+			total = (uint32_t)(c->seg_size - in);
+		else if (magic != WIRE_MAGIC_MESSAGE || total < WIRE_BLANK_LEN ||
+			 total > c->seg_size - in)
+			break;
+		if (pos + total > at)
+			break;
+		pos += total;
+	}
+	return pos;
+}
+
 int
 clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 {
 	uint64_t first = atomic_load_relaxed(&c->min);
 	uint64_t taken = 0;
+	bool cut_done = false;
 	uint64_t end;
 	struct clog_seg *last;
 	int rc;
@@ -995,6 +1033,16 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 			c->shard, end, first);
 		return -EUCLEAN;
 	}
+	if (c->cut && c->cut_at < end) {
+		uint64_t was = end;
+
+		cut_done = true;
+		end = clog_boundary_at_or_below(c, c->cut_at, first);
+		log_warn(CLOG_TAG,
+			 "shard %u: cutting %" PRIu64 " bytes past %" PRIu64
+			 " (asked: %" PRIu64 ", the master's end)",
+			 c->shard, was - end, end, c->cut_at);
+	}
 
 	/* Cut: zero the rest of the end's segment, delete every later one. */
 	last = clog_seg_at(c, end);
@@ -1029,9 +1077,11 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 			}
 		}
 		if (dirty) {
-			log_warn(CLOG_TAG,
-				 "shard %u: cutting the log at %" PRIu64 " (bad or torn record)",
-				 c->shard, end);
+			if (!cut_done)
+				log_warn(CLOG_TAG,
+					 "shard %u: cutting the log at %" PRIu64
+					 " (bad or torn record)",
+					 c->shard, end);
 			memset(last->map + in, 0, c->seg_size - in);
 		}
 	}
@@ -1193,6 +1243,75 @@ clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len)
 	c->wpos = blank ? c->cur->start + c->seg_size : off + len;
 	c->cur_last_ms = last_ms;
 	return (long)len;
+}
+
+/* The bytes at local @off up to the written end, within its segment: NULL when out of range. */
+static const uint8_t *
+clog_raw_at(const struct clog *c, uint64_t off, uint64_t *avail)
+{
+	uint64_t end = clog_written(c);
+	const uint8_t *base;
+	struct clog_seg *s;
+
+	if (off < clog_min(c) || off >= end)
+		return NULL;
+	s = clog_seg_at(c, off);
+	if (s == NULL)
+		return NULL;
+	/* acquire: pairs with the release in clog_retire_bufs() */
+	base = atomic_load_acquire(&s->buf);
+	if (base == NULL)
+		base = s->map;
+	*avail = SP_MIN(end - off, c->seg_size - (off - s->start));
+	return base + (off - s->start);
+}
+
+int
+clog_rec_id(const struct clog *c, uint64_t off, uint32_t *size, uint32_t *hash)
+{
+	uint64_t avail;
+	const uint8_t *p = clog_raw_at(c, off, &avail);
+	uint32_t total;
+	uint32_t magic;
+
+	if (p == NULL || avail < WIRE_BLANK_LEN)
+		return -ERANGE;
+	memcpy(&total, p, 4);
+	memcpy(&magic, p + 4, 4);
+	total = __builtin_bswap32(total);
+	magic = __builtin_bswap32(magic);
+	if ((magic != WIRE_MAGIC_MESSAGE && magic != WIRE_MAGIC_BLANK) || total < WIRE_BLANK_LEN ||
+	    (magic == WIRE_MAGIC_MESSAGE && total > avail))
+		return -EBADMSG;
+	*size = total;
+	*hash = crc32_update(0, p, SP_MIN(SP_MIN((uint64_t)total, CLOG_REC_ID_BYTES), avail));
+	return 0;
+}
+
+int
+clog_last_rec(const struct clog *c, uint64_t *off)
+{
+	uint64_t end = clog_written(c);
+	uint64_t pos;
+	uint64_t last = UINT64_MAX;
+
+	if (end == 0 || end <= clog_min(c))
+		return -ENOENT;
+	/* Walk the segment of the last byte from its start (or the log's first byte). */
+	pos = SP_MAX((end - 1) - (end - 1) % c->seg_size, clog_min(c));
+	while (pos < end) {
+		uint32_t size;
+		uint32_t hash;
+
+		if (clog_rec_id(c, pos, &size, &hash) != 0)
+			return -EBADMSG;
+		last = pos;
+		pos += size;
+	}
+	if (pos != end || last == UINT64_MAX)
+		return -EBADMSG;
+	*off = last;
+	return 0;
 }
 
 long

@@ -88,6 +88,7 @@ struct store {
 	char root[2048];
 	char abort_path[2048 + 8];
 	char ckpt_path[2048 + 16];
+	char cut_path[2048 + 16]; /* <root>/truncate: store_truncate_mark() */
 	/* write-behind buffer dirs (docs/store.md): the record, this run's, the last run's */
 	char bufdir_path[2048 + 16];
 	char buf_run[1024];
@@ -656,10 +657,73 @@ bufdirs_commit(struct store *s)
 	return 0;
 }
 
+/*
+ * <root>/truncate: "shard offset" lines, one per shard to cut at the next
+ * open (store_truncate_mark()). Return: 0 (@cut_at[i] -1 where none), -EBADMSG, -errno.
+ */
+static int
+cut_marks_read(struct store *s, int64_t *cut_at)
+{
+	char *buf;
+	size_t len;
+	int rc;
+
+	for (uint32_t i = 0; i < STORE_SHARDS_MAX; i++)
+		cut_at[i] = -1;
+	rc = store_io_read_file(s->io, s->cut_path, 1 << 16, &buf, &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0)
+		return rc;
+	for (char *line = buf, *nl; line < buf + len; line = nl + 1) {
+		unsigned shard;
+		unsigned long long off;
+
+		nl = memchr(line, '\n', (size_t)(buf + len - line));
+		if (nl == NULL)
+			break;
+		*nl = '\0';
+		if (sscanf(line, "%u %llu", &shard, &off) != 2 || shard >= s->cfg.shards ||
+		    off > (unsigned long long)INT64_MAX) {
+			log_err(STORE_TAG, "%s: bad line '%s'", s->cut_path, line);
+			free(buf);
+			return -EBADMSG;
+		}
+		cut_at[shard] = (int64_t)off;
+	}
+	free(buf);
+	return 0;
+}
+
+int
+store_truncate_mark(struct store *s, uint32_t shard, uint64_t to)
+{
+	int64_t cut_at[STORE_SHARDS_MAX];
+	char text[STORE_SHARDS_MAX * 32];
+	size_t n = 0;
+	int rc;
+
+	if (shard >= s->cfg.shards)
+		return -EINVAL;
+	pthread_mutex_lock(&s->qlock);
+	rc = cut_marks_read(s, cut_at);
+	if (rc == 0) {
+		cut_at[shard] = (int64_t)to;
+		for (uint32_t i = 0; i < s->cfg.shards; i++)
+			if (cut_at[i] >= 0)
+				n += (size_t)snprintf(text + n, sizeof(text) - n, "%u %" PRId64 "\n", i,
+						      cut_at[i]);
+		rc = store_io_write_atomic(s->io, s->cut_path, text, n);
+	}
+	pthread_mutex_unlock(&s->qlock);
+	return rc;
+}
+
 int
 store_open(const struct store_cfg *cfg, struct store **out)
 {
 	struct ckpt_shard ck[STORE_SHARDS_MAX] = {0};
+	int64_t cut_at[STORE_SHARDS_MAX];
 	bool crashed = false;
 	bool clean = false;
 	bool rebuild = false;
@@ -684,6 +748,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	s->cfg.root = s->root;
 	snprintf(s->abort_path, sizeof(s->abort_path), "%s/abort", s->root);
 	snprintf(s->ckpt_path, sizeof(s->ckpt_path), "%s/checkpoint", s->root);
+	snprintf(s->cut_path, sizeof(s->cut_path), "%s/truncate", s->root);
 	rc = store_mkdirs(s->root);
 	if (rc != 0)
 		goto err_close;
@@ -707,6 +772,9 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	if (rc != 0)
 		goto err_close;
 
+	rc = cut_marks_read(s, cut_at);
+	if (rc != 0)
+		goto err_close;
 	bufdirs_prepare(s);
 	for (uint32_t i = 0; i < cfg->shards; i++) {
 		char dir[PATH_MAX + 32];
@@ -720,6 +788,8 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			.sync_flush = cfg->sync_flush,
 			.buf_dir = s->buf_run[0] != '\0' ? bdir : NULL,
 			.old_buf_dir = s->buf_old[0] != '\0' ? odir : NULL,
+			.cut = cut_at[i] >= 0,
+			.cut_at = cut_at[i] >= 0 ? (uint64_t)cut_at[i] : 0,
 		};
 		bool trust = have_ckpt == 1 && clean && !crashed;
 
@@ -907,6 +977,11 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		}
 		s->indexer_started = true;
 	}
+	/* The cuts are done and the checkpoint says so: the marks go. */
+	rc = s->io->unlink(s->io->ctx, s->cut_path);
+	if (rc != 0 && rc != -ENOENT)
+		log_warn(STORE_TAG, "%s: cannot remove: %s", s->cut_path, strerror(-rc));
+	rc = 0;
 	log_info(STORE_TAG, "%s: %u shards, %s, %zu queues", s->root, cfg->shards,
 		 cfg->sync_flush ? "SYNC_FLUSH" : "ASYNC_FLUSH", s->n_queues);
 	*out = s;

@@ -138,8 +138,8 @@ enum wire_dp_reset_reason {
 #define WIRE_DP_PING_REQ_FIXED 8
 #define WIRE_DP_PING_RESP_FIXED 8
 #define WIRE_DP_RESET_LEN 8
-#define WIRE_DP_REPL_REQ_FIXED 40
-#define WIRE_DP_REPL_RESP_FIXED 40
+#define WIRE_DP_REPL_REQ_FIXED 56
+#define WIRE_DP_REPL_RESP_FIXED 48
 
 /* A decoded packet header (magic and version are implied). */
 struct wire_dp_hdr {
@@ -522,6 +522,15 @@ struct wire_dp_repl_req {
 	uint64_t offset;   /* slave's end of log in this shard (local bytes) */
 	uint64_t seg_size; /* slave's mapedFileSizeCommitLog */
 	uint64_t flushed;  /* slave's durable end (lag reporting) */
+	/*
+	 * The slave's last record (the one ending at offset): where it starts,
+	 * its size and the CRC-32 of its first 64 bytes (fewer for a shorter one).
+	 * The master checks it holds the same record there before it sends
+	 * anything after it (prev_size 0: an empty log, nothing to check).
+	 */
+	uint64_t prev_off;
+	uint32_t prev_size;
+	uint32_t prev_hash;
 	uint32_t max_bytes;
 	uint32_t suspend_ms;
 	uint16_t shard;
@@ -535,6 +544,13 @@ struct wire_dp_repl_resp {
 	uint64_t master_end;  /* master's end of log in this shard */
 	uint64_t data_offset; /* where data belongs (the request's offset) */
 	uint64_t min_offset;  /* master's first stored byte */
+	/*
+	 * master's end when it started: after a crash, what it kept of its old
+	 * log. A slave whose log runs past the master's, or whose last record
+	 * differs from the master's, shares the master's log up to here (and
+	 * cuts its own there).
+	 */
+	uint64_t base_end;
 	uint64_t seg_size;
 	uint16_t cores;
 	const uint8_t *data; /* whole records (a BLANK as its 8-byte header), SUCCESS only */

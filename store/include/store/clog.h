@@ -82,6 +82,13 @@ struct clog_cfg {
 	 * files what the segment files lack. The caller removes it afterwards.
 	 */
 	const char *old_buf_dir;
+	/*
+	 * With cut: clog_recover() ends the log at the last record boundary at
+	 * or below cut_at when the log runs past it (a slave whose log runs
+	 * past its master's, docs/replication.md).
+	 */
+	bool cut;
+	uint64_t cut_at;
 };
 
 struct clog;
@@ -172,6 +179,24 @@ MUST_CHECK long clog_append_raw(struct clog *c, uint64_t off, const uint8_t *dat
  */
 MUST_CHECK long clog_read_span(const struct clog *c, uint64_t off, uint32_t max,
 			       const uint8_t **out);
+
+/* Bytes of a record's start that identify it (clog_rec_id()); the REPL op's prev_hash. */
+#define CLOG_REC_ID_BYTES 64u
+
+/**
+ * clog_rec_id() - what identifies the record (or BLANK) at local @off: its
+ * TOTALSIZE and the CRC-32 of its first CLOG_REC_ID_BYTES bytes. A master
+ * and its slave compare them before the master sends what follows it.
+ * Context: any thread, non-blocking. Return: 0, -ERANGE, -EBADMSG.
+ */
+MUST_CHECK int clog_rec_id(const struct clog *c, uint64_t off, uint32_t *size, uint32_t *hash);
+
+/**
+ * clog_last_rec() - where the last record (or BLANK) before the written end
+ * starts (walks its segment from the start).
+ * Context: the shard's writer or startup. Return: 0, -ENOENT empty log, -EBADMSG.
+ */
+MUST_CHECK int clog_last_rec(const struct clog *c, uint64_t *off);
 
 /* Return: true when the background thread should call clog_prepare_next(). */
 bool clog_wants_next(const struct clog *c);

@@ -205,6 +205,15 @@ MUST_CHECK long store_repl_read(const struct store *s, uint32_t shard, uint64_t 
 MUST_CHECK long store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data,
 				 size_t len);
 
+/**
+ * store_truncate_mark() - cut @shard's log at the last record boundary at
+ * or below local @to at the next store_open() (a slave whose log runs past
+ * its master's). Recorded in <root>/truncate (atomically), removed once done.
+ * Context: a control or background thread; blocks (file I/O).
+ * Return: 0 or -errno.
+ */
+MUST_CHECK int store_truncate_mark(struct store *s, uint32_t shard, uint64_t to);
+
 struct clog *store_clog(const struct store *s, uint32_t shard);
 struct cq *store_queue_cq(const struct store_queue *q);
 

@@ -267,4 +267,68 @@ test_follow(void)
 	rm_root(sroot);
 }
 
-T_MAIN(T_CASE(test_follow))
+/* A master that lost its tail: the slave cuts to the master's end and follows again. */
+static void
+test_cut(void)
+{
+	struct store_queue *mq[4];
+	struct store_cfg c;
+	struct store *m;
+	struct store *sl;
+	uint64_t e1[2];
+
+	strcpy(mroot, "/tmp/sp-replm-XXXXXX");
+	strcpy(sroot, "/tmp/sp-repls-XXXXXX");
+	T_ASSERT(mkdtemp(mroot) && mkdtemp(sroot));
+	open_pair(&m, &sl, mq);
+	for (uint32_t i = 0; i < 300; i++)
+		T_ASSERT(put_one(m, mq[i % 4], i) > 0);
+	(void)follow(m, sl);
+	for (uint32_t sh = 0; sh < 2; sh++) {
+		uint64_t lm, ls;
+		uint32_t zm, zs, hm, hs;
+
+		e1[sh] = clog_written(store_clog(m, sh));
+		/* both ends name the same last record the same way */
+		T_ASSERT_EQ(clog_last_rec(store_clog(m, sh), &lm), 0);
+		T_ASSERT_EQ(clog_last_rec(store_clog(sl, sh), &ls), 0);
+		T_ASSERT_EQ_U64(lm, ls);
+		T_ASSERT_EQ(clog_rec_id(store_clog(m, sh), lm, &zm, &hm), 0);
+		T_ASSERT_EQ(clog_rec_id(store_clog(sl, sh), ls, &zs, &hs), 0);
+		T_ASSERT_EQ(zm, zs);
+		T_ASSERT_EQ(hm, hs);
+		T_ASSERT_EQ_U64(lm + zm, e1[sh]);
+	}
+	for (uint32_t i = 300; i < 500; i++)
+		T_ASSERT(put_one(m, mq[i % 4], i) > 0);
+	(void)follow(m, sl);
+	/* the master loses what came after e1 (an ASYNC master's crash, say), mid-record */
+	T_ASSERT_EQ(store_truncate_mark(m, 0, e1[0] + 7), 0);
+	T_ASSERT_EQ(store_truncate_mark(m, 1, e1[1]), 0);
+	store_close(m);
+	cfg_small(&c, mroot);
+	T_ASSERT_EQ(store_open(&c, &m), 0);
+	for (uint32_t sh = 0; sh < 2; sh++)
+		T_ASSERT_EQ_U64(clog_written(store_clog(m, sh)), e1[sh]);
+	T_ASSERT(access("/tmp", F_OK) == 0);
+	/* the slave, longer, is cut to the master's end at its next open */
+	for (uint32_t sh = 0; sh < 2; sh++) {
+		T_ASSERT(clog_written(store_clog(sl, sh)) > e1[sh]);
+		T_ASSERT_EQ(store_truncate_mark(sl, sh, clog_written(store_clog(m, sh))), 0);
+	}
+	store_close(sl);
+	cfg_small(&c, sroot);
+	T_ASSERT_EQ(store_open(&c, &sl), 0);
+	for (uint32_t i = 0; i < 4; i++)
+		T_ASSERT_EQ(store_queue_get(m, "T", i, i % 2, &mq[i]), 0);
+	for (uint32_t i = 500; i < 700; i++)
+		T_ASSERT(put_one(m, mq[i % 4], i) > 0);
+	T_ASSERT(follow(m, sl) > 0);
+	check_same(m, sl, mq, 4);
+	store_close(sl);
+	store_close(m);
+	rm_root(mroot);
+	rm_root(sroot);
+}
+
+T_MAIN(T_CASE(test_follow), T_CASE(test_cut))

@@ -377,6 +377,9 @@ build_samples(struct sample *s)
 	struct wire_dp_repl_req rq = {.offset = 4096,
 				      .seg_size = 1u << 30,
 				      .flushed = 1024,
+				      .prev_off = 3900,
+				      .prev_size = 196,
+				      .prev_hash = 0xdeadbeef,
 				      .max_bytes = 1u << 20,
 				      .suspend_ms = 1000,
 				      .shard = 1,
@@ -1616,7 +1619,7 @@ test_repl(void)
 	T_ASSERT_EQ(q2.cores, 4);
 	T_ASSERT_EQ(q2.name_len, 1);
 	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n - 1, &q2), -EBADMSG);
-	buf_a[38] = 1; /* reserved */
+	buf_a[54] = 1; /* reserved */
 	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n, &q2), -EBADMSG);
 	q.name_len = 0;
 	T_ASSERT_EQ(wire_dp_repl_req_encode(&q, buf_a, BUF_CAP), -EINVAL);
