@@ -124,8 +124,8 @@ bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len)
 }
 
 int
-bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns, int32_t status,
-	   int redirect)
+bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns,
+		   int32_t status, int redirect)
 {
 	struct wire_dp_resp_head head = {
 		.status = status, .ts_recv_ns = recv_ns, .ts_handled_ns = clk_mono_fast_ns()};
@@ -350,9 +350,9 @@ topic_or_answer(struct bk_core *c, const struct dp_xreq *req, const char *name, 
 
 	if (t == NULL)
 		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-				 bk_topic_name_ok(name, len) ? WIRE_DP_ST_TOPIC_NOT_EXIST
-							     : WIRE_DP_ST_MESSAGE_ILLEGAL,
-				 0);
+					 bk_topic_name_ok(name, len) ? WIRE_DP_ST_TOPIC_NOT_EXIST
+								     : WIRE_DP_ST_MESSAGE_ILLEGAL,
+					 0);
 	return t;
 }
 
@@ -365,12 +365,13 @@ queue_is_mine(struct bk_core *c, const struct dp_xreq *req, const struct bk_topi
 	      uint32_t limit)
 {
 	if (qid < 0 || (uint32_t)qid >= limit) {
-		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					 WIRE_DP_ST_BAD_REQUEST, 0);
 		return false;
 	}
 	if (t->core[qid] != c->id) {
 		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_REDIRECT,
-				 t->core[qid]);
+					 t->core[qid]);
 		return false;
 	}
 	return true;
@@ -496,10 +497,11 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 					  WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);
 	}
 	if (wire_dp_send_req_decode(req->op, req->msg, req->len, &r) != 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_BAD_REQUEST, 0);
 	if (r.body_len > c->bk->conf.max_msg_size || r.body_len == 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
-				  0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 	t = topic_for_write(c, r.topic, r.topic_len, false, c->bk->conf.default_queues, &status);
 	if (t == NULL)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
@@ -514,7 +516,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	if (req->op == WIRE_DP_OP_SEND) {
 		if (!ack_room(c, 0))
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-					  WIRE_DP_ST_SYSTEM_BUSY, 0);
+						  WIRE_DP_ST_SYSTEM_BUSY, 0);
 		m.flag = r.flag;
 		m.reconsume_times = r.reconsume_times;
 		m.body = r.body;
@@ -523,7 +525,8 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		m.props_len = r.props_len;
 		rc = store_put(c->bk->store, t->sq[r.queue_id], &m, &res);
 		if (rc < 0)
-			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(rc), 0);
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+						  put_status(rc), 0);
 		c->st.sends++;
 		a.ticket = res.ticket;
 		a.phys = res.phys;
@@ -545,10 +548,10 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		}
 		if (k < 0 || n == 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
+						  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 		if (!ack_room(c, n) || n > c->bp_cap)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-					  WIRE_DP_ST_SYSTEM_BUSY, 0);
+						  WIRE_DP_ST_SYSTEM_BUSY, 0);
 		a.batch_first = c->bp_tail % c->bp_cap;
 		a.count = 0;
 		pos = 0;
@@ -566,8 +569,9 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 				 * does not resend them; the rest fails.
 				 */
 				if (a.count == 0)
-					return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-							  put_status(rc), 0);
+					return bk_core_answer_err(c, req->h, req->op,
+								  req->ts_recv_ns, put_status(rc),
+								  0);
 				break;
 			}
 			if (a.count == 0) {
@@ -673,7 +677,8 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 	buf = bk_core_ans_buf(c, p->h, len);
 	if (buf == NULL) {
 		if (bk_core_ans_pending(c, p->h))
-			bk_core_answer_err(c, p->h, WIRE_DP_OP_PULL, p->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+			bk_core_answer_err(c, p->h, WIRE_DP_OP_PULL, p->recv_ns,
+					   WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return true;
 	}
 	/* Zero-copy form of the encoder: it writes the prefix, we append records. */
@@ -712,12 +717,14 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 
 	if (wire_dp_pull_req_decode(req->msg, req->len, &r) != 0 || r.max_msgs <= 0 ||
 	    r.max_bytes == 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_BAD_REQUEST, 0);
 	t = topic_or_answer(c, req, r.topic, r.topic_len);
 	if (t == NULL)
 		return 0;
 	if (!(t->perm & META_PERM_READ) || !(atomic_load_relaxed(&c->bk->perm) & META_PERM_READ))
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_NO_PERMISSION, 0);
 	if (!queue_is_mine(c, req, t, r.queue_id, t->read_queues))
 		return 0;
 	if ((r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0 && r.group_len) {
@@ -818,7 +825,8 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 	int64_t v;
 
 	if (wire_dp_offset_req_decode(req->op, req->msg, req->len, &r) != 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_BAD_REQUEST, 0);
 	t = topic_or_answer(c, req, r.topic, r.topic_len);
 	if (t == NULL || !queue_is_mine(c, req, t, r.queue_id, t->nq))
 		return 0;
@@ -833,12 +841,12 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 	case WIRE_DP_OP_UPDATE_OFFSET:
 		if (r.value < 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-					  WIRE_DP_ST_BAD_REQUEST, 0);
+						  WIRE_DP_ST_BAD_REQUEST, 0);
 		o = off_find(c, r.topic, r.topic_len, r.group, r.group_len, (uint32_t)r.queue_id,
 			     true);
 		if (o == NULL)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-					  WIRE_DP_ST_SYSTEM_BUSY, 0);
+						  WIRE_DP_ST_SYSTEM_BUSY, 0);
 		atomic_store_relaxed(&o->offset, r.value);
 		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, r.value);
 	case WIRE_DP_OP_GET_MIN_OFFSET:
@@ -852,7 +860,7 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 
 		if (store_search_time(c->bk->store, sq, r.value, &q) != 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-					  WIRE_DP_ST_SYSTEM_ERROR, 0);
+						  WIRE_DP_ST_SYSTEM_ERROR, 0);
 		v = (int64_t)q;
 		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, v);
 	}
@@ -918,10 +926,12 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	}
 	if (wire_dp_send_back_req_decode(req->msg, req->len, &r) != 0 || r.group_len == 0 ||
 	    r.group_len + 7 > META_TOPIC_MAX)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_BAD_REQUEST, 0);
 	n = store_get_phys(c->bk->store, r.phys_offset, &rec);
 	if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &orig) < 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_ERROR, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SYSTEM_ERROR, 0);
 	max_re = r.max_reconsume_times > 0 ? (uint32_t)r.max_reconsume_times
 					   : c->bk->conf.max_reconsume;
 	dlq = (uint32_t)orig.reconsume_times + 1 > max_re || r.delay_level < 0;
@@ -931,19 +941,21 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	tl += r.group_len;
 	topic[tl] = '\0';
 	if (!bk_topic_name_ok(topic, tl))
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_BAD_REQUEST, 0);
 	t = topic_for_write(c, topic, tl, true, 1, &status);
 	if (t == NULL)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
 	if (!queue_is_mine(c, req, t, 0, t->nq))
 		return 0;
 	if (!ack_room(c, 0))
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_SYSTEM_BUSY, 0);
 	/* Properties: the original's, plus where it came from (RocketMQ's names). */
 	if (props_copy_except(c->props, sizeof(c->props), &plen, orig.props, orig.props_len,
 			      skip) != 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
-				  0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 	if (!wire_props_get(orig.props, orig.props_len, "RETRY_TOPIC", &rt, &rtl)) {
 		rt = orig.topic;
 		rtl = orig.topic_len;
@@ -958,8 +970,8 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	if (wire_props_append(c->props, sizeof(c->props), &plen, "RETRY_TOPIC", 11, rt, rtl) != 0 ||
 	    wire_props_append(c->props, sizeof(c->props), &plen, "ORIGIN_MESSAGE_ID", 17, idbuf,
 			      il) != 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_MESSAGE_ILLEGAL,
-				  0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 	msg_from(&m, req, c, 0);
 	m.topic = topic;
 	m.topic_len = (uint8_t)tl;
@@ -996,7 +1008,8 @@ do_ping(struct bk_core *c, const struct dp_xreq *req)
 	uint8_t *buf;
 
 	if (wire_dp_ping_req_decode(req->msg, req->len, &q) != 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_BAD_REQUEST, 0);
 	p.echo_ts_ns = q.client_ts_ns;
 	p.pad = q.pad;
 	p.pad_len = q.pad_len;
@@ -1004,7 +1017,8 @@ do_ping(struct bk_core *c, const struct dp_xreq *req)
 	buf = bk_core_ans_buf(c, req->h, len);
 	if (buf == NULL) {
 		if (bk_core_ans_pending(c, req->h))
-			bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+			bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					   WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return 0;
 	}
 	if (wire_dp_ping_resp_encode(&p, buf, len) == (long)len)
@@ -1053,7 +1067,8 @@ bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
 		return;
 	}
 	default:
-		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					 WIRE_DP_ST_BAD_REQUEST, 0);
 		return;
 	}
 }

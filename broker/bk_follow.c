@@ -137,7 +137,8 @@ diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t of
 
 	if (off < r->min_offset) {
 		log_err(FOLLOW_TAG,
-			"shard %u: master %s no longer has offset %" PRIu64 " (its log starts at %" PRIu64
+			"shard %u: master %s no longer has offset %" PRIu64
+			" (its log starts at %" PRIu64
 			"): this slave cannot catch up; empty its store to copy it anew",
 			fs->shard, fs->f->master_str, off, r->min_offset);
 		fs->halted = true;
@@ -146,7 +147,8 @@ diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t of
 	if (to >= off) {
 		log_err(FOLLOW_TAG,
 			"shard %u: this slave's log and master %s's differ before offset %" PRIu64
-			" and no common end is known: not following; empty this slave's store to copy "
+			" and no common end is known: not following; empty this slave's store to "
+			"copy "
 			"it anew",
 			fs->shard, fs->f->master_str, off);
 		fs->halted = true;
@@ -296,11 +298,10 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	}
 	if (w < 0) {
 		fs->backoff_ms = FOLLOW_RETRY_MS;
-		log_err_ratelimited(FOLLOW_TAG,
-				    "shard %u: %u bytes from master %s at offset %" PRIu64
-				    " not taken: %s",
-				    fs->shard, r.data_len, fs->f->master_str, r.data_offset,
-				    strerror((int)-w));
+		log_err_ratelimited(
+			FOLLOW_TAG,
+			"shard %u: %u bytes from master %s at offset %" PRIu64 " not taken: %s",
+			fs->shard, r.data_len, fs->f->master_str, r.data_offset, strerror((int)-w));
 	}
 }
 
@@ -327,8 +328,8 @@ ask(struct follow_shard *fs)
 	long n = wire_dp_repl_req_encode(&q, fs->req, sizeof(fs->req));
 	uint64_t t0;
 
-	if (n < 0 || dp_xcli_submit(fs->sess, WIRE_DP_OP_REPL, fs->req, (uint32_t)n, on_answer,
-				    fs) != 0)
+	if (n < 0 ||
+	    dp_xcli_submit(fs->sess, WIRE_DP_OP_REPL, fs->req, (uint32_t)n, on_answer, fs) != 0)
 		return false;
 	fs->done = false;
 	t0 = clk_mono_ns();

@@ -74,8 +74,8 @@ struct bk_off {
 struct bk_ack {
 	struct dp_xhandle h;
 	uint64_t ticket;
-	bool wait_slave;    /* SYNC_MASTER with a slave in sync: also wait for its ack */
-	int32_t ok_status;  /* the answer once durable: SUCCESS, or SLAVE_NOT_AVAILABLE */
+	bool wait_slave;   /* SYNC_MASTER with a slave in sync: also wait for its ack */
+	int32_t ok_status; /* the answer once durable: SUCCESS, or SLAVE_NOT_AVAILABLE */
 	uint64_t put_ns;
 	uint64_t recv_ns;
 	uint64_t handled_ns;
@@ -178,12 +178,12 @@ struct bk_core_stats {
 	uint64_t busy;
 	uint64_t errors;
 	uint64_t flush_timeouts;
-	uint64_t gone; /* answers whose request had gone */
-	uint64_t slave_timeouts;  /* SYNC_MASTER: FLUSH_SLAVE_TIMEOUT answers */
-	uint64_t slave_missing;	  /* SYNC_MASTER: SLAVE_NOT_AVAILABLE answers */
-	uint64_t repl_requests;	  /* REPL requests from slaves */
-	uint64_t repl_bytes;	  /* log bytes sent to slaves */
-	uint64_t write_refused;	  /* SENDs refused because this broker is a slave */
+	uint64_t gone;		 /* answers whose request had gone */
+	uint64_t slave_timeouts; /* SYNC_MASTER: FLUSH_SLAVE_TIMEOUT answers */
+	uint64_t slave_missing;	 /* SYNC_MASTER: SLAVE_NOT_AVAILABLE answers */
+	uint64_t repl_requests;	 /* REPL requests from slaves */
+	uint64_t repl_bytes;	 /* log bytes sent to slaves */
+	uint64_t write_refused;	 /* SENDs refused because this broker is a slave */
 };
 
 struct bk_core {
@@ -222,7 +222,8 @@ struct bk_core {
 	/* replication, master side (bk_repl.c): owner only */
 	struct bk_repl_slave repl[BK_REPL_SLAVES];
 	uint64_t repl_acked; /* highest offset a slave acknowledged (never goes back) */
-	uint64_t repl_base_end; /* the shard's end when the broker started (set before the core runs) */
+	uint64_t
+		repl_base_end; /* the shard's end when the broker started (set before the core runs) */
 	unsigned repl_parked;
 	uint64_t slave_seen; /* SLAVE: the shard's end at the last tick (replication appends) */
 	/* owner writes, stats read relaxed */

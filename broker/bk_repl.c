@@ -222,7 +222,7 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 	sl->parked = true;
 	sl->deadline_ns =
 		now + (uint64_t)(r.suspend_ms < REPL_SUSPEND_MAX_MS ? r.suspend_ms
-								   : REPL_SUSPEND_MAX_MS) *
+								    : REPL_SUSPEND_MAX_MS) *
 			      1000000ull;
 	c->repl_parked++;
 }

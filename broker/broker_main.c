@@ -764,8 +764,8 @@ sync_apply(struct bk_ctl *x)
 	bk_sync_take(x->sync, &tj, &tl, &oj, &ol);
 	if (tj != NULL && meta_topics_parse(tj, tl, &ts, &n, NULL) == 0) {
 		for (size_t i = 0; i < n; i++) {
-			const struct bk_topic *t = bk_topic_find(&x->bk, ts[i].name,
-								 strlen(ts[i].name));
+			const struct bk_topic *t =
+				bk_topic_find(&x->bk, ts[i].name, strlen(ts[i].name));
 			int err;
 
 			if (t != NULL && !topic_differs(t, &ts[i]))
@@ -786,8 +786,8 @@ sync_apply(struct bk_ctl *x)
 	n = 0;
 	if (oj != NULL && meta_offsets_parse(oj, ol, &os, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
-			const struct bk_topic *t = bk_topic_find(&x->bk, os[i].topic,
-								 strlen(os[i].topic));
+			const struct bk_topic *t =
+				bk_topic_find(&x->bk, os[i].topic, strlen(os[i].topic));
 			int64_t here;
 
 			if (t == NULL || os[i].queue_id >= t->nq)
@@ -1245,10 +1245,9 @@ main(int argc, char **argv)
 		 "sprocket-broker %s id %" PRId64 " %s (%s) ready: %u %s cores at %s:%u.., "
 		 "remoting %s:%u, store %s (%s), namesrv %s",
 		 x->bk.conf.broker_name, x->bk.conf.broker_id, cfg_get_str(cfg, "brokerRole"),
-		 SP_VERSION, x->bk.ncores,
-		 cfg_get_str(cfg, "dataplaneBackend"), cfg_get_str(cfg, "dataplaneIp"),
-		 x->bk.conf.dp_port, cfg_get_str(cfg, "brokerIP1"), bk_rmt_port(x->rmt), sc.root,
-		 cfg_get_str(cfg, "flushDiskType"),
+		 SP_VERSION, x->bk.ncores, cfg_get_str(cfg, "dataplaneBackend"),
+		 cfg_get_str(cfg, "dataplaneIp"), x->bk.conf.dp_port, cfg_get_str(cfg, "brokerIP1"),
+		 bk_rmt_port(x->rmt), sc.root, cfg_get_str(cfg, "flushDiskType"),
 		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
 	if (x->bk.conf.role == BK_ROLE_SLAVE) {
 		const char *m = cfg_get_str(cfg, "haMasterAddress");

@@ -315,7 +315,8 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 		return rc;
 	if (rc == -EEXIST) {
 		log_warn_ratelimited(NS_TAG,
-				     "refused broker %s id %" PRId64 " at %s: %s already holds that "
+				     "refused broker %s id %" PRId64
+				     " at %s: %s already holds that "
 				     "brokerName and brokerId (already registered)",
 				     reg.bname, reg.id, reg.addr, out.holder);
 		reply_set(r, WIRE_RSP_SYSTEM_ERROR,

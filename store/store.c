@@ -400,8 +400,7 @@ dispatch(struct store *s, uint32_t shard, const struct wire_msg *m, int64_t phys
 }
 
 int
-store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data,
-		     size_t len)
+store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data, size_t len)
 {
 	struct store_queue *damaged = NULL;
 	size_t pos = 0;
@@ -711,8 +710,8 @@ store_truncate_mark(struct store *s, uint32_t shard, uint64_t to)
 		cut_at[shard] = (int64_t)to;
 		for (uint32_t i = 0; i < s->cfg.shards; i++)
 			if (cut_at[i] >= 0)
-				n += (size_t)snprintf(text + n, sizeof(text) - n, "%u %" PRId64 "\n", i,
-						      cut_at[i]);
+				n += (size_t)snprintf(text + n, sizeof(text) - n,
+						      "%u %" PRId64 "\n", i, cut_at[i]);
 		rc = store_io_write_atomic(s->io, s->cut_path, text, n);
 	}
 	pthread_mutex_unlock(&s->qlock);

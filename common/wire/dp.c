@@ -827,8 +827,8 @@ wire_dp_offset_resp_decode(uint16_t op, const uint8_t *msg, size_t len,
 
 	if (!op_is_offset(op))
 		return -EINVAL;
-	err = wire__dp_resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_OFFSET_RESP_FIXED, false,
-			     &r->head);
+	err = wire__dp_resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_OFFSET_RESP_FIXED,
+				      false, &r->head);
 	if (err != 0)
 		return err;
 	r->offset = (int64_t)wire_ld_le64(msg + WIRE_DP_RESP_HEAD_LEN);
@@ -986,8 +986,8 @@ wire_dp_connect_resp_decode(const uint8_t *msg, size_t len, struct wire_dp_conne
 	const uint8_t *p;
 	int err;
 
-	err = wire__dp_resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_CONNECT_RESP_FIXED, false,
-			     &r->head);
+	err = wire__dp_resp_head_take(msg, len, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_CONNECT_RESP_FIXED,
+				      false, &r->head);
 	if (err != 0)
 		return err;
 	p = msg + WIRE_DP_RESP_HEAD_LEN;

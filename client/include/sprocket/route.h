@@ -20,9 +20,9 @@ struct sp_route_broker {
 	char name[SP_NAME_MAX + 1];    /* brokerName */
 	char cluster[SP_NAME_MAX + 1]; /* cluster */
 	char addr[64];		       /* master's (brokerId 0) remoting "ip:port"; "" if none */
-	bool has_dp;		       /* a dataplane endpoint is known (the master's, else a slave's) */
-	bool dp_is_slave;	       /* the endpoint is a slave's (no master registered): read only */
-	uint32_t dp_ip;		       /* IPv4, network byte order */
+	bool has_dp;	  /* a dataplane endpoint is known (the master's, else a slave's) */
+	bool dp_is_slave; /* the endpoint is a slave's (no master registered): read only */
+	uint32_t dp_ip;	  /* IPv4, network byte order */
 	uint8_t dp_mac[6];
 	uint16_t dp_port; /* base UDP port: core c listens on dp_port + c */
 	uint16_t dp_cores;

@@ -558,8 +558,7 @@ struct wire_dp_repl_resp {
 };
 
 /* Return: bytes written, -ENOBUFS, -EINVAL (name empty or too long, max_bytes 0). */
-MUST_CHECK long wire_dp_repl_req_encode(const struct wire_dp_repl_req *r, uint8_t *buf,
-					size_t cap);
+MUST_CHECK long wire_dp_repl_req_encode(const struct wire_dp_repl_req *r, uint8_t *buf, size_t cap);
 /* Return: 0, -EBADMSG. */
 MUST_CHECK int wire_dp_repl_req_decode(const uint8_t *msg, size_t len, struct wire_dp_repl_req *r);
 /* Return: bytes written, -ENOBUFS, -EINVAL (data on a non-success status, bad head). */

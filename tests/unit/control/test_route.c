@@ -260,8 +260,12 @@ static void
 test_second_master_refused(void)
 {
 	struct route_db *db = NULL;
-	struct route_reg r = {.cluster = "DefaultCluster", .bname = "broker-a",
-			      .addr = "10.0.0.9:10911", .ha_addr = "", .id = 0, .conn = 9};
+	struct route_reg r = {.cluster = "DefaultCluster",
+			      .bname = "broker-a",
+			      .addr = "10.0.0.9:10911",
+			      .ha_addr = "",
+			      .id = 0,
+			      .conn = 9};
 	struct route_reg_out out;
 	char *s;
 

@@ -561,8 +561,11 @@ static void
 test_in_memory(void)
 {
 	struct meta_topic t[2] = {{.name = "A", .read_queues = 4, .write_queues = 4, .perm = 6},
-				  {.name = "%RETRY%g", .read_queues = 1, .write_queues = 1,
-				   .perm = 6, .order = true}};
+				  {.name = "%RETRY%g",
+				   .read_queues = 1,
+				   .write_queues = 1,
+				   .perm = 6,
+				   .order = true}};
 	struct meta_offset o[2] = {{.topic = "A", .group = "g", .queue_id = 3, .offset = 42},
 				   {.topic = "A", .group = "h", .queue_id = 0, .offset = 7}};
 	struct meta_version v = {.counter = 9, .timestamp_ms = 1700000000000};

@@ -87,7 +87,8 @@ follow(struct store *m, struct store *sl)
 			T_ASSERT(n >= 0);
 			if (n == 0)
 				break;
-			for (int tries = 0; (w = store_repl_write(sl, sh, off, p, (size_t)n)) == -EAGAIN;
+			for (int tries = 0;
+			     (w = store_repl_write(sl, sh, off, p, (size_t)n)) == -EAGAIN;
 			     tries++) {
 				T_ASSERT(tries < 100);
 				T_ASSERT_EQ(store_service(sl, clk_wall_ms()), 0);
@@ -136,7 +137,8 @@ check_same(struct store *m, struct store *sl, struct store_queue **mq, uint32_t 
 			T_ASSERT_EQ(na, nb);
 			T_ASSERT_MEMEQ(ra, rb, (size_t)na);
 			off += (uint64_t)na;
-			if (ends_with_blank(ra, (size_t)na)) /* the next span is in the next segment */
+			if (ends_with_blank(ra,
+					    (size_t)na)) /* the next span is in the next segment */
 				off += clog_seg_size(a) - off % clog_seg_size(a);
 		}
 	}

@@ -1602,11 +1602,20 @@ static void
 test_repl(void)
 {
 	static const uint8_t data[8] = {0, 0, 0, 8, 0xcb, 0xd4, 0x3e, 0x11};
-	struct wire_dp_repl_req q = {.offset = 77, .seg_size = 65536, .max_bytes = 4096,
-				     .shard = 3, .cores = 4, .name = "b", .name_len = 1};
-	struct wire_dp_repl_resp r = {.head = {.status = WIRE_DP_ST_SUCCESS}, .master_end = 85,
-				      .data_offset = 77, .seg_size = 65536, .cores = 4,
-				      .data = data, .data_len = 8};
+	struct wire_dp_repl_req q = {.offset = 77,
+				     .seg_size = 65536,
+				     .max_bytes = 4096,
+				     .shard = 3,
+				     .cores = 4,
+				     .name = "b",
+				     .name_len = 1};
+	struct wire_dp_repl_resp r = {.head = {.status = WIRE_DP_ST_SUCCESS},
+				      .master_end = 85,
+				      .data_offset = 77,
+				      .seg_size = 65536,
+				      .cores = 4,
+				      .data = data,
+				      .data_len = 8};
 	struct wire_dp_repl_req q2;
 	struct wire_dp_repl_resp r2;
 	long n;
