@@ -75,6 +75,16 @@ static const struct cfg_key bk_keys[] = {
 	{"clientChannelExpiredMillis", CFG_INT, "120000", 1000, 3600000, NULL,
 	 "a remoting consumer without a heartbeat this long leaves its group"},
 	{"storePathRootDir", CFG_STRING, "./store", 1, 1024, NULL, "store root directory"},
+	{"storePathCommitLog", CFG_STRING, NULL, 0, 1024, NULL,
+	 "CommitLog directory (one subdirectory per shard; empty: <storePathRootDir>/commitlog)"},
+	{"storePathConsumeQueue", CFG_STRING, NULL, 0, 1024, NULL,
+	 "ConsumeQueue directory (empty: <storePathRootDir>/consumequeue)"},
+	{"storePathIndex", CFG_STRING, NULL, 0, 1024, NULL,
+	 "IndexFile directory (one subdirectory per shard; empty: <storePathRootDir>/index)"},
+	{"storeCheckpoint", CFG_STRING, NULL, 0, 1024, NULL,
+	 "checkpoint file (empty: <storePathRootDir>/checkpoint)"},
+	{"abortFile", CFG_STRING, NULL, 0, 1024, NULL,
+	 "abort file, present while running (empty: <storePathRootDir>/abort)"},
 	{"storeBufferDir", CFG_STRING, "/dev/shm", 0, 900, NULL,
 	 "CommitLog write-behind buffers as files in a new <dir>/sprocket-XXXXXX each run "
 	 "(tmpfs: a crash of the broker process loses no ASYNC_FLUSH append); empty: anonymous "
@@ -146,7 +156,26 @@ static const struct cfg_key bk_keys[] = {
 	{"serverWorkerThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	{"serverSelectorThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	{"longPollingEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"storePathCommitLog", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	/* RocketMQ's tuning keys for its own flush, deletion and threads: no effect here. */
+	{"autoCreateSubscriptionGroup", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"flushCommitLogLeastPages", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"flushConsumeQueueLeastPages", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"flushCommitLogThoroughInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"flushConsumeQueueThoroughInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"flushIntervalConsumeQueue", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"flushCommitLogTimed", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"destroyMapedFileIntervalForcibly", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"redeleteHangedFileInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"cleanFileForciblyEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"checkTransactionMessageEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"queryMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"adminBrokerThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"clientManageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"consumerManageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"heartbeatThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"endTransactionThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"processReplyMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
+	{"brokerIP2", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	/* RocketMQ's HA service keys: replication rides the dataplane port here. */
 	{"haListenPort", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	{"haSendHeartbeatInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
@@ -1153,6 +1182,11 @@ main(int argc, char **argv)
 
 	store_cfg_default(&sc);
 	sc.root = cfg_get_str(cfg, "storePathRootDir");
+	sc.path_commitlog = cfg_get_str(cfg, "storePathCommitLog");
+	sc.path_cq = cfg_get_str(cfg, "storePathConsumeQueue");
+	sc.path_index = cfg_get_str(cfg, "storePathIndex");
+	sc.path_checkpoint = cfg_get_str(cfg, "storeCheckpoint");
+	sc.path_abort = cfg_get_str(cfg, "abortFile");
 	sc.shards = x->bk.ncores;
 	sc.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog");
 	sc.cq_units = (uint32_t)(cfg_get_int(cfg, "mapedFileSizeConsumeQueue") / 20);

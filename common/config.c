@@ -646,9 +646,35 @@ cfg_parse_line(struct cfg *cfg, const char *name, unsigned lineno, const char *s
 	return cfg_set(cfg, key, val, name, lineno, err);
 }
 
+/* Append "; " and @msg to @acc (of CFG_ERR_MAX bytes), ending in "..." when it is full. */
+static void
+err_append(char *acc, size_t *len, const char *msg)
+{
+	size_t n = strlen(msg);
+	size_t sep = *len > 0 ? 2 : 0;
+
+	acc[*len] = '\0';
+	if (*len + sep + n + 1 > CFG_ERR_MAX) {
+		if (*len + 4 < CFG_ERR_MAX &&
+		    strcmp(acc + (*len >= 3 ? *len - 3 : 0), "...") != 0) {
+			memcpy(acc + *len, "...", 4);
+			*len += 3;
+		}
+		return;
+	}
+	if (sep)
+		memcpy(acc + *len, "; ", 2);
+	memcpy(acc + *len + sep, msg, n + 1);
+	*len += sep + n;
+}
+
 int
 cfg_parse_buf(struct cfg *cfg, const char *name, const char *buf, size_t len, struct cfg_err *err)
 {
+	struct cfg_err one;
+	char acc[CFG_ERR_MAX];
+	size_t alen = 0;
+	unsigned unknown = 0;
 	unsigned lineno = 0;
 	size_t pos = 0;
 
@@ -683,9 +709,24 @@ cfg_parse_buf(struct cfg *cfg, const char *name, const char *buf, size_t len, st
 			start++;
 		if (start == end || buf[start] == '#' || buf[start] == '!')
 			continue;
-		rc = cfg_parse_line(cfg, name, lineno, buf + start, end - start, err);
-		if (rc != 0)
+		rc = cfg_parse_line(cfg, name, lineno, buf + start, end - start, &one);
+		if (rc == -ENOENT) {
+			/* Every unknown key of the file in one report, not one per start. */
+			err_append(acc, &alen, one.msg);
+			unknown++;
+			continue;
+		}
+		if (rc != 0) {
+			err_append(acc, &alen, one.msg);
+			if (err != NULL)
+				memcpy(err->msg, acc, alen + 1);
 			return rc;
+		}
+	}
+	if (unknown > 0) {
+		if (err != NULL)
+			memcpy(err->msg, acc, alen + 1);
+		return -ENOENT;
 	}
 	return 0;
 }

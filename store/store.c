@@ -89,6 +89,10 @@ struct store {
 	char abort_path[2048 + 8];
 	char ckpt_path[2048 + 16];
 	char cut_path[2048 + 16]; /* <root>/truncate: store_truncate_mark() */
+	/* storePathCommitLog, storePathConsumeQueue, storePathIndex (default under root) */
+	char clog_dir[2048];
+	char cq_dir[2048];
+	char idx_dir[2048];
 	/* write-behind buffer dirs (docs/store.md): the record, this run's, the last run's */
 	char bufdir_path[2048 + 16];
 	char buf_run[1024];
@@ -199,7 +203,7 @@ queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid, u
 	q->topic_len = (uint8_t)len;
 	q->qid = qid;
 	atomic_store_relaxed(&q->shard, shard);
-	snprintf(dir, sizeof(dir), "%s/consumequeue/%.*s/%u", s->root, (int)len, topic, qid);
+	snprintf(dir, sizeof(dir), "%s/%.*s/%u", s->cq_dir, (int)len, topic, qid);
 	rc = cq_open(s->io, dir, s->cfg.cq_units, &q->cq);
 	if (rc != 0) {
 		free(q);
@@ -480,7 +484,7 @@ open_queues(struct store *s, bool *rebuild)
 	DIR *d;
 	struct dirent *de;
 
-	snprintf(base, sizeof(base), "%s/consumequeue", s->root);
+	snprintf(base, sizeof(base), "%s", s->cq_dir);
 	d = opendir(base);
 	if (d == NULL)
 		return errno == ENOENT ? 0 : -errno;
@@ -541,7 +545,7 @@ queue_reset_locked(struct store *s, struct store_queue *q)
 	char dir[PATH_MAX];
 	int rc;
 
-	snprintf(dir, sizeof(dir), "%s/consumequeue/%s/%u", s->root, q->topic, q->qid);
+	snprintf(dir, sizeof(dir), "%s/%s/%u", s->cq_dir, q->topic, q->qid);
 	cq_close(q->cq);
 	q->cq = NULL;
 	rc = rm_rf(dir);
@@ -656,6 +660,16 @@ bufdirs_commit(struct store *s)
 	return 0;
 }
 
+/* @dst = @given, or <root>/@leaf. Return: true when it does not fit. */
+static bool
+path_set(char *dst, size_t cap, const char *given, const char *root, const char *leaf)
+{
+	int n = given != NULL && given[0] != '\0' ? snprintf(dst, cap, "%s", given)
+						  : snprintf(dst, cap, "%s/%s", root, leaf);
+
+	return n < 0 || (size_t)n >= cap;
+}
+
 /*
  * <root>/truncate: "shard offset" lines, one per shard to cut at the next
  * open (store_truncate_mark()). Return: 0 (@cut_at[i] -1 where none), -EBADMSG, -errno.
@@ -745,10 +759,23 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		goto err_close;
 	}
 	s->cfg.root = s->root;
-	snprintf(s->abort_path, sizeof(s->abort_path), "%s/abort", s->root);
-	snprintf(s->ckpt_path, sizeof(s->ckpt_path), "%s/checkpoint", s->root);
+	if (path_set(s->abort_path, sizeof(s->abort_path), cfg->path_abort, s->root, "abort") ||
+	    path_set(s->ckpt_path, sizeof(s->ckpt_path), cfg->path_checkpoint, s->root,
+		     "checkpoint") ||
+	    path_set(s->clog_dir, sizeof(s->clog_dir), cfg->path_commitlog, s->root, "commitlog") ||
+	    path_set(s->cq_dir, sizeof(s->cq_dir), cfg->path_cq, s->root, "consumequeue") ||
+	    path_set(s->idx_dir, sizeof(s->idx_dir), cfg->path_index, s->root, "index")) {
+		rc = -ENAMETOOLONG;
+		goto err_close;
+	}
 	snprintf(s->cut_path, sizeof(s->cut_path), "%s/truncate", s->root);
 	rc = store_mkdirs(s->root);
+	if (rc == 0)
+		rc = store_mkdirs(s->clog_dir);
+	if (rc == 0)
+		rc = store_mkdirs(s->cq_dir);
+	if (rc == 0)
+		rc = store_mkdirs(s->idx_dir);
 	if (rc != 0)
 		goto err_close;
 
@@ -792,7 +819,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		};
 		bool trust = have_ckpt == 1 && clean && !crashed;
 
-		snprintf(dir, sizeof(dir), "%s/commitlog/%u", s->root, i);
+		snprintf(dir, sizeof(dir), "%s/%u", s->clog_dir, i);
 		snprintf(bdir, sizeof(bdir), "%s/%u", s->buf_run, i);
 		snprintf(odir, sizeof(odir), "%s/%u", s->buf_old, i);
 		rc = clog_open(&cc, &s->shard[i].clog);
@@ -802,7 +829,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 				  trust ? (int64_t)ck[i].end : -1);
 		if (rc != 0)
 			goto err_close;
-		snprintf(dir, sizeof(dir), "%s/index/%u", s->root, i);
+		snprintf(dir, sizeof(dir), "%s/%u", s->idx_dir, i);
 		rc = idx_open(s->io, dir, cfg->idx_slots, cfg->idx_entries, &s->shard[i].idx);
 		if (rc != 0)
 			goto err_close;
@@ -1399,7 +1426,7 @@ int
 store_retain(struct store *s, int64_t now_ms)
 {
 	int64_t keep_ms = (int64_t)s->cfg.file_reserved_hours * 3600 * 1000;
-	bool force = disk_used_ratio(s->root) * 100.0 > (double)s->cfg.disk_max_used_ratio;
+	bool force = disk_used_ratio(s->clog_dir) * 100.0 > (double)s->cfg.disk_max_used_ratio;
 	time_t now = (time_t)(now_ms / 1000);
 	struct tm tm;
 	bool due;

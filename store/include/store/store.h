@@ -37,6 +37,12 @@
 struct store_cfg {
 	const struct store_io_ops *io; /* NULL: store_io_posix */
 	const char *root;	       /* storePathRootDir */
+	/* RocketMQ's path keys; NULL or "": under root (commitlog, consumequeue, index, ...) */
+	const char *path_commitlog;  /* storePathCommitLog: <dir>/<shard>/<segments> */
+	const char *path_cq;	     /* storePathConsumeQueue */
+	const char *path_index;	     /* storePathIndex: <dir>/<shard>/<files> */
+	const char *path_checkpoint; /* storeCheckpoint */
+	const char *path_abort;	     /* abortFile */
 	uint32_t shards;	       /* one per dataplane core */
 	uint64_t seg_size;	       /* mapedFileSizeCommitLog */
 	uint32_t cq_units;	       /* units per ConsumeQueue file */

@@ -175,7 +175,13 @@ test_errors_name_file_line_key(void)
 		   "broker.conf:1: key 'listenPort': value 0 out of range [1, 65535]");
 	expect_err("listenPort=10911x", -EINVAL,
 		   "broker.conf:1: key 'listenPort': value '10911x' is not a decimal integer");
-	expect_err("x=1\r\nlistenPort=", -ENOENT, "broker.conf:1: key 'x': unknown key");
+	expect_err("x=1\r\nlistenPort=", -EINVAL,
+		   "broker.conf:1: key 'x': unknown key; broker.conf:2: key 'listenPort': value '' "
+		   "is not a decimal integer");
+	/* every unknown key of a file at once */
+	expect_err("a=1\nbrokerName=b\nc=2\nd=3\n", -ENOENT,
+		   "broker.conf:1: key 'a': unknown key; broker.conf:3: key 'c': unknown key; "
+		   "broker.conf:4: key 'd': unknown key");
 	expect_err("\r\nlistenPort=", -EINVAL,
 		   "broker.conf:2: key 'listenPort': value '' is not a decimal integer");
 	expect_err("\r\rbrokerRole=slave", -EINVAL,
@@ -194,6 +200,24 @@ test_errors_name_file_line_key(void)
 		   "broker.conf:1: key 'brokerName': malformed \\uXXXX escape in value");
 	/* Untrusted bytes are echoed escaped, never raw. */
 	expect_err("k\x1b[2J=1", -ENOENT, "broker.conf:1: key 'k\\x1b[2J': unknown key");
+}
+
+/* A file of many unknown keys: one report that fits, ending in "...". */
+static void
+test_many_unknown_keys(void)
+{
+	struct cfg *cfg = new_cfg();
+	struct cfg_err err;
+	char buf[4096];
+	size_t n = 0;
+
+	for (int i = 0; i < 100; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "unknownKey%d=1\n", i);
+	T_ASSERT_EQ(cfg_parse_buf(cfg, "b.properties", buf, n, &err), -ENOENT);
+	T_ASSERT(strlen(err.msg) < CFG_ERR_MAX);
+	T_ASSERT(strncmp(err.msg, "b.properties:1: key 'unknownKey0': unknown key; ", 48) == 0);
+	T_ASSERT(strcmp(err.msg + strlen(err.msg) - 3, "...") == 0);
+	cfg_destroy(cfg);
 }
 
 static void
@@ -538,7 +562,8 @@ test_getter_type_mismatch_asserts(void)
 }
 
 T_MAIN(T_CASE(test_defaults), T_CASE(test_file_parse), T_CASE(test_syntax),
-       T_CASE(test_errors_name_file_line_key), T_CASE(test_nul_and_long_input),
-       T_CASE(test_int_range_and_overflow), T_CASE(test_enum_and_bool_strict),
-       T_CASE(test_ignored_key_notice), T_CASE(test_cmdline_wins), T_CASE(test_cmdline_errors),
-       T_CASE(test_help), T_CASE(test_create_errors), T_CASE(test_getter_type_mismatch_asserts))
+       T_CASE(test_errors_name_file_line_key), T_CASE(test_many_unknown_keys),
+       T_CASE(test_nul_and_long_input), T_CASE(test_int_range_and_overflow),
+       T_CASE(test_enum_and_bool_strict), T_CASE(test_ignored_key_notice),
+       T_CASE(test_cmdline_wins), T_CASE(test_cmdline_errors), T_CASE(test_help),
+       T_CASE(test_create_errors), T_CASE(test_getter_type_mismatch_asserts))

@@ -634,7 +634,56 @@ test_threads_buffer_reuse(void)
 	rmtmp();
 }
 
+/* RocketMQ's path keys: every file goes where its key says, and comes back from there. */
+static void
+test_paths(void)
+{
+	char cl[128], cq[128], ix[128], ck[128], ab[128], probe[160];
+	struct store_queue *q[2];
+	struct store_cfg c;
+	struct store *s;
+	struct stat st;
+
+	mktmp();
+	snprintf(cl, sizeof(cl), "%s/elsewhere/cl", root);
+	snprintf(cq, sizeof(cq), "%s/elsewhere/cq", root);
+	snprintf(ix, sizeof(ix), "%s/elsewhere/ix", root);
+	snprintf(ck, sizeof(ck), "%s/ckpt.file", root);
+	snprintf(ab, sizeof(ab), "%s/abort.file", root);
+	cfg_small(&c, false);
+	c.path_commitlog = cl;
+	c.path_cq = cq;
+	c.path_index = ix;
+	c.path_checkpoint = ck;
+	c.path_abort = ab;
+	T_ASSERT_EQ(store_open(&c, &s), 0);
+	T_ASSERT_EQ(stat(ab, &st), 0);
+	T_ASSERT_EQ(store_queue_get(s, "A", 0, 0, &q[0]), 0);
+	T_ASSERT_EQ(store_queue_get(s, "A", 1, 1, &q[1]), 0);
+	fill(s, q, 0, 50);
+	T_ASSERT_EQ(store_index_round(s) >= 0, true);
+	store_close(s);
+	T_ASSERT(stat(ab, &st) != 0);
+	snprintf(probe, sizeof(probe), "%s/0/00000000000000000000", cl);
+	T_ASSERT_EQ(stat(probe, &st), 0);
+	snprintf(probe, sizeof(probe), "%s/A/1", cq);
+	T_ASSERT_EQ(stat(probe, &st), 0);
+	snprintf(probe, sizeof(probe), "%s/0", ix);
+	T_ASSERT_EQ(stat(probe, &st), 0);
+	T_ASSERT_EQ(stat(ck, &st), 0);
+	snprintf(probe, sizeof(probe), "%s/commitlog", root);
+	T_ASSERT(stat(probe, &st) != 0);
+	snprintf(probe, sizeof(probe), "%s/consumequeue", root);
+	T_ASSERT(stat(probe, &st) != 0);
+	/* reopened from the same keys: everything is there */
+	T_ASSERT_EQ(store_open(&c, &s), 0);
+	T_ASSERT_EQ(store_queue_get(s, "A", 0, 0, &q[0]), 0);
+	T_ASSERT_EQ(store_queue_max(s, q[0]), 25);
+	store_close(s);
+	rmtmp();
+}
+
 T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_put_get_lookups), T_CASE(test_threads_buffer_reuse),
        T_CASE(test_sync_visibility_and_tickets), T_CASE(test_clean_restart),
        T_CASE(test_crash_recovery), T_CASE(test_async_kill_keeps_buffered_appends),
-       T_CASE(test_retention), T_CASE(test_threads_group_commit))
+       T_CASE(test_retention), T_CASE(test_threads_group_commit), T_CASE(test_paths))
