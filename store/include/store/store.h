@@ -43,9 +43,9 @@ struct store_cfg {
 	const char *path_index;	     /* storePathIndex: <dir>/<shard>/<files> */
 	const char *path_checkpoint; /* storeCheckpoint */
 	const char *path_abort;	     /* abortFile */
-	uint32_t shards;	       /* one per dataplane core */
-	uint64_t seg_size;	       /* mapedFileSizeCommitLog */
-	uint32_t cq_units;	       /* units per ConsumeQueue file */
+	uint32_t shards;	     /* one per dataplane core */
+	uint64_t seg_size;	     /* mapedFileSizeCommitLog */
+	uint32_t cq_units;	     /* units per ConsumeQueue file */
 	uint32_t idx_slots;
 	uint32_t idx_entries;
 	bool sync_flush;	      /* flushDiskType=SYNC_FLUSH */
