@@ -58,8 +58,9 @@ struct follow_shard {
 	bool done;
 	bool dead;
 	uint32_t backoff_ms;
-	int last_refusal; /* the status last logged, to log a refusal once */
-	bool halted;	  /* the logs diverged beyond repair, or a cut waits for a restart */
+	int last_refusal;	 /* the status last logged, to log a refusal once */
+	bool halted;		 /* the logs diverged beyond repair, or a cut waits for a restart */
+	_Atomic bool in_session; /* a session to the master is up (stats, relaxed) */
 	/* the shard's last record (REPL prev_*): what the master checks */
 	uint64_t prev_off;
 	uint32_t prev_size;
@@ -381,6 +382,7 @@ follow_main(void *arg)
 		log_info(FOLLOW_TAG, "shard %u: session to master %s core %u", fs->shard,
 			 f->master_str, fs->shard);
 		fs->dead = false;
+		atomic_store_relaxed(&fs->in_session, true);
 		prev_init(fs);
 		while (!atomic_load_relaxed(&f->stop) && master_of(f, &m, &cur) && cur == gen &&
 		       !fs->halted) {
@@ -390,6 +392,7 @@ follow_main(void *arg)
 			if (fs->backoff_ms)
 				nap(f, fs->backoff_ms);
 		}
+		atomic_store_relaxed(&fs->in_session, false);
 		dp_xcli_close(fs->sess, 100);
 		fs->sess = NULL;
 	}
@@ -494,4 +497,13 @@ bk_follow_stats(const struct bk_follow *f, uint32_t shard, uint64_t *master_end,
 {
 	*master_end = atomic_load_relaxed(&f->sh[shard].master_end);
 	*bytes = atomic_load_relaxed(&f->sh[shard].bytes);
+}
+
+bool
+bk_follow_connected(const struct bk_follow *f)
+{
+	for (uint32_t i = 0; i < f->bk->ncores; i++)
+		if (!atomic_load_relaxed(&f->sh[i].in_session) && !f->sh[i].halted)
+			return false;
+	return true;
 }

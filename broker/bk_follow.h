@@ -29,6 +29,9 @@ void bk_follow_set_master(struct bk_follow *f, const char *addr);
 /* Stop the sessions and free @f (NULL: no-op). Context: control thread. */
 void bk_follow_stop(struct bk_follow *f);
 
+/* Every shard that can follow has a session to the master (relaxed). */
+bool bk_follow_connected(const struct bk_follow *f);
+
 /* Shard @shard's last seen master end of log and bytes copied (relaxed). */
 void bk_follow_stats(const struct bk_follow *f, uint32_t shard, uint64_t *master_end,
 		     uint64_t *bytes);

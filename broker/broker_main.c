@@ -202,6 +202,7 @@ struct bk_ctl {
 	struct bk_follow *follow; /* SLAVE: the replication sessions */
 	struct bk_sync *sync;	  /* SLAVE: topics and offsets from the master */
 	bool master_fixed;	  /* haMasterAddress given: never from the NameServer */
+	uint64_t follow_kick_ms;  /* last registration asked for to learn the master */
 	int cpus[BK_CORES_MAX];
 	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
 	pthread_t persist;
@@ -842,10 +843,24 @@ follow_poll(struct bk_ctl *x)
 	char ha[CTL_BREG_ADDR_MAX];
 	char addr[CTL_BREG_ADDR_MAX];
 
+	bool known;
+	uint64_t now = clk_mono_ns() / 1000000;
+
 	if (x->follow == NULL || x->master_fixed || x->breg == NULL)
 		return;
-	if (ctl_breg_master(x->breg, ha, sizeof(ha), addr, sizeof(addr)) && ha[0] != '\0')
+	known = ctl_breg_master(x->breg, ha, sizeof(ha), addr, sizeof(addr)) && ha[0] != '\0';
+	if (known)
 		bk_follow_set_master(x->follow, ha);
+	/*
+	 * No master named yet (it registered after us), or it is unreachable
+	 * (moved?): register again soon rather than in registerNameServerPeriod,
+	 * since the answer names the master.
+	 */
+	if ((!known && now - x->follow_kick_ms >= 1000) ||
+	    (!bk_follow_connected(x->follow) && now - x->follow_kick_ms >= 5000)) {
+		x->follow_kick_ms = now;
+		ctl_breg_kick(x->breg);
+	}
 }
 
 static int

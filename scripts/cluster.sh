@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# RocketMQ's 2-master-2-slave cluster on one box: two NameServers and the four
+# brokers of conf/2m-2s-sync or conf/2m-2s-async (broker-a, broker-a-s,
+# broker-b, broker-b-s), each started from its properties file as RocketMQ
+# ships it, with ports and store paths derived per broker on the command line.
+# Waits until every broker registered with both NameServers, prints the
+# cluster view, and stops everything on Ctrl-C (or after SECONDS_UP seconds).
+#
+#   scripts/cluster.sh            conf/2m-2s-sync (SYNC_MASTER + SLAVE)
+#   scripts/cluster.sh async      conf/2m-2s-async
+#   CORES=2 SEGMENT=67108864 DIR=/tmp/mycluster SECONDS_UP=60 scripts/cluster.sh
+#
+# Every daemon logs to $DIR/<name>.log; stores are $DIR/<broker>/. The script
+# prints the namesrvAddr for clients (e.g. sp_xtool, ali-ons).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-sync}
+case "$mode" in
+sync | async) ;;
+*) echo "usage: scripts/cluster.sh [sync|async]" >&2; exit 2 ;;
+esac
+BUILD=${BUILD:-build}
+CORES=${CORES:-1}
+SEGMENT=${SEGMENT:-$((64 << 20))} # mapedFileSizeCommitLog: 1 GiB per broker and shard is a lot for one box
+DIR=${DIR:-$(mktemp -d /tmp/sprocket-cluster-XXXXXX)}
+SECONDS_UP=${SECONDS_UP:-0}
+
+if [ ! -x "$BUILD/broker/sprocket-broker" ] || [ ! -x "$BUILD/control/sprocket-namesrv" ]; then
+	scripts/bootstrap.sh
+	[ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" -Dwerror=true
+	ninja -C "$BUILD" broker/sprocket-broker control/sprocket-namesrv
+fi
+BIN="$PWD/$BUILD"
+mkdir -p "$DIR"
+
+# A base port with 40 free ports above it (TCP and UDP), so two clusters can run side by side.
+base=$(python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    b = random.randrange(20000, 60000, 100)
+    ok = True
+    for p in range(b, b + 40):
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            s = socket.socket(socket.AF_INET, kind)
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                ok = False
+            finally:
+                s.close()
+        if not ok:
+            break
+    if ok:
+        print(b)
+        break
+PY
+)
+ns1=$base
+ns2=$((base + 1))
+namesrv="127.0.0.1:$ns1;127.0.0.1:$ns2"
+pids=()
+
+stop_all() {
+	trap - INT TERM EXIT
+	echo "stopping..."
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	echo "stopped; logs and stores in $DIR"
+}
+trap stop_all INT TERM EXIT
+
+for p in $ns1 $ns2; do
+	"$BIN/control/sprocket-namesrv" --listenPort="$p" --bindAddress=127.0.0.1 \
+		>"$DIR/namesrv-$p.log" 2>&1 &
+	pids+=($!)
+done
+
+k=0
+for b in broker-a broker-a-s broker-b broker-b-s; do
+	# broker k: remoting base+10+k, dataplane base+20+k*CORES (one UDP port per core)
+	"$BIN/broker/sprocket-broker" -c "conf/2m-2s-$mode/$b.properties" \
+		--namesrvAddr="$namesrv" --listenPort=$((base + 10 + k)) \
+		--dataplanePort=$((base + 20 + k * CORES)) --dataplaneCores="$CORES" \
+		--mapedFileSizeCommitLog="$SEGMENT" --storePathRootDir="$DIR/$b" \
+		>"$DIR/$b.log" 2>&1 &
+	pids+=($!)
+	k=$((k + 1))
+done
+
+# Registered: each NameServer knows four addresses of DefaultCluster.
+python3 - "$ns1" "$ns2" <<'PY'
+import json, re, socket, struct, sys, time
+
+def cluster(port):
+    hdr = json.dumps({"code": 106, "language": "JAVA", "version": 409, "opaque": 1,
+                      "flag": 0, "extFields": {}}).encode()
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=3)
+    s.sendall(struct.pack(">II", 4 + len(hdr), len(hdr)) + hdr)
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        c = s.recv(65536)
+        if not c:
+            break
+        buf += c
+    s.close()
+    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
+    body = buf[8 + hl:].decode()
+    return json.loads(re.sub(r'([{,])(\d+):', r'\1"\2":', body)) if body else {}
+
+deadline = time.time() + 60
+while True:
+    try:
+        views = [cluster(p) for p in sys.argv[1:]]
+        n = [sum(len(b.get("brokerAddrs", {})) for b in v.get("brokerAddrTable", {}).values())
+             for v in views]
+        if all(x == 4 for x in n):
+            break
+    except OSError:
+        pass
+    if time.time() > deadline:
+        sys.exit("the four brokers did not register with both NameServers in 60 s")
+    time.sleep(0.2)
+v = views[0]
+print("cluster view (GET_BROKER_CLUSTER_INFO):")
+for cl, names in sorted(v.get("clusterAddrTable", {}).items()):
+    print(f"  {cl}")
+    for name in sorted(names):
+        addrs = v["brokerAddrTable"][name]["brokerAddrs"]
+        for bid in sorted(addrs, key=int):
+            role = "master" if bid == "0" else "slave"
+            print(f"    {name:<10} id {bid}  {role:<6}  {addrs[bid]}")
+PY
+echo "namesrvAddr=$namesrv  (logs and stores in $DIR; Ctrl-C stops everything)"
+if [ "$SECONDS_UP" -gt 0 ]; then
+	sleep "$SECONDS_UP"
+else
+	while :; do sleep 3600; done
+fi

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""scripts/cluster.sh as a user runs it: the 2-master-2-slave cluster comes up,
+prints four brokers, takes messages on both masters, serves them back, copies
+them to both slaves, and stops cleanly.
+
+Usage: cluster_smoke.py SOURCE_ROOT BUILD_DIR SP_XTOOL MODE
+"""
+import json
+import os
+import socket
+import struct
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+root, build, xtool, mode = sys.argv[1:5]
+d = tempfile.mkdtemp(prefix="cluster-smoke-")
+env = dict(os.environ, BUILD=build, DIR=d, SECONDS_UP="12")
+p = subprocess.Popen([os.path.join(root, "scripts/cluster.sh"), mode], env=env,
+                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+out = []
+ns = None
+failed = []
+
+
+def create_topic(addr, topic):
+    """UPDATE_AND_CREATE_TOPIC (17), as mqadmin updateTopic sends it."""
+    ext = {"topic": topic, "readQueueNums": "4", "writeQueueNums": "4", "perm": "6",
+           "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
+    hdr = json.dumps({"code": 17, "language": "JAVA", "version": 409, "opaque": 1, "flag": 0,
+                      "extFields": ext}).encode()
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(struct.pack(">II", 4 + len(hdr), len(hdr)) + hdr)
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        c = s.recv(65536)
+        if not c:
+            break
+        buf += c
+    s.close()
+    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
+    return json.loads(buf[8:8 + hl]).get("code")
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failed.append(what)
+
+
+try:
+    for line in p.stdout:
+        out.append(line)
+        if line.startswith("namesrvAddr="):
+            ns = line.split("=", 1)[1].split()[0]
+            break
+    check(ns is not None, "the cluster came up: " + "".join(out[-8:]))
+    view = "".join(out)
+    check(all(f"{b}   id {i}" in view for b in ("broker-a", "broker-b") for i in (0, 1)),
+          "four brokers in the cluster view")
+    masters = [l.split()[-1] for l in view.splitlines() if " id 0 " in l]
+    check([create_topic(a, "CS") for a in masters] == [0, 0], f"topic CS on {masters}")
+    time.sleep(4)  # the slaves' sync (3 s) takes it too
+    r = subprocess.run([xtool, "produce", f"--namesrv={ns}", "--topic=CS", "--count=400"],
+                       capture_output=True, text=True, timeout=60)
+    sent = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    brokers = {l.get("broker") for l in sent if l.get("ok")}
+    check(sum(1 for l in sent if l.get("ok")) == 400, "400 sent")
+    check(brokers == {"broker-a", "broker-b"}, f"on both masters: {brokers}")
+    statuses = {l.get("status") for l in sent if l.get("ok")}
+    check(statuses == {0} if mode == "sync" else True, f"SEND_OK (slaves in sync): {statuses}")
+    r = subprocess.run([xtool, "consume", f"--namesrv={ns}", "--topic=CS", "--group=g",
+                        "--from=first", "--count=400", "--timeout-ms=20000"],
+                       capture_output=True, text=True, timeout=60)
+    got = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    check(len(got) == 400, f"400 consumed ({len(got)})")
+    rest, _ = p.communicate(timeout=60)
+    out.append(rest)
+    check(p.returncode == 0, f"the script ends cleanly (rc {p.returncode})")
+    for b in ("broker-a-s", "broker-b-s"):
+        log = open(os.path.join(d, b + ".log")).read()
+        copied = [l for l in log.splitlines() if "followed:" in l]
+        check(copied and all(" 0 bytes copied" not in l for l in copied),
+              f"{b} copied its master's log: " + "; ".join(l.split("broker: ")[-1] for l in copied))
+finally:
+    if p.poll() is None:
+        p.terminate()
+        p.wait(60)
+    if failed:
+        print("".join(out)[-3000:])
+    shutil.rmtree(d, ignore_errors=True)
+print(f"cluster {mode}: {len(failed)} failed")
+sys.exit(1 if failed else 0)
