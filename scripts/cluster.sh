@@ -33,7 +33,10 @@ if [ ! -x "$BUILD/broker/sprocket-broker" ] || [ ! -x "$BUILD/control/sprocket-n
 	[ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" -Dwerror=true
 	ninja -C "$BUILD" broker/sprocket-broker control/sprocket-namesrv
 fi
-BIN="$PWD/$BUILD"
+case "$BUILD" in
+/*) BIN="$BUILD" ;;
+*) BIN="$PWD/$BUILD" ;;
+esac
 mkdir -p "$DIR"
 
 # A base port with 40 free ports above it (TCP and UDP), so two clusters can run side by side.
