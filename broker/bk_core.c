@@ -1196,9 +1196,18 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 	/*
 	 * Acks waiting for the flusher count as work: an idle core would wait
 	 * in the port for up to a millisecond, and the flush that lands
-	 * meanwhile would be acknowledged that much later.
+	 * meanwhile would be acknowledged that much later. An ack waiting for
+	 * a slave does not: the slave's next REPL request, which carries it,
+	 * wakes the core's port, and on a small host the slave may need this
+	 * CPU to send it.
 	 */
-	return work + (c->ack_head != c->ack_tail);
+	if (c->ack_head != c->ack_tail) {
+		const struct bk_ack *h = &c->acks[c->ack_head % c->ack_cap];
+
+		if (!h->wait_slave || store_durable(c->bk->store, c->id, h->ticket) != 1)
+			work++;
+	}
+	return work;
 }
 
 /* ---- setup ---- */

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@
 #define FOLLOW_TAG "broker.repl"
 #define FOLLOW_MAX_BYTES (1u << 20) /* per answer */
 #define FOLLOW_SUSPEND_MS 1000u
-#define FOLLOW_SPIN_NS 50000ull /* poll without sleeping this long after sending */
+#define FOLLOW_SPIN_NS 0ull /* poll without sleeping this long after sending */
 #define FOLLOW_RETRY_MS 1000u
 #define FOLLOW_REFUSED_MS 5000u
 
@@ -341,6 +342,8 @@ ask(struct follow_shard *fs)
 			return false; /* the session is closed (and the answer dropped) next */
 		if (clk_mono_ns() - t0 > FOLLOW_SPIN_NS)
 			dp_port_wait(fs->port, 1000);
+		else
+			sched_yield();
 	}
 	return !fs->dead;
 }

@@ -15,6 +15,9 @@
 #   MODE=produce scripts/run.sh          produce -> ack only (MODE=e2e, the default, adds consumers)
 #   MODE=throughput BENCH_ARGS="--batch=64 --depth=8" scripts/run.sh --backend=dpdk
 #   TOPICS="Q16:16 Q10K:10000" ...      topics created before the broker starts (name:queues)
+#   SLAVE=1 BROKER_ARGS=--brokerRole=SYNC_MASTER scripts/run.sh
+#                                        a slave follows the broker (udp, af_packet; its core
+#                                        and threads on the benchmark's CPU): docs/replication.md
 #
 # CPU layout on a small machine: the broker's one dataplane core alone on CPU 1
 # (as on a production host), the benchmark on CPU 0 with everything else (the
@@ -77,11 +80,13 @@ if [ "$(id -u)" = 0 ] && [ "${IRQ_TUNE:-1}" = 1 ]; then
 fi
 ns_pid=""
 bk_pid=""
+sl_pid=""
 nsA=""
 nsB=""
 cleanup() {
 	set +e
 	for r in "${irq_restore[@]}"; do echo "${r#*:}" >"/proc/irq/${r%%:*}/smp_affinity_list" 2>/dev/null; done
+	[ -n "$sl_pid" ] && kill "$sl_pid" 2>/dev/null && wait "$sl_pid" 2>/dev/null
 	[ -n "$bk_pid" ] && kill "$bk_pid" 2>/dev/null && wait "$bk_pid" 2>/dev/null
 	[ -n "$ns_pid" ] && kill "$ns_pid" 2>/dev/null && wait "$ns_pid" 2>/dev/null
 	[ -n "$nsA" ] && ip netns del "$nsA" 2>/dev/null
@@ -94,6 +99,7 @@ trap cleanup EXIT
 # exec keeps $! the daemon's own pid, so that kill reaches it.
 in_b() { if [ -n "$nsB" ]; then exec ip netns exec "$nsB" "$@"; else exec "$@"; fi; }
 in_a() { if [ -n "$nsA" ]; then ip netns exec "$nsA" "$@"; else "$@"; fi; }
+in_a_daemon() { if [ -n "$nsA" ]; then exec ip netns exec "$nsA" "$@"; else exec "$@"; fi; }
 
 ns_host=127.0.0.1
 ns_port=$((20000 + $$ % 20000))
@@ -167,6 +173,27 @@ done
 if ! grep -q ' ready: ' "$work/broker.log"; then
 	echo "run.sh: the broker did not start:" >&2; cat "$work/broker.log" >&2; exit 1
 fi
+if [ -n "${SLAVE:-}" ]; then
+	# The slave: udp on the client's side of the link, everything on the benchmark's CPU.
+	[ "$backend" != dpdk ] || { echo "run.sh: SLAVE=1 runs on udp and af_packet" >&2; exit 1; }
+	sl_ip=127.0.0.1
+	[ "$backend" = af_packet ] && sl_ip="10.252.$tag.1"
+	# shellcheck disable=SC2086 # BROKER_ARGS is a list of options
+	in_a_daemon "$BIN/broker/sprocket-broker" --storePathRootDir="$work/slave" --brokerRole=SLAVE \
+		--brokerId=1 --namesrvAddr="$ns_host:$ns_port" --mapedFileSizeCommitLog=268435456 \
+		--dataplaneBackend=udp --dataplaneIp="$sl_ip" --brokerIP1="$sl_ip" \
+		--dataplanePort=$((dp_port + 100)) --dataplaneCores=1 --dataplaneCpus="${SLAVE_CPU:-$bench_cpu}" \
+		--controlCpus="${SLAVE_CPU:-$bench_cpu}" --listenPort=0 --flushDiskType="$FLUSH" \
+		>"$work/slave.log" 2>&1 &
+	sl_pid=$!
+	for _ in $(seq 300); do
+		[ "$(grep -c 'session to master' "$work/slave.log" 2>/dev/null)" -ge 1 ] && break
+		kill -0 "$sl_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q 'session to master' "$work/slave.log" ||
+		{ echo "run.sh: the slave did not follow:" >&2; cat "$work/slave.log" >&2; exit 1; }
+fi
 # The route appears once the broker has registered (at start, then every 30 s).
 for _ in $(seq 100); do
 	grep -qE 'registered [0-9]+ topics with namesrv' "$work/broker.log" 2>/dev/null && break
@@ -182,5 +209,11 @@ in_a "$BIN/bench/sprocket-bench" "$MODE" --namesrv="$ns_host:$ns_port" --size="$
 kill "$bk_pid"
 if ! wait "$bk_pid"; then echo "run.sh: the broker did not stop cleanly" >&2; exit 1; fi
 bk_pid=""
+if [ -n "$sl_pid" ]; then
+	kill "$sl_pid"
+	if ! wait "$sl_pid"; then echo "run.sh: the slave did not stop cleanly" >&2; exit 1; fi
+	sl_pid=""
+	grep -E 'followed:' "$work/slave.log" | sed 's/^.*broker: /# slave: /' || true
+fi
 kill "$ns_pid"; wait "$ns_pid" || true; ns_pid=""
-grep -E ' core [0-9]+: sends' "$work/broker.log" | sed 's/^/# broker: /' || true
+grep -E ' core [0-9]+: sends| core [0-9]+ replication' "$work/broker.log" | sed 's/^/# broker: /' || true
