@@ -24,6 +24,13 @@
  *      ali-ons producer -> sp_xtool consume (pull and push): bodies byte-equal
  *      (a body ali-ons compressed is compared inflated), tags, keys, user
  *      properties, queue ids and offsets equal
+ *   e  replication (docs/replication.md): the broker restarts as SYNC_MASTER
+ *      and a slave (brokerId 1, its own store and ports) follows it; an
+ *      ali-ons group consumes part; ali-ons sends while the master is
+ *      SIGKILLed mid-load; a fresh ali-ons group reads every message that
+ *      got SEND_OK from the slave while the master is down; the master
+ *      restarts on its store and the first group goes on with nothing
+ *      skipped
  *
  * A SEND_MESSAGE_V2 that fails (no answer within ali-ons' sendMsgTimeout,
  * 5 s here, say) fails the test even when ali-ons' own retry on another queue
@@ -101,12 +108,15 @@ const N_B = 200; // phase b messages per batch (two batches)
 const N_C = 400; // phase c messages
 const N_C2 = 80; // phase c messages after one consumer left
 const N_D = 100; // phase d messages each way
+const N_E = 3000; // phase e: sent at most (the master dies on the way)
+const N_E_KILL = 400; // phase e: SEND_OKs before the master is killed
 
 const T_TAG = 'CompatTagTopic';
 const T_SHARE = 'CompatShareTopic';
 const T_SP2ALI = 'CompatSpToAli';
 const T_ALI2SP = 'CompatAliToSp';
-const TOPICS = { [T_TAG]: 4, [T_SHARE]: 8, [T_SP2ALI]: 4, [T_ALI2SP]: 4 };
+const T_REPL = 'CompatReplTopic';
+const TOPICS = { [T_TAG]: 4, [T_SHARE]: 8, [T_SP2ALI]: 4, [T_ALI2SP]: 4, [T_REPL]: 4 };
 
 const BROKER_NAME = 'broker-compat';
 const t0 = Date.now();
@@ -1100,7 +1110,7 @@ async function cleanup() {
     }
   }
   openConsumers.clear();
-  const daemons = [env.brokerProc, env.nsProc].filter(Boolean);
+  const daemons = [env.slaveProc, env.brokerProc, env.nsProc].filter(Boolean);
   for (const p of daemons) {
     const exit = await stopProc(p);
     if (exit.code !== 0) {
@@ -1110,6 +1120,7 @@ async function cleanup() {
     }
   }
   env.brokerProc = null;
+  env.slaveProc = null;
   env.nsProc = null;
   killAllSync();
 }
@@ -1120,8 +1131,8 @@ async function main() {
   note(`ali-ons ${ALIONS_VERSION}, node ${process.version}, dir ${tmpDir}`);
   let producer = null;
   // SP_COMPAT_PHASES=a,c picks phases (b needs a) when chasing one failure.
-  const pick = (process.env.SP_COMPAT_PHASES || 'a,b,c,d').split(',');
-  const phases = [['a', phaseA], ['b', phaseB], ['c', phaseC], ['d', phaseD]]
+  const pick = (process.env.SP_COMPAT_PHASES || 'a,b,c,d,e').split(',');
+  const phases = [['a', phaseA], ['b', phaseB], ['c', phaseC], ['d', phaseD], ['e', phaseE]]
     .filter(([n]) => pick.includes(n)).map(([, f]) => f);
   try {
     await startNamesrv();
@@ -1176,6 +1187,100 @@ async function main() {
   console.log(failures ? `alions: FAILED (${failures}) in ${elapsed()}`
     : `alions: all passed in ${elapsed()}`);
   return failures ? 1 : 0;
+}
+
+async function phaseE(producer) {
+  phase = 'e (SYNC_MASTER and a slave; the master SIGKILLed mid-load)';
+  await stopBroker();
+  fs.writeFileSync(env.propsPath, fs.readFileSync(env.propsPath, 'utf8')
+    .replace('flushDiskType=ASYNC_FLUSH', 'flushDiskType=ASYNC_FLUSH\nbrokerRole=SYNC_MASTER'));
+  await startBroker();
+  const sListen = await freePorts('tcp', 1);
+  const sDp = await freePorts('udp', 2);
+  const slaveProps = path.join(tmpDir, 'slave.properties');
+  const slaveLog = path.join(tmpDir, 'slave.log');
+  fs.writeFileSync(slaveProps, fs.readFileSync(env.propsPath, 'utf8')
+    .replace('brokerId=0', 'brokerId=1')
+    .replace('brokerRole=SYNC_MASTER', 'brokerRole=SLAVE')
+    .replace(/listenPort=\d+/, `listenPort=${sListen}`)
+    .replace(/dataplanePort=\d+/, `dataplanePort=${sDp}`)
+    .replace(/storePathRootDir=.*/, `storePathRootDir=${path.join(tmpDir, 'slave-store')}`));
+  env.slaveProc = (await startDaemon('sprocket-broker (slave)', BIN.broker, ['-c', slaveProps],
+    slaveLog, ' ready: ')).proc;
+  await waitFor(() => ['shard 0: session to master', 'shard 1: session to master']
+    .every(l => fs.readFileSync(slaveLog, 'utf8').includes(l)),
+  15000, 'the slave to follow both shards', () => logTail(slaveLog, 20));
+  await sleep(200); // its first REPL request reaches each master core
+  ok('SYNC_MASTER with a slave following it');
+
+  const mk = (i) => {
+    const m = new Message(T_REPL, 'TagR', Buffer.from(`e:${i}`));
+    m.keys = [`ke-${i}`];
+    return m;
+  };
+  const acked = new Set();
+  const notOk = [];
+  // A group that consumes before the kill and after the master's return.
+  const first = Array.from({ length: 300 }, (_, i) => mk(i));
+  const sent = await sendAll(producer, first, 8);
+  checkSent(sent, first.length);
+  first.forEach((m, i) => {
+    if (sent.results[i] && sent.results[i].sendStatus === 'SEND_OK') acked.add(`ke-${i}`);
+  });
+  const early = new Set();
+  let c = await newConsumer('GID_COMPAT_REPL', 'e1', T_REPL, '*', msg => early.add(msg.keys));
+  await waitFor(() => early.size >= 100, 15000, 'the first group to consume some',
+    () => `${early.size} consumed`);
+  await closeConsumer(c); // commits its offsets to the master
+  await sleep(3500); // the slave's sync (3 s) takes them
+  let next = first.length;
+  let killed = false;
+  async function worker() {
+    while (next < N_E && !killed) {
+      const i = next++;
+      try {
+        const r = await producer.send(mk(i));
+        if (r.sendStatus === 'SEND_OK') {
+          acked.add(`ke-${i}`);
+        } else {
+          notOk.push(r.sendStatus);
+        }
+      } catch (err) {
+        // the master is dead: expected after the kill
+      }
+    }
+  }
+  const workers = Promise.all(Array.from({ length: 8 }, worker));
+  await waitFor(() => acked.size >= first.length + N_E_KILL, 30000,
+    `${N_E_KILL} more SEND_OKs from the SYNC_MASTER`,
+    () => `${acked.size} so far; other statuses ${firstFew(notOk)}`);
+  env.brokerProc.child.kill('SIGKILL');
+  killed = true;
+  await env.brokerProc.exited;
+  await workers;
+  env.brokerProc = null;
+  check(next < N_E, `the master was killed mid-load (${next} of ${N_E} sends started)`);
+  ok(`master SIGKILLed after ${acked.size} SEND_OK (all stored on the slave too: SYNC_MASTER)`);
+  check(notOk.every(st => st === 'SLAVE_NOT_AVAILABLE' || st === 'FLUSH_SLAVE_TIMEOUT'),
+    `sendStatus other than SEND_OK before the kill: ${firstFew(notOk)}`);
+
+  const fresh = new Set();
+  c = await newConsumer('GID_COMPAT_REPL_FRESH', 'e2', T_REPL, '*', msg => fresh.add(msg.keys));
+  await waitFor(() => [...acked].every(k => fresh.has(k)), 60000,
+    `a fresh ali-ons group to read every SEND_OK message from the slave`,
+    () => `${fresh.size} read, missing ${JSON.stringify([...acked].filter(k => !fresh.has(k)).slice(0, 8))} of ${acked.size}; read e.g. ${JSON.stringify([...fresh].slice(0, 3))}`);
+  await closeConsumer(c);
+  ok(`a fresh group read all ${acked.size} SEND_OK messages from the slave while the master was down`);
+
+  await startBroker();
+  const late = new Set();
+  c = await newConsumer('GID_COMPAT_REPL', 'e3', T_REPL, '*', msg => late.add(msg.keys));
+  await waitFor(() => [...acked].every(k => early.has(k) || late.has(k)), 60000,
+    'the first group to go on with nothing skipped',
+    () => `missing ${firstFew([...acked].filter(k => !early.has(k) && !late.has(k)))}`);
+  await closeConsumer(c);
+  ok(`the first group went on after the master's return: ${early.size} before, ${late.size} ` +
+    'after, none skipped');
 }
 
 function removeTmpDir() {
