@@ -1245,11 +1245,10 @@ clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len)
 	return (long)len;
 }
 
-/* The bytes at local @off up to the written end, within its segment: NULL when out of range. */
+/* The bytes at local @off up to @end (a written end), within its segment: NULL when out of range. */
 static const uint8_t *
-clog_raw_at(const struct clog *c, uint64_t off, uint64_t *avail)
+clog_raw_at(const struct clog *c, uint64_t off, uint64_t end, uint64_t *avail)
 {
-	uint64_t end = clog_written(c);
 	const uint8_t *base;
 	struct clog_seg *s;
 
@@ -1270,7 +1269,7 @@ int
 clog_rec_id(const struct clog *c, uint64_t off, uint32_t *size, uint32_t *hash)
 {
 	uint64_t avail;
-	const uint8_t *p = clog_raw_at(c, off, &avail);
+	const uint8_t *p = clog_raw_at(c, off, clog_written(c), &avail);
 	uint32_t total;
 	uint32_t magic;
 
@@ -1319,23 +1318,15 @@ clog_read_span(const struct clog *c, uint64_t off, uint32_t max, const uint8_t *
 {
 	uint64_t end = clog_written(c);
 	const uint8_t *base;
-	struct clog_seg *s;
-	uint64_t in, lim, pos = 0;
+	uint64_t lim, pos = 0;
 
 	if (off < clog_min(c) || off > end)
 		return -ERANGE;
 	if (off == end)
 		return 0;
-	s = clog_seg_at(c, off);
-	if (s == NULL)
-		return -ERANGE;
-	in = off - s->start;
-	/* acquire: pairs with the release in clog_retire_bufs() */
-	base = atomic_load_acquire(&s->buf);
+	base = clog_raw_at(c, off, end, &lim);
 	if (base == NULL)
-		base = s->map;
-	base += in;
-	lim = SP_MIN(end - off, c->seg_size - in);
+		return -ERANGE;
 	while (pos + WIRE_BLANK_LEN <= lim) {
 		uint32_t size;
 		uint32_t magic;

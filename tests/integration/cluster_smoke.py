@@ -8,13 +8,14 @@ Usage: cluster_smoke.py SOURCE_ROOT BUILD_DIR SP_XTOOL MODE
 """
 import json
 import os
-import socket
-import struct
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rmt_call  # noqa: E402
 
 root, build, xtool, mode = sys.argv[1:5]
 d = tempfile.mkdtemp(prefix="cluster-smoke-")
@@ -30,20 +31,7 @@ def create_topic(addr, topic):
     """UPDATE_AND_CREATE_TOPIC (17), as mqadmin updateTopic sends it."""
     ext = {"topic": topic, "readQueueNums": "4", "writeQueueNums": "4", "perm": "6",
            "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
-    hdr = json.dumps({"code": 17, "language": "JAVA", "version": 409, "opaque": 1, "flag": 0,
-                      "extFields": ext}).encode()
-    host, port = addr.rsplit(":", 1)
-    s = socket.create_connection((host, int(port)), timeout=5)
-    s.sendall(struct.pack(">II", 4 + len(hdr), len(hdr)) + hdr)
-    buf = b""
-    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
-        c = s.recv(65536)
-        if not c:
-            break
-        buf += c
-    s.close()
-    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
-    return json.loads(buf[8:8 + hl]).get("code")
+    return rmt_call.call(addr, 17, ext)[0]
 
 
 def check(cond, what):

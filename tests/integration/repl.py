@@ -29,12 +29,13 @@ import os
 import random
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rmt_call  # noqa: E402
 
 NS, BK, XT = sys.argv[1], sys.argv[2], sys.argv[3]
 CASE = sys.argv[4]
@@ -148,25 +149,10 @@ def rmt_port(name):
 
 def rmt_send(port, topic):
     """SEND_MESSAGE_V2 over RocketMQ remoting; returns (code, remark)."""
-    hdr = {"code": 310, "language": "JAVA", "version": 409, "opaque": 7, "flag": 0,
-           "extFields": {"a": "PG", "b": topic, "c": "TBW102", "d": "4", "e": "0",
-                         "f": "0", "g": str(int(time.time() * 1000)), "h": "0", "i": "",
-                         "j": "0", "k": "false"}}
-    h = json.dumps(hdr).encode()
-    body = b"hello slave"
-    frame = struct.pack(">II", 4 + len(h) + len(body), len(h)) + h + body
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    s.sendall(frame)
-    buf = b""
-    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        buf += chunk
-    s.close()
-    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
-    r = json.loads(buf[8:8 + hl])
-    return r.get("code"), r.get("remark", "")
+    ext = {"a": "PG", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
+           "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false"}
+    code, remark, _ = rmt_call.call(f"127.0.0.1:{port}", 310, ext, b"hello slave")
+    return code, remark
 
 
 def shard_files(name):

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One RocketMQ remoting request over TCP, for the integration scripts.
+
+call(addr, code, ext, body) -> (code, remark, body) of the answer; addr is "host:port".
+The frame: 4-byte length, 4-byte header length (JSON serialization), JSON header, body.
+"""
+import json
+import socket
+import struct
+
+
+def call(addr, code, ext=None, body=b"", timeout=5):
+    hdr = json.dumps({"code": code, "language": "JAVA", "version": 409, "opaque": 1, "flag": 0,
+                      "extFields": ext or {}}).encode()
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=timeout)
+    s.sendall(struct.pack(">II", 4 + len(hdr) + len(body), len(hdr)) + hdr + body)
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
+    r = json.loads(buf[8:8 + hl])
+    return r.get("code"), r.get("remark", ""), buf[8 + hl:]
