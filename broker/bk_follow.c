@@ -41,7 +41,7 @@
 #include "wire/dp.h"
 
 #define FOLLOW_TAG "broker.repl"
-#define FOLLOW_MAX_BYTES (1u << 20) /* per answer */
+#define FOLLOW_MAX_BYTES (4u << 20) /* per answer */
 #define FOLLOW_SUSPEND_MS 1000u
 #define FOLLOW_SPIN_NS 0ull /* poll without sleeping this long after sending */
 #define FOLLOW_RETRY_MS 1000u
