@@ -60,6 +60,7 @@ struct follow_shard {
 	bool dead;
 	uint32_t backoff_ms;
 	int last_refusal;	 /* the status last logged, to log a refusal once */
+	uint32_t busy_row;	 /* SYSTEM_BUSY answers in a row */
 	bool halted;		 /* the logs diverged beyond repair, or a cut waits for a restart */
 	_Atomic bool in_session; /* a session to the master is up (stats, relaxed) */
 	/* the shard's last record (REPL prev_*): what the master checks */
@@ -137,13 +138,42 @@ diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t of
 	uint64_t one = 1;
 	int err;
 
+	if (r->flags & WIRE_DP_REPL_F_SLAVE_ACKED && to < off) {
+		/*
+		 * A SYNC_MASTER with ASYNC_FLUSH answered SEND_OK once we held
+		 * the bytes: past what it kept may be acknowledged messages of
+		 * which this is the only copy. Never cut those.
+		 */
+		log_err(FOLLOW_TAG,
+			"shard %u: this slave holds %" PRIu64
+			" bytes past what master %s kept (%" PRIu64 " here, it kept %" PRIu64
+			"); the master acknowledges SENDs once a slave holds "
+			"them (SYNC_MASTER, ASYNC_FLUSH), so they may be acknowledged messages: "
+			"not "
+			"cutting and not following; read them from this slave before emptying its "
+			"store",
+			fs->shard, off - to, fs->f->master_str, off, to);
+		atomic_store_relaxed(&fs->halted, true);
+		return;
+	}
+	if (to < clog_min(store_clog(bk->store, fs->shard))) {
+		log_err(FOLLOW_TAG,
+			"shard %u: master %s kept less (%" PRIu64
+			") than where this slave's log starts "
+			"(%" PRIu64
+			"): not cutting it all; empty this slave's store to copy it anew",
+			fs->shard, fs->f->master_str, to,
+			clog_min(store_clog(bk->store, fs->shard)));
+		atomic_store_relaxed(&fs->halted, true);
+		return;
+	}
 	if (off < r->min_offset) {
 		log_err(FOLLOW_TAG,
 			"shard %u: master %s no longer has offset %" PRIu64
 			" (its log starts at %" PRIu64
 			"): this slave cannot catch up; empty its store to copy it anew",
 			fs->shard, fs->f->master_str, off, r->min_offset);
-		fs->halted = true;
+		atomic_store_relaxed(&fs->halted, true);
 		return;
 	}
 	if (to >= off) {
@@ -153,7 +183,7 @@ diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t of
 			"copy "
 			"it anew",
 			fs->shard, fs->f->master_str, off);
-		fs->halted = true;
+		atomic_store_relaxed(&fs->halted, true);
 		return;
 	}
 	log_err(FOLLOW_TAG,
@@ -162,7 +192,7 @@ diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t of
 		" bytes at a restart",
 		fs->shard, fs->f->master_str, off, to, r->master_end, off - to);
 	err = store_truncate_mark(bk->store, fs->shard, to);
-	fs->halted = true;
+	atomic_store_relaxed(&fs->halted, true);
 	if (err != 0) {
 		log_err(FOLLOW_TAG, "shard %u: recording the cut: %s", fs->shard, strerror(-err));
 		return;
@@ -176,12 +206,11 @@ diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t of
 static void
 prev_from_log(struct follow_shard *fs, uint64_t last)
 {
-	struct clog *c = store_clog(fs->f->bk->store, fs->shard);
-
 	fs->prev_size = 0;
 	fs->prev_hash = 0;
 	fs->prev_off = last;
-	if (clog_rec_id(c, last, &fs->prev_size, &fs->prev_hash) != 0)
+	if (store_repl_rec_id(fs->f->bk->store, fs->shard, last, &fs->prev_size, &fs->prev_hash) !=
+	    0)
 		fs->prev_size = 0;
 }
 
@@ -189,11 +218,10 @@ prev_from_log(struct follow_shard *fs, uint64_t last)
 static void
 prev_init(struct follow_shard *fs)
 {
-	struct clog *c = store_clog(fs->f->bk->store, fs->shard);
 	uint64_t last;
 
 	fs->prev_size = 0;
-	if (clog_written(c) > 0 && clog_last_rec(c, &last) == 0)
+	if (store_repl_last(fs->f->bk->store, fs->shard, &last) == 0)
 		prev_from_log(fs, last);
 }
 
@@ -275,8 +303,16 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	}
 	if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY) {
 		fs->backoff_ms = 1;
+		if (++fs->busy_row % 1000 == 0)
+			log_warn_ratelimited(
+				FOLLOW_TAG,
+				"shard %u: master %s answered SYSTEM_BUSY %u times in a row "
+				"at offset %" PRIu64 " (no buffer for a record that large? "
+				"maxMessageSize must be the same on both)",
+				fs->shard, fs->f->master_str, fs->busy_row, off);
 		return;
 	}
+	fs->busy_row = 0;
 	if (r.head.status != WIRE_DP_ST_SUCCESS) {
 		refused(fs, &r, off);
 		return;
@@ -370,7 +406,7 @@ follow_main(void *arg)
 		uint64_t cur;
 		int err;
 
-		if (fs->halted || !master_of(f, &m, &gen)) {
+		if (atomic_load_relaxed(&fs->halted) || !master_of(f, &m, &gen)) {
 			nap(f, 100);
 			continue;
 		}
@@ -388,7 +424,7 @@ follow_main(void *arg)
 		atomic_store_relaxed(&fs->in_session, true);
 		prev_init(fs);
 		while (!atomic_load_relaxed(&f->stop) && master_of(f, &m, &cur) && cur == gen &&
-		       !fs->halted) {
+		       !atomic_load_relaxed(&fs->halted)) {
 			fs->backoff_ms = 0;
 			if (!ask(fs))
 				break;
@@ -506,7 +542,8 @@ bool
 bk_follow_connected(const struct bk_follow *f)
 {
 	for (uint32_t i = 0; i < f->bk->ncores; i++)
-		if (!atomic_load_relaxed(&f->sh[i].in_session) && !f->sh[i].halted)
+		if (!atomic_load_relaxed(&f->sh[i].in_session) &&
+		    !atomic_load_relaxed(&f->sh[i].halted))
 			return false;
 	return true;
 }

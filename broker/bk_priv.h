@@ -109,7 +109,8 @@ struct bk_park {
 #define BK_REPL_SLAVES 4
 struct bk_repl_slave {
 	bool used;
-	bool parked; /* h waits for bytes past offset until deadline_ns */
+	bool parked;  /* h waits for bytes past offset until deadline_ns */
+	bool in_sync; /* its last request's log matched ours: acked is real */
 	uint32_t session_id;
 	struct dp_addr peer;
 	uint64_t acked;	  /* the slave holds every byte below this */
@@ -245,6 +246,7 @@ struct bk_conf {
 	const char *broker_name;
 	int64_t broker_id;
 	enum bk_role role;
+	bool sync_flush;	   /* flushDiskType=SYNC_FLUSH */
 	uint64_t seg_size;	   /* mapedFileSizeCommitLog: slaves must match */
 	uint32_t slave_timeout_ms; /* SYNC_MASTER: FLUSH_SLAVE_TIMEOUT after (syncFlushTimeout) */
 	uint64_t ha_max_gap;	   /* haMaxGapNotInSync: a slave further behind is not in sync */

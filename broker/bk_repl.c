@@ -60,6 +60,9 @@ repl_answer(struct bk_core *c, struct dp_xhandle h, uint64_t recv_ns, int32_t st
 		.base_end = c->repl_base_end,
 		.seg_size = c->bk->conf.seg_size,
 		.cores = (uint16_t)c->bk->ncores,
+		.flags = c->bk->conf.role == BK_ROLE_SYNC_MASTER && !c->bk->conf.sync_flush
+				 ? WIRE_DP_REPL_F_SLAVE_ACKED
+				 : 0,
 		.data = data,
 		.data_len = len,
 	};
@@ -192,6 +195,7 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 		sl->parked = false;
 		c->repl_parked--;
 	}
+	sl->in_sync = false;
 	if (r.offset <= end && !prev_ok(c, &r)) {
 		/* The logs differ before its end (we lost a tail, then took new writes). */
 		sl->last_ns = now;
@@ -207,6 +211,7 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 	if (r.offset <= end) {
 		/* Its end of log is its ack: it holds every byte below. */
 		sl->acked = r.offset;
+		sl->in_sync = true;
 		sl->flushed = r.flushed < r.offset ? r.flushed : r.offset;
 		if (r.offset > c->repl_acked) {
 			c->repl_acked = r.offset;
@@ -260,7 +265,7 @@ bk_repl_slave_ok(const struct bk_core *c, uint64_t now_ns)
 	for (unsigned i = 0; i < BK_REPL_SLAVES; i++) {
 		const struct bk_repl_slave *sl = &c->repl[i];
 
-		if (sl->used && now_ns - sl->last_ns < REPL_ALIVE_NS &&
+		if (sl->used && sl->in_sync && now_ns - sl->last_ns < REPL_ALIVE_NS &&
 		    end - sl->acked < c->bk->conf.ha_max_gap)
 			return true;
 	}

@@ -1123,6 +1123,7 @@ main(int argc, char **argv)
 		.cluster = cfg_get_str(cfg, "brokerClusterName"),
 		.broker_name = cfg_get_str(cfg, "brokerName"),
 		.broker_id = cfg_get_int(cfg, "brokerId"),
+		.sync_flush = strcmp(cfg_get_str(cfg, "flushDiskType"), "SYNC_FLUSH") == 0,
 		.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog"),
 		.slave_timeout_ms = (uint32_t)cfg_get_int(cfg, "syncFlushTimeout"),
 		.ha_max_gap = (uint64_t)cfg_get_int(cfg, "haMaxGapNotInSync"),

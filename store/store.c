@@ -660,6 +660,66 @@ bufdirs_commit(struct store *s)
 	return 0;
 }
 
+int
+store_repl_rec_id(struct store *s, uint32_t shard, uint64_t off, uint32_t *size, uint32_t *hash)
+{
+	unsigned e = bg_read_enter(s); /* a slave's session thread: not covered by reader_sync */
+	int rc = clog_rec_id(s->shard[shard].clog, off, size, hash);
+
+	bg_read_exit(s, e);
+	return rc;
+}
+
+int
+store_repl_last(struct store *s, uint32_t shard, uint64_t *off)
+{
+	unsigned e = bg_read_enter(s);
+	int rc = clog_last_rec(s->shard[shard].clog, off);
+
+	bg_read_exit(s, e);
+	return rc;
+}
+
+/* Does @dir/0 hold a file (a CommitLog segment of shard 0)? */
+static bool
+has_segments(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/0", dir);
+	d = opendir(path);
+	if (d == NULL)
+		return false;
+	while (!found && (de = readdir(d)) != NULL)
+		found = de->d_name[0] != '.';
+	closedir(d);
+	return found;
+}
+
+/*
+ * storePathCommitLog names an empty directory while <root>/commitlog holds
+ * segments: a store written before the key was honoured. Opening it would
+ * start an empty log and cut every ConsumeQueue to it.
+ */
+static bool
+clog_moved_away(const struct store *s)
+{
+	char def[PATH_MAX];
+
+	snprintf(def, sizeof(def), "%s/commitlog", s->root);
+	if (strcmp(def, s->clog_dir) == 0 || has_segments(s->clog_dir) || !has_segments(def))
+		return false;
+	log_err(STORE_TAG,
+		"storePathCommitLog %s holds no segments but %s does (sprocket before this "
+		"version kept the CommitLog there whatever the key said): move them to %s, or "
+		"remove the key",
+		s->clog_dir, def, s->clog_dir);
+	return true;
+}
+
 /* @dst = @given, or <root>/@leaf. Return: true when it does not fit. */
 static bool
 path_set(char *dst, size_t cap, const char *given, const char *root, const char *leaf)
@@ -770,6 +830,10 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	}
 	snprintf(s->cut_path, sizeof(s->cut_path), "%s/truncate", s->root);
 	rc = store_mkdirs(s->root);
+	if (rc == 0 && clog_moved_away(s)) {
+		rc = -EEXIST;
+		goto err_close;
+	}
 	if (rc == 0)
 		rc = store_mkdirs(s->clog_dir);
 	if (rc == 0)

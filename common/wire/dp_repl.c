@@ -8,7 +8,7 @@
  * prev_size u32, prev_hash u32, max_bytes u32, suspend_ms u32, shard u16,
  * cores u16, name_len u16, reserved u16 (0), then the slave's brokerName.
  * Response op part: master_end u64, data_offset u64, min_offset u64,
- * base_end u64, seg_size u64, cores u16, reserved u16 (0), data_len u32,
+ * base_end u64, seg_size u64, cores u16, flags u16, data_len u32,
  * then data_len bytes of log. The same rules as every other body (dp.c's
  * DESIGN): lengths add up exactly, reserved bytes are 0.
  */
@@ -75,6 +75,7 @@ wire_dp_repl_resp_encode(const struct wire_dp_repl_resp *r, uint8_t *buf, size_t
 	int err;
 
 	if ((r->data_len && !r->data) || r->data_len > WIRE_DP_MSG_LIMIT - fixed ||
+	    (r->flags & ~WIRE_DP_REPL_F_ALL) != 0 ||
 	    (r->data_len && r->head.status != WIRE_DP_ST_SUCCESS))
 		return -EINVAL;
 	err = wire__dp_resp_begin(&r->head, fixed + r->data_len, buf, cap);
@@ -86,7 +87,7 @@ wire_dp_repl_resp_encode(const struct wire_dp_repl_resp *r, uint8_t *buf, size_t
 	wire_st_le64(p + 24, r->base_end);
 	wire_st_le64(p + 32, r->seg_size);
 	wire_st_le16(p + 40, r->cores);
-	wire_st_le16(p + 42, 0);
+	wire_st_le16(p + 42, r->flags);
 	wire_st_le32(p + 44, r->data_len);
 	if (r->data_len)
 		memmove(buf + fixed, r->data, r->data_len);
@@ -110,7 +111,8 @@ wire_dp_repl_resp_decode(const uint8_t *msg, size_t len, struct wire_dp_repl_res
 	r->seg_size = wire_ld_le64(p + 32);
 	r->cores = wire_ld_le16(p + 40);
 	r->data_len = wire_ld_le32(p + 44);
-	if (wire_ld_le16(p + 42) != 0 || (uint64_t)fixed + r->data_len != len ||
+	r->flags = wire_ld_le16(p + 42);
+	if ((r->flags & ~WIRE_DP_REPL_F_ALL) != 0 || (uint64_t)fixed + r->data_len != len ||
 	    (r->data_len && r->head.status != WIRE_DP_ST_SUCCESS))
 		return -EBADMSG;
 	r->data = r->data_len ? p + WIRE_DP_REPL_RESP_FIXED : NULL;

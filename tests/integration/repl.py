@@ -17,6 +17,9 @@ Cases (each starts its own NameServer, master and slave on 127.0.0.1, udp):
                     its store at restart) and takes new writes; the slave, longer and
                     then different, cuts its log to what the master kept, restarts
                     itself, follows, and once idle both are byte-identical.
+  sync_lost_tail    as master_shorter, with a SYNC_MASTER on ASYNC_FLUSH: what the slave
+                    holds past the master's end may be acknowledged messages, so the
+                    slave neither cuts nor follows, and says so.
   af_packet         the master's dataplane on af_packet in one network namespace, the
                     slave and the producer in another across a veth pair (root; else
                     skip): SYNC_MASTER SEND_OK for every message, byte-identical shards.
@@ -349,6 +352,26 @@ def case_af_packet():
         subprocess.run(f"ip netns del {a}; ip netns del {b}", shell=True)
 
 
+def case_sync_lost_tail():
+    namesrv()
+    m = broker("master", "SYNC_MASTER", 0, BASE + 10)
+    s = broker("slave", "SLAVE", 1, BASE + 20)
+    check(wait_follow("slave"), "slave follows both shards")
+    lines, _ = xtool("produce", "--topic=TL", "--count=1000")
+    check([l.get("status") for l in lines].count(0) == 1000, "1000 SEND_OK (the slave held each)")
+    check(stop(m) == 0, "the master stops")
+    with open(os.path.join(TMP, "master", "truncate"), "w") as f:
+        for core, end in sorted(ends_of("master").items()):
+            f.write(f"{core} {end // 2}\n")
+    m = broker("master", "SYNC_MASTER", 0, BASE + 10)
+    check(wait_log("slave", "may be acknowledged messages: not cutting"),
+          "the slave keeps what may be acknowledged messages")
+    time.sleep(1)
+    check("restarting" not in log_of("slave"), "and does not restart to cut")
+    check(stop(s) == 0, "the slave stops cleanly")
+    check(stop(m) == 0, "the master stops cleanly")
+
+
 def case_geometry():
     namesrv()
     m = broker("master", "ASYNC_MASTER", 0, BASE + 10)
@@ -371,6 +394,7 @@ def main():
         {"sync_kill_master": case_sync_kill_master,
          "async_slave_kill": case_async_slave_kill,
          "master_shorter": case_master_shorter,
+         "sync_lost_tail": case_sync_lost_tail,
          "af_packet": case_af_packet,
          "geometry": case_geometry}[CASE]()
     finally:

@@ -539,6 +539,14 @@ struct wire_dp_repl_req {
 	uint16_t name_len;
 };
 
+/*
+ * The master acknowledges SENDs once a slave holds them, before its own
+ * disk does (SYNC_MASTER with ASYNC_FLUSH): bytes a slave holds past the
+ * master's base_end may be acknowledged messages, never to be cut away.
+ */
+#define WIRE_DP_REPL_F_SLAVE_ACKED 0x1u
+#define WIRE_DP_REPL_F_ALL WIRE_DP_REPL_F_SLAVE_ACKED
+
 struct wire_dp_repl_resp {
 	struct wire_dp_resp_head head;
 	uint64_t master_end;  /* master's end of log in this shard */
@@ -553,6 +561,7 @@ struct wire_dp_repl_resp {
 	uint64_t base_end;
 	uint64_t seg_size;
 	uint16_t cores;
+	uint16_t flags;	     /* WIRE_DP_REPL_F_* */
 	const uint8_t *data; /* whole records (a BLANK as its 8-byte header), SUCCESS only */
 	uint32_t data_len;
 };

@@ -212,6 +212,16 @@ MUST_CHECK long store_repl_write(struct store *s, uint32_t shard, uint64_t off, 
 				 size_t len);
 
 /**
+ * store_repl_rec_id(), store_repl_last() - clog_rec_id() and clog_last_rec()
+ * of @shard for a thread that is not a core (a slave's replication session),
+ * guarded against the reuse of a retired write-behind buffer.
+ * Context: any non-core thread. Return: as clog_rec_id(), clog_last_rec().
+ */
+MUST_CHECK int store_repl_rec_id(struct store *s, uint32_t shard, uint64_t off, uint32_t *size,
+				 uint32_t *hash);
+MUST_CHECK int store_repl_last(struct store *s, uint32_t shard, uint64_t *off);
+
+/**
  * store_truncate_mark() - cut @shard's log at the last record boundary at
  * or below local @to at the next store_open() (a slave whose log runs past
  * its master's). Recorded in <root>/truncate (atomically), removed once done.

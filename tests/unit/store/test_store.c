@@ -680,6 +680,21 @@ test_paths(void)
 	T_ASSERT_EQ(store_queue_get(s, "A", 0, 0, &q[0]), 0);
 	T_ASSERT_EQ(store_queue_max(s, q[0]), 25);
 	store_close(s);
+	/* a store whose log is under <root>/commitlog, opened with the key elsewhere: refused */
+	{
+		struct store_cfg d;
+		char other[160];
+
+		cfg_small(&d, false);
+		T_ASSERT_EQ(store_open(&d, &s), 0);
+		T_ASSERT_EQ(store_queue_get(s, "A", 0, 0, &q[0]), 0);
+		T_ASSERT_EQ(store_queue_get(s, "A", 1, 1, &q[1]), 0);
+		fill(s, q, 0, 10);
+		store_close(s);
+		snprintf(other, sizeof(other), "%s/empty-cl", root);
+		d.path_commitlog = other;
+		T_ASSERT_EQ(store_open(&d, &s), -EEXIST);
+	}
 	rmtmp();
 }
 

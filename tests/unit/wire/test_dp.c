@@ -392,6 +392,7 @@ build_samples(struct sample *s)
 				       .min_offset = 0,
 				       .seg_size = 1u << 30,
 				       .cores = 2,
+				       .flags = WIRE_DP_REPL_F_SLAVE_ACKED,
 				       .data = repl_data,
 				       .data_len = sizeof(repl_data)};
 
