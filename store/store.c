@@ -1017,9 +1017,10 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			if (clog_read(c, clog_phys_local(last), &rec, &next) > 0)
 				atomic_store_relaxed(&s->shard[i].idx_pos, next);
 		}
-		if (have_ckpt == 1 && ck[i].indexed > atomic_load_relaxed(&s->shard[i].idx_pos) &&
-		    ck[i].indexed <= clog_written(c))
-			atomic_store_relaxed(&s->shard[i].idx_pos, ck[i].indexed);
+		/* Past the end only after a cut (replication): resume at the cut, not from the start. */
+		if (have_ckpt == 1 && ck[i].indexed > atomic_load_relaxed(&s->shard[i].idx_pos))
+			atomic_store_relaxed(&s->shard[i].idx_pos,
+					     SP_MIN(ck[i].indexed, clog_written(c)));
 	}
 
 	{
