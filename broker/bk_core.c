@@ -1103,6 +1103,30 @@ rmt_gather(struct bk_core *c, struct bk_rcmd *cmd)
 	cmd->resp_len = at;
 }
 
+/*
+ * A slave applying its master's offsets: raise, never lower, in one step on
+ * the owning core, so a consumer's commit here in between is never undone.
+ */
+static void
+offset_raise(struct bk_core *c, struct bk_rcmd *cmd)
+{
+	struct wire_dp_offset_req r;
+	struct bk_off *o;
+
+	cmd->status = WIRE_DP_ST_BAD_REQUEST;
+	if (wire_dp_offset_req_decode(WIRE_DP_OP_UPDATE_OFFSET, cmd->req, cmd->req_len, &r) != 0 ||
+	    r.queue_id < 0)
+		return;
+	o = off_find(c, r.topic, r.topic_len, r.group, r.group_len, (uint32_t)r.queue_id, true);
+	if (o == NULL) {
+		cmd->status = WIRE_DP_ST_SYSTEM_BUSY;
+		return;
+	}
+	if (r.value > atomic_load_relaxed(&o->offset))
+		atomic_store_relaxed(&o->offset, r.value);
+	cmd->status = WIRE_DP_ST_SUCCESS;
+}
+
 void
 bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
 {
@@ -1128,6 +1152,10 @@ bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
 		return;
 	case BK_ROP_GATHER:
 		rmt_gather(c, cmd);
+		rmt_complete(c, cmd);
+		return;
+	case BK_ROP_OFFSET_RAISE:
+		offset_raise(c, cmd);
 		rmt_complete(c, cmd);
 		return;
 	default:

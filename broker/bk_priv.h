@@ -139,6 +139,8 @@ enum bk_rop {
 	/* internal ops (not on the dataplane wire) */
 	BK_ROP_EARLIEST = 100, /* store time of sq's first message -> value */
 	BK_ROP_GATHER = 101,   /* the records at phys[nphys_done..nphys) -> resp */
+	/* req: an UPDATE_OFFSET request; raise the committed offset to its value, never lower */
+	BK_ROP_OFFSET_RAISE = 102,
 };
 
 struct bk_rcmd {

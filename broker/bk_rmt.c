@@ -1841,7 +1841,7 @@ bk_rmt_offset_set(struct bk_rmt *r, const char *topic, const char *group, uint32
 	/* No connection: the answer is dropped (job_done() finds none). */
 	j->conn = UINT32_MAX;
 	j->oneway = true;
-	j->c.op = WIRE_DP_OP_UPDATE_OFFSET;
+	j->c.op = BK_ROP_OFFSET_RAISE;
 	j->c.resp_cap = 256;
 	j->c.req = j->reqbuf;
 	j->next = r->jobs;

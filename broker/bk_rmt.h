@@ -61,9 +61,9 @@ unsigned bk_rmt_run(struct bk_rmt *r, uint64_t now_ms);
 void bk_rmt_destroy(struct bk_rmt *r);
 
 /**
- * bk_rmt_offset_set() - commit @offset for (@topic, @group, @qid) on the
- * queue's core, as an UPDATE_CONSUMER_OFFSET would (a slave applying its
- * master's offsets).
+ * bk_rmt_offset_set() - raise the committed offset of (@topic, @group, @qid)
+ * to @offset on the queue's core (never lower it): a slave applying its
+ * master's offsets.
  * Context: control thread. Return: 0, -ENOENT unknown topic or queue,
  * -EAGAIN the core's ring is full (try later), -ENOMEM.
  */
