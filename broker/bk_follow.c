@@ -61,7 +61,7 @@ struct follow_shard {
 	uint32_t backoff_ms;
 	int last_refusal;	 /* the status last logged, to log a refusal once */
 	uint32_t busy_row;	 /* SYSTEM_BUSY answers in a row */
-	bool halted;		 /* the logs diverged beyond repair, or a cut waits for a restart */
+	_Atomic bool halted;	 /* the logs diverged beyond repair, or a cut waits for a restart */
 	_Atomic bool in_session; /* a session to the master is up (stats, relaxed) */
 	/* the shard's last record (REPL prev_*): what the master checks */
 	uint64_t prev_off;
