@@ -173,7 +173,7 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 			    NULL, 0);
 		return;
 	}
-	if (r.name_len != strlen(cf->broker_name) ||
+	if (cf->broker_name == NULL || r.name_len != strlen(cf->broker_name) ||
 	    memcmp(r.name, cf->broker_name, r.name_len) != 0) {
 		/* a slave of another group (misconfigured address): never feed it */
 		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, r.offset, NULL,

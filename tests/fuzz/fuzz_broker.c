@@ -211,15 +211,21 @@ setup(void)
 	if (store_open(&sc, &bk.store) != 0)
 		abort();
 	atexit(teardown);
-	bk.conf = (struct bk_conf){.auto_create = true,
-				   .default_queues = 4,
-				   .max_msg_size = 65536,
-				   .max_reconsume = 3,
-				   .cores = 1,
-				   .dp_port = 9000,
-				   .pending_acks = 64,
-				   .parked_pulls = 16,
-				   .offset_slots = 1024};
+	bk.conf = (struct bk_conf){
+		.auto_create = true,
+		.broker_name = "broker-a",
+		.role = BK_ROLE_SYNC_MASTER, /* REPL is served, SENDs wait for it */
+		.seg_size = 1u << 20,
+		.slave_timeout_ms = 1000,
+		.ha_max_gap = 1u << 20,
+		.default_queues = 4,
+		.max_msg_size = 65536,
+		.max_reconsume = 3,
+		.cores = 1,
+		.dp_port = 9000,
+		.pending_acks = 64,
+		.parked_pulls = 16,
+		.offset_slots = 1024};
 	bk.ncores = 1;
 	bk.cores = &core;
 	bk.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
