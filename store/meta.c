@@ -95,20 +95,6 @@ json_text(struct json_object *root, char **out, size_t *out_len)
 	return 0;
 }
 
-static int
-json_save(const struct store_io_ops *io, const char *path, struct json_object *root)
-{
-	size_t len;
-	char *buf;
-	int rc = json_text(root, &buf, &len);
-
-	if (rc != 0)
-		return rc;
-	rc = store_io_write_atomic(io, path, buf, len);
-	free(buf);
-	return rc;
-}
-
 /* json_object_object_add() that reports allocation failure. */
 static int
 obj_add(struct json_object *o, const char *key, struct json_object *v)
@@ -204,21 +190,28 @@ out_put:
 	return rc;
 }
 
+/* Write @buf (from a *_json() call) to @path atomically and free it. */
+static int
+text_save(const struct store_io_ops *io, const char *path, char *buf, size_t len)
+{
+	int rc = store_io_write_atomic(io, path, buf, len);
+
+	free(buf);
+	return rc;
+}
+
 int
 meta_topics_save(const struct store_io_ops *io, const char *path, const struct meta_topic *topics,
 		 size_t n, const struct meta_version *ver)
 {
-	struct json_object *root;
+	char *buf;
+	size_t len;
 	int rc;
 
 	if (io == NULL || path == NULL)
 		return -EINVAL;
-	rc = topics_root(topics, n, ver, &root);
-	if (rc != 0)
-		return rc;
-	rc = json_save(io, path, root);
-	json_object_put(root);
-	return rc;
+	rc = meta_topics_json(topics, n, ver, &buf, &len);
+	return rc != 0 ? rc : text_save(io, path, buf, len);
 }
 
 int
@@ -288,17 +281,14 @@ int
 meta_offsets_save(const struct store_io_ops *io, const char *path, const struct meta_offset *offs,
 		  size_t n)
 {
-	struct json_object *root;
+	char *buf;
+	size_t len;
 	int rc;
 
 	if (io == NULL || path == NULL)
 		return -EINVAL;
-	rc = offsets_root(offs, n, &root);
-	if (rc != 0)
-		return rc;
-	rc = json_save(io, path, root);
-	json_object_put(root);
-	return rc;
+	rc = meta_offsets_json(offs, n, &buf, &len);
+	return rc != 0 ? rc : text_save(io, path, buf, len);
 }
 
 int
