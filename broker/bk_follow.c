@@ -225,26 +225,6 @@ prev_init(struct follow_shard *fs)
 		prev_from_log(fs, last);
 }
 
-/* After a copy of @len bytes at @off: the last record in them. */
-static void
-prev_after(struct follow_shard *fs, uint64_t off, const uint8_t *data, uint32_t len)
-{
-	uint32_t pos = 0;
-	uint32_t last = 0;
-
-	while (pos + 8 <= len) {
-		uint32_t size;
-
-		memcpy(&size, data + pos, 4);
-		size = __builtin_bswap32(size);
-		last = pos;
-		if (pos + 8 == len || size < 8)
-			break; /* a BLANK is sent as its 8-byte header, last */
-		pos += size;
-	}
-	prev_from_log(fs, off + last);
-}
-
 /* A refusal: log it once per kind (it repeats every few seconds) and back off. */
 static void
 refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off)
@@ -286,6 +266,7 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	struct store *s = fs->f->bk->store;
 	struct wire_dp_repl_resp r;
 	uint64_t off = clog_written(store_clog(s, fs->shard));
+	uint64_t last = 0;
 	long w;
 
 	fs->done = true;
@@ -325,14 +306,14 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	atomic_store_relaxed(&fs->last_ok_ms, (uint64_t)clk_wall_ms());
 	if (r.data_len == 0)
 		return;
-	w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len);
+	w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len, &last);
 	if (w == -EAGAIN) {
 		fs->backoff_ms = 1; /* the next segment is being prepared */
 		return;
 	}
 	if (clog_written(store_clog(s, fs->shard)) > off) {
 		atomic_add_relaxed(&fs->bytes, clog_written(store_clog(s, fs->shard)) - off);
-		prev_after(fs, r.data_offset, r.data, r.data_len);
+		prev_from_log(fs, last);
 	}
 	if (w < 0) {
 		fs->backoff_ms = FOLLOW_RETRY_MS;

@@ -1197,11 +1197,12 @@ clog_commit(struct clog *c)
 }
 
 long
-clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len)
+clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len, uint64_t *last)
 {
 	int err = atomic_load_acquire(&c->err); /* pairs with release in clog_flush() */
 	uint64_t in;
 	size_t pos = 0;
+	size_t rec = 0;
 	int64_t last_ms = c->cur_last_ms;
 	bool blank = false;
 
@@ -1225,6 +1226,7 @@ clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len)
 		struct wire_msg m;
 		long r = wire_rec_decode(data + pos, len - pos, WIRE_REC_VERIFY_CRC, &m);
 
+		rec = pos;
 		if (r == -ENODATA) {
 			/* a BLANK: its header alone, last, filling the segment to its end */
 			if (m.total_size != c->seg_size - in - pos || len - pos != WIRE_BLANK_LEN)
@@ -1242,6 +1244,8 @@ clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len)
 	memcpy(c->cur_buf + in, data, len);
 	c->wpos = blank ? c->cur->start + c->seg_size : off + len;
 	c->cur_last_ms = last_ms;
+	if (last != NULL)
+		*last = off + rec;
 	return (long)len;
 }
 

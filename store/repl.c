@@ -25,10 +25,11 @@ store_repl_read(const struct store *s, uint32_t shard, uint64_t off, uint32_t ma
 }
 
 long
-store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data, size_t len)
+store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data, size_t len,
+		 uint64_t *last)
 {
 	struct clog *c = store_clog(s, shard);
-	long n = clog_append_raw(c, off, data, len);
+	long n = clog_append_raw(c, off, data, len, last);
 	int rc;
 
 	if (n <= 0)

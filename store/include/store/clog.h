@@ -157,14 +157,16 @@ void clog_commit(struct clog *c);
  * lands), optionally ending with a BLANK's 8-byte header that fills the
  * segment to its end (the next copy then starts the next segment). The
  * bytes land exactly where they were on the master. Publish with
- * clog_commit() once they are dispatched.
+ * clog_commit() once they are dispatched. @last (may be NULL) is set to
+ * where the last record (or BLANK) of the copy starts.
  *
  * Context: owning thread (a slave's replication session), non-blocking.
  * Return: @len; -ERANGE @off is not the tail; -EAGAIN next segment not
  * prepared yet; -EBADMSG/-EILSEQ/-EPROTO a bad record (nothing copied);
  * the fence error.
  */
-MUST_CHECK long clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len);
+MUST_CHECK long clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len,
+				uint64_t *last);
 
 /**
  * clog_read_span() - whole records from local offset @off up to the

@@ -202,6 +202,7 @@ MUST_CHECK long store_repl_read(const struct store *s, uint32_t shard, uint64_t 
  * store_repl_write() - on a slave: the master's bytes of @shard at local
  * @off (the slave's end of log), checked record by record
  * (clog_append_raw()), indexed in their ConsumeQueues and published.
+ * @last (may be NULL): where the last record of the copy starts.
  * Context: the shard's writer on a slave (its replication session); may
  * block briefly (the queue registry lock, new ConsumeQueue files).
  * Return: @len; -ERANGE @off is not the end; -EAGAIN next segment not ready;
@@ -209,7 +210,7 @@ MUST_CHECK long store_repl_read(const struct store *s, uint32_t shard, uint64_t 
  * fence error (the bytes are written and published).
  */
 MUST_CHECK long store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data,
-				 size_t len);
+				 size_t len, uint64_t *last);
 
 /**
  * store_repl_rec_id(), store_repl_last() - clog_rec_id() and clog_last_rec()

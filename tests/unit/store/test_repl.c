@@ -81,6 +81,8 @@ follow(struct store *m, struct store *sl)
 		for (;;) {
 			uint64_t off = clog_written(store_clog(sl, sh));
 			const uint8_t *p;
+			uint64_t last = UINT64_MAX;
+			uint64_t walked;
 			long n = store_repl_read(m, sh, off, 8192, &p);
 			long w;
 
@@ -88,12 +90,15 @@ follow(struct store *m, struct store *sl)
 			if (n == 0)
 				break;
 			for (int tries = 0;
-			     (w = store_repl_write(sl, sh, off, p, (size_t)n)) == -EAGAIN;
+			     (w = store_repl_write(sl, sh, off, p, (size_t)n, &last)) == -EAGAIN;
 			     tries++) {
 				T_ASSERT(tries < 100);
 				T_ASSERT_EQ(store_service(sl, clk_wall_ms()), 0);
 			}
 			T_ASSERT_EQ(w, n);
+			/* the copy names its last record as a walk of the log finds it */
+			T_ASSERT_EQ(clog_last_rec(store_clog(sl, sh), &walked), 0);
+			T_ASSERT_EQ_U64(last, walked);
 			total += (uint64_t)n;
 		}
 	}
@@ -206,15 +211,15 @@ test_follow(void)
 		n = store_repl_read(m, 0, end, sizeof(rec), &p);
 		T_ASSERT(n > 0 && (size_t)n <= sizeof(rec));
 		memcpy(rec, p, (size_t)n);
-		T_ASSERT_EQ(store_repl_write(sl, 0, end + 1, rec, (size_t)n), -ERANGE);
+		T_ASSERT_EQ(store_repl_write(sl, 0, end + 1, rec, (size_t)n, NULL), -ERANGE);
 		rec[n - 3] ^= 0x40; /* properties are under no CRC: flip the body */
 		rec[200] ^= 0x01;
-		T_ASSERT(store_repl_write(sl, 0, end, rec, (size_t)n) < 0);
+		T_ASSERT(store_repl_write(sl, 0, end, rec, (size_t)n, NULL) < 0);
 		rec[200] ^= 0x01;
 		rec[n - 3] ^= 0x40;
 		T_ASSERT_EQ(clog_written(store_clog(sl, 0)), end);
-		T_ASSERT_EQ(store_repl_write(sl, 1, end, rec, (size_t)n), -ERANGE);
-		T_ASSERT_EQ(store_repl_write(sl, 0, end, rec, (size_t)n), n);
+		T_ASSERT_EQ(store_repl_write(sl, 1, end, rec, (size_t)n, NULL), -ERANGE);
+		T_ASSERT_EQ(store_repl_write(sl, 0, end, rec, (size_t)n, NULL), n);
 	}
 
 	/* a clean restart of the slave resumes at its end */
