@@ -203,6 +203,7 @@ struct bk_ctl {
 	struct bk_sync *sync;	  /* SLAVE: topics and offsets from the master */
 	bool master_fixed;	  /* haMasterAddress given: never from the NameServer */
 	uint64_t follow_kick_ms;  /* last registration asked for to learn the master */
+	uint64_t follow_poll_ms;  /* last look at the registration's answer */
 	int cpus[BK_CORES_MAX];
 	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
 	pthread_t persist;
@@ -846,8 +847,11 @@ follow_poll(struct bk_ctl *x)
 	bool known;
 	uint64_t now = clk_mono_ns() / 1000000;
 
-	if (x->follow == NULL || x->master_fixed || x->breg == NULL)
+	/* The control loop turns often under remoting load: look ten times a second. */
+	if (x->follow == NULL || x->master_fixed || x->breg == NULL ||
+	    now - x->follow_poll_ms < 100)
 		return;
+	x->follow_poll_ms = now;
 	known = ctl_breg_master(x->breg, ha, sizeof(ha), addr, sizeof(addr)) && ha[0] != '\0';
 	if (known)
 		bk_follow_set_master(x->follow, ha);
@@ -1206,7 +1210,7 @@ main(int argc, char **argv)
 	sc.shards = x->bk.ncores;
 	sc.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog");
 	sc.cq_units = (uint32_t)(cfg_get_int(cfg, "mapedFileSizeConsumeQueue") / 20);
-	sc.sync_flush = strcmp(cfg_get_str(cfg, "flushDiskType"), "SYNC_FLUSH") == 0;
+	sc.sync_flush = x->bk.conf.sync_flush;
 	sc.flush_interval_ms = (uint32_t)cfg_get_int(cfg, "flushIntervalCommitLog");
 	sc.sync_timeout_ms = (uint32_t)cfg_get_int(cfg, "syncFlushTimeout");
 	sc.file_reserved_hours = (uint32_t)cfg_get_int(cfg, "fileReservedTime");
