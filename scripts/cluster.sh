@@ -95,22 +95,12 @@ done
 
 # Registered: each NameServer knows four addresses of DefaultCluster.
 python3 - "$ns1" "$ns2" <<'PY'
-import json, re, socket, struct, sys, time
+import json, re, sys, time
+sys.path.insert(0, "scripts")
+import rmt_call
 
 def cluster(port):
-    hdr = json.dumps({"code": 106, "language": "JAVA", "version": 409, "opaque": 1,
-                      "flag": 0, "extFields": {}}).encode()
-    s = socket.create_connection(("127.0.0.1", int(port)), timeout=3)
-    s.sendall(struct.pack(">II", 4 + len(hdr), len(hdr)) + hdr)
-    buf = b""
-    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
-        c = s.recv(65536)
-        if not c:
-            break
-        buf += c
-    s.close()
-    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
-    body = buf[8 + hl:].decode()
+    body = rmt_call.call(f"127.0.0.1:{port}", 106, timeout=3)[2].decode()
     return json.loads(re.sub(r'([{,])(\d+):', r'\1"\2":', body)) if body else {}
 
 deadline = time.time() + 60

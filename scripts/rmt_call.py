@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One RocketMQ remoting request over TCP, for the integration scripts.
+"""One RocketMQ remoting request over TCP, for scripts/cluster.sh and the integration tests.
 
 call(addr, code, ext, body) -> (code, remark, body) of the answer; addr is "host:port".
 The frame: 4-byte length, 4-byte header length (JSON serialization), JSON header, body.

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
 import rmt_call  # noqa: E402
 
 NS, BK, XT = sys.argv[1], sys.argv[2], sys.argv[3]
