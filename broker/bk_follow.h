@@ -19,9 +19,13 @@ struct bk_follow;
  * bk_follow_start() - start one replication session per shard.
  * @master: the master's dataplane endpoint "ip:port" (haMasterAddress), or
  *          NULL/"" to wait for bk_follow_set_master().
+ * @ports: one open dataplane port per shard for the sessions (a dpdk slave's
+ *         extra ports; they stay the caller's to close, after
+ *         bk_follow_stop()), or NULL: each session opens a kernel UDP port.
  * Context: control thread, after the store is open. Return: 0, -errno.
  */
-MUST_CHECK int bk_follow_start(struct bk *bk, const char *master, struct bk_follow **out);
+MUST_CHECK int bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
+			       struct bk_follow **out);
 
 /* Follow the master at "ip:port" (a change restarts the sessions). Context: control. */
 void bk_follow_set_master(struct bk_follow *f, const char *addr);

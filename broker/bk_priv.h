@@ -258,6 +258,7 @@ struct bk_conf {
 	uint32_t max_reconsume;
 	uint32_t cores;
 	uint16_t dp_port;
+	uint32_t dp_ip; /* dataplaneIp, network order (set when the ports open) */
 	uint32_t pending_acks;
 	uint32_t parked_pulls;
 	uint32_t offset_slots;

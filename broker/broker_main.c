@@ -189,6 +189,7 @@ struct bk_ctl {
 	char topics_path[PATH_MAX];
 	char offsets_path[PATH_MAX];
 	struct dp_port *ports[BK_CORES_MAX];
+	uint32_t nports; /* ncores, and on a dpdk slave one more per shard for bk_follow */
 	bool cores_running;
 	/* the registration snapshot: topics as registered, under mu (agent thread reads) */
 	pthread_mutex_t mu;
@@ -874,7 +875,7 @@ start_cores(struct bk_ctl *x)
 	struct bk *bk = &x->bk;
 	struct dp_port_cfg pc = {
 		.base_port = bk->conf.dp_port,
-		.n = bk->ncores,
+		.n = x->nports,
 		.iface = cfg_get_str(cfg, "dataplaneInterface")[0]
 				 ? cfg_get_str(cfg, "dataplaneInterface")
 				 : NULL,
@@ -894,6 +895,7 @@ start_cores(struct bk_ctl *x)
 		return -EINVAL;
 	}
 	pc.ip = a.s_addr;
+	bk->conf.dp_ip = a.s_addr;
 	/*
 	 * rte_eal_init() pins the calling thread to DPDK's main lcore, a
 	 * dataplane core's CPU: without this the main thread and every thread
@@ -968,7 +970,7 @@ stop_cores(struct bk_ctl *x)
 		bk->cores[i].xs = NULL;
 	}
 	if (x->ports[0])
-		dp_ports_close(x->ports, bk->ncores);
+		dp_ports_close(x->ports, x->nports);
 	x->ports[0] = NULL;
 }
 
@@ -1144,8 +1146,24 @@ main(int argc, char **argv)
 	x->bk.ncores = x->bk.conf.cores;
 	if (role_setup(x) != 0)
 		goto out;
-	if ((uint32_t)x->bk.conf.dp_port + x->bk.ncores - 1 > 65535) {
-		log_err(BK_TAG, "dataplanePort + dataplaneCores - 1 passes 65535");
+	/*
+	 * A slave on dpdk follows its master through its own device (the
+	 * only way out of a kernel-bypass host): one more port per shard,
+	 * dataplanePort + dataplaneCores + i, for bk_follow's session i.
+	 */
+	x->nports = x->bk.ncores;
+	if (x->bk.conf.role == BK_ROLE_SLAVE &&
+	    strcmp(cfg_get_str(cfg, "dataplaneBackend"), "dpdk") == 0)
+		x->nports = 2 * x->bk.ncores;
+	if (x->nports > DP_PORTS_MAX) {
+		log_err(BK_TAG,
+			"a dpdk slave needs a port per core and one per shard to follow its "
+			"master: dataplaneCores %u is more than %u",
+			x->bk.ncores, DP_PORTS_MAX / 2);
+		goto out;
+	}
+	if ((uint32_t)x->bk.conf.dp_port + x->nports - 1 > 65535) {
+		log_err(BK_TAG, "dataplanePort + %u passes 65535", x->nports - 1);
 		goto out;
 	}
 	atomic_store_relaxed(&x->bk.perm, (uint32_t)cfg_get_int(cfg, "brokerPermission"));
@@ -1307,7 +1325,9 @@ main(int argc, char **argv)
 		const char *m = cfg_get_str(cfg, "haMasterAddress");
 
 		x->master_fixed = m[0] != '\0';
-		if (bk_follow_start(&x->bk, m, &x->follow) != 0)
+		if (bk_follow_start(&x->bk, m,
+				    x->nports > x->bk.ncores ? &x->ports[x->bk.ncores] : NULL,
+				    &x->follow) != 0)
 			goto out_breg;
 		follow_poll(x);
 		if (x->breg == NULL)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Master/slave replication with real processes (docs/replication.md).
 
-Usage: repl.py NAMESRV BROKER SP_XTOOL CASE
+Usage: repl.py NAMESRV BROKER SP_XTOOL CASE    (REPL_KEEP=1 keeps the logs and stores)
 
 Cases (each starts its own NameServer, master and slave on 127.0.0.1, udp):
   sync_kill_master  SYNC_MASTER + ASYNC_FLUSH under load from a producer; a group
@@ -23,6 +23,10 @@ Cases (each starts its own NameServer, master and slave on 127.0.0.1, udp):
   af_packet         the master's dataplane on af_packet in one network namespace, the
                     slave and the producer in another across a veth pair (root; else
                     skip): SYNC_MASTER SEND_OK for every message, byte-identical shards.
+  dpdk              master and slave on DPDK net_memif behind a learning switch
+                    (tests/dpdk/memif_switch.c), the producer on memif too: the slave's
+                    sessions leave through its own device; SYNC_MASTER SEND_OK for every
+                    message, byte-identical shards. Skipped when built without DPDK.
   geometry          a slave with another dataplaneCores refuses to follow, naming
                     both values; a master's second registration at another address
                     under the same brokerName and brokerId is refused by the NameServer.
@@ -369,6 +373,67 @@ def case_af_packet():
         subprocess.run(f"ip netns del {a}; ip netns del {b}", shell=True)
 
 
+def case_dpdk():
+    sw_bin = os.environ.get("REPL_MEMIF_SWITCH", "")
+    if not sw_bin:
+        print("skip: built without DPDK (REPL_MEMIF_SWITCH names tests/dpdk/memif_switch.c's binary)")
+        raise SystemExit(77)
+    if os.geteuid() != 0:
+        print("skip: dpdk needs root")
+        raise SystemExit(77)
+    pid = os.getpid()
+    net = "10.250.9."
+    run = os.path.join(TMP, "dpdk")
+    os.makedirs(run)
+    os.environ["RUNTIME_DIRECTORY"] = run
+    eal = "--no-pci --no-huge --no-shconf --no-telemetry -m 256 --log-level=*:warning"
+
+    def vdev(i, role, sock, mac):
+        return (f"--vdev=net_memif{i},role={role},socket=/rpd-{pid}-{sock},socket-abstract=yes,"
+                f"mac=02:5b:00:00:00:{mac:02x}")
+
+    def dpdk_broker(name, role, bid, dp_port, ip_last, mac):
+        return broker(name, role, bid, dp_port,
+                      ["--dataplaneBackend=dpdk", f"--dataplaneIp={net}{ip_last}",
+                       f"--dpdkArgs=-l 1 {eal} --file-prefix=rpd-{name}-{pid} "
+                       + vdev(0, "server", name, mac)])
+    try:
+        namesrv()
+        m = dpdk_broker("master", "SYNC_MASTER", 0, BASE + 10, 2, 1)
+        s = dpdk_broker("slave", "SLAVE", 1, BASE + 20, 3, 2)
+        sw = subprocess.Popen([sw_bin] + eal.split() + ["-l", "0", f"--file-prefix=rpd-sw-{pid}",
+                                                        vdev(0, "client", "master", 0x11),
+                                                        vdev(1, "client", "slave", 0x12),
+                                                        vdev(2, "server", "client", 0x13)],
+                              stdout=subprocess.PIPE, stderr=open(os.path.join(TMP, "sw.log"), "w"),
+                              text=True)
+        PROCS.append(sw)
+        check(sw.stdout.readline().startswith("ready"), "the switch is up")
+        check(wait_follow("slave"), "the slave follows the dpdk master through its own device")
+        r = subprocess.run([XT, "produce", f"--namesrv={NSADDR}", "--topic=TD", "--count=2000",
+                            "--backend=dpdk", f"--local-ip={net}9",
+                            f"--dpdk-args=-l 0 {eal} --file-prefix=rpd-cl-{pid} "
+                            + vdev(0, "client", "client", 9)],
+                           capture_output=True, text=True, timeout=120)
+        lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        st = [l.get("status") for l in lines if l.get("ok")]
+        check(len(st) == 2000 and set(st) == {0},
+              f"SYNC_MASTER SEND_OK for all 2000 ({len(st)} ok, statuses {set(st)}) {r.stderr[-300:]}")
+        time.sleep(1)
+        check(stop(s) == 0, "the slave stops cleanly")
+        check(stop(m) == 0, "the master stops cleanly")
+        sw.send_signal(signal.SIGTERM)
+        check(sw.wait(10) == 0, "the switch stops cleanly")
+        am, bs = shard_files("master"), shard_files("slave")
+        check(sorted(am) == sorted(bs) and all(am[k] == bs.get(k) for k in am),
+              "every shard is byte-identical")
+    finally:
+        for p in PROCS:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def case_sync_lost_tail():
     namesrv()
     m = broker("master", "SYNC_MASTER", 0, BASE + 10)
@@ -413,6 +478,7 @@ def main():
          "master_shorter": case_master_shorter,
          "sync_lost_tail": case_sync_lost_tail,
          "af_packet": case_af_packet,
+         "dpdk": case_dpdk,
          "geometry": case_geometry}[CASE]()
     finally:
         for p in PROCS:
@@ -425,7 +491,10 @@ def main():
                 if os.path.exists(path):
                     print(f"---- {name} (tail)")
                     print("\n".join(log_of(name).splitlines()[-25:]))
-        shutil.rmtree(TMP, ignore_errors=True)
+        if os.environ.get("REPL_KEEP"):
+            print("kept " + TMP)
+        else:
+            shutil.rmtree(TMP, ignore_errors=True)
     print(f"{CASE}: {len(FAILED)} failed")
     return 1 if FAILED else 0
 
