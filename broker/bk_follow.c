@@ -39,6 +39,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "wire/dp.h"
+#include "wire/record.h"
 
 #define FOLLOW_TAG "broker.repl"
 #define FOLLOW_MAX_BYTES (4u << 20) /* per answer */
@@ -46,7 +47,10 @@
 #define FOLLOW_SPIN_NS 0ull /* poll without sleeping this long after sending */
 #define FOLLOW_RETRY_MS 1000u
 #define FOLLOW_REFUSED_MS 5000u
-#define FOLLOW_ROLL_WAIT_MS 2000u /* for the next segment, answer in hand */
+#define FOLLOW_ROLL_WAIT_MS 2000u	     /* for the next segment, answer in hand */
+#define FOLLOW_LAG_LOG_MS 1000u		     /* log a shard this far behind ... */
+#define FOLLOW_LAG_LOG_EVERY_MS 10000u	     /* ... at most this often */
+#define FOLLOW_CATCH_LOG_BYTES (64ull << 20) /* log a catch-up that copied this much */
 
 struct follow_shard {
 	struct bk_follow *f;
@@ -75,6 +79,12 @@ struct follow_shard {
 	_Atomic uint64_t master_end;
 	_Atomic uint64_t bytes;
 	_Atomic uint64_t last_ok_ms;
+	struct bk_follow_lag lag;
+	/* the thread only */
+	int64_t last_store_ms; /* storeTimestamp of our last record (the master's clock) */
+	uint64_t lag_log_ms;   /* when "behind" was last logged */
+	uint64_t catch_ns;     /* behind since (0: caught up) ... */
+	uint64_t catch_bytes;  /* ... with this much copied then */
 };
 
 struct bk_follow {
@@ -261,6 +271,56 @@ refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off
 	}
 }
 
+/*
+ * Lag after an answer: the bytes the master had past ours when it answered,
+ * and, while there are any, the age of our newest record (its
+ * storeTimestamp on the master's clock): every message we lack is younger,
+ * so no message has waited longer than that to reach this slave.
+ */
+static void
+lag_update(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t last, uint64_t own)
+{
+	struct bk_follow_lag *g = &fs->lag;
+	uint64_t now = (uint64_t)clk_wall_ms();
+	uint64_t bytes = r->master_end > own ? r->master_end - own : 0;
+	uint64_t ms = 0;
+	struct wire_msg m;
+
+	if (last >= r->data_offset && last - r->data_offset < r->data_len &&
+	    wire_rec_decode(r->data + (last - r->data_offset),
+			    r->data_len - (last - r->data_offset), 0, &m) > 0)
+		fs->last_store_ms = m.store_ts;
+	if (bytes > 0 && fs->last_store_ms > 0 && (int64_t)now > fs->last_store_ms)
+		ms = now - (uint64_t)fs->last_store_ms;
+	atomic_store_relaxed(&g->bytes, bytes);
+	atomic_store_relaxed(&g->ms, ms);
+	if (bytes > atomic_load_relaxed(&g->max_bytes))
+		atomic_store_relaxed(&g->max_bytes, bytes);
+	if (ms > atomic_load_relaxed(&g->max_ms))
+		atomic_store_relaxed(&g->max_ms, ms);
+	if (bytes > 0 && fs->catch_ns == 0) {
+		fs->catch_ns = clk_mono_ns();
+		fs->catch_bytes = atomic_load_relaxed(&fs->bytes);
+	} else if (bytes == 0 && fs->catch_ns != 0) {
+		uint64_t d = atomic_load_relaxed(&fs->bytes) - fs->catch_bytes;
+		uint64_t ns = clk_mono_ns() - fs->catch_ns;
+
+		fs->catch_ns = 0;
+		if (d >= FOLLOW_CATCH_LOG_BYTES && ns > 0)
+			log_info(FOLLOW_TAG,
+				 "shard %u: caught up with master %s at %" PRIu64 ": %" PRIu64
+				 " bytes in %" PRIu64 " ms (%.1f MB/s)",
+				 fs->shard, fs->f->master_str, own, d, ns / 1000000,
+				 (double)d * 1e3 / (double)ns);
+	}
+	if (ms >= FOLLOW_LAG_LOG_MS && now - fs->lag_log_ms >= FOLLOW_LAG_LOG_EVERY_MS) {
+		fs->lag_log_ms = now;
+		log_info(FOLLOW_TAG,
+			 "shard %u: %" PRIu64 " bytes (%" PRIu64 " ms) behind master %s, copying",
+			 fs->shard, bytes, ms, fs->f->master_str);
+	}
+}
+
 static void
 on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 {
@@ -308,8 +368,10 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	fs->last_refusal = 0;
 	atomic_store_relaxed(&fs->master_end, r.master_end);
 	atomic_store_relaxed(&fs->last_ok_ms, (uint64_t)clk_wall_ms());
-	if (r.data_len == 0)
+	if (r.data_len == 0) {
+		lag_update(fs, &r, 0, off);
 		return;
+	}
 	w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len, &last);
 	/*
 	 * The bytes start a segment that the store's service thread is still
@@ -318,11 +380,17 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	 * the file was ready (2.4 GB sent for 0.8 GB kept in one 8 s run),
 	 * which took the CPU the preparation needed.
 	 */
-	for (uint32_t i = 0; w == -EAGAIN && i < FOLLOW_ROLL_WAIT_MS; i++) {
-		if (atomic_load_relaxed(&fs->f->stop))
-			return;
-		sleep_ms(1);
-		w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len, &last);
+	if (w == -EAGAIN) {
+		uint64_t t0 = clk_mono_ns();
+
+		for (uint32_t i = 0; w == -EAGAIN && i < FOLLOW_ROLL_WAIT_MS; i++) {
+			if (atomic_load_relaxed(&fs->f->stop))
+				return;
+			sleep_ms(1);
+			w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len,
+					     &last);
+		}
+		atomic_add_relaxed(&fs->lag.seg_wait_ms, (clk_mono_ns() - t0) / 1000000);
 	}
 	if (w == -EAGAIN) {
 		fs->backoff_ms = FOLLOW_RETRY_MS;
@@ -335,6 +403,7 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	if (clog_written(store_clog(s, fs->shard)) > off) {
 		atomic_add_relaxed(&fs->bytes, clog_written(store_clog(s, fs->shard)) - off);
 		prev_from_log(fs, last);
+		lag_update(fs, &r, last, clog_written(store_clog(s, fs->shard)));
 	}
 	if (w < 0) {
 		fs->backoff_ms = FOLLOW_RETRY_MS;
@@ -545,10 +614,20 @@ bk_follow_stop(struct bk_follow *f)
 }
 
 void
-bk_follow_stats(const struct bk_follow *f, uint32_t shard, uint64_t *master_end, uint64_t *bytes)
+bk_follow_stats(const struct bk_follow *f, uint32_t shard, uint64_t *master_end, uint64_t *bytes,
+		struct bk_follow_lag *lag)
 {
+	const struct bk_follow_lag *g = &f->sh[shard].lag;
+
 	*master_end = atomic_load_relaxed(&f->sh[shard].master_end);
 	*bytes = atomic_load_relaxed(&f->sh[shard].bytes);
+	if (lag == NULL)
+		return;
+	atomic_store_relaxed(&lag->bytes, atomic_load_relaxed(&g->bytes));
+	atomic_store_relaxed(&lag->ms, atomic_load_relaxed(&g->ms));
+	atomic_store_relaxed(&lag->max_bytes, atomic_load_relaxed(&g->max_bytes));
+	atomic_store_relaxed(&lag->max_ms, atomic_load_relaxed(&g->max_ms));
+	atomic_store_relaxed(&lag->seg_wait_ms, atomic_load_relaxed(&g->seg_wait_ms));
 }
 
 bool

@@ -36,8 +36,21 @@ void bk_follow_stop(struct bk_follow *f);
 /* Every shard that can follow has a session to the master (relaxed). */
 bool bk_follow_connected(const struct bk_follow *f);
 
-/* Shard @shard's last seen master end of log and bytes copied (relaxed). */
+/*
+ * How far a shard is behind its master, as of its last answer: bytes the
+ * master had past ours, and the age of our newest record while any (0 when
+ * caught up); and the most of each since start. The session writes.
+ */
+struct bk_follow_lag {
+	_Atomic uint64_t bytes;
+	_Atomic uint64_t ms;
+	_Atomic uint64_t max_bytes;
+	_Atomic uint64_t max_ms;
+	_Atomic uint64_t seg_wait_ms; /* spent waiting for the store's next segment */
+};
+
+/* Shard @shard's last seen master end of log, bytes copied and lag (NULL: not wanted). */
 void bk_follow_stats(const struct bk_follow *f, uint32_t shard, uint64_t *master_end,
-		     uint64_t *bytes);
+		     uint64_t *bytes, struct bk_follow_lag *lag);
 
 #endif /* SP_BROKER_BK_FOLLOW_H */

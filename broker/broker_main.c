@@ -980,12 +980,18 @@ follow_report(const struct bk_ctl *x)
 	for (uint32_t i = 0; x->follow && i < x->bk.ncores; i++) {
 		uint64_t end;
 		uint64_t bytes;
+		struct bk_follow_lag g;
 
-		bk_follow_stats(x->follow, i, &end, &bytes);
+		bk_follow_stats(x->follow, i, &end, &bytes, &g);
 		log_info(BK_TAG,
 			 "shard %u followed: %" PRIu64 " bytes copied, at %" PRIu64
-			 " of the master's %" PRIu64,
-			 i, bytes, clog_written(store_clog(x->bk.store, i)), end);
+			 " of the master's %" PRIu64 "; lag %" PRIu64 " bytes (%" PRIu64
+			 " ms), at most %" PRIu64 " bytes (%" PRIu64 " ms); %" PRIu64
+			 " ms waiting for new segments",
+			 i, bytes, clog_written(store_clog(x->bk.store, i)), end,
+			 atomic_load_relaxed(&g.bytes), atomic_load_relaxed(&g.ms),
+			 atomic_load_relaxed(&g.max_bytes), atomic_load_relaxed(&g.max_ms),
+			 atomic_load_relaxed(&g.seg_wait_ms));
 	}
 }
 

@@ -18,6 +18,8 @@
 #   SLAVE=1 BROKER_ARGS=--brokerRole=SYNC_MASTER scripts/run.sh
 #                                        a slave follows the broker (udp, af_packet; its core
 #                                        and threads on the benchmark's CPU): docs/replication.md
+#   SLAVE=late ...                       the slave starts after the benchmark and copies the
+#                                        whole log; prints its catch-up rate
 #
 # CPU layout on a small machine: the broker's one dataplane core alone on CPU 1
 # (as on a production host), the benchmark on CPU 0 with everything else (the
@@ -173,13 +175,13 @@ done
 if ! grep -q ' ready: ' "$work/broker.log"; then
 	echo "run.sh: the broker did not start:" >&2; cat "$work/broker.log" >&2; exit 1
 fi
-if [ -n "${SLAVE:-}" ]; then
-	# The slave: udp on the client's side of the link, everything on the benchmark's CPU.
-	[ "$backend" != dpdk ] || { echo "run.sh: SLAVE=1 runs on udp and af_packet" >&2; exit 1; }
+# The slave: udp on the client's side of the link, everything on the benchmark's CPU
+# unless SLAVE_CPU says otherwise.
+start_slave() {
 	sl_ip=127.0.0.1
 	[ "$backend" = af_packet ] && sl_ip="10.252.$tag.1"
 	# shellcheck disable=SC2086 # BROKER_ARGS is a list of options
-	in_a_daemon "$BIN/broker/sprocket-broker" --storePathRootDir="$work/slave" --brokerRole=SLAVE \
+	in_a_daemon "$BIN/broker/sprocket-broker" --storePathRootDir="${SLAVE_STORE:-$work/slave}" --brokerRole=SLAVE \
 		--brokerId=1 --namesrvAddr="$ns_host:$ns_port" --mapedFileSizeCommitLog=268435456 \
 		--dataplaneBackend=udp --dataplaneIp="$sl_ip" --brokerIP1="$sl_ip" \
 		--dataplanePort=$((dp_port + 100)) --dataplaneCores=1 --dataplaneCpus="${SLAVE_CPU:-$bench_cpu}" \
@@ -193,7 +195,13 @@ if [ -n "${SLAVE:-}" ]; then
 	done
 	grep -q 'session to master' "$work/slave.log" ||
 		{ echo "run.sh: the slave did not follow:" >&2; cat "$work/slave.log" >&2; exit 1; }
-fi
+}
+case "${SLAVE:-}" in
+"" | late) ;;
+*)
+	[ "$backend" != dpdk ] || { echo "run.sh: SLAVE=1 runs on udp and af_packet" >&2; exit 1; }
+	start_slave ;;
+esac
 # The route appears once the broker has registered (at start, then every 30 s).
 for _ in $(seq 100); do
 	grep -qE 'registered [0-9]+ topics with namesrv' "$work/broker.log" 2>/dev/null && break
@@ -206,6 +214,30 @@ echo "== sprocket: $MODE on $backend ($FLUSH), ${SIZE} B messages," \
 in_a "$BIN/bench/sprocket-bench" "$MODE" --namesrv="$ns_host:$ns_port" --size="$SIZE" \
 	--duration="$DURATION" ${RATE:+--rate=$RATE} ${JSON:+--json} "${bench_args[@]}" $BENCH_ARGS
 
+if [ "${SLAVE:-}" = late ]; then
+	# A slave that starts now copies the whole log while the broker is idle: its
+	# catch-up rate ("caught up ... MB/s") is what it could follow at. It starts
+	# once the broker's write-back is done (under 1 MB written in a second): on
+	# one disk the two would share its bandwidth.
+	last=0
+	drain=0
+	for _ in $(seq 120); do
+		now=$(awk '/^write_bytes/ {print $2}' "/proc/$bk_pid/io" 2>/dev/null || echo 0)
+		[ "$((now - last))" -lt 1000000 ] && break
+		last=$now
+		drain=$((drain + 1))
+		sleep 1
+	done
+	echo "# broker: its write-back ended $((drain - 1))-$drain s after the benchmark"
+	start_slave
+	for _ in $(seq 3000); do
+		grep -q 'caught up with master' "$work/slave.log" && break
+		kill -0 "$sl_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -E 'caught up with master' "$work/slave.log" | sed 's/^.*broker.repl: /# slave: /' ||
+		echo "# slave: no catch-up line (a log under 64 MiB, or not caught up in 300 s)"
+fi
 kill "$bk_pid"
 if ! wait "$bk_pid"; then echo "run.sh: the broker did not stop cleanly" >&2; exit 1; fi
 bk_pid=""
