@@ -12,6 +12,7 @@
 #
 #   bench/repl.sh [N] [backend]      N=5, udp; DURATION=5 by default
 #   SLAVE_CPU=0 bench/repl.sh        the slave beside the benchmark instead of the core
+#   bench/repl.sh 3 dpdk             net_memif, every run behind tests/dpdk/memif_switch.c
 #
 # On 2 vCPUs the slave shares a CPU with either the broker's core or the
 # benchmark (SLAVE_CPU, default the core's: measured best, docs/benchmarks.md).
@@ -19,6 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5} backend=${2:-udp}
 export SLAVE_CPU=${SLAVE_CPU:-1}
+# dpdk: every run through the memif switch the slave needs, the lone broker's too
+[ "$backend" != dpdk ] || export MEMIF_SWITCH=1
 export DURATION=${DURATION:-5}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT

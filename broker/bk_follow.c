@@ -64,6 +64,7 @@ struct follow_shard {
 	struct dp_xsess *sess;
 	bool done;
 	bool dead;
+	bool chained; /* on_answer() sent the next request already */
 	uint32_t backoff_ms;
 	int last_refusal;	 /* the status last logged, to log a refusal once */
 	uint32_t busy_row;	 /* SYSTEM_BUSY answers in a row */
@@ -271,6 +272,17 @@ refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off
 	}
 }
 
+static int submit(struct follow_shard *fs, uint64_t offset);
+
+static uint32_t
+be32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return __builtin_bswap32(v);
+}
+
 /*
  * Lag after an answer: the bytes the master had past ours when it answered,
  * and, while there are any, the age of our newest record (its
@@ -372,7 +384,7 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 		lag_update(fs, &r, 0, off);
 		return;
 	}
-	w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len, &last);
+	w = store_repl_append(s, fs->shard, r.data_offset, r.data, r.data_len, &last);
 	/*
 	 * The bytes start a segment that the store's service thread is still
 	 * preparing: wait for it here, with the answer in hand. Asking again
@@ -387,8 +399,8 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 			if (atomic_load_relaxed(&fs->f->stop))
 				return;
 			sleep_ms(1);
-			w = store_repl_write(s, fs->shard, r.data_offset, r.data, r.data_len,
-					     &last);
+			w = store_repl_append(s, fs->shard, r.data_offset, r.data, r.data_len,
+					      &last);
 		}
 		atomic_add_relaxed(&fs->lag.seg_wait_ms, (clk_mono_ns() - t0) / 1000000);
 	}
@@ -400,9 +412,31 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 				     fs->shard, r.data_offset, FOLLOW_ROLL_WAIT_MS);
 		return;
 	}
+	if (w > 0) {
+		/*
+		 * The bytes are in our log: acknowledge them (ask for more)
+		 * before the ConsumeQueue units are written and the bytes
+		 * published, so a SYNC_MASTER's SEND waits for the copy alone.
+		 * A crash in between loses nothing: the log holds the bytes
+		 * and recovery dispatches them. When the copy ends with a
+		 * BLANK, its identity is read back from the log afterwards.
+		 */
+		const uint8_t *lr = r.data + (last - r.data_offset);
+		uint32_t size = be32(lr);
+
+		if (be32(lr + 4) == WIRE_MAGIC_MESSAGE &&
+		    last + size == r.data_offset + (uint64_t)w) {
+			fs->prev_off = last;
+			fs->prev_size = size;
+			fs->prev_hash = store_repl_rec_hash(lr, size);
+			fs->chained = submit(fs, r.data_offset + (uint64_t)w) == 0;
+		}
+		w = store_repl_publish(s, fs->shard, r.data_offset, (size_t)w);
+	}
 	if (clog_written(store_clog(s, fs->shard)) > off) {
 		atomic_add_relaxed(&fs->bytes, clog_written(store_clog(s, fs->shard)) - off);
-		prev_from_log(fs, last);
+		if (!fs->chained)
+			prev_from_log(fs, last);
 		lag_update(fs, &r, last, clog_written(store_clog(s, fs->shard)));
 	}
 	if (w < 0) {
@@ -414,14 +448,18 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	}
 }
 
-/* One REPL round trip. Return: false when the session is dead. */
-static bool
-ask(struct follow_shard *fs)
+/*
+ * Send a REPL request from local @offset (our end of log, or of what we
+ * appended and are about to publish), naming our last record (prev_*).
+ * Return: 0, or the submit's error.
+ */
+static int
+submit(struct follow_shard *fs, uint64_t offset)
 {
 	struct bk *bk = fs->f->bk;
 	struct clog *c = store_clog(bk->store, fs->shard);
 	struct wire_dp_repl_req q = {
-		.offset = clog_written(c),
+		.offset = offset,
 		.seg_size = bk->conf.seg_size,
 		.flushed = clog_flushed(c),
 		.prev_off = fs->prev_off,
@@ -435,10 +473,25 @@ ask(struct follow_shard *fs)
 		.name_len = (uint16_t)strlen(bk->conf.broker_name),
 	};
 	long n = wire_dp_repl_req_encode(&q, fs->req, sizeof(fs->req));
+
+	if (n < 0)
+		return (int)n;
+	return dp_xcli_submit(fs->sess, WIRE_DP_OP_REPL, fs->req, (uint32_t)n, on_answer, fs);
+}
+
+/*
+ * One REPL round trip (its request may already be in flight: on_answer()
+ * sends the next one before it publishes). Return: false when the session
+ * is dead.
+ */
+static bool
+ask(struct follow_shard *fs)
+{
 	uint64_t t0;
 
-	if (n < 0 ||
-	    dp_xcli_submit(fs->sess, WIRE_DP_OP_REPL, fs->req, (uint32_t)n, on_answer, fs) != 0)
+	if (fs->chained)
+		fs->chained = false;
+	else if (submit(fs, clog_written(store_clog(fs->f->bk->store, fs->shard))) != 0)
 		return false;
 	fs->done = false;
 	t0 = clk_mono_ns();
@@ -503,6 +556,7 @@ follow_main(void *arg)
 				nap(f, fs->backoff_ms);
 		}
 		atomic_store_relaxed(&fs->in_session, false);
+		fs->chained = false;
 		dp_xcli_close(fs->sess, 100);
 		fs->sess = NULL;
 	}

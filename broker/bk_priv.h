@@ -121,6 +121,7 @@ struct bk_repl_slave {
 	uint64_t deadline_ns;
 	uint64_t offset;
 	uint32_t max_bytes;
+	uint64_t new_ns; /* ASYNC_MASTER: bytes past offset first seen (0: none) */
 };
 
 struct bk;

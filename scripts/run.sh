@@ -16,8 +16,8 @@
 #   MODE=throughput BENCH_ARGS="--batch=64 --depth=8" scripts/run.sh --backend=dpdk
 #   TOPICS="Q16:16 Q10K:10000" ...      topics created before the broker starts (name:queues)
 #   SLAVE=1 BROKER_ARGS=--brokerRole=SYNC_MASTER scripts/run.sh
-#                                        a slave follows the broker (udp, af_packet; its core
-#                                        and threads on the benchmark's CPU): docs/replication.md
+#                                        a slave follows the broker (its core and threads on the
+#                                        benchmark's CPU; dpdk: behind a memif switch): docs/replication.md
 #   SLAVE=late ...                       the slave starts after the benchmark and copies the
 #                                        whole log; prints its catch-up rate
 #
@@ -83,12 +83,14 @@ fi
 ns_pid=""
 bk_pid=""
 sl_pid=""
+sw_pid=""
 nsA=""
 nsB=""
 cleanup() {
 	set +e
 	for r in "${irq_restore[@]}"; do echo "${r#*:}" >"/proc/irq/${r%%:*}/smp_affinity_list" 2>/dev/null; done
 	[ -n "$sl_pid" ] && kill "$sl_pid" 2>/dev/null && wait "$sl_pid" 2>/dev/null
+	[ -n "$sw_pid" ] && kill "$sw_pid" 2>/dev/null && wait "$sw_pid" 2>/dev/null
 	[ -n "$bk_pid" ] && kill "$bk_pid" 2>/dev/null && wait "$bk_pid" 2>/dev/null
 	[ -n "$ns_pid" ] && kill "$ns_pid" 2>/dev/null && wait "$ns_pid" 2>/dev/null
 	[ -n "$nsA" ] && ip netns del "$nsA" 2>/dev/null
@@ -137,10 +139,20 @@ dpdk)
 	export RUNTIME_DIRECTORY="$work/dpdk"
 	mkdir -p "$RUNTIME_DIRECTORY"
 	eal="--no-pci --no-huge --no-shconf --no-telemetry"
+	# With a slave, three processes share the segment: a learning switch joins
+	# them (tests/dpdk/memif_switch.c, as a NIC host's switch), MACs distinct.
+	# MEMIF_SWITCH=1 puts the switch there without a slave (the same path for a
+	# baseline).
+	bk_sock="/sprun-$$" mac=""
+	if [ -n "${SLAVE:-}" ] || [ -n "${MEMIF_SWITCH:-}" ]; then
+		[ "${SLAVE:-}" != late ] || { echo "run.sh: SLAVE=late runs on udp and af_packet" >&2; exit 1; }
+		[ -x "$BIN/tests/memif_switch" ] || { echo "run.sh: no $BIN/tests/memif_switch" >&2; exit 1; }
+		bk_sock="/sprun-$$-bk" mac=",mac=02:5a:00:00:00:02"
+	fi
 	broker_args+=(--dataplaneIp=10.250.0.2
-		"--dpdkArgs=-l $broker_cpu $eal --file-prefix=sprun-bk-$$ --vdev=net_memif0,role=server,socket=/sprun-$$,socket-abstract=yes")
+		"--dpdkArgs=-l $broker_cpu $eal --file-prefix=sprun-bk-$$ --vdev=net_memif0,role=server,socket=$bk_sock,socket-abstract=yes$mac")
 	bench_args+=(--ip=10.250.0.1 --port=9000
-		"--dpdk-args=-l $bench_cpu $eal --file-prefix=sprun-cl-$$ --vdev=net_memif0,role=client,socket=/sprun-$$,socket-abstract=yes")
+		"--dpdk-args=-l $bench_cpu $eal --file-prefix=sprun-cl-$$ --vdev=net_memif0,role=client,socket=/sprun-$$,socket-abstract=yes${mac:+,mac=02:5a:00:00:00:01}")
 	;;
 *)
 	echo "run.sh: unknown backend '$backend'" >&2; exit 2 ;;
@@ -175,19 +187,47 @@ done
 if ! grep -q ' ready: ' "$work/broker.log"; then
 	echo "run.sh: the broker did not start:" >&2; cat "$work/broker.log" >&2; exit 1
 fi
+# The memif switch between the broker, the benchmark and the slave (if any): it
+# connects to the brokers' sockets, so it starts after them.
+start_switch() {
+	local vd=("--vdev=net_memif0,role=client,socket=/sprun-$$-bk,socket-abstract=yes,mac=02:5a:00:00:01:00"
+		"--vdev=net_memif1,role=server,socket=/sprun-$$,socket-abstract=yes,mac=02:5a:00:00:01:01")
+	[ -z "${1:-}" ] || vd+=("--vdev=net_memif2,role=client,socket=$1,socket-abstract=yes,mac=02:5a:00:00:01:02")
+	# shellcheck disable=SC2086 # eal is a list of options
+	"$BIN/tests/memif_switch" $eal -l "${SWITCH_CPU:-$bench_cpu}" --file-prefix="sprun-sw-$$" "${vd[@]}" \
+		>"$work/switch.out" 2>"$work/switch.log" &
+	sw_pid=$!
+	for _ in $(seq 300); do
+		grep -q '^ready' "$work/switch.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q '^ready' "$work/switch.out" ||
+		{ echo "run.sh: the memif switch did not start:" >&2; cat "$work/switch.log" >&2; exit 1; }
+}
 # The slave: udp on the client's side of the link, everything on the benchmark's CPU
 # unless SLAVE_CPU says otherwise.
 start_slave() {
-	sl_ip=127.0.0.1
-	[ "$backend" = af_packet ] && sl_ip="10.252.$tag.1"
+	local sl_ip=127.0.0.1 sl_rip=127.0.0.1 sl_be=udp sl_cpu=${SLAVE_CPU:-$bench_cpu} sl_dpdk=()
+	[ "$backend" = af_packet ] && sl_ip="10.252.$tag.1" sl_rip="10.252.$tag.1"
+	if [ "$backend" = dpdk ]; then
+		sl_ip=10.250.0.3 sl_be=dpdk
+		sl_dpdk=("--dpdkArgs=-l ${sl_cpu%%,*} $eal --file-prefix=sprun-sl-$$ --vdev=net_memif0,role=server,socket=/sprun-$$-sl,socket-abstract=yes,mac=02:5a:00:00:00:03")
+	fi
 	# shellcheck disable=SC2086 # BROKER_ARGS is a list of options
-	in_a_daemon "$BIN/broker/sprocket-broker" --storePathRootDir="${SLAVE_STORE:-$work/slave}" --brokerRole=SLAVE \
+	in_a_daemon nice -n "${SLAVE_NICE:-0}" "$BIN/broker/sprocket-broker" --storePathRootDir="${SLAVE_STORE:-$work/slave}" --brokerRole=SLAVE \
 		--brokerId=1 --namesrvAddr="$ns_host:$ns_port" --mapedFileSizeCommitLog=268435456 \
-		--dataplaneBackend=udp --dataplaneIp="$sl_ip" --brokerIP1="$sl_ip" \
-		--dataplanePort=$((dp_port + 100)) --dataplaneCores=1 --dataplaneCpus="${SLAVE_CPU:-$bench_cpu}" \
-		--controlCpus="${SLAVE_CPU:-$bench_cpu}" --listenPort=0 --flushDiskType="$FLUSH" \
+		--dataplaneBackend="$sl_be" --dataplaneIp="$sl_ip" --brokerIP1="$sl_rip" "${sl_dpdk[@]}" \
+		--dataplanePort=$((dp_port + 100)) --dataplaneCores=1 --dataplaneCpus="$sl_cpu" \
+		--controlCpus="$sl_cpu" --listenPort=0 --flushDiskType="$FLUSH" \
 		>"$work/slave.log" 2>&1 &
 	sl_pid=$!
+	if [ "$backend" = dpdk ]; then
+		for _ in $(seq 300); do
+			grep -q ' ready: ' "$work/slave.log" 2>/dev/null && break
+			sleep 0.1
+		done
+		start_switch "/sprun-$$-sl"
+	fi
 	for _ in $(seq 300); do
 		[ "$(grep -c 'session to master' "$work/slave.log" 2>/dev/null)" -ge 1 ] && break
 		kill -0 "$sl_pid" 2>/dev/null || break
@@ -197,9 +237,9 @@ start_slave() {
 		{ echo "run.sh: the slave did not follow:" >&2; cat "$work/slave.log" >&2; exit 1; }
 }
 case "${SLAVE:-}" in
-"" | late) ;;
+"" | late)
+	[ "$backend" != dpdk ] || [ -z "${MEMIF_SWITCH:-}" ] || start_switch ;;
 *)
-	[ "$backend" != dpdk ] || { echo "run.sh: SLAVE=1 runs on udp and af_packet" >&2; exit 1; }
 	start_slave ;;
 esac
 # The route appears once the broker has registered (at start, then every 30 s).
@@ -214,6 +254,9 @@ echo "== sprocket: $MODE on $backend ($FLUSH), ${SIZE} B messages," \
 in_a "$BIN/bench/sprocket-bench" "$MODE" --namesrv="$ns_host:$ns_port" --size="$SIZE" \
 	--duration="$DURATION" ${RATE:+--rate=$RATE} ${JSON:+--json} "${bench_args[@]}" $BENCH_ARGS
 
+# The switch first: it polls its memif ports without the broker's guard against a
+# peer that leaves (docs/dpdk.md).
+if [ -n "$sw_pid" ]; then kill "$sw_pid"; wait "$sw_pid" || true; sw_pid=""; fi
 if [ "${SLAVE:-}" = late ]; then
 	# A slave that starts now copies the whole log while the broker is idle: its
 	# catch-up rate ("caught up ... MB/s") is what it could follow at. It starts

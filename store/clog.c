@@ -1189,6 +1189,16 @@ clog_append(struct clog *c, struct wire_msg *m, uint64_t *end)
 	return n;
 }
 
+const uint8_t *
+clog_appended(const struct clog *c, uint64_t off, size_t len)
+{
+	const struct clog_seg *cur = c->cur;
+
+	if (off < cur->start || off + len > cur->start + c->seg_size || off + len > c->wpos)
+		return NULL;
+	return c->cur_buf + (off - cur->start);
+}
+
 void
 clog_commit(struct clog *c)
 {

@@ -13,6 +13,8 @@
  */
 #include <errno.h>
 
+#include "common/crc32.h"
+#include "store/clog.h"
 #include "store/store.h"
 
 #include "store_priv.h"
@@ -25,20 +27,45 @@ store_repl_read(const struct store *s, uint32_t shard, uint64_t off, uint32_t ma
 }
 
 long
-store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data, size_t len,
-		 uint64_t *last)
+store_repl_append(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data, size_t len,
+		  uint64_t *last)
+{
+	return clog_append_raw(store_clog(s, shard), off, data, len, last);
+}
+
+int
+store_repl_publish(struct store *s, uint32_t shard, uint64_t off, size_t len)
 {
 	struct clog *c = store_clog(s, shard);
-	long n = clog_append_raw(c, off, data, len, last);
+	const uint8_t *data = clog_appended(c, off, len);
 	int rc;
 
-	if (n <= 0)
-		return n;
+	if (data == NULL)
+		return -EINVAL;
 	rc = store__dispatch_span(s, shard, off, data, len);
 	/*
 	 * Published even when a unit could not be written: the log bytes are
 	 * the master's and checked, and recovery re-dispatches them.
 	 */
 	clog_commit(c);
+	return rc;
+}
+
+long
+store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data, size_t len,
+		 uint64_t *last)
+{
+	long n = store_repl_append(s, shard, off, data, len, last);
+	int rc;
+
+	if (n <= 0)
+		return n;
+	rc = store_repl_publish(s, shard, off, (size_t)n);
 	return rc != 0 ? rc : n;
+}
+
+uint32_t
+store_repl_rec_hash(const uint8_t *rec, uint32_t size)
+{
+	return crc32_update(0, rec, size < CLOG_REC_ID_BYTES ? size : CLOG_REC_ID_BYTES);
 }

@@ -169,6 +169,14 @@ MUST_CHECK long clog_append_raw(struct clog *c, uint64_t off, const uint8_t *dat
 				uint64_t *last);
 
 /**
+ * clog_appended() - the bytes of the last clog_append_raw() in place: @len
+ * bytes at local @off, where that call put them (not yet committed).
+ * Context: owning thread, before its next append. Return: NULL when
+ * [@off, @off + @len) is not in the current segment.
+ */
+const uint8_t *clog_appended(const struct clog *c, uint64_t off, size_t len);
+
+/**
  * clog_read_span() - whole records from local offset @off up to the
  * written end (not only flushed: a slave may hold what the master has not
  * synced yet), within one segment, at most @max bytes unless the first

@@ -213,6 +213,26 @@ MUST_CHECK long store_repl_write(struct store *s, uint32_t shard, uint64_t off, 
 				 size_t len, uint64_t *last);
 
 /**
+ * store_repl_append(), store_repl_publish() - store_repl_write() in two
+ * steps, so that a slave can acknowledge the bytes (they are in its log)
+ * before it indexes and publishes them: append checks and copies
+ * (clog_append_raw(); returns as it does), publish writes the ConsumeQueue
+ * units of the @len bytes just appended at @off and publishes them. Each
+ * append is published before the next one.
+ * Context: as store_repl_write(). Return (publish): 0, a dispatch or fence
+ * error (the bytes are published anyway), -EINVAL not the last append.
+ */
+MUST_CHECK long store_repl_append(struct store *s, uint32_t shard, uint64_t off,
+				  const uint8_t *data, size_t len, uint64_t *last);
+MUST_CHECK int store_repl_publish(struct store *s, uint32_t shard, uint64_t off, size_t len);
+
+/*
+ * The prev_hash of a record at @rec of TOTALSIZE @size whose bytes are all
+ * at hand (a message, not a BLANK): as clog_rec_id() computes it.
+ */
+uint32_t store_repl_rec_hash(const uint8_t *rec, uint32_t size);
+
+/**
  * store_repl_rec_id(), store_repl_last() - clog_rec_id() and clog_last_rec()
  * of @shard for a thread that is not a core (a slave's replication session),
  * guarded against the reuse of a retired write-behind buffer.

@@ -222,6 +222,37 @@ test_follow(void)
 		T_ASSERT_EQ(store_repl_write(sl, 0, end, rec, (size_t)n, NULL), n);
 	}
 
+	/*
+	 * In two steps, as a slave's session does: appended bytes are not
+	 * published (nor their units written) until store_repl_publish(); the
+	 * record's identity computed from the copy is the log's.
+	 */
+	{
+		uint64_t end = clog_written(store_clog(sl, 0));
+		uint8_t rec[4096];
+		const uint8_t *p;
+		uint64_t last = 0;
+		uint32_t size;
+		uint32_t hash;
+		long n;
+
+		T_ASSERT(put_one(m, mq[0], 1001) > 0);
+		n = store_repl_read(m, 0, end, sizeof(rec), &p);
+		T_ASSERT(n > 0 && (size_t)n <= sizeof(rec));
+		memcpy(rec, p, (size_t)n);
+		T_ASSERT_EQ(store_repl_append(sl, 0, end, rec, (size_t)n, &last), n);
+		T_ASSERT_EQ_U64(last, end);
+		T_ASSERT_EQ_U64(clog_written(store_clog(sl, 0)), end); /* not yet published */
+		T_ASSERT_EQ(store_repl_publish(sl, 0, end + 1, (size_t)n), -EINVAL);
+		T_ASSERT_EQ(store_repl_publish(sl, 0, end, (size_t)n), 0);
+		T_ASSERT_EQ_U64(clog_written(store_clog(sl, 0)), end + (uint64_t)n);
+		T_ASSERT_EQ(store_repl_rec_id(sl, 0, end, &size, &hash), 0);
+		T_ASSERT_EQ(size, (uint32_t)n);
+		T_ASSERT_EQ(hash, store_repl_rec_hash(rec, (uint32_t)n));
+		T_ASSERT(follow(m, sl) == 0);
+		check_same(m, sl, mq, 4);
+	}
+
 	/* a clean restart of the slave resumes at its end */
 	store_close(sl);
 	{
