@@ -15,7 +15,8 @@
 # and the medians over the rounds.
 #
 #   bench/repl_tput.sh [N] [backend]     N=5, udp; DURATION=20 by default
-#   SLAVE_CPU=0 bench/repl_tput.sh       the slave's threads on CPU 0 (default 1, the core's)
+#   SLAVE_CPU=0 bench/repl_tput.sh       the following slave's threads on CPU 0 (default 1, the
+#                                        core's); the late one's: LATE_CPU (default 0,1)
 #   SLAVE_STORE=/dev/shm/x ...           the slave's store on another device
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +31,8 @@ for r in $(seq 1 "$n"); do
 	for cfg in alone with; do
 		[ -z "${SLAVE_STORE:-}" ] || rm -rf "$SLAVE_STORE"
 		if [ "$cfg" = alone ]; then
-			SLAVE=late MODE=throughput JSON=1 TARGETS=build.ninja \
+			# the late slave has the box the broker had: both CPUs
+			SLAVE=late SLAVE_CPU=${LATE_CPU:-0,1} MODE=throughput JSON=1 TARGETS=build.ninja \
 				scripts/run.sh --backend="$backend" 2>/dev/null
 		else
 			SLAVE=1 BROKER_ARGS="--brokerRole=ASYNC_MASTER" MODE=throughput JSON=1 \
