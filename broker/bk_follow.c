@@ -59,12 +59,14 @@ struct follow_shard {
 	bool started;
 	/* the thread only */
 	struct dp_port *port;
-	bool own_port; /* opened here (kernel UDP), closed here */
+	bool own_port;	  /* opened here (kernel UDP), closed here */
+	uint32_t port_ip; /* ... bound to this address */
 	struct dp_xcli *cli;
 	struct dp_xsess *sess;
 	bool done;
 	bool dead;
 	bool chained; /* on_answer() sent the next request already */
+	bool closing; /* the session is being closed: answers are dropped */
 	uint32_t backoff_ms;
 	int last_refusal;	 /* the status last logged, to log a refusal once */
 	uint32_t busy_row;	 /* SYSTEM_BUSY answers in a row */
@@ -344,6 +346,8 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	long w;
 
 	fs->done = true;
+	if (fs->closing)
+		return; /* dp_xcli_close() polls: nothing is taken or asked for now */
 	if (err != 0) {
 		fs->dead = true;
 		if (atomic_load_relaxed(&fs->f->stop))
@@ -429,6 +433,7 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 			fs->prev_off = last;
 			fs->prev_size = size;
 			fs->prev_hash = store_repl_rec_hash(lr, size);
+			dp_xcli_clock(fs->cli); /* the append took a while: date the request now */
 			fs->chained = submit(fs, r.data_offset + (uint64_t)w) == 0;
 		}
 		w = store_repl_publish(s, fs->shard, r.data_offset, (size_t)w);
@@ -518,6 +523,63 @@ master_of(struct bk_follow *f, struct dp_addr *a, uint64_t *gen)
 	return a->ip != 0;
 }
 
+/* The transport client on fs->port. */
+static int
+session_client(struct follow_shard *fs)
+{
+	struct dp_xcli_cfg xc = {
+		.slots = 1,
+		.max_msg = fs->f->bk->conf.max_msg_size + WIRE_DP_MSG_OVERHEAD,
+		.client_id = fs->client_id,
+	};
+
+	return dp_xcli_create(&xc, fs->port, &fs->cli);
+}
+
+static bool
+is_loopback(uint32_t ip)
+{
+	return (ntohl(ip) >> 24) == 127;
+}
+
+/*
+ * A udp or af_packet slave's session port: a kernel UDP socket, opened
+ * for the master it is about to reach. To a master on loopback it binds
+ * 127.0.0.1 (datagrams of up to 64 KiB: a 4 MiB answer in 64 of them, not
+ * 2,850 of 1,472 bytes); otherwise the dataplane's address (its source
+ * address) unless that is loopback, then any. Return: 0, -errno.
+ */
+static int
+session_port(struct follow_shard *fs, uint32_t master_ip)
+{
+	uint32_t dp_ip = fs->f->bk->conf.dp_ip;
+	uint32_t ip = is_loopback(master_ip) ? htonl(0x7f000001u) : is_loopback(dp_ip) ? 0 : dp_ip;
+	struct dp_port_cfg pc = {.backend = DP_BACKEND_UDP, .n = 1, .ip = ip};
+	int err;
+
+	if (!fs->own_port && fs->port != NULL)
+		return 0; /* the caller's (a dpdk slave's extra port) */
+	if (fs->port != NULL && fs->port_ip == ip)
+		return 0;
+	if (fs->cli != NULL)
+		dp_xcli_destroy(fs->cli);
+	fs->cli = NULL;
+	if (fs->port != NULL)
+		dp_ports_close(&fs->port, 1);
+	fs->port = NULL;
+	err = dp_ports_open(&pc, &fs->port);
+	if (err != 0)
+		return err;
+	fs->own_port = true;
+	fs->port_ip = ip;
+	err = session_client(fs);
+	if (err != 0) {
+		dp_ports_close(&fs->port, 1);
+		fs->port = NULL;
+	}
+	return err;
+}
+
 static void *
 follow_main(void *arg)
 {
@@ -535,6 +597,13 @@ follow_main(void *arg)
 			continue;
 		}
 		m.port = (uint16_t)(m.port + fs->shard);
+		err = session_port(fs, m.ip);
+		if (err != 0) {
+			log_err_ratelimited(FOLLOW_TAG, "shard %u: no port for the session: %s",
+					    fs->shard, strerror(-err));
+			nap(f, FOLLOW_RETRY_MS);
+			continue;
+		}
 		err = dp_xcli_connect(fs->cli, m, FOLLOW_RETRY_MS, &fs->sess);
 		if (err != 0) {
 			log_warn_ratelimited(FOLLOW_TAG, "shard %u: cannot reach master %s: %s",
@@ -545,6 +614,7 @@ follow_main(void *arg)
 		log_info(FOLLOW_TAG, "shard %u: session to master %s core %u", fs->shard,
 			 f->master_str, fs->shard);
 		fs->dead = false;
+		fs->chained = false;
 		atomic_store_relaxed(&fs->in_session, true);
 		prev_init(fs);
 		while (!atomic_load_relaxed(&f->stop) && master_of(f, &m, &cur) && cur == gen &&
@@ -556,8 +626,10 @@ follow_main(void *arg)
 				nap(f, fs->backoff_ms);
 		}
 		atomic_store_relaxed(&fs->in_session, false);
-		fs->chained = false;
+		fs->closing = true;
 		dp_xcli_close(fs->sess, 100);
+		fs->closing = false;
+		fs->chained = false;
 		fs->sess = NULL;
 	}
 	return NULL;
@@ -608,17 +680,6 @@ bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
 		bk_follow_set_master(f, master);
 	for (uint32_t i = 0; i < bk->ncores && err == 0; i++) {
 		struct follow_shard *fs = &f->sh[i];
-		/*
-		 * Bound to the dataplane's address: its source address, and on
-		 * loopback datagrams of up to 64 KiB instead of 1,472 bytes (a
-		 * 4 MiB answer in 64 of them, not 2,850).
-		 */
-		struct dp_port_cfg pc = {.backend = DP_BACKEND_UDP, .n = 1, .ip = bk->conf.dp_ip};
-		struct dp_xcli_cfg xc = {
-			.slots = 1,
-			.max_msg = bk->conf.max_msg_size + WIRE_DP_MSG_OVERHEAD,
-			.client_id = fs->client_id,
-		};
 
 		fs->f = f;
 		fs->shard = i;
@@ -626,12 +687,8 @@ bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
 			 bk->conf.broker_name, i);
 		if (ports != NULL) {
 			fs->port = ports[i];
-		} else {
-			err = dp_ports_open(&pc, &fs->port);
-			fs->own_port = err == 0;
+			err = session_client(fs);
 		}
-		if (err == 0)
-			err = dp_xcli_create(&xc, fs->port, &fs->cli);
 		if (err == 0)
 			err = -pthread_create(&fs->thr, NULL, follow_main, fs);
 		fs->started = err == 0;

@@ -132,7 +132,9 @@ repl_hold(const struct bk_core *c, struct bk_repl_slave *sl, uint64_t end, uint6
 	}
 	if (sl->new_ns == 0)
 		sl->new_ns = now;
-	return end - sl->offset < REPL_ASYNC_BYTES && now - sl->new_ns < REPL_ASYNC_NS;
+	/* a tick's clock may be older than the request's (read before its poll) */
+	return end - sl->offset < REPL_ASYNC_BYTES &&
+	       (now <= sl->new_ns || now - sl->new_ns < REPL_ASYNC_NS);
 }
 
 /*
@@ -245,7 +247,7 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 		}
 	}
 	sl->new_ns = 0;
-	if (!repl_hold(c, sl, end, now) && repl_serve(c, sl))
+	if ((r.suspend_ms == 0 || !repl_hold(c, sl, end, now)) && repl_serve(c, sl))
 		return;
 	if (r.suspend_ms == 0) {
 		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_SUCCESS, r.offset, NULL, 0);

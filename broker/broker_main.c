@@ -36,6 +36,7 @@
 
 #include <urcu/urcu-qsbr.h>
 
+#include "bk_ctl.h"
 #include "bk_priv.h"
 #include "bk_follow.h"
 #include "bk_rmt.h"
@@ -48,168 +49,9 @@
 #include "wire/remoting.h"
 #include "sp_config.h"
 
-#define BK_TAG "broker"
 #define RMT_SPIN_NS 50000ull /* control polls without sleeping this long after remoting work */
 #define RMT_RING 4096	     /* command/completion ring per core; remoting keeps fewer in flight */
 #define TBW102 "TBW102"	     /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
-
-static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
-static const char *const role_choices[] = {"ASYNC_MASTER", "SYNC_MASTER", "SLAVE", NULL};
-static const char *const backend_choices[] = {"udp", "af_packet", "dpdk", NULL};
-static const char *const level_choices[] = {"err", "warn", "info", "debug", NULL};
-
-static const struct cfg_key bk_keys[] = {
-	{"brokerClusterName", CFG_STRING, "DefaultCluster", 1, 127, NULL, "cluster name"},
-	{"brokerName", CFG_STRING, "broker-a", 1, 127, NULL, "broker name"},
-	{"brokerId", CFG_INT, "0", 0, 0, NULL, "0 = the group's master, > 0 a slave"},
-	{"namesrvAddr", CFG_STRING, "127.0.0.1:9876", 0, 1024, NULL,
-	 "NameServers, host:port separated by ';' (empty: do not register)"},
-	{"brokerIP1", CFG_STRING, "127.0.0.1", 7, 15, NULL,
-	 "IPv4 address advertised for the remoting port"},
-	{"listenPort", CFG_INT, "10911", 0, 65535, NULL,
-	 "remoting TCP port for RocketMQ clients, advertised as brokerIP1:port (0: any free port)"},
-	{"remotingMaxConnections", CFG_INT, "65536", 1, 1 << 20, NULL,
-	 "remoting connections open at once (more are refused)"},
-	{"remotingMaxFrameSize", CFG_INT, "16777216", 65536, 1 << 30, NULL,
-	 "largest remoting frame (RocketMQ's frameMaxLength); a bigger one closes the connection"},
-	{"clientChannelExpiredMillis", CFG_INT, "120000", 1000, 3600000, NULL,
-	 "a remoting consumer without a heartbeat this long leaves its group"},
-	{"storePathRootDir", CFG_STRING, "./store", 1, 1024, NULL, "store root directory"},
-	{"storePathCommitLog", CFG_STRING, NULL, 0, 1024, NULL,
-	 "CommitLog directory (one subdirectory per shard; empty: <storePathRootDir>/commitlog)"},
-	{"storePathConsumeQueue", CFG_STRING, NULL, 0, 1024, NULL,
-	 "ConsumeQueue directory (empty: <storePathRootDir>/consumequeue)"},
-	{"storePathIndex", CFG_STRING, NULL, 0, 1024, NULL,
-	 "IndexFile directory (one subdirectory per shard; empty: <storePathRootDir>/index)"},
-	{"storeCheckpoint", CFG_STRING, NULL, 0, 1024, NULL,
-	 "checkpoint file (empty: <storePathRootDir>/checkpoint)"},
-	{"abortFile", CFG_STRING, NULL, 0, 1024, NULL,
-	 "abort file, present while running (empty: <storePathRootDir>/abort)"},
-	{"storeBufferDir", CFG_STRING, "/dev/shm", 0, 900, NULL,
-	 "CommitLog write-behind buffers as files in a new <dir>/sprocket-XXXXXX each run "
-	 "(tmpfs: a crash of the broker process loses no ASYNC_FLUSH append); empty: anonymous "
-	 "memory, a crash loses up to 1 ms of appends"},
-	{"flushDiskType", CFG_ENUM, "ASYNC_FLUSH", 0, 0, flush_choices,
-	 "SEND_OK after the page cache (ASYNC) or after fdatasync (SYNC)"},
-	{"brokerRole", CFG_ENUM, "ASYNC_MASTER", 0, 0, role_choices,
-	 "ASYNC_MASTER (SEND_OK without waiting for a slave), SYNC_MASTER (SEND_OK once a slave "
-	 "holds it), SLAVE (follows brokerName's master, read-only)"},
-	{"haMasterAddress", CFG_STRING, NULL, 0, 64, NULL,
-	 "SLAVE: the master's dataplane endpoint ip:port (empty: learnt from the NameServer)"},
-	{"haMaxGapNotInSync", CFG_INT, "268435456", 1, 1LL << 40, NULL,
-	 "SYNC_MASTER: a slave further behind than this many bytes is not in sync "
-	 "(SLAVE_NOT_AVAILABLE)"},
-	{"brokerPermission", CFG_INT, "6", 0, 7, NULL, "2 write, 4 read (6 both)"},
-	{"autoCreateTopicEnable", CFG_BOOL, "true", 0, 0, NULL,
-	 "create a topic on its first SEND (defaultTopicQueueNums queues)"},
-	{"defaultTopicQueueNums", CFG_INT, "4", 1, 1024, NULL, "queues of an auto-created topic"},
-	{"maxMessageSize", CFG_INT, "4194304", 1, 16777216, NULL, "largest message body (bytes)"},
-	{"maxReconsumeTimes", CFG_INT, "16", 1, 1000, NULL,
-	 "SEND_BACK: deliveries before a message goes to %DLQ%<group>"},
-	{"mapedFileSizeCommitLog", CFG_INT, "1073741824", 1048576, 1LL << 40, NULL,
-	 "CommitLog segment size"},
-	{"mapedFileSizeConsumeQueue", CFG_INT, "6000000", 20000, 1LL << 32, NULL,
-	 "ConsumeQueue file size (a multiple of 20)"},
-	{"flushIntervalCommitLog", CFG_INT, "500", 1, 60000, NULL, "ASYNC_FLUSH interval (ms)"},
-	{"syncFlushTimeout", CFG_INT, "5000", 1, 600000, NULL,
-	 "SYNC_FLUSH: answer FLUSH_DISK_TIMEOUT after this long (ms)"},
-	{"fileReservedTime", CFG_INT, "72", 1, 100000, NULL, "hours a sealed segment is kept"},
-	{"deleteWhen", CFG_STRING, "04", 1, 64, NULL, "hour of day for age-based deletion"},
-	{"diskMaxUsedSpaceRatio", CFG_INT, "75", 10, 95, NULL,
-	 "delete the oldest segment while the disk is fuller than this (percent)"},
-	{"flushConsumerOffsetInterval", CFG_INT, "5000", 100, 600000, NULL,
-	 "how often consumerOffset.json is written (ms)"},
-	{"registerNameServerPeriod", CFG_INT, "30000", 100, 600000, NULL,
-	 "re-register with every NameServer this often (ms)"},
-	{"dataplaneBackend", CFG_ENUM, "udp", 0, 0, backend_choices, "packet I/O backend"},
-	{"dataplaneCores", CFG_INT, "2", 1, BK_CORES_MAX, NULL, "dataplane cores (store shards)"},
-	{"dataplanePort", CFG_INT, "20911", 1, 65535, NULL,
-	 "UDP port of core 0; core c listens on dataplanePort + c"},
-	{"dataplaneIp", CFG_STRING, "127.0.0.1", 7, 15, NULL, "IPv4 address of the dataplane"},
-	{"dataplaneInterface", CFG_STRING, NULL, 0, 64, NULL,
-	 "af_packet: the interface (its address must be dataplaneIp)"},
-	{"dpdkArgs", CFG_STRING, NULL, 0, 1024, NULL, "dpdk: EAL arguments"},
-	{"dataplaneCpus", CFG_STRING, NULL, 0, 256, NULL,
-	 "CPUs to pin cores to, comma-separated (empty: core c on CPU c mod online CPUs)"},
-	{"controlCpus", CFG_STRING, NULL, 0, 256, NULL,
-	 "CPUs for every other thread, comma-separated (empty: those the cores do not use)"},
-	{"busyPoll", CFG_BOOL, "false", 0, 0, NULL, "cores never sleep (dedicated hosts)"},
-	{"dataplaneRawEcho", CFG_BOOL, "false", 0, 0, NULL,
-	 "reflect raw \"PRAW\" datagrams so sprocket-bench can measure the port's floor"},
-	{"maxSessionsPerCore", CFG_INT, "1024", 1, 65536, NULL, "transport sessions per core"},
-	{"slotsPerSession", CFG_INT, "8", 1, 256, NULL,
-	 "requests in flight per transport session at most (memory: sessions x slots x ~0.4 KiB)"},
-	{"pendingAcksPerCore", CFG_INT, "8192", 16, 1 << 20, NULL,
-	 "SENDs waiting for their flush per core (then SYSTEM_BUSY)"},
-	{"parkedPullsPerCore", CFG_INT, "4096", 1, 1 << 20, NULL, "long-polling pulls per core"},
-	{"consumerOffsetSlotsPerCore", CFG_INT, "65536", 1024, 1 << 24, NULL,
-	 "(topic, group, queue) offsets per core"},
-	{"logLevel", CFG_ENUM, "info", 0, 0, level_choices, "log verbosity"},
-	/* RocketMQ broker keys with no meaning here (thread pools, Netty). */
-	{"rocketmqHome", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"sendMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"pullMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"useReentrantLockWhenPutMessage", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"waitTimeMillsInSendQueue", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"transientStorePoolEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"osPageCacheBusyTimeOutMills", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"serverWorkerThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"serverSelectorThreads", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"longPollingEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	/* RocketMQ's tuning keys for its own flush, deletion and threads: no effect here. */
-	{"autoCreateSubscriptionGroup", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"flushCommitLogLeastPages", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"flushConsumeQueueLeastPages", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"flushCommitLogThoroughInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"flushConsumeQueueThoroughInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"flushIntervalConsumeQueue", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"flushCommitLogTimed", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"destroyMapedFileIntervalForcibly", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"redeleteHangedFileInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"cleanFileForciblyEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"checkTransactionMessageEnable", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"queryMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"adminBrokerThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"clientManageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"consumerManageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"heartbeatThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"endTransactionThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"processReplyMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"brokerIP2", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	/* RocketMQ's HA service keys: replication rides the dataplane port here. */
-	{"haListenPort", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"haSendHeartbeatInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"haHousekeepingInterval", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-	{"haTransferBatchSize", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
-};
-
-struct bk_ctl {
-	struct bk bk;
-	const struct cfg *cfg;
-	char topics_path[PATH_MAX];
-	char offsets_path[PATH_MAX];
-	struct dp_port *ports[BK_CORES_MAX];
-	uint32_t nports; /* ncores, and on a dpdk slave one more per shard for bk_follow */
-	bool cores_running;
-	/* the registration snapshot: topics as registered, under mu (agent thread reads) */
-	pthread_mutex_t mu;
-	struct meta_topic *reg;
-	size_t nreg;
-	uint16_t **reg_cores;
-	uint64_t dv_counter;
-	int64_t dv_ts;
-	struct ctl_breg *breg;
-	struct bk_rmt *rmt;
-	struct bk_follow *follow; /* SLAVE: the replication sessions */
-	struct bk_sync *sync;	  /* SLAVE: topics and offsets from the master */
-	bool master_fixed;	  /* haMasterAddress given: never from the NameServer */
-	uint64_t follow_kick_ms;  /* last registration asked for to learn the master */
-	uint64_t follow_poll_ms;  /* last look at the registration's answer */
-	int cpus[BK_CORES_MAX];
-	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
-	pthread_t persist;
-	_Atomic bool persist_stop;
-};
 
 /* ---- topics ---- */
 
@@ -290,8 +132,8 @@ reg_clear(struct bk_ctl *x)
 }
 
 /* Creates (or updates) topic @mt: store queues, publish, persist, register. */
-static int
-topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
+int
+bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
 {
 	struct bk *bk = &x->bk;
 	struct bk_topic *t, *old;
@@ -356,7 +198,7 @@ topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
 static int
 rmt_topic_put(void *arg, const struct meta_topic *mt)
 {
-	return topic_put(arg, mt, true);
+	return bk_ctl_topic_put(arg, mt, true);
 }
 
 static int offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n);
@@ -407,7 +249,7 @@ topics_load(struct bk_ctl *x, int sfd)
 		return err;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
-		err = topic_put(x, &ts[i], false);
+		err = bk_ctl_topic_put(x, &ts[i], false);
 		if (err == 0 && i % 64 == 63 && stop_requested(sfd)) {
 			log_info(BK_TAG, "stopped while loading topics (%zu of %zu)", i + 1, n);
 			err = -EINTR;
@@ -423,7 +265,7 @@ topics_load(struct bk_ctl *x, int sfd)
 					       META_PERM_WRITE};
 
 		strcpy(d.name, TBW102);
-		err = topic_put(x, &d, true);
+		err = bk_ctl_topic_put(x, &d, true);
 	}
 	log_info(BK_TAG, "%zu topics loaded from %s", n, x->topics_path);
 	return err;
@@ -445,7 +287,7 @@ creates_poll(struct bk_ctl *x)
 		memcpy(mt.name, c->create_req.name, sizeof(mt.name));
 		mt.read_queues = mt.write_queues = c->create_req.queues;
 		if (bk_topic_find(&x->bk, mt.name, strlen(mt.name)) == NULL) {
-			int err = topic_put(x, &mt, true);
+			int err = bk_ctl_topic_put(x, &mt, true);
 
 			if (err)
 				log_warn(BK_TAG, "auto-creating topic %s: %s", mt.name,
@@ -741,133 +583,6 @@ mkdirs(const char *path)
 	return 0;
 }
 
-/*
- * brokerRole and brokerId as RocketMQ's BrokerStartup reads them: a slave
- * needs brokerId > 0; a master is brokerId 0 whatever the file says.
- */
-static int
-role_setup(struct bk_ctl *x)
-{
-	const char *role = cfg_get_str(x->cfg, "brokerRole");
-	struct bk_conf *cf = &x->bk.conf;
-
-	if (strcmp(role, "SLAVE") == 0) {
-		cf->role = BK_ROLE_SLAVE;
-		if (cf->broker_id <= 0) {
-			log_err(BK_TAG, "brokerRole SLAVE needs brokerId > 0 (got %" PRId64 ")",
-				cf->broker_id);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	cf->role = strcmp(role, "SYNC_MASTER") == 0 ? BK_ROLE_SYNC_MASTER : BK_ROLE_ASYNC_MASTER;
-	if (cf->broker_id != 0) {
-		log_warn(BK_TAG, "brokerRole %s: brokerId %" PRId64 " taken as 0 (the master's)",
-			 role, cf->broker_id);
-		cf->broker_id = 0;
-	}
-	return 0;
-}
-
-static bool
-topic_differs(const struct bk_topic *t, const struct meta_topic *m)
-{
-	return t->perm != m->perm || t->read_queues != m->read_queues ||
-	       t->write_queues != m->write_queues || t->sys_flag != m->sys_flag ||
-	       t->order != m->order;
-}
-
-/*
- * A slave applies what its sync fetched from the master: topics created or
- * updated as the master has them; a committed offset raised where the
- * master's is ahead (never lowered: consumers that committed here while the
- * master was away keep their progress; docs/replication.md).
- */
-static void
-sync_apply(struct bk_ctl *x)
-{
-	struct meta_topic *ts = NULL;
-	struct meta_offset *os = NULL;
-	size_t tl, ol, n = 0;
-	char *tj, *oj;
-
-	if (x->sync == NULL)
-		return;
-	bk_sync_take(x->sync, &tj, &tl, &oj, &ol);
-	if (tj != NULL && meta_topics_parse(tj, tl, &ts, &n, NULL) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			const struct bk_topic *t =
-				bk_topic_find(&x->bk, ts[i].name, strlen(ts[i].name));
-			int err;
-
-			if (t != NULL && !topic_differs(t, &ts[i]))
-				continue;
-			err = topic_put(x, &ts[i], true);
-			if (err)
-				log_warn(BK_TAG, "topic %s from the master: %s", ts[i].name,
-					 strerror(-err));
-			else
-				log_info(BK_TAG, "topic %s %s as on the master", ts[i].name,
-					 t ? "updated" : "created");
-		}
-	} else if (tj != NULL) {
-		log_warn_ratelimited(BK_TAG, "the master's topic configs do not parse");
-	}
-	free(ts);
-	free(tj);
-	n = 0;
-	if (oj != NULL && meta_offsets_parse(oj, ol, &os, &n) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			const struct bk_topic *t =
-				bk_topic_find(&x->bk, os[i].topic, strlen(os[i].topic));
-			int64_t here;
-
-			if (t == NULL || os[i].queue_id >= t->nq)
-				continue;
-			here = bk_core_offset_peek(&x->bk.cores[t->core[os[i].queue_id]],
-						   os[i].topic, os[i].group, os[i].queue_id);
-			if (os[i].offset > here &&
-			    bk_rmt_offset_set(x->rmt, os[i].topic, os[i].group, os[i].queue_id,
-					      os[i].offset) != 0)
-				break; /* a core's ring is full: the next round catches up */
-		}
-	} else if (oj != NULL) {
-		log_warn_ratelimited(BK_TAG, "the master's consumer offsets do not parse");
-	}
-	free(os);
-	free(oj);
-}
-
-/* A slave learns its master from the NameServer unless haMasterAddress names it. */
-static void
-follow_poll(struct bk_ctl *x)
-{
-	char ha[CTL_BREG_ADDR_MAX];
-	char addr[CTL_BREG_ADDR_MAX];
-
-	bool known;
-	uint64_t now = clk_mono_ns() / 1000000;
-
-	/* The control loop turns often under remoting load: look ten times a second. */
-	if (x->follow == NULL || x->master_fixed || x->breg == NULL ||
-	    now - x->follow_poll_ms < 100)
-		return;
-	x->follow_poll_ms = now;
-	known = ctl_breg_master(x->breg, ha, sizeof(ha), addr, sizeof(addr)) && ha[0] != '\0';
-	if (known)
-		bk_follow_set_master(x->follow, ha);
-	/*
-	 * No master named yet (it registered after us), or it is unreachable
-	 * (moved?): register again soon rather than in registerNameServerPeriod,
-	 * since the answer names the master.
-	 */
-	if ((!known && now - x->follow_kick_ms >= 1000) ||
-	    (!bk_follow_connected(x->follow) && now - x->follow_kick_ms >= 5000)) {
-		x->follow_kick_ms = now;
-		ctl_breg_kick(x->breg);
-	}
-}
-
 static int
 start_cores(struct bk_ctl *x)
 {
@@ -975,27 +690,6 @@ stop_cores(struct bk_ctl *x)
 }
 
 static void
-follow_report(const struct bk_ctl *x)
-{
-	for (uint32_t i = 0; x->follow && i < x->bk.ncores; i++) {
-		uint64_t end;
-		uint64_t bytes;
-		struct bk_follow_lag g;
-
-		bk_follow_stats(x->follow, i, &end, &bytes, &g);
-		log_info(BK_TAG,
-			 "shard %u followed: %" PRIu64 " bytes copied, at %" PRIu64
-			 " of the master's %" PRIu64 "; lag %" PRIu64 " bytes (%" PRIu64
-			 " ms), at most %" PRIu64 " bytes (%" PRIu64 " ms); %" PRIu64
-			 " ms waiting for new segments",
-			 i, bytes, clog_written(store_clog(x->bk.store, i)), end,
-			 atomic_load_relaxed(&g.bytes), atomic_load_relaxed(&g.ms),
-			 atomic_load_relaxed(&g.max_bytes), atomic_load_relaxed(&g.max_ms),
-			 atomic_load_relaxed(&g.seg_wait_ms));
-	}
-}
-
-static void
 print_stats(const struct bk_ctl *x)
 {
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
@@ -1060,8 +754,8 @@ run(struct bk_ctl *x, int sfd)
 		}
 		/* Also on the timer: a core's eventfd write may have failed. */
 		creates_poll(x);
-		follow_poll(x);
-		sync_apply(x);
+		bk_slave_follow_poll(x);
+		bk_slave_sync_apply(x);
 		if (atomic_load(&x->bk.restart)) {
 			log_warn(BK_TAG, "restarting: the log is cut to the master's at the start");
 			return 0;
@@ -1104,7 +798,7 @@ main(int argc, char **argv)
 	char dp_mac[24];
 
 	clk_init();
-	if (cfg_create(bk_keys, sizeof(bk_keys) / sizeof(bk_keys[0]), &cfg, &cerr) != 0) {
+	if (cfg_create(bk_keys, bk_nkeys, &cfg, &cerr) != 0) {
 		fprintf(stderr, "sprocket-broker: %s\n", cerr.msg);
 		return 2;
 	}
@@ -1150,7 +844,7 @@ main(int argc, char **argv)
 		.offset_slots = (uint32_t)cfg_get_int(cfg, "consumerOffsetSlotsPerCore"),
 	};
 	x->bk.ncores = x->bk.conf.cores;
-	if (role_setup(x) != 0)
+	if (bk_ctl_role_setup(x) != 0)
 		goto out;
 	/*
 	 * A slave on dpdk follows its master through its own device (the
@@ -1335,7 +1029,7 @@ main(int argc, char **argv)
 				    x->nports > x->bk.ncores ? &x->ports[x->bk.ncores] : NULL,
 				    &x->follow) != 0)
 			goto out_breg;
-		follow_poll(x);
+		bk_slave_follow_poll(x);
 		if (x->breg == NULL)
 			log_warn(BK_TAG, "no NameServer: topic configs and consumer offsets will "
 					 "not follow the master");
@@ -1355,7 +1049,7 @@ main(int argc, char **argv)
 out_breg:
 	bk_sync_stop(x->sync);
 	x->sync = NULL;
-	follow_report(x);
+	bk_slave_report(x);
 	bk_follow_stop(x->follow);
 	x->follow = NULL;
 	if (x->breg)

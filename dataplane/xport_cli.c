@@ -513,6 +513,12 @@ dp_xcli_poll(struct dp_xcli *c)
 
 /* ---- requests ---- */
 
+void
+dp_xcli_clock(struct dp_xcli *c)
+{
+	c->now = clk_mono_fast_ns();
+}
+
 int
 dp_xcli_submit(struct dp_xsess *s, uint16_t op, const uint8_t *msg, uint32_t len,
 	       dp_xcli_done_fn done, void *arg)

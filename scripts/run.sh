@@ -224,8 +224,11 @@ start_slave() {
 	if [ "$backend" = dpdk ]; then
 		for _ in $(seq 300); do
 			grep -q ' ready: ' "$work/slave.log" 2>/dev/null && break
+			kill -0 "$sl_pid" 2>/dev/null || break
 			sleep 0.1
 		done
+		grep -q ' ready: ' "$work/slave.log" ||
+			{ echo "run.sh: the slave did not start:" >&2; cat "$work/slave.log" >&2; exit 1; }
 		start_switch "/sprun-$$-sl"
 	fi
 	for _ in $(seq 300); do
@@ -256,14 +259,15 @@ in_a "$BIN/bench/sprocket-bench" "$MODE" --namesrv="$ns_host:$ns_port" --size="$
 
 # The switch first: it polls its memif ports without the broker's guard against a
 # peer that leaves (docs/dpdk.md).
-if [ -n "$sw_pid" ]; then kill "$sw_pid"; wait "$sw_pid" || true; sw_pid=""; fi
+if [ -n "$sw_pid" ]; then kill "$sw_pid" 2>/dev/null || true; wait "$sw_pid" || true; sw_pid=""; fi
 if [ "${SLAVE:-}" = late ]; then
 	# A slave that starts now copies the whole log while the broker is idle: its
 	# catch-up rate ("caught up ... MB/s") is what it could follow at. It starts
 	# once the broker's write-back is done (under 1 MB written in a second): on
 	# one disk the two would share its bandwidth.
-	last=0
+	last=$(awk '/^write_bytes/ {print $2}' "/proc/$bk_pid/io" 2>/dev/null || echo 0)
 	drain=0
+	sleep 1
 	for _ in $(seq 120); do
 		now=$(awk '/^write_bytes/ {print $2}' "/proc/$bk_pid/io" 2>/dev/null || echo 0)
 		[ "$((now - last))" -lt 1000000 ] && break
@@ -271,7 +275,7 @@ if [ "${SLAVE:-}" = late ]; then
 		drain=$((drain + 1))
 		sleep 1
 	done
-	echo "# broker: its write-back ended $((drain - 1))-$drain s after the benchmark"
+	echo "# broker: its write-back ended $drain-$((drain + 1)) s after the benchmark"
 	start_slave
 	for _ in $(seq 3000); do
 		grep -q 'caught up with master' "$work/slave.log" && break

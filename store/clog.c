@@ -1194,7 +1194,9 @@ clog_appended(const struct clog *c, uint64_t off, size_t len)
 {
 	const struct clog_seg *cur = c->cur;
 
-	if (off < cur->start || off + len > cur->start + c->seg_size || off + len > c->wpos)
+	/* the owner's own store: relaxed is enough */
+	if (off != atomic_load_relaxed(&c->written) || off < cur->start ||
+	    off + len > cur->start + c->seg_size || off + len > c->wpos)
 		return NULL;
 	return c->cur_buf + (off - cur->start);
 }

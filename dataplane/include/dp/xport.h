@@ -233,6 +233,14 @@ MUST_CHECK int dp_xcli_submit(struct dp_xsess *s, uint16_t op, const uint8_t *ms
 /* One RX burst + timers. Return: packets received. Context: the client's thread. */
 unsigned dp_xcli_poll(struct dp_xcli *c);
 
+/*
+ * Read the clock again for the next dp_xcli_submit(): a callback that
+ * worked for a while (milliseconds) before it submits would otherwise date
+ * its request, and arm its retransmission, from the poll's older clock.
+ * Context: the client's thread.
+ */
+void dp_xcli_clock(struct dp_xcli *c);
+
 /* Return: requests in flight on @s. */
 unsigned dp_xsess_inflight(const struct dp_xsess *s);
 /* Return: slots granted by the server; the session's negotiated limits. */

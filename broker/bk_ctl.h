@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bk_ctl.h - the broker's control side (broker_main.c), shared with the
+ * files that carry parts of it: bk_keys.c (the configuration keys) and
+ * bk_slave.c (what the control thread does for a slave).
+ *
+ * Ownership: struct bk_ctl belongs to the control thread (docs/ownership.md).
+ */
+#ifndef SP_BROKER_BK_CTL_H
+#define SP_BROKER_BK_CTL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bk_priv.h"
+#include "common/config.h"
+
+#define BK_TAG "broker"
+
+struct ctl_breg;
+struct bk_rmt;
+struct bk_follow;
+struct bk_sync;
+
+struct bk_ctl {
+	struct bk bk;
+	const struct cfg *cfg;
+	char topics_path[PATH_MAX];
+	char offsets_path[PATH_MAX];
+	struct dp_port *ports[BK_CORES_MAX];
+	uint32_t nports; /* ncores, and on a dpdk slave one more per shard for bk_follow */
+	bool cores_running;
+	/* the registration snapshot: topics as registered, under mu (agent thread reads) */
+	pthread_mutex_t mu;
+	struct meta_topic *reg;
+	size_t nreg;
+	uint16_t **reg_cores;
+	uint64_t dv_counter;
+	int64_t dv_ts;
+	struct ctl_breg *breg;
+	struct bk_rmt *rmt;
+	struct bk_follow *follow; /* SLAVE: the replication sessions */
+	struct bk_sync *sync;	  /* SLAVE: topics and offsets from the master */
+	bool master_fixed;	  /* haMasterAddress given: never from the NameServer */
+	uint64_t follow_kick_ms;  /* last registration asked for to learn the master */
+	uint64_t follow_poll_ms;  /* last look at the registration's answer */
+	int cpus[BK_CORES_MAX];
+	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
+	pthread_t persist;
+	_Atomic bool persist_stop;
+};
+
+/* Every broker key (bk_keys.c). */
+extern const struct cfg_key bk_keys[];
+extern const size_t bk_nkeys;
+
+/* Create or update a topic and its store queues; @persist: save topics.json (broker_main.c). */
+int bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist);
+
+/* bk_slave.c: brokerRole and brokerId; a slave's master, sync and exit report. */
+int bk_ctl_role_setup(struct bk_ctl *x);
+void bk_slave_sync_apply(struct bk_ctl *x);
+void bk_slave_follow_poll(struct bk_ctl *x);
+void bk_slave_report(const struct bk_ctl *x);
+
+#endif /* SP_BROKER_BK_CTL_H */
