@@ -172,6 +172,20 @@ def shard_files(name):
     return out
 
 
+def check_sent_ok(r, count):
+    """@r: sp_xtool produce's run; every one of @count SENDs got SEND_OK (status 0)."""
+    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    st = [l.get("status") for l in lines if l.get("ok")]
+    check(len(st) == count and set(st) == {0},
+          f"SYNC_MASTER SEND_OK for all {count} ({len(st)} ok, statuses {set(st)}) {r.stderr[-300:]}")
+
+
+def check_identical():
+    am, bs = shard_files("master"), shard_files("slave")
+    check(sorted(am) == sorted(bs) and all(am[k] == bs.get(k) for k in am),
+          "every shard is byte-identical")
+
+
 def case_sync_kill_master():
     namesrv()
     m = broker("master", "SYNC_MASTER", 0, BASE + 10)
@@ -355,16 +369,11 @@ def case_af_packet():
         r = subprocess.run(ex_a + [XT, "produce", f"--namesrv={NSADDR}", "--topic=TP",
                                    "--count=2000", f"--local-ip={ip_a}"],
                            capture_output=True, text=True, timeout=120)
-        lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
-        st = [l.get("status") for l in lines if l.get("ok")]
-        check(len(st) == 2000 and set(st) == {0},
-              f"SYNC_MASTER SEND_OK for all 2000 ({len(st)} ok, statuses {set(st)}) {r.stderr[-200:]}")
+        check_sent_ok(r, 2000)
         time.sleep(1)
         check(stop(s) == 0, "the slave stops cleanly")
         check(stop(m) == 0, "the master stops cleanly")
-        am, bs = shard_files("master"), shard_files("slave")
-        check(sorted(am) == sorted(bs) and all(am[k] == bs.get(k) for k in am),
-              "every shard is byte-identical")
+        check_identical()
     finally:
         for p in PROCS:
             if p.poll() is None:
@@ -415,18 +424,13 @@ def case_dpdk():
                             f"--dpdk-args=-l 0 {eal} --file-prefix=rpd-cl-{pid} "
                             + vdev(0, "client", "client", 9)],
                            capture_output=True, text=True, timeout=120)
-        lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
-        st = [l.get("status") for l in lines if l.get("ok")]
-        check(len(st) == 2000 and set(st) == {0},
-              f"SYNC_MASTER SEND_OK for all 2000 ({len(st)} ok, statuses {set(st)}) {r.stderr[-300:]}")
+        check_sent_ok(r, 2000)
         time.sleep(1)
         check(stop(s) == 0, "the slave stops cleanly")
         check(stop(m) == 0, "the master stops cleanly")
         sw.send_signal(signal.SIGTERM)
         check(sw.wait(10) == 0, "the switch stops cleanly")
-        am, bs = shard_files("master"), shard_files("slave")
-        check(sorted(am) == sorted(bs) and all(am[k] == bs.get(k) for k in am),
-              "every shard is byte-identical")
+        check_identical()
     finally:
         for p in PROCS:
             if p.poll() is None:
