@@ -84,10 +84,9 @@ struct follow_shard {
 	_Atomic uint64_t last_ok_ms;
 	struct bk_follow_lag lag;
 	/* the thread only */
-	int64_t last_store_ms; /* storeTimestamp of our last record (the master's clock) */
-	uint64_t lag_log_ms;   /* when "behind" was last logged */
-	uint64_t catch_ns;     /* behind since (0: caught up) ... */
-	uint64_t catch_bytes;  /* ... with this much copied then */
+	uint64_t lag_log_ms;  /* when "behind" was last logged */
+	uint64_t catch_ns;    /* behind since (0: caught up) ... */
+	uint64_t catch_bytes; /* ... with this much copied then */
 };
 
 struct bk_follow {
@@ -286,26 +285,23 @@ be32(const uint8_t *p)
 }
 
 /*
- * Lag after an answer: the bytes the master had past ours when it answered,
- * and, while there are any, the age of our newest record (its
- * storeTimestamp on the master's clock): every message we lack is younger,
- * so no message has waited longer than that to reach this slave.
+ * Lag after an answer: the bytes the master had past ours (@own) when it
+ * answered, and, while there are any, the age of our newest record (its
+ * storeTimestamp on the master's clock, as the append read it): every
+ * message we lack is younger, so none has waited longer than that to reach
+ * this slave.
  */
 static void
-lag_update(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t last, uint64_t own)
+lag_update(struct follow_shard *fs, uint64_t master_end, uint64_t own)
 {
 	struct bk_follow_lag *g = &fs->lag;
 	uint64_t now = (uint64_t)clk_wall_ms();
-	uint64_t bytes = r->master_end > own ? r->master_end - own : 0;
+	int64_t newest = clog_last_store_ms(store_clog(fs->f->bk->store, fs->shard));
+	uint64_t bytes = master_end > own ? master_end - own : 0;
 	uint64_t ms = 0;
-	struct wire_msg m;
 
-	if (last >= r->data_offset && last - r->data_offset < r->data_len &&
-	    wire_rec_decode(r->data + (last - r->data_offset),
-			    r->data_len - (last - r->data_offset), 0, &m) > 0)
-		fs->last_store_ms = m.store_ts;
-	if (bytes > 0 && fs->last_store_ms > 0 && (int64_t)now > fs->last_store_ms)
-		ms = now - (uint64_t)fs->last_store_ms;
+	if (bytes > 0 && newest > 0 && newest != INT64_MAX && (int64_t)now > newest)
+		ms = now - (uint64_t)newest;
 	atomic_store_relaxed(&g->bytes, bytes);
 	atomic_store_relaxed(&g->ms, ms);
 	if (bytes > atomic_load_relaxed(&g->max_bytes))
@@ -385,7 +381,7 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 	atomic_store_relaxed(&fs->master_end, r.master_end);
 	atomic_store_relaxed(&fs->last_ok_ms, (uint64_t)clk_wall_ms());
 	if (r.data_len == 0) {
-		lag_update(fs, &r, 0, off);
+		lag_update(fs, r.master_end, off);
 		return;
 	}
 	w = store_repl_append(s, fs->shard, r.data_offset, r.data, r.data_len, &last);
@@ -432,7 +428,7 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 		    last + size == r.data_offset + (uint64_t)w) {
 			fs->prev_off = last;
 			fs->prev_size = size;
-			fs->prev_hash = store_repl_rec_hash(lr, size);
+			fs->prev_hash = clog_rec_hash(lr, size, size); /* all of it at hand */
 			dp_xcli_clock(fs->cli); /* the append took a while: date the request now */
 			fs->chained = submit(fs, r.data_offset + (uint64_t)w) == 0;
 		}
@@ -442,7 +438,7 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 		atomic_add_relaxed(&fs->bytes, clog_written(store_clog(s, fs->shard)) - off);
 		if (!fs->chained)
 			prev_from_log(fs, last);
-		lag_update(fs, &r, last, clog_written(store_clog(s, fs->shard)));
+		lag_update(fs, r.master_end, clog_written(store_clog(s, fs->shard)));
 	}
 	if (w < 0) {
 		fs->backoff_ms = FOLLOW_RETRY_MS;

@@ -1299,8 +1299,14 @@ clog_rec_id(const struct clog *c, uint64_t off, uint32_t *size, uint32_t *hash)
 	    (magic == WIRE_MAGIC_MESSAGE && total > avail))
 		return -EBADMSG;
 	*size = total;
-	*hash = crc32_update(0, p, SP_MIN(SP_MIN((uint64_t)total, CLOG_REC_ID_BYTES), avail));
+	*hash = clog_rec_hash(p, total, avail);
 	return 0;
+}
+
+uint32_t
+clog_rec_hash(const uint8_t *p, uint64_t total, uint64_t avail)
+{
+	return crc32_update(0, p, SP_MIN(SP_MIN(total, CLOG_REC_ID_BYTES), avail));
 }
 
 int
@@ -1457,6 +1463,12 @@ clog_flush(struct clog *c)
 	atomic_store_release(&c->err, 0);
 	clog_retire_bufs(c, to);
 	return 0;
+}
+
+int64_t
+clog_last_store_ms(const struct clog *c)
+{
+	return c->cur_last_ms;
 }
 
 uint64_t

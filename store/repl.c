@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 
-#include "common/crc32.h"
 #include "store/clog.h"
 #include "store/store.h"
 
@@ -62,10 +61,4 @@ store_repl_write(struct store *s, uint32_t shard, uint64_t off, const uint8_t *d
 		return n;
 	rc = store_repl_publish(s, shard, off, (size_t)n);
 	return rc != 0 ? rc : n;
-}
-
-uint32_t
-store_repl_rec_hash(const uint8_t *rec, uint32_t size)
-{
-	return crc32_update(0, rec, size < CLOG_REC_ID_BYTES ? size : CLOG_REC_ID_BYTES);
 }

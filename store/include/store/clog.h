@@ -201,6 +201,9 @@ MUST_CHECK long clog_read_span(const struct clog *c, uint64_t off, uint32_t max,
  */
 MUST_CHECK int clog_rec_id(const struct clog *c, uint64_t off, uint32_t *size, uint32_t *hash);
 
+/* clog_rec_id()'s hash of a record of TOTALSIZE @total at @p, @avail bytes of it at hand. */
+uint32_t clog_rec_hash(const uint8_t *p, uint64_t total, uint64_t avail);
+
 /**
  * clog_last_rec() - where the last record (or BLANK) before the written end
  * starts (walks its segment from the start).
@@ -264,7 +267,9 @@ MUST_CHECK int clog_flush(struct clog *c);
  */
 MUST_CHECK int clog_write_back(struct clog *c);
 
-uint64_t clog_written(const struct clog *c);	 /* local end of appended data (acquire) */
+uint64_t clog_written(const struct clog *c); /* local end of appended data (acquire) */
+/* storeTimestamp of the last record appended; INT64_MAX: none since open. Context: owner. */
+int64_t clog_last_store_ms(const struct clog *c);
 uint64_t clog_flushed(const struct clog *c);	 /* local end of durable data (acquire) */
 uint64_t clog_min(const struct clog *c);	 /* first local offset still stored */
 uint64_t clog_syncs(const struct clog *c);	 /* flush rounds that synced data (stats) */

@@ -226,12 +226,6 @@ MUST_CHECK long store_repl_append(struct store *s, uint32_t shard, uint64_t off,
 				  const uint8_t *data, size_t len, uint64_t *last);
 MUST_CHECK int store_repl_publish(struct store *s, uint32_t shard, uint64_t off, size_t len);
 
-/*
- * The prev_hash of a record at @rec of TOTALSIZE @size whose bytes are all
- * at hand (a message, not a BLANK): as clog_rec_id() computes it.
- */
-uint32_t store_repl_rec_hash(const uint8_t *rec, uint32_t size);
-
 /**
  * store_repl_rec_id(), store_repl_last() - clog_rec_id() and clog_last_rec()
  * of @shard for a thread that is not a core (a slave's replication session),

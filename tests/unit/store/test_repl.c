@@ -248,7 +248,7 @@ test_follow(void)
 		T_ASSERT_EQ_U64(clog_written(store_clog(sl, 0)), end + (uint64_t)n);
 		T_ASSERT_EQ(store_repl_rec_id(sl, 0, end, &size, &hash), 0);
 		T_ASSERT_EQ(size, (uint32_t)n);
-		T_ASSERT_EQ(hash, store_repl_rec_hash(rec, (uint32_t)n));
+		T_ASSERT_EQ(hash, clog_rec_hash(rec, (uint64_t)n, (uint64_t)n));
 		T_ASSERT(follow(m, sl) == 0);
 		check_same(m, sl, mq, 4);
 	}
