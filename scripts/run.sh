@@ -104,6 +104,17 @@ trap cleanup EXIT
 in_b() { if [ -n "$nsB" ]; then exec ip netns exec "$nsB" "$@"; else exec "$@"; fi; }
 in_a() { if [ -n "$nsA" ]; then ip netns exec "$nsA" "$@"; else "$@"; fi; }
 in_a_daemon() { if [ -n "$nsA" ]; then exec ip netns exec "$nsA" "$@"; else exec "$@"; fi; }
+# wait_line FILE PATTERN TENTHS [PID]: wait until FILE has a line matching PATTERN
+# (grep -E), at most TENTHS tenths of a second and while PID (if given) lives.
+# Return: whether it has one.
+wait_line() {
+	for _ in $(seq "$3"); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		[ -z "${4:-}" ] || kill -0 "$4" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -qE "$2" "$1" 2>/dev/null
+}
 
 ns_host=127.0.0.1
 ns_port=$((20000 + $$ % 20000))
@@ -179,12 +190,7 @@ in_b "$BIN/broker/sprocket-broker" --storePathRootDir="$work/store" \
 	--namesrvAddr="127.0.0.1:$ns_port" --mapedFileSizeCommitLog=268435456 \
 	"${broker_args[@]}" $BROKER_ARGS >"$work/broker.log" 2>&1 &
 bk_pid=$!
-for _ in $(seq 300); do
-	grep -q ' ready: ' "$work/broker.log" 2>/dev/null && break
-	kill -0 "$bk_pid" 2>/dev/null || break
-	sleep 0.1
-done
-if ! grep -q ' ready: ' "$work/broker.log"; then
+if ! wait_line "$work/broker.log" ' ready: ' 300 "$bk_pid"; then
 	echo "run.sh: the broker did not start:" >&2; cat "$work/broker.log" >&2; exit 1
 fi
 # The memif switch between the broker, the benchmark and the slave (if any): it
@@ -197,11 +203,7 @@ start_switch() {
 	"$BIN/tests/memif_switch" $eal -l "${SWITCH_CPU:-$bench_cpu}" --file-prefix="sprun-sw-$$" "${vd[@]}" \
 		>"$work/switch.out" 2>"$work/switch.log" &
 	sw_pid=$!
-	for _ in $(seq 300); do
-		grep -q '^ready' "$work/switch.out" 2>/dev/null && break
-		sleep 0.1
-	done
-	grep -q '^ready' "$work/switch.out" ||
+	wait_line "$work/switch.out" '^ready' 300 ||
 		{ echo "run.sh: the memif switch did not start:" >&2; cat "$work/switch.log" >&2; exit 1; }
 }
 # The slave: udp on the client's side of the link, everything on the benchmark's CPU
@@ -222,21 +224,11 @@ start_slave() {
 		>"$work/slave.log" 2>&1 &
 	sl_pid=$!
 	if [ "$backend" = dpdk ]; then
-		for _ in $(seq 300); do
-			grep -q ' ready: ' "$work/slave.log" 2>/dev/null && break
-			kill -0 "$sl_pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		grep -q ' ready: ' "$work/slave.log" ||
+		wait_line "$work/slave.log" ' ready: ' 300 "$sl_pid" ||
 			{ echo "run.sh: the slave did not start:" >&2; cat "$work/slave.log" >&2; exit 1; }
 		start_switch "/sprun-$$-sl"
 	fi
-	for _ in $(seq 300); do
-		[ "$(grep -c 'session to master' "$work/slave.log" 2>/dev/null)" -ge 1 ] && break
-		kill -0 "$sl_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	grep -q 'session to master' "$work/slave.log" ||
+	wait_line "$work/slave.log" 'session to master' 300 "$sl_pid" ||
 		{ echo "run.sh: the slave did not follow:" >&2; cat "$work/slave.log" >&2; exit 1; }
 }
 case "${SLAVE:-}" in
@@ -246,10 +238,7 @@ case "${SLAVE:-}" in
 	start_slave ;;
 esac
 # The route appears once the broker has registered (at start, then every 30 s).
-for _ in $(seq 100); do
-	grep -qE 'registered [0-9]+ topics with namesrv' "$work/broker.log" 2>/dev/null && break
-	sleep 0.1
-done
+wait_line "$work/broker.log" 'registered [0-9]+ topics with namesrv' 100 || true
 
 echo "== sprocket: $MODE on $backend ($FLUSH), ${SIZE} B messages," \
 	"${DURATION} s, next to the raw port floor to the same broker core"
@@ -277,11 +266,7 @@ if [ "${SLAVE:-}" = late ]; then
 	done
 	echo "# broker: its write-back ended $drain-$((drain + 1)) s after the benchmark"
 	start_slave
-	for _ in $(seq 3000); do
-		grep -q 'caught up with master' "$work/slave.log" && break
-		kill -0 "$sl_pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	wait_line "$work/slave.log" 'caught up with master' 3000 "$sl_pid" || true
 	grep -E 'caught up with master' "$work/slave.log" | sed 's/^.*broker.repl: /# slave: /' ||
 		echo "# slave: no catch-up line (a log under 64 MiB, or not caught up in 300 s)"
 fi
