@@ -10,6 +10,7 @@
 static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
 static const char *const role_choices[] = {"ASYNC_MASTER", "SYNC_MASTER", "SLAVE", NULL};
 static const char *const backend_choices[] = {"udp", "af_packet", "dpdk", NULL};
+static const char *const warm_choices[] = {"auto", "true", "false", NULL};
 static const char *const level_choices[] = {"err", "warn", "info", "debug", NULL};
 
 const struct cfg_key bk_keys[] = {
@@ -45,6 +46,9 @@ const struct cfg_key bk_keys[] = {
 	 "memory, a crash loses up to 1 ms of appends"},
 	{"flushDiskType", CFG_ENUM, "ASYNC_FLUSH", 0, 0, flush_choices,
 	 "SEND_OK after the page cache (ASYNC) or after fdatasync (SYNC)"},
+	{"warmMapedFileEnable", CFG_ENUM, "auto", 0, 0, warm_choices,
+	 "zero-fill and sync each new CommitLog segment ahead of its appends (auto: true, but "
+	 "false on a SLAVE with ASYNC_FLUSH, which then writes each byte to disk once, not twice)"},
 	{"brokerRole", CFG_ENUM, "ASYNC_MASTER", 0, 0, role_choices,
 	 "ASYNC_MASTER (SEND_OK without waiting for a slave), SYNC_MASTER (SEND_OK once a slave "
 	 "holds it), SLAVE (follows brokerName's master, read-only)"},

@@ -929,6 +929,16 @@ main(int argc, char **argv)
 	sc.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog");
 	sc.cq_units = (uint32_t)(cfg_get_int(cfg, "mapedFileSizeConsumeQueue") / 20);
 	sc.sync_flush = x->bk.conf.sync_flush;
+	/* auto: warm, but not a SLAVE under ASYNC_FLUSH (docs/replication.md). */
+	if (strcmp(cfg_get_str(cfg, "warmMapedFileEnable"), "auto") != 0)
+		sc.no_warm = strcmp(cfg_get_str(cfg, "warmMapedFileEnable"), "false") == 0;
+	else
+		sc.no_warm = x->bk.conf.role == BK_ROLE_SLAVE && !sc.sync_flush;
+	if (sc.no_warm)
+		log_info(BK_TAG,
+			 "new CommitLog segments are fallocated, not zero-filled "
+			 "(warmMapedFileEnable=%s)",
+			 cfg_get_str(cfg, "warmMapedFileEnable"));
 	sc.flush_interval_ms = (uint32_t)cfg_get_int(cfg, "flushIntervalCommitLog");
 	sc.sync_timeout_ms = (uint32_t)cfg_get_int(cfg, "syncFlushTimeout");
 	sc.file_reserved_hours = (uint32_t)cfg_get_int(cfg, "fileReservedTime");

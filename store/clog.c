@@ -82,6 +82,7 @@ struct clog {
 	const struct store_io_ops *io;
 	bool cut;
 	uint64_t cut_at;
+	bool no_warm;
 	char *dir;
 	char *buf_dir;	   /* NULL: anonymous buffers only */
 	char *old_buf_dir; /* the previous run's buffers (recovery), or NULL */
@@ -472,7 +473,7 @@ clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 	 * pages the zeros would have put in the page cache, and batched
 	 * throughput on memif fell from 1.8 to 1.0 M msg/s (docs/store.md).
 	 */
-	rc = clog_zero_fill(c, s->fd);
+	rc = c->no_warm ? 0 : clog_zero_fill(c, s->fd);
 	if (rc != 0)
 		goto err_unlink;
 	/* Size and extents are metadata: durable before any record relies on them. */
@@ -689,6 +690,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	c->shard = cfg->shard;
 	c->cut = cfg->cut;
 	c->cut_at = cfg->cut_at;
+	c->no_warm = cfg->no_warm;
 	c->seg_size = cfg->seg_size;
 	c->sync_flush = cfg->sync_flush;
 	c->logged_err_off = -1;

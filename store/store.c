@@ -880,6 +880,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			.old_buf_dir = s->buf_old[0] != '\0' ? odir : NULL,
 			.cut = cut_at[i] >= 0,
 			.cut_at = cut_at[i] >= 0 ? (uint64_t)cut_at[i] : 0,
+			.no_warm = cfg->no_warm,
 		};
 		bool trust = have_ckpt == 1 && clean && !crashed;
 

@@ -89,6 +89,12 @@ struct clog_cfg {
 	 */
 	bool cut;
 	uint64_t cut_at;
+	/*
+	 * A new segment is fallocated only, not also zero-filled and synced
+	 * (warmMapedFileEnable=false): half the bytes written to disk, but its
+	 * first fdatasyncs convert unwritten extents (docs/store.md).
+	 */
+	bool no_warm;
 };
 
 struct clog;

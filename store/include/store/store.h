@@ -49,6 +49,7 @@ struct store_cfg {
 	uint32_t idx_slots;
 	uint32_t idx_entries;
 	bool sync_flush;	      /* flushDiskType=SYNC_FLUSH */
+	bool no_warm;		      /* warmMapedFileEnable=false: clog_cfg.no_warm */
 	uint32_t flush_interval_ms;   /* flushIntervalCommitLog (ASYNC) and CQ/checkpoint period */
 	uint32_t sync_timeout_ms;     /* syncFlushTimeout: SYNC_FLUSH ack deadline */
 	uint32_t file_reserved_hours; /* fileReservedTime */

@@ -300,6 +300,49 @@ test_power_loss(void)
 	rmtmp();
 }
 
+/*
+ * warmMapedFileEnable=false: segments only fallocated, never zero-filled. A
+ * roll writes (pwrite) only what the write-back writes, and a power loss
+ * keeps every flushed record and nothing else, as with warm segments.
+ */
+static void
+test_no_warm(void)
+{
+	uint64_t writes[2];
+	uint64_t durable;
+
+	for (int warm = 0; warm < 2; warm++) {
+		struct io_fault *f = io_fault_new();
+		struct clog_cfg cfg = {.io = io_fault_ops(f),
+				       .dir = dir,
+				       .shard = 3,
+				       .seg_size = SEG,
+				       .sync_flush = true,
+				       .no_warm = !warm};
+		struct clog *c;
+
+		mktmp();
+		T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+		T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+		append_n(c, 200, 1000, NULL); /* ~3 segments */
+		T_ASSERT_EQ(clog_flush(c), 0);
+		durable = clog_flushed(c);
+		writes[warm] = io_fault_calls(f, IOF_PWRITE);
+		append_from(c, 200, 20, 1000, NULL); /* never synced */
+		clog_close(c);
+		T_ASSERT(io_fault_power_loss(f, true) > 0);
+		T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+		T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+		T_ASSERT_EQ_U64(clog_written(c), durable);
+		T_ASSERT_EQ(walk(c, 1000), 200);
+		clog_close(c);
+		io_fault_free(f);
+		rmtmp();
+	}
+	/* Each warm segment cost SEG / 64 KiB more pwrites than the data. */
+	T_ASSERT(writes[1] >= writes[0] + 3);
+}
+
 static void
 test_flush_error_fences(void)
 {
@@ -620,7 +663,7 @@ test_bad_config_and_files(void)
 }
 
 T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
-       T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss),
+       T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss), T_CASE(test_no_warm),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
        T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_prep_yield),
        T_CASE(test_buf_reuse), T_CASE(test_bad_config_and_files))
