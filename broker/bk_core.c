@@ -35,6 +35,7 @@
 
 #include <urcu/urcu-qsbr.h>
 
+#include "bk_msgtype.h"
 #include "bk_priv.h"
 #include "common/clock.h"
 #include "common/compiler.h"
@@ -514,6 +515,11 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	m.topic_len = (uint8_t)r.topic_len;
 
 	if (req->op == WIRE_DP_OP_SEND) {
+		if (bk_msg_refused(r.props, r.props_len, r.sysflag) != NULL) {
+			c->st.type_refused++;
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+						  WIRE_DP_ST_NOT_SUPPORTED, 0);
+		}
 		if (!ack_room(c, 0))
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  WIRE_DP_ST_SYSTEM_BUSY, 0);
@@ -542,13 +548,19 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		while ((k = wire_batch_next(r.body, r.body_len, &pos, &it)) == 1) {
 			if (it.body_len == 0 || it.body_len > c->bk->conf.max_msg_size)
 				k = -EINVAL;
+			else if (bk_msg_refused(it.props, it.props_len, r.sysflag) != NULL)
+				k = -EOPNOTSUPP;
 			if (k < 0)
 				break;
 			n++;
 		}
+		if (k == -EOPNOTSUPP)
+			c->st.type_refused++;
 		if (k < 0 || n == 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-						  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
+						  k == -EOPNOTSUPP ? WIRE_DP_ST_NOT_SUPPORTED
+								   : WIRE_DP_ST_MESSAGE_ILLEGAL,
+						  0);
 		if (!ack_room(c, n) || n > c->bp_cap)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  WIRE_DP_ST_SYSTEM_BUSY, 0);

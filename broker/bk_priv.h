@@ -188,6 +188,7 @@ struct bk_core_stats {
 	uint64_t repl_requests;	 /* REPL requests from slaves */
 	uint64_t repl_bytes;	 /* log bytes sent to slaves */
 	uint64_t write_refused;	 /* SENDs refused because this broker is a slave */
+	uint64_t type_refused;	 /* SENDs of a type not taken yet (bk_msgtype.h) */
 };
 
 struct bk_core {

@@ -32,6 +32,7 @@
 
 #include <json-c/json.h>
 
+#include "bk_msgtype.h"
 #include "bk_rmt.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -1060,6 +1061,12 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, "the message properties are too long");
 		return;
 	}
+	/* Not retried by RocketMQ's producers (MESSAGE_ILLEGAL): the reason reaches the caller. */
+	why = bk_msg_refused(props, pl, (int32_t)sysflag);
+	if (why != NULL) {
+		reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, why);
+		return;
+	}
 	/* A retry-topic send past maxReconsumeTimes goes to the group's DLQ (RocketMQ). */
 	if (!batch && tl > 7 && memcmp(topic, BK_RETRY_PREFIX, 7) == 0 &&
 	    recon >= (maxre >= 0 ? maxre : (int64_t)r->bk->conf.max_reconsume) &&
@@ -1106,8 +1113,14 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		size_t pos = 0;
 		int k;
 
-		while ((k = wire_batch_next(q->body, q->body_len, &pos, &it)) == 1)
+		while ((k = wire_batch_next(q->body, q->body_len, &pos, &it)) == 1) {
+			why = bk_msg_refused(it.props, it.props_len, (int32_t)sysflag);
+			if (why != NULL) {
+				reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, why);
+				return;
+			}
 			n++;
+		}
 		if (k < 0 || n == 0) {
 			reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, "the batch body is malformed");
 			return;
@@ -1470,6 +1483,8 @@ status_remark(int32_t st)
 	switch (st) {
 	case WIRE_DP_ST_SYSTEM_BUSY:
 		return "[REJECTREQUEST]system busy, start flow control for a while";
+	case WIRE_DP_ST_NOT_SUPPORTED:
+		return "a delayed, timed or transactional message: not supported yet, not stored";
 	case WIRE_DP_ST_FLUSH_DISK_TIMEOUT:
 		return "the flush did not complete within syncFlushTimeout";
 	case WIRE_DP_ST_MESSAGE_ILLEGAL:

@@ -698,11 +698,11 @@ print_stats(const struct bk_ctl *x)
 		log_info(BK_TAG,
 			 "core %u: sends %" PRIu64 " batches %" PRIu64 " pulls %" PRIu64
 			 " parked %" PRIu64 " redirects %" PRIu64 " busy %" PRIu64
-			 " errors %" PRIu64 " flush timeouts %" PRIu64 " stalls %" PRIu64
-			 " (longest %" PRIu64 " us)",
+			 " errors %" PRIu64 " (types refused %" PRIu64 ") flush timeouts %" PRIu64
+			 " stalls %" PRIu64 " (longest %" PRIu64 " us)",
 			 i, c->st.sends, c->st.send_batches, c->st.pulls, c->st.parked,
-			 c->st.redirects, c->st.busy, c->st.errors, c->st.flush_timeouts,
-			 (uint64_t)atomic_load_relaxed(&c->lc.st.stalls),
+			 c->st.redirects, c->st.busy, c->st.errors, c->st.type_refused,
+			 c->st.flush_timeouts, (uint64_t)atomic_load_relaxed(&c->lc.st.stalls),
 			 (uint64_t)atomic_load_relaxed(&c->lc.st.stall_max_ns) / 1000);
 		if (x->bk.conf.role != BK_ROLE_ASYNC_MASTER || c->st.repl_requests)
 			log_info(BK_TAG,

@@ -21,6 +21,8 @@ static const struct st_name st_names[] = {
 	{WIRE_DP_ST_SUCCESS, "broker: SUCCESS"},
 	{WIRE_DP_ST_SYSTEM_ERROR, "broker: SYSTEM_ERROR (internal failure or bad queue id)"},
 	{WIRE_DP_ST_SYSTEM_BUSY, "broker: SYSTEM_BUSY (no buffer, park table or session slot)"},
+	{WIRE_DP_ST_NOT_SUPPORTED,
+	 "broker: NOT_SUPPORTED (a delayed, timed or transactional message; not stored)"},
 	{WIRE_DP_ST_FLUSH_DISK_TIMEOUT, "broker: FLUSH_DISK_TIMEOUT (stored, flush timed out)"},
 	{WIRE_DP_ST_SLAVE_NOT_AVAILABLE, "broker: SLAVE_NOT_AVAILABLE (stored, no slave)"},
 	{WIRE_DP_ST_FLUSH_SLAVE_TIMEOUT, "broker: FLUSH_SLAVE_TIMEOUT (stored, slave timed out)"},

@@ -16,6 +16,7 @@
 
 #include "bk_proc.h"
 #include "common/clock.h"
+#include "common/compiler.h"
 #include "dp/port.h"
 #include "dp/xport.h"
 #include "harness.h"
@@ -332,6 +333,60 @@ test_bad_input_writes_nothing(void)
 		T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_MESSAGE_ILLEGAL);
 		free(c.resp);
 	}
+	/*
+	 * Message types not taken yet are refused, nothing stored: a delay
+	 * level, a delivery time, a transactional half (by property or by
+	 * sysFlag), alone or as a batch item. DELAY=0 is a plain message
+	 * (sent last, below).
+	 */
+	{
+		static const char *const refused[][2] = {
+			{"DELAY", "2"},		  {"__STARTDELIVERTIME", "1700000000000"},
+			{"TIMER_DELAY_MS", "5"},  {"TIMER_DELIVER_MS", "1"},
+			{"TIMER_DELAY_SEC", "1"}, {"TRAN_MSG", "true"},
+		};
+		uint8_t body[256];
+		char props[64];
+
+		for (size_t i = 0; i < ARRAY_SIZE(refused) * 2 + 1; i++) {
+			bool batch = i >= ARRAY_SIZE(refused);
+			size_t plen = 0, blen = 0;
+			struct wire_dp_send_req r = {.queue_id = 0, .topic = "T", .topic_len = 1};
+			struct wire_batch_item it = {.body = (const uint8_t *)"x", .body_len = 1};
+			long n;
+
+			if (i < ARRAY_SIZE(refused) * 2) {
+				const char *const *kv = refused[i % ARRAY_SIZE(refused)];
+
+				T_ASSERT_EQ(wire_props_append(props, sizeof(props), &plen, kv[0],
+							      strlen(kv[0]), kv[1], strlen(kv[1])),
+					    0);
+			} else {
+				r.sysflag = WIRE_SYSFLAG_TX_PREPARED;
+				batch = false;
+			}
+			if (batch) {
+				T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &blen, &it), 0);
+				it.props = props;
+				it.props_len = (uint16_t)plen;
+				T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &blen, &it), 0);
+				r.body = body;
+				r.body_len = (uint32_t)blen;
+			} else {
+				r.props = props;
+				r.props_len = (uint16_t)plen;
+				r.body = (const uint8_t *)"x";
+				r.body_len = 1;
+			}
+			n = wire_dp_send_req_encode(batch ? WIRE_DP_OP_SEND_BATCH : WIRE_DP_OP_SEND,
+						    &r, buf, sizeof(buf));
+			T_ASSERT(n > 0);
+			c = call(&k, 0, batch ? WIRE_DP_OP_SEND_BATCH : WIRE_DP_OP_SEND, buf,
+				 (uint32_t)n);
+			T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_NOT_SUPPORTED);
+			free(c.resp);
+		}
+	}
 	/* pulls: unknown topic, bad queue, negative and past-the-end offsets */
 	c = call(&k, 0, WIRE_DP_OP_PULL, buf,
 		 pull_encode(buf, sizeof(buf), "Nope", 0, 0, 0, 0, NULL, 0));
@@ -364,10 +419,22 @@ test_bad_input_writes_nothing(void)
 	/* nothing was written anywhere */
 	for (int q = 0; q < 4; q++)
 		T_ASSERT_EQ(max_offset(&k, (unsigned)q % 2, "T", q), 0);
-	/* and the broker still serves */
-	c = send_msg(&k, 0, "T", 0, NULL, "fine", 4);
-	T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_SUCCESS);
-	free(c.resp);
+	/* and the broker still serves, a message with DELAY=0 too (a plain one) */
+	{
+		struct wire_dp_send_req r = {.queue_id = 0,
+					     .topic = "T",
+					     .topic_len = 1,
+					     .props = "DELAY\0010\002",
+					     .props_len = 8,
+					     .body = (const uint8_t *)"fine",
+					     .body_len = 4};
+		long n = wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, sizeof(buf));
+
+		T_ASSERT(n > 0);
+		c = call(&k, 0, WIRE_DP_OP_SEND, buf, (uint32_t)n);
+		T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_SUCCESS);
+		free(c.resp);
+	}
 	T_ASSERT_EQ(max_offset(&k, 0, "T", 0), 1);
 	conn_close(&k);
 	T_ASSERT_EQ(bk_stop(&b), 0);

@@ -16,6 +16,7 @@
 
 #include "bk_proc.h"
 #include "common/clock.h"
+#include "common/compiler.h"
 #include "harness.h"
 #include "ns_client.h"
 #include "wire/record.h"
@@ -645,6 +646,52 @@ test_send_back(void)
 	bk_cleanup(&B);
 }
 
+/*
+ * Message types not taken yet (delay level, delivery time, transactional
+ * half) get MESSAGE_ILLEGAL with the reason, which RocketMQ's producers do
+ * not retry, and nothing is stored; DELAY=0 is a plain message.
+ */
+static void
+test_types_refused(void)
+{
+	static const char *const refused[][2] = {
+		{"DELAY\0013\002", "delayed"},
+		{"__STARTDELIVERTIME\0011700000000000\002", "delivery time"},
+		{"TIMER_DELAY_SEC\0015\002", "delivery time"},
+		{"TRAN_MSG\001true\002PGROUP\001P\002", "transactional"},
+	};
+	struct ns_client c;
+	uint8_t body[256];
+	size_t len = 0;
+	char born[24];
+	const char *ext[] = {"a", "P", "b", "RmtTypes", "c", "TBW102", "d", "4",    "e", "0",
+			     "f", "0", "g", born,	"h", "0",      "m", "true", NULL};
+	struct wire_batch_item it = {.body = (const uint8_t *)"b", .body_len = 1};
+
+	snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
+	start(NULL);
+	conn(&c);
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		T_ASSERT_EQ(send_v2(&c, "RmtTypes", 0, refused[i][0], "x"),
+			    WIRE_RSP_MESSAGE_ILLEGAL);
+		T_ASSERT(c.rsp.remark != NULL && strstr(c.rsp.remark, refused[i][1]) != NULL);
+	}
+	/* a batch with one delayed item */
+	T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &len, &it), 0);
+	it.props = "DELAY\0011";
+	it.props_len = 7;
+	T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &len, &it), 0);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_SEND_BATCH_MESSAGE, ext, body, len),
+		    WIRE_RSP_MESSAGE_ILLEGAL);
+	T_ASSERT(strstr(c.rsp.remark, "delayed") != NULL);
+	/* nothing stored: the first message that is taken gets offset 0 */
+	T_ASSERT_EQ(send_v2(&c, "RmtTypes", 0, "DELAY\0010\002", "plain"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(&c, "queueOffset"), 0);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
 /* SEND_BATCH_MESSAGE: one msgId per message, in order; a bad batch stores nothing. */
 static void
 test_batch(void)
@@ -848,5 +895,5 @@ test_bad_input(void)
 }
 
 T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
-       T_CASE(test_send_back), T_CASE(test_batch), T_CASE(test_locks_topics),
-       T_CASE(test_bad_input))
+       T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_batch),
+       T_CASE(test_locks_topics), T_CASE(test_bad_input))

@@ -87,6 +87,8 @@ enum wire_dp_status {
 	WIRE_DP_ST_SUCCESS = 0,
 	WIRE_DP_ST_SYSTEM_ERROR = 1,
 	WIRE_DP_ST_SYSTEM_BUSY = 2,
+	/* a message type (delay, timer, transaction) this broker does not take yet */
+	WIRE_DP_ST_NOT_SUPPORTED = 3,
 	WIRE_DP_ST_FLUSH_DISK_TIMEOUT = 10,
 	WIRE_DP_ST_SLAVE_NOT_AVAILABLE = 11,
 	WIRE_DP_ST_FLUSH_SLAVE_TIMEOUT = 12,

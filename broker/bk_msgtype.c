@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_msgtype.c - which message types a SEND may ask for (bk_msgtype.h).
+ *
+ * RocketMQ marks them in the properties: DELAY=n (delayTimeLevel),
+ * __STARTDELIVERTIME (Aliyun ONS, ali-ons setStartDeliverTime), RocketMQ 5's
+ * TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS, and TRAN_MSG=true with
+ * the prepared bit of sysFlag for a transactional half. None is built yet
+ * (docs/messages.md): storing such a message as a plain one would deliver a
+ * delayed message at once and a half message never, so each is refused.
+ */
+#include "bk_msgtype.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#include "wire/record.h"
+
+/* DELAY=0 (or anything not a positive level) is a plain message, as in RocketMQ. */
+static bool
+delay_asked(const char *props, size_t plen)
+{
+	const char *v;
+	size_t vl;
+	long level = 0;
+
+	if (!wire_props_get(props, plen, "DELAY", &v, &vl))
+		return false;
+	for (size_t i = 0; i < vl && i < 10; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return false; /* Java's Integer.parseInt would throw: not a delay */
+		level = level * 10 + (v[i] - '0');
+	}
+	return level > 0;
+}
+
+const char *
+bk_msg_refused(const char *props, size_t plen, int32_t sysflag)
+{
+	static const char *const timers[] = {"__STARTDELIVERTIME", "TIMER_DELIVER_MS",
+					     "TIMER_DELAY_SEC", "TIMER_DELAY_MS", NULL};
+	const char *v;
+	size_t vl;
+
+	if ((sysflag & WIRE_SYSFLAG_TX_MASK) != 0 ||
+	    (wire_props_get(props, plen, "TRAN_MSG", &v, &vl) && vl == 4 &&
+	     memcmp(v, "true", 4) == 0))
+		return "transactional messages are not supported by this broker yet; nothing was "
+		       "stored";
+	if (delay_asked(props, plen))
+		return "delayed messages (DELAY, delayTimeLevel) are not supported by this broker "
+		       "yet; nothing was stored";
+	for (int i = 0; timers[i] != NULL; i++)
+		if (wire_props_get(props, plen, timers[i], &v, &vl))
+			return "messages with a delivery time (__STARTDELIVERTIME, TIMER_*) are "
+			       "not "
+			       "supported by this broker yet; nothing was stored";
+	return NULL;
+}
