@@ -503,6 +503,12 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	if (r.body_len > c->bk->conf.max_msg_size || r.body_len == 0)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
+	/* Before the topic: a refused message creates nothing either. */
+	if (req->op == WIRE_DP_OP_SEND && bk_msg_refused(r.props, r.props_len, r.sysflag) != NULL) {
+		c->st.type_refused++;
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_NOT_SUPPORTED, 0);
+	}
 	t = topic_for_write(c, r.topic, r.topic_len, false, c->bk->conf.default_queues, &status);
 	if (t == NULL)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
@@ -515,11 +521,6 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	m.topic_len = (uint8_t)r.topic_len;
 
 	if (req->op == WIRE_DP_OP_SEND) {
-		if (bk_msg_refused(r.props, r.props_len, r.sysflag) != NULL) {
-			c->st.type_refused++;
-			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-						  WIRE_DP_ST_NOT_SUPPORTED, 0);
-		}
 		if (!ack_room(c, 0))
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  WIRE_DP_ST_SYSTEM_BUSY, 0);
