@@ -334,6 +334,9 @@ test_expiry_after_silence(void)
 	T_ASSERT_EQ(reg(&b, "broker-a", "127.0.0.1:10911", "0", "T", 1, 1), 0);
 	/* The broker's connection stays open but it never registers again. */
 	T_ASSERT(wait_route(&c, "T0", WIRE_RSP_TOPIC_NOT_EXIST));
+	/* The writer logs after it publishes the drop (and runs at nice 10): wait for the line. */
+	for (int i = 0; i < 500 && !nsp_log_has(&p, "silent for over 200 ms dropped"); i++)
+		usleep(10000);
 	T_ASSERT(nsp_log_has(&p, "silent for over 200 ms dropped"));
 	/* It comes back with its next registration. */
 	T_ASSERT_EQ(reg(&b, "broker-a", "127.0.0.1:10911", "0", "T", 1, 1), 0);
