@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "store/delayoff.h"
 #include "store/io.h"
 #include "store/meta.h"
 
@@ -602,6 +603,54 @@ test_in_memory(void)
 	}
 }
 
+/* delayOffset.json: RocketMQ's fastjson text both ways, a missing file, bad texts. */
+static void
+test_delay_offsets(void)
+{
+	static const char *const bad[] = {
+		"",
+		"{}",
+		"{\"offsetTable\":[]}",
+		"{\"offsetTable\":{0:1}}",  /* keys are queue id + 1 */
+		"{\"offsetTable\":{5:1}}",  /* past n */
+		"{\"offsetTable\":{1:-1}}", /* negative */
+		"{\"offsetTable\":{1:2,}}",
+		"{\"offsetTable\":{1:2}} x",
+		"{\"offsetTable\":{\"1:2}}",
+		"{\"offsetTable\":{1:99999999999999999999}}",
+	};
+	int64_t off[4] = {0, -1, 7, 123456789012LL};
+	int64_t back[4];
+	char buf[128];
+	long len;
+
+	len = delayoff_json(off, 4, buf, sizeof(buf));
+	T_ASSERT(len > 0);
+	T_ASSERT_STREQ(buf, "{\"offsetTable\":{1:0,3:7,4:123456789012}}");
+	T_ASSERT_EQ(delayoff_parse(buf, (size_t)len, back, 4), 0);
+	T_ASSERT_MEMEQ(back, off, sizeof(off));
+	T_ASSERT_EQ(delayoff_json(off, 4, buf, 20), -ENOBUFS);
+	/* fastjson's pretty form, quoted keys too */
+	{
+		const char *pretty = "{\n\t\"offsetTable\":{\n\t\t\"2\":5,\n\t\t1:3\n\t}\n}\n";
+
+		T_ASSERT_EQ(delayoff_parse(pretty, strlen(pretty), back, 4), 0);
+	}
+	T_ASSERT_EQ(back[0], 3);
+	T_ASSERT_EQ(back[1], 5);
+	T_ASSERT_EQ(back[2], -1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		T_ASSERT_EQ(delayoff_parse(bad[i], strlen(bad[i]), back, 4), -EBADMSG);
+	setup("delayOffset.json");
+	T_ASSERT_EQ(delayoff_load(&store_io_posix, path, back, 4), 0);
+	T_ASSERT_EQ(back[0], -1);
+	T_ASSERT_EQ(delayoff_save(&store_io_posix, path, off, 4), 0);
+	T_ASSERT_EQ(delayoff_load(&store_io_posix, path, back, 4), 0);
+	T_ASSERT_MEMEQ(back, off, sizeof(off));
+	teardown();
+}
+
 T_MAIN(T_CASE(test_topics_round_trip), T_CASE(test_offsets_round_trip), T_CASE(test_missing_file),
        T_CASE(test_topics_malformed), T_CASE(test_offsets_malformed), T_CASE(test_save_refuses),
-       T_CASE(test_atomic_replace), T_CASE(test_human_readable), T_CASE(test_in_memory))
+       T_CASE(test_atomic_replace), T_CASE(test_human_readable), T_CASE(test_in_memory),
+       T_CASE(test_delay_offsets))
