@@ -315,9 +315,9 @@ is_system_topic(const char *name, size_t len)
  * The topic for a write to @name, or NULL with *@status set: unknown (auto
  * creation requested: SYSTEM_BUSY, else TOPIC_NOT_EXIST), not writable.
  */
-static const struct bk_topic *
-topic_for_write(struct bk_core *c, const char *name, size_t len, bool force_create, uint32_t queues,
-		int32_t *status)
+const struct bk_topic *
+bk_core_topic_for_write(struct bk_core *c, const char *name, size_t len, bool force_create,
+			uint32_t queues, int32_t *status)
 {
 	/* Published topics have valid names: check the name only on a miss. */
 	const struct bk_topic *t = bk_topic_find(c->bk, name, len);
@@ -487,7 +487,9 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	const struct bk_topic *t;
 	struct store_put_res res;
 	struct bk_ack a = {.h = req->h, .recv_ns = req->ts_recv_ns, .op = req->op};
+	struct store_queue *sq;
 	struct wire_msg m;
+	uint32_t level;
 	int32_t status;
 	long rc;
 
@@ -504,12 +506,14 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 	/* Before the topic: a refused message creates nothing either. */
-	if (req->op == WIRE_DP_OP_SEND && bk_msg_refused(r.props, r.props_len, r.sysflag) != NULL) {
+	if (req->op == WIRE_DP_OP_SEND &&
+	    bk_msg_refused(r.props, r.props_len, r.sysflag, c->bk->conf.delay_levels > 0) != NULL) {
 		c->st.type_refused++;
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_NOT_SUPPORTED, 0);
 	}
-	t = topic_for_write(c, r.topic, r.topic_len, false, c->bk->conf.default_queues, &status);
+	t = bk_core_topic_for_write(c, r.topic, r.topic_len, false, c->bk->conf.default_queues,
+				    &status);
 	if (t == NULL)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
 	if (!queue_is_mine(c, req, t, r.queue_id, t->write_queues))
@@ -530,11 +534,21 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		m.body_len = r.body_len;
 		m.props = r.props;
 		m.props_len = r.props_len;
-		rc = store_put(c->bk->store, t->sq[r.queue_id], &m, &res);
+		sq = t->sq[r.queue_id];
+		level = bk_delay_level(c->bk, r.props, r.props_len);
+		if (level > 0) {
+			/* SCHEDULE_TOPIC_XXXX; the answer names the queue asked for */
+			sq = bk_delay_wrap(c, &m, level, &status);
+			if (sq == NULL)
+				return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+							  status, 0);
+		}
+		rc = store_put(c->bk->store, sq, &m, &res);
 		if (rc < 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  put_status(rc), 0);
 		c->st.sends++;
+		c->st.delayed += level > 0;
 		a.ticket = res.ticket;
 		a.phys = res.phys;
 		a.qoff = res.qoff;
@@ -549,7 +563,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		while ((k = wire_batch_next(r.body, r.body_len, &pos, &it)) == 1) {
 			if (it.body_len == 0 || it.body_len > c->bk->conf.max_msg_size)
 				k = -EINVAL;
-			else if (bk_msg_refused(it.props, it.props_len, r.sysflag) != NULL)
+			else if (bk_msg_refused(it.props, it.props_len, r.sysflag, false) != NULL)
 				k = -EOPNOTSUPP;
 			if (k < 0)
 				break;
@@ -922,6 +936,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	struct store_put_res res;
 	struct bk_ack a = {.h = req->h, .recv_ns = req->ts_recv_ns, .op = req->op};
 	struct wire_msg orig, m;
+	struct store_queue *sq;
 	const uint8_t *rec;
 	const char *rt;
 	const char *oid;
@@ -956,7 +971,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	if (!bk_topic_name_ok(topic, tl))
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_BAD_REQUEST, 0);
-	t = topic_for_write(c, topic, tl, true, 1, &status);
+	t = bk_core_topic_for_write(c, topic, tl, true, 1, &status);
 	if (t == NULL)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
 	if (!queue_is_mine(c, req, t, 0, t->nq))
@@ -997,9 +1012,20 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	m.body_len = orig.body_len;
 	m.props = c->props;
 	m.props_len = (uint16_t)plen;
-	n = store_put(c->bk->store, t->sq[0], &m, &res);
+	sq = t->sq[0];
+	if (!dlq && c->bk->conf.delay_levels > 0) {
+		/* RocketMQ: level 3 + the times consumed so far unless the consumer named one */
+		uint32_t level = r.delay_level > 0 ? (uint32_t)r.delay_level
+						   : 3u + (uint32_t)SP_MAX(orig.reconsume_times, 0);
+
+		sq = bk_delay_wrap(c, &m, SP_MIN(level, c->bk->conf.delay_levels), &status);
+		if (sq == NULL)
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
+	}
+	n = store_put(c->bk->store, sq, &m, &res);
 	if (n < 0)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(n), 0);
+	c->st.delayed += sq != t->sq[0];
 	a.ticket = res.ticket;
 	a.phys = res.phys;
 	a.qoff = res.qoff;
@@ -1191,6 +1217,8 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 	/* First: a slave's ack is what a SYNC_MASTER put waits for. */
 	if (c->repl_parked)
 		work += bk_repl_tick(c, now_ns);
+	if (c->dq != NULL)
+		work += bk_delay_tick(c, now_ns);
 	while (c->ack_head != c->ack_tail) {
 		struct bk_ack *a = &c->acks[c->ack_head % c->ack_cap];
 		uint64_t now = clk_mono_fast_ns();
@@ -1293,6 +1321,8 @@ bk_core_init(struct bk *bk, struct bk_core *c, unsigned id)
 void
 bk_core_fini(struct bk_core *c)
 {
+	free(c->dq);
+	c->dq = NULL;
 	if (c->acks)
 		munmap(c->acks, sizeof(*c->acks) * c->ack_cap);
 	if (c->batch_phys)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bk_ctl.h - the broker's control side (broker_main.c), shared with the
- * files that carry parts of it: bk_keys.c (the configuration keys) and
- * bk_slave.c (what the control thread does for a slave).
+ * files that carry parts of it: bk_keys.c (the configuration keys),
+ * bk_slave.c (what the control thread does for a slave) and bk_delay_ctl.c
+ * (delay levels: the schedule topic and delayOffset.json).
  *
  * Ownership: struct bk_ctl belongs to the control thread (docs/ownership.md).
  */
@@ -30,6 +31,7 @@ struct bk_ctl {
 	const struct cfg *cfg;
 	char topics_path[PATH_MAX];
 	char offsets_path[PATH_MAX];
+	char delay_path[PATH_MAX]; /* delayOffset.json */
 	struct dp_port *ports[BK_CORES_MAX];
 	uint32_t nports; /* ncores, and on a dpdk slave one more per shard for bk_follow */
 	bool cores_running;
@@ -65,5 +67,17 @@ int bk_ctl_role_setup(struct bk_ctl *x);
 void bk_slave_sync_apply(struct bk_ctl *x);
 void bk_slave_follow_poll(struct bk_ctl *x);
 void bk_slave_report(const struct bk_ctl *x);
+
+/*
+ * bk_delay_ctl.c: messageDelayLevel into conf (Return: 0, -EINVAL, logged);
+ * at start, after the topics, before the cores: SCHEDULE_TOPIC_XXXX with a
+ * queue per level and core, delayOffset.json, each core's level queues
+ * (Return: 0 or -errno, logged); delayOffset.json from the cores'
+ * published progress; GET_ALL_DELAY_OFFSET's body (malloc'd).
+ */
+int bk_delay_conf(struct bk_ctl *x);
+int bk_delay_setup(struct bk_ctl *x);
+int bk_delay_save(struct bk_ctl *x);
+int bk_delay_json(struct bk_ctl *x, char **json, size_t *len);
 
 #endif /* SP_BROKER_BK_CTL_H */

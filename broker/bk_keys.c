@@ -49,6 +49,12 @@ const struct cfg_key bk_keys[] = {
 	{"warmMapedFileEnable", CFG_ENUM, "auto", 0, 0, warm_choices,
 	 "zero-fill and sync each new CommitLog segment ahead of its appends (auto: true, but "
 	 "false on a SLAVE with ASYNC_FLUSH, which then writes each byte to disk once, not twice)"},
+	{"messageDelayLevel", CFG_STRING,
+	 "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", 0, 1024, NULL,
+	 "delay of each level (DELAY=1 is the first), a number and s, m, h or d each; empty: "
+	 "delayed messages are refused"},
+	{"flushDelayOffsetInterval", CFG_INT, "10000", 100, 3600000, NULL,
+	 "ms between saves of delayOffset.json (delay levels' progress)"},
 	{"brokerRole", CFG_ENUM, "ASYNC_MASTER", 0, 0, role_choices,
 	 "ASYNC_MASTER (SEND_OK without waiting for a slave), SYNC_MASTER (SEND_OK once a slave "
 	 "holds it), SLAVE (follows brokerName's master, read-only)"},

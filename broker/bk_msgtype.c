@@ -5,9 +5,10 @@
  * RocketMQ marks them in the properties: DELAY=n (delayTimeLevel),
  * __STARTDELIVERTIME (Aliyun ONS, ali-ons setStartDeliverTime), RocketMQ 5's
  * TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS, and TRAN_MSG=true with
- * the prepared bit of sysFlag for a transactional half. None is built yet
- * (docs/messages.md): storing such a message as a plain one would deliver a
- * delayed message at once and a half message never, so each is refused.
+ * the prepared bit of sysFlag for a transactional half. Delay levels are
+ * built (bk_delay.c) except in a batch; the others are not yet
+ * (docs/messages.md): storing such a message as a plain one would deliver it
+ * at once or never, so each is refused.
  */
 #include "bk_msgtype.h"
 
@@ -35,7 +36,7 @@ delay_asked(const char *props, size_t plen)
 }
 
 const char *
-bk_msg_refused(const char *props, size_t plen, int32_t sysflag)
+bk_msg_refused(const char *props, size_t plen, int32_t sysflag, bool delays)
 {
 	static const char *const timers[] = {"__STARTDELIVERTIME", "TIMER_DELIVER_MS",
 					     "TIMER_DELAY_SEC", "TIMER_DELAY_MS", NULL};
@@ -47,9 +48,9 @@ bk_msg_refused(const char *props, size_t plen, int32_t sysflag)
 	     memcmp(v, "true", 4) == 0))
 		return "transactional messages are not supported by this broker yet; nothing was "
 		       "stored";
-	if (delay_asked(props, plen))
-		return "delayed messages (DELAY, delayTimeLevel) are not supported by this broker "
-		       "yet; nothing was stored";
+	if (!delays && delay_asked(props, plen))
+		return "delayed messages (DELAY, delayTimeLevel) are not taken in a batch, or with "
+		       "messageDelayLevel empty; nothing was stored";
 	for (int i = 0; timers[i] != NULL; i++)
 		if (wire_props_get(props, plen, timers[i], &v, &vl))
 			return "messages with a delivery time (__STARTDELIVERTIME, TIMER_*) are "

@@ -11,12 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdbool.h>
+
 /**
  * bk_msg_refused() - why a message with these properties and sysFlag is
  * refused (a type not built yet: storing it would mishandle it), or NULL.
+ * @delays: delay levels are on (messageDelayLevel) and this is not a batch
+ *          item (RocketMQ refuses delays in a batch too).
  *
  * Context: any thread; no allocation. Return: a static sentence, or NULL.
  */
-const char *bk_msg_refused(const char *props, size_t plen, int32_t sysflag);
+const char *bk_msg_refused(const char *props, size_t plen, int32_t sysflag, bool delays);
 
 #endif /* SP_BK_MSGTYPE_H */

@@ -32,6 +32,9 @@
 #define BK_SUSPEND_MAX_MS 60000u
 #define BK_DLQ_PREFIX "%DLQ%"
 #define BK_RETRY_PREFIX "%RETRY%"
+#define BK_SCHED_TOPIC "SCHEDULE_TOPIC_XXXX" /* RocketMQ's delay-level queues */
+#define BK_DELAY_LEVELS_MAX 64
+#define BK_DELAY_SRC_PROP "__SP_SCHED_PHYS" /* a delivered copy's schedule record */
 
 /*
  * A topic: immutable once published. The control thread makes a new one for
@@ -189,6 +192,23 @@ struct bk_core_stats {
 	uint64_t repl_bytes;	 /* log bytes sent to slaves */
 	uint64_t write_refused;	 /* SENDs refused because this broker is a slave */
 	uint64_t type_refused;	 /* SENDs of a type not taken yet (bk_msgtype.h) */
+	uint64_t delayed;	 /* messages put into SCHEDULE_TOPIC_XXXX */
+	uint64_t delay_delivered;
+	uint64_t delay_dropped; /* due, but no REAL_TOPIC/REAL_QID this core can write */
+};
+
+/*
+ * A delay level's SCHEDULE_TOPIC_XXXX queue on one core (bk_delay.c): queue
+ * (level - 1) * cores + core, so the core that took the message owns it.
+ */
+struct bk_delay_q {
+	struct store_queue *sq;
+	uint64_t off;	   /* the next unit to deliver */
+	int64_t due_ms;	   /* its due time once read, else 0 */
+	uint64_t pend_off; /* progress to publish once pend_ticket is durable */
+	uint64_t pend_ticket;
+	bool pending;
+	_Atomic uint64_t pub_off; /* durable progress (owner writes; control saves it) */
 };
 
 struct bk_core {
@@ -221,8 +241,9 @@ struct bk_core {
 	 */
 	_Atomic uint32_t create_full;
 	struct bk_create_req create_req;
-	char props[WIRE_PROPS_MAX + 1]; /* SEND_BACK: the rebuilt properties */
-	bool rmt_posted;		/* completions posted since the last wake-up check */
+	char props[WIRE_PROPS_MAX + 1];	 /* SEND_BACK, delivery: the rebuilt properties */
+	char dprops[WIRE_PROPS_MAX + 1]; /* a delayed message's (bk_delay_wrap()) */
+	bool rmt_posted;		 /* completions posted since the last wake-up check */
 	uint32_t rmt_gone; /* serial of the command just sent back for a bigger buffer */
 	/* replication, master side (bk_repl.c): owner only */
 	struct bk_repl_slave repl[BK_REPL_SLAVES];
@@ -233,6 +254,9 @@ struct bk_core {
 	uint64_t slave_seen; /* SLAVE: the shard's end at the last tick (replication appends) */
 	/* owner writes, stats read relaxed */
 	_Atomic uint64_t repl_acked_pub;
+	/* delay levels (bk_delay.c): conf.delay_levels queues, NULL on a slave */
+	struct bk_delay_q *dq;
+	uint64_t delay_next_ns; /* the next look at the queues' heads */
 	/* PULL: the records chosen by the first pass, copied by the second */
 	const uint8_t *pull_rec[BK_PULL_MSGS_MAX];
 	uint32_t pull_len[BK_PULL_MSGS_MAX];
@@ -264,6 +288,8 @@ struct bk_conf {
 	uint32_t pending_acks;
 	uint32_t parked_pulls;
 	uint32_t offset_slots;
+	uint32_t delay_levels;			    /* messageDelayLevel: how many */
+	uint64_t delay_ms[BK_DELAY_LEVELS_MAX + 1]; /* [level], level 1 .. delay_levels */
 };
 
 struct bk {
@@ -311,6 +337,28 @@ bool bk_core_ans_pending(struct bk_core *c, struct dp_xhandle h);
 void bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len);
 int bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns,
 		       int32_t status, int redirect);
+
+/*
+ * The topic for a write to @name, or NULL with *@status set: unknown (auto
+ * creation requested: SYSTEM_BUSY, else TOPIC_NOT_EXIST), not writable.
+ * Context: the core.
+ */
+const struct bk_topic *bk_core_topic_for_write(struct bk_core *c, const char *name, size_t len,
+					       bool force_create, uint32_t queues, int32_t *status);
+
+/* ---- delay levels (bk_delay.c) ---- */
+/* The level a message's DELAY asks for, clamped to the table (RocketMQ), or 0. */
+uint32_t bk_delay_level(const struct bk *bk, const char *props, size_t plen);
+/*
+ * Core: turn @m (bound for @real queue @rqid) into its SCHEDULE_TOPIC_XXXX
+ * record for @level: properties rebuilt in c->dprops. Return: the schedule
+ * queue, or NULL (no schedule queue here: a slave; or properties too long,
+ * *@status says which).
+ */
+struct store_queue *bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level,
+				  int32_t *status);
+/* Core: deliver what is due. Return: work done. */
+unsigned bk_delay_tick(struct bk_core *c, uint64_t now_ns);
 
 /* ---- replication, master side (bk_repl.c); Context: the owning core ---- */
 /* A slave's REPL request for this core's shard. */

@@ -1062,7 +1062,7 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	}
 	/* Not retried by RocketMQ's producers (MESSAGE_ILLEGAL): the reason reaches the caller. */
-	why = bk_msg_refused(props, pl, (int32_t)sysflag);
+	why = bk_msg_refused(props, pl, (int32_t)sysflag, !batch && r->bk->conf.delay_levels > 0);
 	if (why != NULL) {
 		reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, why);
 		return;
@@ -1114,7 +1114,7 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		int k;
 
 		while ((k = wire_batch_next(q->body, q->body_len, &pos, &it)) == 1) {
-			why = bk_msg_refused(it.props, it.props_len, (int32_t)sysflag);
+			why = bk_msg_refused(it.props, it.props_len, (int32_t)sysflag, false);
 			if (why != NULL) {
 				reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, why);
 				return;
@@ -1923,6 +1923,7 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	case WIRE_REQ_GET_ALL_TOPIC_CONFIG:
 	case WIRE_REQ_GET_ALL_CONSUMER_OFFSET:
+	case WIRE_REQ_GET_ALL_DELAY_OFFSET:
 		do_get_all(r, c, q);
 		return;
 	default:

@@ -203,7 +203,7 @@ rmt_topic_put(void *arg, const struct meta_topic *mt)
 
 static int offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n);
 
-/* GET_ALL_TOPIC_CONFIG and GET_ALL_CONSUMER_OFFSET for a slave (bk_rmt_ops.dump). */
+/* GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET for a slave (bk_rmt_ops.dump). */
 static int
 rmt_dump(void *arg, int32_t code, char **json, size_t *len)
 {
@@ -221,6 +221,8 @@ rmt_dump(void *arg, int32_t code, char **json, size_t *len)
 		pthread_mutex_unlock(&x->mu);
 		return err;
 	}
+	if (code == WIRE_REQ_GET_ALL_DELAY_OFFSET)
+		return bk_delay_json(x, json, len);
 	err = offsets_collect(x, &o, &n);
 	if (err == 0)
 		err = meta_offsets_json(o, n, json, len);
@@ -429,7 +431,9 @@ persist_main(void *arg)
 {
 	struct bk_ctl *x = arg;
 	uint64_t every = (uint64_t)cfg_get_int(x->cfg, "flushConsumerOffsetInterval");
+	uint64_t every_d = (uint64_t)cfg_get_int(x->cfg, "flushDelayOffsetInterval");
 	uint64_t next = clk_mono_ns() / 1000000 + every;
+	uint64_t next_d = clk_mono_ns() / 1000000 + every_d;
 
 	pthread_setname_np(pthread_self(), "bk-persist");
 	while (!atomic_load_relaxed(&x->persist_stop)) {
@@ -439,6 +443,11 @@ persist_main(void *arg)
 		if (now >= next) {
 			(void)offsets_save(x);
 			next = clk_mono_ns() / 1000000 + every;
+			continue;
+		}
+		if (now >= next_d) {
+			(void)bk_delay_save(x);
+			next_d = clk_mono_ns() / 1000000 + every_d;
 			continue;
 		}
 		nanosleep(&ts, NULL);
@@ -704,6 +713,11 @@ print_stats(const struct bk_ctl *x)
 			 c->st.redirects, c->st.busy, c->st.errors, c->st.type_refused,
 			 c->st.flush_timeouts, (uint64_t)atomic_load_relaxed(&c->lc.st.stalls),
 			 (uint64_t)atomic_load_relaxed(&c->lc.st.stall_max_ns) / 1000);
+		if (c->st.delayed || c->st.delay_delivered || c->st.delay_dropped)
+			log_info(BK_TAG,
+				 "core %u delay levels: delayed %" PRIu64 " delivered %" PRIu64
+				 " dropped %" PRIu64,
+				 i, c->st.delayed, c->st.delay_delivered, c->st.delay_dropped);
 		if (x->bk.conf.role != BK_ROLE_ASYNC_MASTER || c->st.repl_requests)
 			log_info(BK_TAG,
 				 "core %u replication: requests %" PRIu64 " bytes sent %" PRIu64
@@ -844,7 +858,7 @@ main(int argc, char **argv)
 		.offset_slots = (uint32_t)cfg_get_int(cfg, "consumerOffsetSlotsPerCore"),
 	};
 	x->bk.ncores = x->bk.conf.cores;
-	if (bk_ctl_role_setup(x) != 0)
+	if (bk_ctl_role_setup(x) != 0 || bk_delay_conf(x) != 0)
 		goto out;
 	/*
 	 * A slave on dpdk follows its master through its own device (the
@@ -975,7 +989,7 @@ main(int argc, char **argv)
 			goto out_cores;
 		}
 	}
-	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0)
+	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0)
 		goto out_cores;
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		x->bk.cores[i].repl_base_end = clog_written(store_clog(x->bk.store, i));
@@ -1070,7 +1084,7 @@ out_run:
 	bk_rmt_destroy(x->rmt);
 	x->rmt = NULL;
 	print_stats(x);
-	if (offsets_save(x) != 0)
+	if (offsets_save(x) != 0 || bk_delay_save(x) != 0)
 		rc = 1;
 	goto out_cores;
 out_ports:

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * delayoff.c - delayOffset.json (delayoff.h). json-c refuses fastjson's
+ * meta_delay.c - delayOffset.json (meta_delay.h). json-c refuses fastjson's
  * unquoted Integer keys, so this tiny grammar is read by hand:
  *   { "offsetTable" : { KEY : INT (, KEY : INT)* } }   KEY = INT | "INT"
  */
-#include "store/delayoff.h"
+#include "store/meta_delay.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define DELAYOFF_FILE_MAX (1u << 20)
+#define META_DELAY_FILE_MAX (1u << 20)
 
 long
-delayoff_json(const int64_t *off, size_t n, char *buf, size_t cap)
+meta_delay_json(const int64_t *off, size_t n, char *buf, size_t cap)
 {
 	size_t at = 0;
 	bool first = true;
@@ -105,7 +105,7 @@ num(struct rd *r, bool quotes_ok, int64_t lo, int64_t hi, int64_t *out)
 }
 
 int
-delayoff_parse(const char *json, size_t len, int64_t *off, size_t n)
+meta_delay_parse(const char *json, size_t len, int64_t *off, size_t n)
 {
 	struct rd r = {json, json + len};
 
@@ -132,7 +132,7 @@ delayoff_parse(const char *json, size_t len, int64_t *off, size_t n)
 }
 
 int
-delayoff_save(const struct store_io_ops *io, const char *path, const int64_t *off, size_t n)
+meta_delay_save(const struct store_io_ops *io, const char *path, const int64_t *off, size_t n)
 {
 	size_t cap = 32 + n * 32;
 	char *buf = malloc(cap);
@@ -141,18 +141,18 @@ delayoff_save(const struct store_io_ops *io, const char *path, const int64_t *of
 
 	if (buf == NULL)
 		return -ENOMEM;
-	len = delayoff_json(off, n, buf, cap);
+	len = meta_delay_json(off, n, buf, cap);
 	rc = len < 0 ? (int)len : store_io_write_atomic(io, path, buf, (size_t)len);
 	free(buf);
 	return rc;
 }
 
 int
-delayoff_load(const struct store_io_ops *io, const char *path, int64_t *off, size_t n)
+meta_delay_load(const struct store_io_ops *io, const char *path, int64_t *off, size_t n)
 {
 	char *buf;
 	size_t len;
-	int rc = store_io_read_file(io, path, DELAYOFF_FILE_MAX, &buf, &len);
+	int rc = store_io_read_file(io, path, META_DELAY_FILE_MAX, &buf, &len);
 
 	if (rc == -ENOENT) {
 		for (size_t i = 0; i < n; i++)
@@ -161,7 +161,7 @@ delayoff_load(const struct store_io_ops *io, const char *path, int64_t *off, siz
 	}
 	if (rc != 0)
 		return rc;
-	rc = delayoff_parse(buf, len, off, n);
+	rc = meta_delay_parse(buf, len, off, n);
 	free(buf);
 	return rc;
 }

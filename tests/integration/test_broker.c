@@ -110,32 +110,39 @@ status_of(const struct call *c)
 	return h.status;
 }
 
+/* SEND @body with properties @props to (@topic, @qid) via core @core. */
+static struct call
+send_props(struct conn *k, unsigned core, const char *topic, int32_t qid, const char *props,
+	   size_t plen, const void *body, uint32_t blen)
+{
+	static uint8_t buf[1 << 17];
+	struct wire_dp_send_req r = {.born_ts = clk_wall_ms(),
+				     .queue_id = qid,
+				     .topic = topic,
+				     .topic_len = (uint16_t)strlen(topic),
+				     .props = props,
+				     .props_len = (uint16_t)plen,
+				     .body = body,
+				     .body_len = blen};
+	long n = wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, sizeof(buf));
+
+	T_ASSERT(n > 0);
+	return call(k, core, WIRE_DP_OP_SEND, buf, (uint32_t)n);
+}
+
 /* SEND @body to (@topic, @qid) via core @core. Return: the response (caller frees resp). */
 static struct call
 send_msg(struct conn *k, unsigned core, const char *topic, int32_t qid, const char *tags,
 	 const void *body, uint32_t blen)
 {
-	static uint8_t buf[1 << 17];
 	char props[256];
 	size_t plen = 0;
-	struct wire_dp_send_req r = {.born_ts = clk_wall_ms(),
-				     .queue_id = qid,
-				     .topic = topic,
-				     .topic_len = (uint16_t)strlen(topic),
-				     .body = body,
-				     .body_len = blen};
-	long n;
 
-	if (tags) {
+	if (tags)
 		T_ASSERT_EQ(wire_props_append(props, sizeof(props), &plen, "TAGS", 4, tags,
 					      strlen(tags)),
 			    0);
-		r.props = props;
-		r.props_len = (uint16_t)plen;
-	}
-	n = wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, sizeof(buf));
-	T_ASSERT(n > 0);
-	return call(k, core, WIRE_DP_OP_SEND, buf, (uint32_t)n);
+	return send_props(k, core, topic, qid, props, plen, body, blen);
 }
 
 /* SEND until the status is not SYSTEM_BUSY (a topic being auto-created). */
@@ -334,10 +341,10 @@ test_bad_input_writes_nothing(void)
 		free(c.resp);
 	}
 	/*
-	 * Message types not taken yet are refused, nothing stored: a delay
-	 * level, a delivery time, a transactional half (by property or by
-	 * sysFlag), alone or as a batch item. DELAY=0 is a plain message
-	 * (sent last, below).
+	 * Message types not taken yet are refused, nothing stored: a delivery
+	 * time, a transactional half (by property or by sysFlag), alone or as
+	 * a batch item, and a delay level in a batch. DELAY=0 is a plain
+	 * message (sent last, below).
 	 */
 	{
 		static const char *const refused[][2] = {
@@ -355,6 +362,8 @@ test_bad_input_writes_nothing(void)
 			struct wire_batch_item it = {.body = (const uint8_t *)"x", .body_len = 1};
 			long n;
 
+			if (!batch && strcmp(refused[i][0], "DELAY") == 0)
+				continue; /* taken (test_delay_levels); refused in a batch */
 			if (i < ARRAY_SIZE(refused) * 2) {
 				const char *const *kv = refused[i % ARRAY_SIZE(refused)];
 
@@ -420,21 +429,9 @@ test_bad_input_writes_nothing(void)
 	for (int q = 0; q < 4; q++)
 		T_ASSERT_EQ(max_offset(&k, (unsigned)q % 2, "T", q), 0);
 	/* and the broker still serves, a message with DELAY=0 too (a plain one) */
-	{
-		struct wire_dp_send_req r = {.queue_id = 0,
-					     .topic = "T",
-					     .topic_len = 1,
-					     .props = "DELAY\0010\002",
-					     .props_len = 8,
-					     .body = (const uint8_t *)"fine",
-					     .body_len = 4};
-		long n = wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, sizeof(buf));
-
-		T_ASSERT(n > 0);
-		c = call(&k, 0, WIRE_DP_OP_SEND, buf, (uint32_t)n);
-		T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_SUCCESS);
-		free(c.resp);
-	}
+	c = send_props(&k, 0, "T", 0, "DELAY\0010\002", 8, "fine", 4);
+	T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_SUCCESS);
+	free(c.resp);
 	T_ASSERT_EQ(max_offset(&k, 0, "T", 0), 1);
 	conn_close(&k);
 	T_ASSERT_EQ(bk_stop(&b), 0);
@@ -684,7 +681,9 @@ test_send_back_retry_then_dlq(void)
 	int32_t re;
 	int64_t phys;
 
-	start_with_topic(&b, NULL);
+	static const char *const no_delays[] = {"--messageDelayLevel=", NULL};
+
+	start_with_topic(&b, no_delays); /* retries at once: test_delay_levels has them delayed */
 	conn_open(&k, b.dp_port);
 	c = send_msg(&k, 0, "T", 0, "tg", "m0", 2);
 	T_ASSERT_EQ(wire_dp_send_resp_decode(WIRE_DP_OP_SEND, c.resp, c.len, &r), 0);
@@ -722,6 +721,51 @@ test_send_back_retry_then_dlq(void)
 		(void)first_phys(&k, "%RETRY%G", &oid, want, &re);
 		(void)first_phys(&k, "%DLQ%G", &oid, want, &re);
 	}
+	conn_close(&k);
+	T_ASSERT_EQ(bk_stop(&b), 0);
+	bk_cleanup(&b);
+}
+
+/*
+ * A delayed SEND over the dataplane, on core 1 (queue 1): SEND_OK at once,
+ * in the queue only after its level's delay (messageDelayLevel "1s").
+ */
+static void
+test_delay_levels(void)
+{
+	static const char *const args[] = {"--messageDelayLevel=1s", NULL};
+	uint8_t buf[2048];
+	struct bk_proc b;
+	struct conn k;
+	struct call c;
+	struct wire_dp_pull_resp p;
+	struct wire_msg m;
+	int64_t sent_ms;
+	int got = 0;
+
+	start_with_topic(&b, args);
+	conn_open(&k, b.dp_port);
+	sent_ms = clk_wall_ms();
+	c = send_props(&k, 1, "T", 1, "DELAY\0011\002", 8, "dp later", 8);
+	T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_SUCCESS);
+	free(c.resp);
+	T_ASSERT_EQ(max_offset(&k, 1, "T", 1), 0);
+	for (int i = 0; i < 300 && !got; i++) {
+		c = call(&k, 1, WIRE_DP_OP_PULL, buf,
+			 pull_encode(buf, sizeof(buf), "T", 1, 0, 0, 0, NULL, 0));
+		T_ASSERT_EQ(wire_dp_pull_resp_decode(c.resp, c.len, &p), 0);
+		if (p.head.status == WIRE_DP_ST_SUCCESS) {
+			T_ASSERT(wire_rec_decode(p.records, p.records_len, WIRE_REC_VERIFY_CRC,
+						 &m) > 0);
+			T_ASSERT(m.body_len == 8 && memcmp(m.body, "dp later", 8) == 0);
+			T_ASSERT(m.store_ts >= sent_ms + 1000);
+			got = 1;
+		}
+		free(c.resp);
+		if (!got)
+			usleep(20000);
+	}
+	T_ASSERT(got);
 	conn_close(&k);
 	T_ASSERT_EQ(bk_stop(&b), 0);
 	bk_cleanup(&b);
@@ -821,5 +865,5 @@ test_bad_config(void)
 
 T_MAIN(T_CASE(test_bad_input_writes_nothing), T_CASE(test_redirect),
        T_CASE(test_send_pull_offsets_restart), T_CASE(test_long_polling),
-       T_CASE(test_send_back_retry_then_dlq), T_CASE(test_write_protect_and_auto_create),
-       T_CASE(test_sync_flush), T_CASE(test_bad_config))
+       T_CASE(test_send_back_retry_then_dlq), T_CASE(test_delay_levels),
+       T_CASE(test_write_protect_and_auto_create), T_CASE(test_sync_flush), T_CASE(test_bad_config))

@@ -617,8 +617,10 @@ test_send_back(void)
 			     "maxReconsumeTimes",
 			     "16",
 			     NULL};
+	/* Without delay levels a retry comes back at once (test_delay_levels: with them) */
+	static const char *const no_delays[] = {"--messageDelayLevel=", NULL};
 
-	start(NULL);
+	start(no_delays);
 	conn(&c);
 	T_ASSERT_EQ(send_v2(&c, "RmtB", 0, "TAGS\001T\002", "retry me"), WIRE_RSP_SUCCESS);
 	snprintf(id, sizeof(id), "%s", nsc_ext(&c, "msgId"));
@@ -647,15 +649,14 @@ test_send_back(void)
 }
 
 /*
- * Message types not taken yet (delay level, delivery time, transactional
- * half) get MESSAGE_ILLEGAL with the reason, which RocketMQ's producers do
- * not retry, and nothing is stored; DELAY=0 is a plain message.
+ * Message types not taken yet (delivery time, transactional half, a delay
+ * level in a batch) get MESSAGE_ILLEGAL with the reason, which RocketMQ's
+ * producers do not retry, and nothing is stored; DELAY=0 is a plain message.
  */
 static void
 test_types_refused(void)
 {
 	static const char *const refused[][2] = {
-		{"DELAY\0013\002", "delayed"},
 		{"__STARTDELIVERTIME\0011700000000000\002", "delivery time"},
 		{"TIMER_DELAY_SEC\0015\002", "delivery time"},
 		{"TRAN_MSG\001true\002PGROUP\001P\002", "transactional"},
@@ -683,10 +684,136 @@ test_types_refused(void)
 	T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &len, &it), 0);
 	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_SEND_BATCH_MESSAGE, ext, body, len),
 		    WIRE_RSP_MESSAGE_ILLEGAL);
-	T_ASSERT(strstr(c.rsp.remark, "delayed") != NULL);
+	T_ASSERT(strstr(c.rsp.remark, "batch") != NULL);
 	/* nothing stored: the first message that is taken gets offset 0 */
 	T_ASSERT_EQ(send_v2(&c, "RmtTypes", 0, "DELAY\0010\002", "plain"), WIRE_RSP_SUCCESS);
 	T_ASSERT_EQ(ext_ll(&c, "queueOffset"), 0);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
+/* Pull @topic/@qid at @off until a record comes (or @ms pass). Return: records decoded. */
+static int
+pull_wait(struct ns_client *c, const char *topic, int qid, long long off, struct wire_msg *m,
+	  int max, int ms)
+{
+	for (int waited = 0; waited <= ms; waited += 20) {
+		int code = pull(c, "GD", topic, qid, off, "*", 0);
+
+		if (code == WIRE_RSP_SUCCESS)
+			return records(c, m, max);
+		T_ASSERT(code == WIRE_RSP_PULL_NOT_FOUND || code == WIRE_RSP_PULL_OFFSET_MOVED);
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* The SCHEDULE_TOPIC_XXXX record of @topic's queue 0's message at @level (2 cores: core 0). */
+static int64_t
+sched_store_ts(struct ns_client *c, int level, long long off)
+{
+	struct wire_msg m[4];
+
+	T_ASSERT_EQ(pull(c, "GD", "SCHEDULE_TOPIC_XXXX", (level - 1) * 2, off, "*", 0),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT(records(c, m, 4) >= 1);
+	T_ASSERT(prop_is(&m[0], "DELAY", level == 1 ? "1" : "2"));
+	return m[0].store_ts;
+}
+
+/*
+ * Delay levels (messageDelayLevel "1s 2s"): stored in SCHEDULE_TOPIC_XXXX
+ * with REAL_TOPIC/REAL_QID, delivered to the queue asked for not before
+ * its level's delay, DELAY removed; a level past the table is its last; a
+ * SEND_BACK backs off (level 3 + reconsume times, clamped); the progress
+ * survives a clean restart and SIGKILL (delayOffset.json); GET_ALL_DELAY_OFFSET.
+ */
+static void
+test_delay_levels(void)
+{
+	static const char *const args[] = {"--messageDelayLevel=1s 2s", NULL};
+	struct ns_client c;
+	struct wire_msg m[4];
+	struct wire_host h;
+	int64_t phys, sched_ts;
+	char off[24], id[64];
+	const char *back[] = {"offset",
+			      off,
+			      "group",
+			      "GD",
+			      "delayLevel",
+			      "0",
+			      "originMsgId",
+			      id,
+			      "originTopic",
+			      "RmtDelay",
+			      "unitMode",
+			      "false",
+			      "maxReconsumeTimes",
+			      "16",
+			      NULL};
+
+	start(args);
+	conn(&c);
+	/* DELAY=1: not in the topic at once, there after a second */
+	T_ASSERT_EQ(send_v2(&c, "RmtDelay", 0, "DELAY\0011\002KEYS\001kd\002", "later"),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(&c, "queueId"), 0);
+	T_ASSERT_EQ(pull(&c, "GD", "RmtDelay", 0, 0, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+	sched_ts = sched_store_ts(&c, 1, 0);
+	T_ASSERT_EQ(pull_wait(&c, "RmtDelay", 0, 0, m, 4, 5000), 1);
+	T_ASSERT(m[0].store_ts >= sched_ts + 1000);
+	T_ASSERT_MEMEQ(m[0].body, "later", 5);
+	T_ASSERT(!wire_props_get(m[0].props, m[0].props_len, "DELAY", &(const char *){0},
+				 &(size_t){0}));
+	T_ASSERT(prop_is(&m[0], "REAL_TOPIC", "RmtDelay"));
+	T_ASSERT(prop_is(&m[0], "REAL_QID", "0"));
+	T_ASSERT(prop_is(&m[0], "KEYS", "kd"));
+	/* DELAY=9 is past the table: its last level, 2 s */
+	T_ASSERT_EQ(send_v2(&c, "RmtDelay", 0, "DELAY\0019\002", "clamped"), WIRE_RSP_SUCCESS);
+	sched_ts = sched_store_ts(&c, 2, 0);
+	T_ASSERT_EQ(pull_wait(&c, "RmtDelay", 0, 1, m, 4, 6000), 1);
+	T_ASSERT(m[0].store_ts >= sched_ts + 2000);
+	T_ASSERT_MEMEQ(m[0].body, "clamped", 7);
+	/* SEND_BACK with delayLevel 0, never consumed before: level 3, here 2 (2 s) */
+	T_ASSERT_EQ(send_v2(&c, "RmtDelay", 0, "", "retry"), WIRE_RSP_SUCCESS);
+	snprintf(id, sizeof(id), "%s", nsc_ext(&c, "msgId"));
+	T_ASSERT_EQ(wire_msgid_decode(id, strlen(id), &h, &phys), 0);
+	snprintf(off, sizeof(off), "%lld", (long long)phys);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_CONSUMER_SEND_MSG_BACK, back, NULL, 0), WIRE_RSP_SUCCESS);
+	T_ASSERT(pull(&c, "GD", "%RETRY%GD", 0, 0, "*", 0) != WIRE_RSP_SUCCESS);
+	sched_ts = sched_store_ts(&c, 2, 1);
+	T_ASSERT_EQ(pull_wait(&c, "%RETRY%GD", 0, 0, m, 4, 6000), 1);
+	T_ASSERT(m[0].store_ts >= sched_ts + 2000);
+	T_ASSERT_EQ(m[0].reconsume_times, 1);
+	T_ASSERT(prop_is(&m[0], "RETRY_TOPIC", "RmtDelay"));
+	/* the master's progress, as a slave asks for it */
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_GET_ALL_DELAY_OFFSET, NULL, NULL, 0), WIRE_RSP_SUCCESS);
+	T_ASSERT(c.rsp.body_len > 0 &&
+		 memmem(c.rsp.body, c.rsp.body_len, "\"offsetTable\":{1:1,", 19) != NULL);
+	/* Pending across a clean stop: delivered once, after its time */
+	T_ASSERT_EQ(send_v2(&c, "RmtDelay", 0, "DELAY\0012\002", "across a stop"),
+		    WIRE_RSP_SUCCESS);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	T_ASSERT_EQ(pull_wait(&c, "RmtDelay", 0, 3, m, 4, 6000), 1); /* 2: "retry" */
+	T_ASSERT_MEMEQ(m[0].body, "across a stop", 13);
+	/* ... and across a SIGKILL */
+	T_ASSERT_EQ(send_v2(&c, "RmtDelay", 0, "DELAY\0012\002", "across a kill"),
+		    WIRE_RSP_SUCCESS);
+	nsc_close(&c);
+	bk_kill(&B);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	T_ASSERT_EQ(pull_wait(&c, "RmtDelay", 0, 4, m, 4, 6000), 1);
+	T_ASSERT_MEMEQ(m[0].body, "across a kill", 13);
+	/* nothing delivered twice ("across a stop" was not saved as delivered before the kill) */
+	usleep(300000);
+	T_ASSERT_EQ(pull(&c, "GD", "RmtDelay", 0, 5, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+	T_ASSERT(bk_log_has(&B, "were delivered before the last stop without being recorded"));
 	nsc_close(&c);
 	T_ASSERT_EQ(bk_stop(&B), 0);
 	bk_cleanup(&B);
@@ -895,5 +1022,5 @@ test_bad_input(void)
 }
 
 T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
-       T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_batch),
-       T_CASE(test_locks_topics), T_CASE(test_bad_input))
+       T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_delay_levels),
+       T_CASE(test_batch), T_CASE(test_locks_topics), T_CASE(test_bad_input))

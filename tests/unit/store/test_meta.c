@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
-#include "store/delayoff.h"
+#include "store/meta_delay.h"
 #include "store/io.h"
 #include "store/meta.h"
 
@@ -624,28 +624,28 @@ test_delay_offsets(void)
 	char buf[128];
 	long len;
 
-	len = delayoff_json(off, 4, buf, sizeof(buf));
+	len = meta_delay_json(off, 4, buf, sizeof(buf));
 	T_ASSERT(len > 0);
 	T_ASSERT_STREQ(buf, "{\"offsetTable\":{1:0,3:7,4:123456789012}}");
-	T_ASSERT_EQ(delayoff_parse(buf, (size_t)len, back, 4), 0);
+	T_ASSERT_EQ(meta_delay_parse(buf, (size_t)len, back, 4), 0);
 	T_ASSERT_MEMEQ(back, off, sizeof(off));
-	T_ASSERT_EQ(delayoff_json(off, 4, buf, 20), -ENOBUFS);
+	T_ASSERT_EQ(meta_delay_json(off, 4, buf, 20), -ENOBUFS);
 	/* fastjson's pretty form, quoted keys too */
 	{
 		const char *pretty = "{\n\t\"offsetTable\":{\n\t\t\"2\":5,\n\t\t1:3\n\t}\n}\n";
 
-		T_ASSERT_EQ(delayoff_parse(pretty, strlen(pretty), back, 4), 0);
+		T_ASSERT_EQ(meta_delay_parse(pretty, strlen(pretty), back, 4), 0);
 	}
 	T_ASSERT_EQ(back[0], 3);
 	T_ASSERT_EQ(back[1], 5);
 	T_ASSERT_EQ(back[2], -1);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		T_ASSERT_EQ(delayoff_parse(bad[i], strlen(bad[i]), back, 4), -EBADMSG);
+		T_ASSERT_EQ(meta_delay_parse(bad[i], strlen(bad[i]), back, 4), -EBADMSG);
 	setup("delayOffset.json");
-	T_ASSERT_EQ(delayoff_load(&store_io_posix, path, back, 4), 0);
+	T_ASSERT_EQ(meta_delay_load(&store_io_posix, path, back, 4), 0);
 	T_ASSERT_EQ(back[0], -1);
-	T_ASSERT_EQ(delayoff_save(&store_io_posix, path, off, 4), 0);
-	T_ASSERT_EQ(delayoff_load(&store_io_posix, path, back, 4), 0);
+	T_ASSERT_EQ(meta_delay_save(&store_io_posix, path, off, 4), 0);
+	T_ASSERT_EQ(meta_delay_load(&store_io_posix, path, back, 4), 0);
 	T_ASSERT_MEMEQ(back, off, sizeof(off));
 	teardown();
 }

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_delay.c - RocketMQ's delay levels on the core (docs/messages.md).
+ *
+ * A SEND with DELAY=n is stored, as RocketMQ stores it, in
+ * SCHEDULE_TOPIC_XXXX with REAL_TOPIC and REAL_QID added. Its queue is
+ * (n - 1) * cores + core: the core that took the message owns it, and owns
+ * the real queue too (a SEND reaches the core of its queue), so delivery is
+ * an append on the same core like any other, with no hand-off. Within one
+ * level the due times (store time + the level's delay) only grow, so each
+ * core looks at the head of each of its level queues about every
+ * millisecond, and when it is due puts the message back into its real
+ * queue: DELAY removed, REAL_TOPIC/REAL_QID kept, body, flag, born time and
+ * host, reconsume times as they were. Never before its time: due is
+ * compared with the same clock the store stamped the message with.
+ *
+ * Progress per queue (pub_off) is published once the delivered append is
+ * durable as the flush mode requires; the control thread saves it in
+ * delayOffset.json (bk_delay_ctl.c). The delivered copy names its schedule
+ * record (BK_DELAY_SRC_PROP), so after a crash, which loses the progress
+ * since the last save, the start skips what it finds already delivered
+ * instead of delivering it twice (RocketMQ would).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "bk_priv.h"
+#include "common/clock.h"
+#include "common/compiler.h"
+#include "wire/dp.h"
+#include "wire/record.h"
+
+#define DELAY_POLL_NS 1000000ull /* look at the heads this often */
+#define DELAY_BUDGET 64u	 /* deliveries per look, all levels together */
+
+uint32_t
+bk_delay_level(const struct bk *bk, const char *props, size_t plen)
+{
+	const char *v;
+	size_t vl;
+	uint64_t level = 0;
+
+	if (bk->conf.delay_levels == 0 || !wire_props_get(props, plen, "DELAY", &v, &vl))
+		return 0;
+	for (size_t i = 0; i < vl; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return 0; /* bk_msgtype.c: not a delay */
+		if (level < (1u << 20))
+			level = level * 10 + (uint64_t)(v[i] - '0');
+	}
+	return (uint32_t)SP_MIN(level, (uint64_t)bk->conf.delay_levels);
+}
+
+/* Append "key\1val\2" for an unsigned number. */
+static int
+props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v)
+{
+	char num[24];
+	size_t n = 0;
+	char tmp[24];
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		num[i] = tmp[n - 1 - i];
+	return wire_props_append(buf, cap, len, key, strlen(key), num, n);
+}
+
+/* @props without the items named in @skip, into @dst. Return: 0, -ENOBUFS. */
+static int
+props_without(char *dst, size_t cap, size_t *len, const char *props, size_t plen,
+	      const char *const *skip)
+{
+	struct wire_kv kv;
+	size_t pos = 0;
+
+	*len = 0;
+	while (wire_props_next(props, plen, &pos, &kv)) {
+		bool drop = false;
+
+		for (unsigned i = 0; skip[i]; i++)
+			if (kv.key_len == strlen(skip[i]) &&
+			    memcmp(kv.key, skip[i], kv.key_len) == 0)
+				drop = true;
+		if (drop)
+			continue;
+		if (wire_props_append(dst, cap, len, kv.key, kv.key_len, kv.val, kv.val_len) != 0)
+			return -ENOBUFS;
+	}
+	return 0;
+}
+
+struct store_queue *
+bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *status)
+{
+	static const char *const skip[] = {"DELAY", "REAL_TOPIC", "REAL_QID", NULL};
+	size_t len;
+
+	if (c->dq == NULL || level == 0 || level > c->bk->conf.delay_levels) {
+		*status = WIRE_DP_ST_SERVICE_NOT_AVAILABLE;
+		return NULL;
+	}
+	if (props_without(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len, skip) ||
+	    props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "DELAY", level) ||
+	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
+			      m->topic_len) ||
+	    props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
+			(uint64_t)m->queue_id)) {
+		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
+		return NULL;
+	}
+	m->props = c->dprops;
+	m->props_len = (uint16_t)len;
+	m->topic = BK_SCHED_TOPIC;
+	m->topic_len = (uint8_t)(sizeof(BK_SCHED_TOPIC) - 1);
+	m->queue_id = (int32_t)((level - 1) * c->bk->ncores + c->id);
+	return c->dq[level - 1].sq;
+}
+
+static bool
+parse_u32(const char *v, size_t vl, uint32_t *out)
+{
+	uint64_t x = 0;
+
+	if (vl == 0 || vl > 9)
+		return false;
+	for (size_t i = 0; i < vl; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	*out = (uint32_t)x;
+	return true;
+}
+
+/*
+ * Put the schedule record @s back into its real queue. Return: 1 done
+ * (delivered, or dropped: nowhere this core can put it), 0 not now (the
+ * real topic is being created, the store is busy), with *@ticket set when
+ * delivered.
+ */
+static int
+deliver(struct bk_core *c, const struct wire_msg *s, uint64_t *ticket)
+{
+	static const char *const skip[] = {"DELAY", NULL};
+	const struct bk_topic *t;
+	struct store_put_res res;
+	struct wire_msg m;
+	const char *rt, *rq;
+	size_t rtl, rql, len;
+	uint32_t qid;
+	int32_t status;
+	long rc;
+
+	*ticket = 0;
+	if (!wire_props_get(s->props, s->props_len, "REAL_TOPIC", &rt, &rtl) ||
+	    !wire_props_get(s->props, s->props_len, "REAL_QID", &rq, &rql) ||
+	    !parse_u32(rq, rql, &qid) || rtl == 0 || rtl > META_TOPIC_MAX)
+		goto drop;
+	/*
+	 * An internal put, as RocketMQ's: the topic's and the broker's write
+	 * permission are for producers. A missing retry topic is created.
+	 */
+	t = bk_topic_find(c->bk, rt, rtl);
+	if (t == NULL) {
+		bool retry = (rtl > 7 && memcmp(rt, BK_RETRY_PREFIX, 7) == 0) ||
+			     (rtl > 5 && memcmp(rt, BK_DLQ_PREFIX, 5) == 0);
+
+		t = bk_core_topic_for_write(c, rt, rtl, retry, c->bk->conf.default_queues, &status);
+		if (t == NULL) {
+			if (status == WIRE_DP_ST_SYSTEM_BUSY)
+				return 0; /* being created: next time */
+			goto drop;
+		}
+	}
+	if (qid >= t->write_queues || t->core[qid] != c->id)
+		goto drop;
+	/* Which schedule record this is: a restart after a crash skips what it finds delivered. */
+	if (props_without(c->props, sizeof(c->props) - 1, &len, s->props, s->props_len, skip) ||
+	    props_add_u(c->props, sizeof(c->props) - 1, &len, BK_DELAY_SRC_PROP,
+			(uint64_t)s->phys_offset))
+		goto drop;
+	memset(&m, 0, sizeof(m));
+	m.topic = t->name;
+	m.topic_len = (uint8_t)t->name_len;
+	m.queue_id = (int32_t)qid;
+	m.flag = s->flag;
+	m.sys_flag = s->sys_flag & ~(WIRE_SYSFLAG_BORNHOST_V6 | WIRE_SYSFLAG_STOREHOST_V6);
+	m.born_ts = s->born_ts;
+	m.born_host = s->born_host;
+	m.store_host = c->bk->store_host;
+	m.reconsume_times = s->reconsume_times;
+	m.body = s->body;
+	m.body_len = s->body_len;
+	m.props = c->props;
+	m.props_len = (uint16_t)len;
+	rc = store_put(c->bk->store, t->sq[qid], &m, &res);
+	if (rc == -EAGAIN)
+		return 0;
+	if (rc < 0)
+		return 0; /* the shard is fenced: nothing can be written, try again later */
+	*ticket = res.ticket;
+	c->st.delay_delivered++;
+	c->park_dirty = true;
+	return 1;
+
+drop:
+	c->st.delay_dropped++;
+	return 1;
+}
+
+unsigned
+bk_delay_tick(struct bk_core *c, uint64_t now_ns)
+{
+	const struct store *st = c->bk->store;
+	unsigned budget = DELAY_BUDGET;
+	unsigned work = 0;
+	int64_t now_ms = 0;
+
+	if (c->dq == NULL || now_ns < c->delay_next_ns)
+		return 0;
+	c->delay_next_ns = now_ns + DELAY_POLL_NS;
+	for (uint32_t i = 0; i < c->bk->conf.delay_levels; i++) {
+		struct bk_delay_q *d = &c->dq[i];
+
+		if (d->pending && store_durable(st, c->id, d->pend_ticket) == 1) {
+			d->pending = false;
+			atomic_store_explicit(&d->pub_off, d->pend_off, memory_order_relaxed);
+		}
+		while (budget > 0 && d->off < store_queue_max(st, d->sq)) {
+			const uint8_t *rec;
+			struct cq_unit u;
+			struct wire_msg m;
+			uint64_t ticket;
+			long n;
+
+			if (now_ms == 0)
+				now_ms = clk_wall_ms_fast();
+			if (d->due_ms != 0 && now_ms < d->due_ms)
+				break;
+			n = store_get(st, d->sq, d->off, &rec, &u);
+			if (n == -ERANGE && d->off < store_queue_min(st, d->sq)) {
+				d->off = store_queue_min(st, d->sq); /* retention took them */
+				continue;
+			}
+			if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &m) < 0) {
+				c->st.delay_dropped++; /* a damaged record: skip it */
+				d->off++;
+				continue;
+			}
+			d->due_ms = m.store_ts + (int64_t)c->bk->conf.delay_ms[i + 1];
+			if (now_ms < d->due_ms)
+				break;
+			if (deliver(c, &m, &ticket) == 0)
+				break;
+			budget--;
+			work++;
+			d->off++;
+			d->due_ms = 0;
+			if (ticket != 0) {
+				d->pend_off = d->off;
+				d->pend_ticket = ticket;
+				d->pending = true;
+			} else if (!d->pending) {
+				atomic_store_explicit(&d->pub_off, d->off, memory_order_relaxed);
+			}
+		}
+		if (d->pending && store_durable(st, c->id, d->pend_ticket) == 1) {
+			d->pending = false;
+			atomic_store_explicit(&d->pub_off, d->pend_off, memory_order_relaxed);
+		}
+	}
+	return work;
+}
