@@ -81,6 +81,16 @@ sp__msg_props(const struct sp_msg *m, const char *uniq, char *buf, size_t cap, s
 		if (err)
 			return err;
 	}
+	if (m->delay_level < 0)
+		return -EINVAL;
+	if (m->delay_level > 0) {
+		char lvl[16];
+
+		snprintf(lvl, sizeof(lvl), "%d", m->delay_level);
+		err = prop(buf, cap, len, "DELAY", lvl);
+		if (err)
+			return err;
+	}
 	err = prop(buf, cap, len, "WAIT", "true");
 	if (err)
 		return err;

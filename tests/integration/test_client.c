@@ -926,10 +926,58 @@ sb_cb(void *arg, const struct sp_mq *mq, const struct sp_msg_ext *m)
 	return SP_CONSUME_SUCCESS;
 }
 
+/* A visit_fn: checks a delayed message (body "later") was stored a second after its birth. */
+static void
+later_visit(void *arg, const struct sp_mq *mq, const struct sp_msg_ext *m)
+{
+	(void)mq;
+	T_ASSERT(m->body_len == 5 && memcmp(m->body, "later", 5) == 0);
+	T_ASSERT(m->store_ts >= m->born_ts + 1000);
+	T_ASSERT(!sp_msg_prop(m, "DELAY", &(const char *){NULL}, &(size_t){0}));
+	(*(unsigned *)arg)++;
+}
+
+/*
+ * sp_msg.delay_level on a sync and an async send (messageDelayLevel "1s"):
+ * SEND_OK at once, in the topic only a second later; in a batch refused.
+ */
+static void
+test_delay_level(void)
+{
+	const char *args[] = {"--defaultTopicQueueNums=2", "--messageDelayLevel=1s", NULL};
+	struct sp_producer_cfg pc = {.retry_times = 2};
+	struct sp_msg m = {.topic = "Later", .body = "later", .body_len = 5, .delay_level = 1};
+	struct sp_send_result res;
+	struct sp_client *c;
+	struct sp_producer *p;
+	unsigned seen = 0;
+
+	cl_env_start(&E, g_be);
+	cl_broker_start(&E, 0, args);
+	c = cl_client_new(&E);
+	T_ASSERT_EQ(sp_producer_create(c, &pc, &p), 0);
+	T_ASSERT_EQ(sp_producer_send(p, &m, &res), 0);
+	T_ASSERT_EQ(res.status, 0);
+	T_ASSERT_EQ(sp_producer_send(p, &m, &res), 0);
+	wait_topic(c, "Later", 2);
+	T_ASSERT_EQ(pull_all(c, "Later", later_visit, &seen), 0); /* none yet */
+	for (int i = 0; i < 300 && seen < 2; i++) {
+		usleep(20000);
+		seen = 0;
+		(void)pull_all(c, "Later", later_visit, &seen);
+	}
+	T_ASSERT_EQ(seen, 2);
+	T_ASSERT(sp_producer_send_batch(p, &m, 1, &res, NULL) < 0);
+	sp_producer_destroy(p);
+	sp_client_destroy(c);
+	cl_env_stop(&E);
+}
+
 static void
 test_send_back(void)
 {
-	const char *args[] = {"--defaultTopicQueueNums=4", NULL};
+	/* a short delay table: retries come back after 1 s, not 10 s, 30 s ... */
+	const char *args[] = {"--defaultTopicQueueNums=4", "--messageDelayLevel=1s", NULL};
 	struct sp_producer_cfg pc = {.retry_times = 2};
 	struct sp_push_cfg ccfg = {.group = "GBounce",
 				   .topic = "Bounce",
@@ -1179,7 +1227,8 @@ static const struct t_case cases[] = {
 	T_CASE(test_basic),	      T_CASE(test_million),
 	T_CASE(test_sync_flush_kill), T_CASE(test_async_flush_kill),
 	T_CASE(test_write_protect),   T_CASE(test_send_back),
-	T_CASE(test_bad_input),	      T_CASE(test_placement),
+	T_CASE(test_delay_level),     T_CASE(test_bad_input),
+	T_CASE(test_placement),
 };
 
 int

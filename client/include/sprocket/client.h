@@ -150,6 +150,12 @@ struct sp_msg {
 	const struct sp_prop *props; /* user properties, NULL when n_props is 0 */
 	size_t n_props;
 	int32_t flag; /* user flag (FLAG) */
+	/*
+	 * RocketMQ's delay level (DELAY): 0 none; n > 0 delivered after the
+	 * broker's nth messageDelayLevel (1s 5s 10s 30s 1m ... by default; a
+	 * level past the table is its last). Not in a batch (refused there).
+	 */
+	int32_t delay_level;
 };
 
 #define SP_MSGID_LEN 32 /* UNIQ_KEY: 32 uppercase hex characters */
