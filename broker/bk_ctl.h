@@ -32,6 +32,8 @@ struct bk_ctl {
 	char topics_path[PATH_MAX];
 	char offsets_path[PATH_MAX];
 	char delay_path[PATH_MAX]; /* delayOffset.json */
+	char *delay_synced;	   /* SLAVE: the master's delayOffset.json as last written */
+	size_t delay_synced_len;
 	struct dp_port *ports[BK_CORES_MAX];
 	uint32_t nports; /* ncores, and on a dpdk slave one more per shard for bk_follow */
 	bool cores_running;

@@ -19,7 +19,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "control/breg.h"
+#include "store/io.h"
 #include "store/meta.h"
+#include "store/meta_delay.h"
 
 /*
  * brokerRole and brokerId as RocketMQ's BrokerStartup reads them: a slave
@@ -58,6 +60,39 @@ topic_differs(const struct bk_topic *t, const struct meta_topic *m)
 }
 
 /*
+ * The master's delayOffset.json, kept as this slave's own (checked first,
+ * written when it changed): a slave delivers nothing, but started again as
+ * the group's master it goes on from there (bk_delay_setup() then skips
+ * what it finds delivered already).
+ */
+static void
+delays_apply(struct bk_ctl *x, const char *json, size_t len)
+{
+	static int64_t off[META_DELAY_KEYS_MAX];
+	int err;
+
+	if (json == NULL)
+		return;
+	if (len == x->delay_synced_len && x->delay_synced != NULL &&
+	    memcmp(json, x->delay_synced, len) == 0)
+		return;
+	if (meta_delay_parse(json, len, off, META_DELAY_KEYS_MAX) != 0) {
+		log_warn_ratelimited(BK_TAG, "the master's delay offsets do not parse");
+		return;
+	}
+	err = store_io_write_atomic(&store_io_posix, x->delay_path, json, len);
+	if (err) {
+		log_warn_ratelimited(BK_TAG, "saving %s: %s", x->delay_path, strerror(-err));
+		return;
+	}
+	free(x->delay_synced);
+	x->delay_synced = malloc(len);
+	x->delay_synced_len = x->delay_synced ? len : 0;
+	if (x->delay_synced)
+		memcpy(x->delay_synced, json, len);
+}
+
+/*
  * A slave applies what its sync fetched from the master: topics created or
  * updated as the master has them; a committed offset raised where the
  * master's is ahead (never lowered: consumers that committed here while the
@@ -68,12 +103,14 @@ bk_slave_sync_apply(struct bk_ctl *x)
 {
 	struct meta_topic *ts = NULL;
 	struct meta_offset *os = NULL;
-	size_t tl, ol, n = 0;
-	char *tj, *oj;
+	size_t tl, ol, dl, n = 0;
+	char *tj, *oj, *dj;
 
 	if (x->sync == NULL)
 		return;
-	bk_sync_take(x->sync, &tj, &tl, &oj, &ol);
+	bk_sync_take(x->sync, BK_SYNC_TOPICS, &tj, &tl);
+	bk_sync_take(x->sync, BK_SYNC_OFFSETS, &oj, &ol);
+	bk_sync_take(x->sync, BK_SYNC_DELAYS, &dj, &dl);
 	if (tj != NULL && meta_topics_parse(tj, tl, &ts, &n, NULL) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			const struct bk_topic *t =
@@ -116,6 +153,8 @@ bk_slave_sync_apply(struct bk_ctl *x)
 	}
 	free(os);
 	free(oj);
+	delays_apply(x, dj, dl);
+	free(dj);
 }
 
 /* A slave learns its master from the NameServer unless haMasterAddress names it. */

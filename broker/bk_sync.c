@@ -39,10 +39,15 @@ struct bk_sync {
 	char conn_addr[CTL_BREG_ADDR_MAX];
 	/* under mu: newest answers, not yet taken */
 	pthread_mutex_t mu;
-	char *topics;
-	size_t topics_len;
-	char *offsets;
-	size_t offsets_len;
+	char *json[BK_SYNC_KINDS];
+	size_t len[BK_SYNC_KINDS];
+};
+
+/* RocketMQ's slave sync asks these, in this order (SlaveSynchronize). */
+static const int32_t sync_codes[BK_SYNC_KINDS] = {
+	[BK_SYNC_TOPICS] = WIRE_REQ_GET_ALL_TOPIC_CONFIG,
+	[BK_SYNC_OFFSETS] = WIRE_REQ_GET_ALL_CONSUMER_OFFSET,
+	[BK_SYNC_DELAYS] = WIRE_REQ_GET_ALL_DELAY_OFFSET,
 };
 
 /* Ask @code; on SUCCESS put a copy of the body in *@slot (under mu). Return: 0, -errno. */
@@ -108,9 +113,9 @@ round_once(struct bk_sync *s)
 		}
 		memcpy(s->conn_addr, addr, sizeof(addr));
 	}
-	rc = fetch(s, WIRE_REQ_GET_ALL_TOPIC_CONFIG, &s->topics, &s->topics_len);
-	if (rc == 0)
-		rc = fetch(s, WIRE_REQ_GET_ALL_CONSUMER_OFFSET, &s->offsets, &s->offsets_len);
+	rc = 0;
+	for (int k = 0; k < BK_SYNC_KINDS && rc == 0; k++)
+		rc = fetch(s, sync_codes[k], &s->json[k], &s->len[k]);
 	if (rc != 0) {
 		log_warn_ratelimited(SYNC_TAG, "sync with master %s: %s", s->conn_addr,
 				     strerror(-rc));
@@ -157,16 +162,12 @@ bk_sync_start(struct ctl_breg *breg, uint32_t period_ms, struct bk_sync **out)
 }
 
 void
-bk_sync_take(struct bk_sync *s, char **topics, size_t *topics_len, char **offsets,
-	     size_t *offsets_len)
+bk_sync_take(struct bk_sync *s, enum bk_sync_kind k, char **json, size_t *len)
 {
 	pthread_mutex_lock(&s->mu);
-	*topics = s->topics;
-	*topics_len = s->topics_len;
-	*offsets = s->offsets;
-	*offsets_len = s->offsets_len;
-	s->topics = NULL;
-	s->offsets = NULL;
+	*json = s->json[k];
+	*len = s->len[k];
+	s->json[k] = NULL;
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -179,8 +180,8 @@ bk_sync_stop(struct bk_sync *s)
 	pthread_join(s->thr, NULL);
 	if (s->conn)
 		sp_rem_close(s->conn);
-	free(s->topics);
-	free(s->offsets);
+	for (int k = 0; k < BK_SYNC_KINDS; k++)
+		free(s->json[k]);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

@@ -1104,6 +1104,7 @@ out:
 	if (x->bk.efd > 0)
 		close(x->bk.efd);
 	pthread_mutex_destroy(&x->mu);
+	free(x->delay_synced);
 	free(x);
 	cfg_destroy(cfg);
 	if (restart && rc == 0) {

@@ -471,6 +471,37 @@ def case_geometry():
     stop(m)
 
 
+def case_delay_sync():
+    """A master's delay-level progress follows to its slave (GET_ALL_DELAY_OFFSET, 45)."""
+    namesrv()
+    short = ("--messageDelayLevel=1s",)
+    m = broker("master", "ASYNC_MASTER", 0, BASE + 10, short)
+    s = broker("slave", "SLAVE", 1, BASE + 20, short)
+    check(wait_follow("slave"), "slave follows both shards")
+    port = rmt_port("master")
+    ext = {"a": "PG", "b": "TDelay", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+           "g": str(int(time.time() * 1000)), "h": "0", "i": "DELAY\x011\x02", "j": "0",
+           "k": "false"}
+    code, remark, _ = rmt_call.call(f"127.0.0.1:{port}", 310, ext, b"later")
+    check(code == 0, f"a delayed SEND is taken ({code} {remark})")
+    path = os.path.join(TMP, "slave", "config", "delayOffset.json")
+    master_text = b""
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        _, _, master_text = rmt_call.call(f"127.0.0.1:{port}", 45, {}, b"")
+        if b"{1:1" in master_text and os.path.exists(path):
+            with open(path, "rb") as f:
+                if f.read() == master_text:
+                    break
+        time.sleep(0.3)
+    check(b"{1:1" in master_text, f"the master delivered and says so: {master_text!r}")
+    check(os.path.exists(path) and open(path, "rb").read() == master_text,
+          "the slave's delayOffset.json is the master's")
+    check(stop(s) == 0, "the slave stops cleanly (and keeps the file)")
+    check(open(path, "rb").read() == master_text, "... unchanged by its stop")
+    check(stop(m) == 0, "the master stops cleanly")
+
+
 def main():
     try:
         {"sync_kill_master": case_sync_kill_master,
@@ -479,7 +510,8 @@ def main():
          "sync_lost_tail": case_sync_lost_tail,
          "af_packet": case_af_packet,
          "dpdk": case_dpdk,
-         "geometry": case_geometry}[CASE]()
+         "geometry": case_geometry,
+         "delay_sync": case_delay_sync}[CASE]()
     finally:
         for p in PROCS:
             if p.poll() is None:
