@@ -32,7 +32,7 @@
 #define BK_SUSPEND_MAX_MS 60000u
 #define BK_DLQ_PREFIX "%DLQ%"
 #define BK_RETRY_PREFIX "%RETRY%"
-#define BK_SCHED_TOPIC "SCHEDULE_TOPIC_XXXX" /* RocketMQ's delay-level queues */
+#define BK_SCHED_TOPIC STORE_SCHED_TOPIC /* RocketMQ's delay-level queues */
 #define BK_DELAY_LEVELS_MAX 64
 #define BK_DELAY_SRC_PROP "__SP_SCHED_PHYS" /* a delivered copy's schedule record */
 

@@ -33,6 +33,8 @@
 #include "wire/record.h"
 
 #define STORE_SHARDS_MAX 64
+/* RocketMQ's delay-level topic: its ConsumeQueue files are smaller (store.c queue_units()) */
+#define STORE_SCHED_TOPIC "SCHEDULE_TOPIC_XXXX"
 
 struct store_cfg {
 	const struct store_io_ops *io; /* NULL: store_io_posix */

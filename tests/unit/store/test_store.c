@@ -191,6 +191,43 @@ test_put_get_lookups(void)
 	rmtmp();
 }
 
+/* The delay-level topic's ConsumeQueue files are a sixteenth (at least 1024 units). */
+static void
+test_sched_cq_units(void)
+{
+	struct store_queue *sq, *aq;
+	struct store_cfg cfg;
+	struct store *s;
+	struct stat st;
+	char path[256];
+
+	mktmp();
+	cfg_small(&cfg, false);
+	cfg.cq_units = 32768;
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	T_ASSERT_EQ(store_queue_get(s, STORE_SCHED_TOPIC, 0, 0, &sq), 0);
+	T_ASSERT_EQ(store_queue_get(s, "A", 0, 0, &aq), 0);
+	snprintf(path, sizeof(path), "%s/consumequeue/%s/0/%020d", root, STORE_SCHED_TOPIC, 0);
+	T_ASSERT_EQ(stat(path, &st), 0);
+	T_ASSERT_EQ(st.st_size, 2048 * 20);
+	snprintf(path, sizeof(path), "%s/consumequeue/A/0/%020d", root, 0);
+	T_ASSERT_EQ(stat(path, &st), 0);
+	T_ASSERT_EQ(st.st_size, 32768 * 20);
+	for (uint32_t i = 0; i < 2500; i++) { /* rolls a file */
+		struct store_put_res r;
+
+		T_ASSERT(put_one(s, sq, i, &r) > 0);
+	}
+	store_close(s);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	T_ASSERT_EQ(store_queue_get(s, STORE_SCHED_TOPIC, 0, 0, &sq), 0);
+	T_ASSERT_EQ(store_queue_max(s, sq), 2500);
+	for (uint32_t i = 0; i < 2500; i++)
+		check_msg(s, sq, i, i);
+	store_close(s);
+	rmtmp();
+}
+
 static void
 test_sync_visibility_and_tickets(void)
 {
@@ -698,7 +735,8 @@ test_paths(void)
 	rmtmp();
 }
 
-T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_put_get_lookups), T_CASE(test_threads_buffer_reuse),
-       T_CASE(test_sync_visibility_and_tickets), T_CASE(test_clean_restart),
-       T_CASE(test_crash_recovery), T_CASE(test_async_kill_keeps_buffered_appends),
-       T_CASE(test_retention), T_CASE(test_threads_group_commit), T_CASE(test_paths))
+T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_sched_cq_units), T_CASE(test_put_get_lookups),
+       T_CASE(test_threads_buffer_reuse), T_CASE(test_sync_visibility_and_tickets),
+       T_CASE(test_clean_restart), T_CASE(test_crash_recovery),
+       T_CASE(test_async_kill_keeps_buffered_appends), T_CASE(test_retention),
+       T_CASE(test_threads_group_commit), T_CASE(test_paths))
