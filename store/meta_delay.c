@@ -87,12 +87,16 @@ num(struct rd *r, bool quotes_ok, int64_t lo, int64_t hi, int64_t *out)
 		neg = true;
 		r->p++;
 	}
-	while (r->p < r->end && *r->p >= '0' && *r->p <= '9' && digits < 19) {
-		v = v * 10 + (*r->p - '0');
+	while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
+		int d = *r->p - '0';
+
+		if (v > (INT64_MAX - d) / 10)
+			return false; /* past int64: no offset is that large */
+		v = v * 10 + d;
 		r->p++;
 		digits++;
 	}
-	if (digits == 0 || (r->p < r->end && *r->p >= '0' && *r->p <= '9'))
+	if (digits == 0)
 		return false;
 	if (neg)
 		v = -v;
