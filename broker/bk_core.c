@@ -898,35 +898,6 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 /* ---- SEND_BACK ---- */
 
 static int
-props_copy_except(char *dst, size_t cap, size_t *len, const char *props, size_t plen,
-		  const char *const *skip)
-{
-	struct wire_kv kv;
-	size_t pos = 0;
-
-	*len = 0;
-	while (wire_props_next(props, plen, &pos, &kv)) {
-		bool drop = false;
-
-		for (unsigned i = 0; skip[i]; i++)
-			if (kv.key_len == strlen(skip[i]) &&
-			    memcmp(kv.key, skip[i], kv.key_len) == 0)
-				drop = true;
-		if (drop)
-			continue;
-		if (*len + kv.key_len + kv.val_len + 2 > cap)
-			return -ENOBUFS;
-		memcpy(dst + *len, kv.key, kv.key_len);
-		*len += kv.key_len;
-		dst[(*len)++] = WIRE_PROP_SEP_KV;
-		memcpy(dst + *len, kv.val, kv.val_len);
-		*len += kv.val_len;
-		dst[(*len)++] = WIRE_PROP_SEP_ITEM;
-	}
-	return 0;
-}
-
-static int
 do_send_back(struct bk_core *c, const struct dp_xreq *req)
 {
 	static const char *const skip[] = {"RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "DELAY", NULL};
@@ -980,8 +951,8 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_BUSY, 0);
 	/* Properties: the original's, plus where it came from (RocketMQ's names). */
-	if (props_copy_except(c->props, sizeof(c->props), &plen, orig.props, orig.props_len,
-			      skip) != 0)
+	if (wire_props_copy_except(c->props, sizeof(c->props), &plen, orig.props, orig.props_len,
+				   skip) != 0)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 	if (!wire_props_get(orig.props, orig.props_len, "RETRY_TOPIC", &rt, &rtl)) {

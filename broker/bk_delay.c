@@ -68,30 +68,6 @@ props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v)
 	return wire_props_append(buf, cap, len, key, strlen(key), num, n);
 }
 
-/* @props without the items named in @skip, into @dst. Return: 0, -ENOBUFS. */
-static int
-props_without(char *dst, size_t cap, size_t *len, const char *props, size_t plen,
-	      const char *const *skip)
-{
-	struct wire_kv kv;
-	size_t pos = 0;
-
-	*len = 0;
-	while (wire_props_next(props, plen, &pos, &kv)) {
-		bool drop = false;
-
-		for (unsigned i = 0; skip[i]; i++)
-			if (kv.key_len == strlen(skip[i]) &&
-			    memcmp(kv.key, skip[i], kv.key_len) == 0)
-				drop = true;
-		if (drop)
-			continue;
-		if (wire_props_append(dst, cap, len, kv.key, kv.key_len, kv.val, kv.val_len) != 0)
-			return -ENOBUFS;
-	}
-	return 0;
-}
-
 struct store_queue *
 bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *status)
 {
@@ -102,7 +78,8 @@ bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *st
 		*status = WIRE_DP_ST_SERVICE_NOT_AVAILABLE;
 		return NULL;
 	}
-	if (props_without(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len, skip) ||
+	if (wire_props_copy_except(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len,
+				   skip) ||
 	    props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "DELAY", level) ||
 	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
 			      m->topic_len) ||
@@ -178,7 +155,8 @@ deliver(struct bk_core *c, const struct wire_msg *s, uint64_t *ticket)
 	if (qid >= t->write_queues || t->core[qid] != c->id)
 		goto drop;
 	/* Which schedule record this is: a restart after a crash skips what it finds delivered. */
-	if (props_without(c->props, sizeof(c->props) - 1, &len, s->props, s->props_len, skip) ||
+	if (wire_props_copy_except(c->props, sizeof(c->props) - 1, &len, s->props, s->props_len,
+				   skip) ||
 	    props_add_u(c->props, sizeof(c->props) - 1, &len, BK_DELAY_SRC_PROP,
 			(uint64_t)s->phys_offset))
 		goto drop;

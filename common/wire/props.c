@@ -79,6 +79,27 @@ wire_props_append(char *buf, size_t cap, size_t *len, const char *key, size_t ke
 	return 0;
 }
 
+int
+wire_props_copy_except(char *dst, size_t cap, size_t *len, const char *props, size_t plen,
+		       const char *const *skip)
+{
+	struct wire_kv kv;
+	size_t pos = 0;
+
+	*len = 0;
+	while (wire_props_next(props, plen, &pos, &kv)) {
+		bool drop = false;
+
+		for (unsigned i = 0; skip[i] != NULL && !drop; i++)
+			drop = kv.key_len == strlen(skip[i]) &&
+			       memcmp(kv.key, skip[i], kv.key_len) == 0;
+		if (!drop &&
+		    wire_props_append(dst, cap, len, kv.key, kv.key_len, kv.val, kv.val_len) != 0)
+			return -ENOBUFS;
+	}
+	return 0;
+}
+
 /*
  * Decode one UTF-8 sequence at s[0..n). Malformed input yields U+FFFD, as
  * Java's decoder does: one per stray byte, one per truncated sequence (the

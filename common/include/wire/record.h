@@ -122,6 +122,14 @@ bool wire_props_get(const char *props, size_t len, const char *key, const char *
 MUST_CHECK int wire_props_append(char *buf, size_t cap, size_t *len, const char *key,
 				 size_t key_len, const char *val, size_t val_len);
 
+/**
+ * wire_props_copy_except() - @props into @dst without the items whose key is
+ * in @skip (NULL-terminated), as wire_props_next() reads them.
+ * Return: 0, -ENOBUFS (@cap or WIRE_PROPS_MAX).
+ */
+MUST_CHECK int wire_props_copy_except(char *dst, size_t cap, size_t *len, const char *props,
+				      size_t plen, const char *const *skip);
+
 /* ---- offset msgId (§5.3): hex(storeHost ip + port + PHYSICALOFFSET) ---- */
 
 #define WIRE_MSGID_V4_LEN 32

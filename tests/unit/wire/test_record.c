@@ -188,6 +188,21 @@ test_props(void)
 	T_ASSERT_EQ(wire_props_append(out, sizeof(out), &len, "a\001", 2, "x", 1), -EINVAL);
 	T_ASSERT_EQ(wire_props_append(out, sizeof(out), &len, "a", 1, "x\002", 2), -EINVAL);
 	T_ASSERT_EQ(wire_props_append(out, len + 3, &len, "a", 1, "xy", 2), -ENOBUFS);
+	/* a copy without some keys: the others in order, short items skipped as Java does */
+	{
+		static const char src[] =
+			"TAGS\001A\002DELAY\0013\002x\002KEYS\001k1\002DELAY\0014";
+		static const char *const skip[] = {"DELAY", "NOPE", NULL};
+		static const char *const none[] = {NULL};
+
+		T_ASSERT_EQ(
+			wire_props_copy_except(out, sizeof(out), &len, src, sizeof(src) - 1, skip),
+			0);
+		T_ASSERT_EQ(len, sizeof(p1) - 1);
+		T_ASSERT_MEMEQ(out, p1, len);
+		T_ASSERT_EQ(wire_props_copy_except(out, 8, &len, src, sizeof(src) - 1, none),
+			    -ENOBUFS);
+	}
 }
 
 static void
