@@ -36,19 +36,25 @@
 uint32_t
 bk_delay_level(const struct bk *bk, const char *props, size_t plen)
 {
-	const char *v;
-	size_t vl;
-	uint64_t level = 0;
+	uint64_t level;
 
-	if (bk->conf.delay_levels == 0 || !wire_props_get(props, plen, "DELAY", &v, &vl))
+	/* Not a number: a plain message (bk_msgtype.c) */
+	if (bk->conf.delay_levels == 0 || !wire_props_get_uint(props, plen, "DELAY", &level))
 		return 0;
-	for (size_t i = 0; i < vl; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return 0; /* bk_msgtype.c: not a delay */
-		if (level < (1u << 20))
-			level = level * 10 + (uint64_t)(v[i] - '0');
-	}
 	return (uint32_t)SP_MIN(level, (uint64_t)bk->conf.delay_levels);
+}
+
+bool
+bk_delay_target(const struct wire_msg *s, const char **topic, size_t *len, uint32_t *qid)
+{
+	uint64_t q;
+
+	if (!wire_props_get(s->props, s->props_len, "REAL_TOPIC", topic, len) || *len == 0 ||
+	    *len > META_TOPIC_MAX || !wire_props_get_uint(s->props, s->props_len, "REAL_QID", &q) ||
+	    q >= META_QUEUES_MAX)
+		return false;
+	*qid = (uint32_t)q;
+	return true;
 }
 
 /* Append "key\1val\2" for an unsigned number. */
@@ -96,22 +102,6 @@ bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *st
 	return c->dq[level - 1].sq;
 }
 
-static bool
-parse_u32(const char *v, size_t vl, uint32_t *out)
-{
-	uint64_t x = 0;
-
-	if (vl == 0 || vl > 9)
-		return false;
-	for (size_t i = 0; i < vl; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return false;
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	}
-	*out = (uint32_t)x;
-	return true;
-}
-
 /*
  * Put the schedule record @s back into its real queue. Return: 1 done
  * (delivered, or dropped: nowhere this core can put it), 0 not now (the
@@ -125,16 +115,14 @@ deliver(struct bk_core *c, const struct wire_msg *s, uint64_t *ticket)
 	const struct bk_topic *t;
 	struct store_put_res res;
 	struct wire_msg m;
-	const char *rt, *rq;
-	size_t rtl, rql, len;
+	const char *rt;
+	size_t rtl, len;
 	uint32_t qid;
 	int32_t status;
 	long rc;
 
 	*ticket = 0;
-	if (!wire_props_get(s->props, s->props_len, "REAL_TOPIC", &rt, &rtl) ||
-	    !wire_props_get(s->props, s->props_len, "REAL_QID", &rq, &rql) ||
-	    !parse_u32(rq, rql, &qid) || rtl == 0 || rtl > META_TOPIC_MAX)
+	if (!bk_delay_target(s, &rt, &rtl, &qid))
 		goto drop;
 	/*
 	 * An internal put, as RocketMQ's: the topic's and the broker's write
@@ -189,6 +177,16 @@ drop:
 	return 1;
 }
 
+/* Publish @d's progress once its last delivery is durable as the flush mode requires. */
+static void
+publish_durable(const struct store *st, const struct bk_core *c, struct bk_delay_q *d)
+{
+	if (d->pending && store_durable(st, c->id, d->pend_ticket) == 1) {
+		d->pending = false;
+		atomic_store_explicit(&d->pub_off, d->pend_off, memory_order_relaxed);
+	}
+}
+
 unsigned
 bk_delay_tick(struct bk_core *c, uint64_t now_ns)
 {
@@ -203,10 +201,7 @@ bk_delay_tick(struct bk_core *c, uint64_t now_ns)
 	for (uint32_t i = 0; i < c->bk->conf.delay_levels; i++) {
 		struct bk_delay_q *d = &c->dq[i];
 
-		if (d->pending && store_durable(st, c->id, d->pend_ticket) == 1) {
-			d->pending = false;
-			atomic_store_explicit(&d->pub_off, d->pend_off, memory_order_relaxed);
-		}
+		publish_durable(st, c, d);
 		while (budget > 0 && d->off < store_queue_max(st, d->sq)) {
 			const uint8_t *rec;
 			struct cq_unit u;
@@ -245,10 +240,7 @@ bk_delay_tick(struct bk_core *c, uint64_t now_ns)
 				atomic_store_explicit(&d->pub_off, d->off, memory_order_relaxed);
 			}
 		}
-		if (d->pending && store_durable(st, c->id, d->pend_ticket) == 1) {
-			d->pending = false;
-			atomic_store_explicit(&d->pub_off, d->pend_off, memory_order_relaxed);
-		}
+		publish_durable(st, c, d);
 	}
 	return work;
 }

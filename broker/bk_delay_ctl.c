@@ -83,37 +83,29 @@ delivered(struct bk_ctl *x, const struct wire_msg *s, int64_t due_ms)
 {
 	struct bk *bk = &x->bk;
 	const struct bk_topic *t;
-	const char *rt, *rq, *v;
-	size_t rtl, rql, vl;
-	char want[24];
+	const char *rt;
+	size_t rtl;
 	uint64_t from, max;
-	unsigned qid = 0;
-	int wl;
+	uint32_t qid;
 
-	if (!wire_props_get(s->props, s->props_len, "REAL_TOPIC", &rt, &rtl) ||
-	    !wire_props_get(s->props, s->props_len, "REAL_QID", &rq, &rql) || rql == 0 || rql > 6)
+	if (!bk_delay_target(s, &rt, &rtl, &qid))
 		return false;
-	for (size_t i = 0; i < rql; i++) {
-		if (rq[i] < '0' || rq[i] > '9')
-			return false;
-		qid = qid * 10 + (unsigned)(rq[i] - '0');
-	}
 	t = bk_topic_find(bk, rt, rtl);
 	if (t == NULL || qid >= t->nq ||
 	    store_search_time(bk->store, t->sq[qid], due_ms, &from) != 0)
 		return false;
-	wl = snprintf(want, sizeof(want), "%" PRId64, s->phys_offset);
 	max = store_queue_max(bk->store, t->sq[qid]);
 	for (uint64_t o = from; o < max && o < from + DELAY_DUP_SCAN; o++) {
 		const uint8_t *rec;
 		struct cq_unit u;
 		struct wire_msg m;
+		uint64_t src;
 		long n = store_get(bk->store, t->sq[qid], o, &rec, &u);
 
 		if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &m) < 0)
 			continue;
-		if (wire_props_get(m.props, m.props_len, BK_DELAY_SRC_PROP, &v, &vl) &&
-		    vl == (size_t)wl && memcmp(v, want, vl) == 0)
+		if (wire_props_get_uint(m.props, m.props_len, BK_DELAY_SRC_PROP, &src) &&
+		    src == (uint64_t)s->phys_offset)
 			return true;
 	}
 	return false;

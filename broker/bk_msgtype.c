@@ -21,18 +21,9 @@
 static bool
 delay_asked(const char *props, size_t plen)
 {
-	const char *v;
-	size_t vl;
-	long level = 0;
+	uint64_t level;
 
-	if (!wire_props_get(props, plen, "DELAY", &v, &vl))
-		return false;
-	for (size_t i = 0; i < vl && i < 10; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return false; /* Java's Integer.parseInt would throw: not a delay */
-		level = level * 10 + (v[i] - '0');
-	}
-	return level > 0;
+	return wire_props_get_uint(props, plen, "DELAY", &level) && level > 0;
 }
 
 const char *

@@ -357,6 +357,8 @@ uint32_t bk_delay_level(const struct bk *bk, const char *props, size_t plen);
  */
 struct store_queue *bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level,
 				  int32_t *status);
+/* A schedule record's REAL_TOPIC and REAL_QID. Return: false when it names none. */
+bool bk_delay_target(const struct wire_msg *s, const char **topic, size_t *len, uint32_t *qid);
 /* Core: deliver what is due. Return: work done. */
 unsigned bk_delay_tick(struct bk_core *c, uint64_t now_ns);
 

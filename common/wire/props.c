@@ -79,6 +79,26 @@ wire_props_append(char *buf, size_t cap, size_t *len, const char *key, size_t ke
 	return 0;
 }
 
+bool
+wire_props_get_uint(const char *props, size_t len, const char *key, uint64_t *out)
+{
+	const char *v;
+	size_t vl;
+	uint64_t x = 0;
+
+	if (!wire_props_get(props, len, key, &v, &vl) || vl == 0)
+		return false;
+	for (size_t i = 0; i < vl; i++) {
+		uint64_t d = (uint64_t)(v[i] - '0');
+
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+		x = x > (UINT64_MAX - d) / 10 ? UINT64_MAX : x * 10 + d;
+	}
+	*out = x;
+	return true;
+}
+
 int
 wire_props_copy_except(char *dst, size_t cap, size_t *len, const char *props, size_t plen,
 		       const char *const *skip)

@@ -122,6 +122,12 @@ bool wire_props_get(const char *props, size_t len, const char *key, const char *
 MUST_CHECK int wire_props_append(char *buf, size_t cap, size_t *len, const char *key,
 				 size_t key_len, const char *val, size_t val_len);
 
+/*
+ * The value of @key as an unsigned decimal (digits only, at least one;
+ * saturating at UINT64_MAX). Return: false when absent or not such a number.
+ */
+bool wire_props_get_uint(const char *props, size_t len, const char *key, uint64_t *out);
+
 /**
  * wire_props_copy_except() - @props into @dst without the items whose key is
  * in @skip (NULL-terminated), as wire_props_next() reads them.

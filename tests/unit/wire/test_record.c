@@ -188,6 +188,20 @@ test_props(void)
 	T_ASSERT_EQ(wire_props_append(out, sizeof(out), &len, "a\001", 2, "x", 1), -EINVAL);
 	T_ASSERT_EQ(wire_props_append(out, sizeof(out), &len, "a", 1, "x\002", 2), -EINVAL);
 	T_ASSERT_EQ(wire_props_append(out, len + 3, &len, "a", 1, "xy", 2), -ENOBUFS);
+	/* numbers: digits only, at least one, saturating */
+	{
+		static const char num[] = "A\0013\002B\001-1\002C\001\002D\0011x\002"
+					  "E\00199999999999999999999999\002F\00100042";
+		uint64_t u = 7;
+
+		T_ASSERT(wire_props_get_uint(num, sizeof(num) - 1, "A", &u) && u == 3);
+		T_ASSERT(!wire_props_get_uint(num, sizeof(num) - 1, "B", &u));
+		T_ASSERT(!wire_props_get_uint(num, sizeof(num) - 1, "C", &u));
+		T_ASSERT(!wire_props_get_uint(num, sizeof(num) - 1, "D", &u));
+		T_ASSERT(!wire_props_get_uint(num, sizeof(num) - 1, "Z", &u));
+		T_ASSERT(wire_props_get_uint(num, sizeof(num) - 1, "E", &u) && u == UINT64_MAX);
+		T_ASSERT(wire_props_get_uint(num, sizeof(num) - 1, "F", &u) && u == 42);
+	}
 	/* a copy without some keys: the others in order, short items skipped as Java does */
 	{
 		static const char src[] =
