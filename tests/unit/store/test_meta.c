@@ -10,6 +10,7 @@
 
 #include "harness.h"
 #include "store/meta_delay.h"
+#include "store/meta_timer.h"
 #include "store/io.h"
 #include "store/meta.h"
 
@@ -650,7 +651,42 @@ test_delay_offsets(void)
 	teardown();
 }
 
+/* timerCheck: both ways, queues left out, bad lines. */
+static void
+test_timer_marks(void)
+{
+	static const char *const bad[] = {
+		"0 1 2\n",
+		"0 1 2 3 4\n",
+		"0  1 2 3\n",
+		"4 1 2 3\n",
+		"0 1 2 3\n0 1 2 3\n",
+		"0 -1 2 3\n",
+		"0 1 2 99999999999999999999\n",
+		"x\n",
+	};
+	struct meta_timer_mark m[4] = {
+		{5, 6, 7}, {-1, 0, 0}, {1764780000000, 1200, 53687091}, {0, 0, 0}};
+	struct meta_timer_mark back[4];
+	char buf[256];
+	long len = meta_timer_text(m, 4, buf, sizeof(buf));
+
+	T_ASSERT(len > 0);
+	T_ASSERT_STREQ(buf,
+		       "# queue doneMs doneQueueOffset doneLogOffset\n0 5 6 7\n2 1764780000000 "
+		       "1200 53687091\n3 0 0 0\n");
+	T_ASSERT_EQ(meta_timer_parse(buf, (size_t)len, back, 4), 0);
+	T_ASSERT_MEMEQ(back, m, sizeof(m));
+	T_ASSERT_EQ(meta_timer_text(m, 4, buf, 60), -ENOBUFS);
+	T_ASSERT_EQ(meta_timer_parse("3 1 2 3", 7, back, 4), 0); /* no newline at the end */
+	T_ASSERT_EQ(back[3].done_log, 3);
+	T_ASSERT_EQ(back[0].done_ms, -1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (meta_timer_parse(bad[i], strlen(bad[i]), back, 4) != -EBADMSG)
+			T_FAIL("accepted: %s", bad[i]);
+}
+
 T_MAIN(T_CASE(test_topics_round_trip), T_CASE(test_offsets_round_trip), T_CASE(test_missing_file),
        T_CASE(test_topics_malformed), T_CASE(test_offsets_malformed), T_CASE(test_save_refuses),
        T_CASE(test_atomic_replace), T_CASE(test_human_readable), T_CASE(test_in_memory),
-       T_CASE(test_delay_offsets))
+       T_CASE(test_delay_offsets), T_CASE(test_timer_marks))
