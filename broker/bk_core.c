@@ -480,6 +480,13 @@ msg_from(struct wire_msg *m, const struct dp_xreq *req, const struct bk_core *c,
 	m->store_host = c->bk->store_host;
 }
 
+unsigned
+bk_core_msg_allow(const struct bk_core *c)
+{
+	return (c->bk->conf.delay_levels > 0 ? BK_MSG_DELAY : 0u) |
+	       (c->tq != NULL ? BK_MSG_TIMER : 0u);
+}
+
 static int
 do_send(struct bk_core *c, const struct dp_xreq *req)
 {
@@ -489,6 +496,8 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	struct bk_ack a = {.h = req->h, .recv_ns = req->ts_recv_ns, .op = req->op};
 	struct store_queue *sq;
 	struct wire_msg m;
+	unsigned asks = 0;
+	bool timed = false;
 	uint32_t level;
 	int32_t status;
 	long rc;
@@ -507,7 +516,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 					  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
 	/* Before the topic: a refused message creates nothing either. */
 	if (req->op == WIRE_DP_OP_SEND &&
-	    bk_msg_refused(r.props, r.props_len, r.sysflag, c->bk->conf.delay_levels > 0) != NULL) {
+	    bk_msg_refused(r.props, r.props_len, r.sysflag, bk_core_msg_allow(c), &asks) != NULL) {
 		c->st.type_refused++;
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_NOT_SUPPORTED, 0);
@@ -535,7 +544,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		m.props = r.props;
 		m.props_len = r.props_len;
 		sq = t->sq[r.queue_id];
-		level = bk_delay_level(c->bk, r.props, r.props_len);
+		level = (asks & BK_MSG_DELAY) ? bk_delay_level(c->bk, r.props, r.props_len) : 0;
 		if (level > 0) {
 			/* SCHEDULE_TOPIC_XXXX; the answer names the queue asked for */
 			sq = bk_delay_wrap(c, &m, level, &status);
@@ -543,12 +552,30 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 				return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 							  status, 0);
 		}
+		if (asks & BK_MSG_TIMER) {
+			int64_t now_ms = clk_wall_ms_fast(), due;
+			const char *why;
+			int k = bk_timer_due(c->bk, r.props, r.props_len, now_ms, &due, &why);
+
+			if (k < 0)
+				return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+							  WIRE_DP_ST_MESSAGE_ILLEGAL, 0);
+			/* Due already: a plain message, as RocketMQ 5 */
+			if (k > 0 && due > now_ms) {
+				sq = bk_timer_wrap(c, &m, due, &status);
+				if (sq == NULL)
+					return bk_core_answer_err(c, req->h, req->op,
+								  req->ts_recv_ns, status, 0);
+				timed = true;
+			}
+		}
 		rc = store_put(c->bk->store, sq, &m, &res);
 		if (rc < 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  put_status(rc), 0);
 		c->st.sends++;
 		c->st.delayed += level > 0;
+		c->st.timed += timed;
 		a.ticket = res.ticket;
 		a.phys = res.phys;
 		a.qoff = res.qoff;
@@ -563,7 +590,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		while ((k = wire_batch_next(r.body, r.body_len, &pos, &it)) == 1) {
 			if (it.body_len == 0 || it.body_len > c->bk->conf.max_msg_size)
 				k = -EINVAL;
-			else if (bk_msg_refused(it.props, it.props_len, r.sysflag, false) != NULL)
+			else if (bk_msg_refused(it.props, it.props_len, r.sysflag, 0, NULL) != NULL)
 				k = -EOPNOTSUPP;
 			if (k < 0)
 				break;
@@ -1190,6 +1217,8 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 		work += bk_repl_tick(c, now_ns);
 	if (c->dq != NULL)
 		work += bk_delay_tick(c, now_ns);
+	if (c->tq != NULL)
+		work += bk_timer_tick(c);
 	while (c->ack_head != c->ack_tail) {
 		struct bk_ack *a = &c->acks[c->ack_head % c->ack_cap];
 		uint64_t now = clk_mono_fast_ns();

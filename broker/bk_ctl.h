@@ -25,6 +25,7 @@ struct ctl_breg;
 struct bk_rmt;
 struct bk_follow;
 struct bk_sync;
+struct bk_timer;
 
 struct bk_ctl {
 	struct bk bk;
@@ -32,6 +33,8 @@ struct bk_ctl {
 	char topics_path[PATH_MAX];
 	char offsets_path[PATH_MAX];
 	char delay_path[PATH_MAX]; /* delayOffset.json */
+	char timer_path[PATH_MAX]; /* timercheck */
+	struct bk_timer *timer;	   /* NULL: timers off, or a slave */
 	char *delay_synced;	   /* SLAVE: the master's delayOffset.json as last written */
 	size_t delay_synced_len;
 	struct dp_port *ports[BK_CORES_MAX];
@@ -81,5 +84,21 @@ int bk_delay_conf(struct bk_ctl *x);
 int bk_delay_setup(struct bk_ctl *x);
 int bk_delay_save(struct bk_ctl *x);
 int bk_delay_json(struct bk_ctl *x, char **json, size_t *len);
+
+/*
+ * bk_timer_ctl.c: timerWheelEnable and friends into conf; at start, after
+ * the topics, before the cores: the timer topic (a queue per core), each
+ * core's ring, and its wheel rebuilt from its queue and timercheck (Return:
+ * 0 or -errno, logged); the timer thread started once the cores run and
+ * stopped before they stop; timercheck from the cores' published marks;
+ * counters at exit; everything freed.
+ */
+int bk_timer_conf(struct bk_ctl *x);
+int bk_timer_setup(struct bk_ctl *x);
+int bk_timer_start(struct bk_ctl *x);
+void bk_timer_stop(struct bk_ctl *x);
+int bk_timer_save(struct bk_ctl *x);
+void bk_timer_report(const struct bk_ctl *x);
+void bk_timer_fini(struct bk_ctl *x);
 
 #endif /* SP_BROKER_BK_CTL_H */

@@ -57,9 +57,8 @@ bk_delay_target(const struct wire_msg *s, const char **topic, size_t *len, uint3
 	return true;
 }
 
-/* Append "key\1val\2" for an unsigned number. */
-static int
-props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v)
+int
+bk_props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v)
 {
 	char num[24];
 	size_t n = 0;
@@ -86,11 +85,11 @@ bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *st
 	}
 	if (wire_props_copy_except(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len,
 				   skip) ||
-	    props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "DELAY", level) ||
+	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "DELAY", level) ||
 	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
 			      m->topic_len) ||
-	    props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
-			(uint64_t)m->queue_id)) {
+	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
+			   (uint64_t)m->queue_id)) {
 		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
 		return NULL;
 	}
@@ -102,16 +101,10 @@ bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *st
 	return c->dq[level - 1].sq;
 }
 
-/*
- * Put the schedule record @s back into its real queue. Return: 1 done
- * (delivered, or dropped: nowhere this core can put it), 0 not now (the
- * real topic is being created, the store is busy), with *@ticket set when
- * delivered.
- */
-static int
-deliver(struct bk_core *c, const struct wire_msg *s, uint64_t *ticket)
+int
+bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const *skip,
+		 const char *src_prop, uint64_t *ticket)
 {
-	static const char *const skip[] = {"DELAY", NULL};
 	const struct bk_topic *t;
 	struct store_put_res res;
 	struct wire_msg m;
@@ -123,7 +116,7 @@ deliver(struct bk_core *c, const struct wire_msg *s, uint64_t *ticket)
 
 	*ticket = 0;
 	if (!bk_delay_target(s, &rt, &rtl, &qid))
-		goto drop;
+		return BK_DELIVER_DROPPED;
 	/*
 	 * An internal put, as RocketMQ's: the topic's and the broker's write
 	 * permission are for producers. A missing retry topic is created.
@@ -134,20 +127,19 @@ deliver(struct bk_core *c, const struct wire_msg *s, uint64_t *ticket)
 			     (rtl > 5 && memcmp(rt, BK_DLQ_PREFIX, 5) == 0);
 
 		t = bk_core_topic_for_write(c, rt, rtl, retry, c->bk->conf.default_queues, &status);
-		if (t == NULL) {
-			if (status == WIRE_DP_ST_SYSTEM_BUSY)
-				return 0; /* being created: next time */
-			goto drop;
-		}
+		if (t == NULL)
+			return status == WIRE_DP_ST_SYSTEM_BUSY
+				       ? BK_DELIVER_LATER /* being created */
+				       : BK_DELIVER_DROPPED;
 	}
 	if (qid >= t->write_queues || t->core[qid] != c->id)
-		goto drop;
-	/* Which schedule record this is: a restart after a crash skips what it finds delivered. */
+		return BK_DELIVER_DROPPED;
+	/* Which record this is: a restart after a crash skips what it finds delivered. */
 	if (wire_props_copy_except(c->props, sizeof(c->props) - 1, &len, s->props, s->props_len,
 				   skip) ||
-	    props_add_u(c->props, sizeof(c->props) - 1, &len, BK_DELAY_SRC_PROP,
-			(uint64_t)s->phys_offset))
-		goto drop;
+	    bk_props_add_u(c->props, sizeof(c->props) - 1, &len, src_prop,
+			   (uint64_t)s->phys_offset))
+		return BK_DELIVER_DROPPED;
 	memset(&m, 0, sizeof(m));
 	m.topic = t->name;
 	m.topic_len = (uint8_t)t->name_len;
@@ -163,18 +155,11 @@ deliver(struct bk_core *c, const struct wire_msg *s, uint64_t *ticket)
 	m.props = c->props;
 	m.props_len = (uint16_t)len;
 	rc = store_put(c->bk->store, t->sq[qid], &m, &res);
-	if (rc == -EAGAIN)
-		return 0;
 	if (rc < 0)
-		return 0; /* the shard is fenced: nothing can be written, try again later */
+		return BK_DELIVER_LATER; /* busy, or the shard is fenced: try again later */
 	*ticket = res.ticket;
-	c->st.delay_delivered++;
 	c->park_dirty = true;
-	return 1;
-
-drop:
-	c->st.delay_dropped++;
-	return 1;
+	return BK_DELIVER_DONE;
 }
 
 /* Publish @d's progress once its last delivery is durable as the flush mode requires. */
@@ -226,8 +211,13 @@ bk_delay_tick(struct bk_core *c, uint64_t now_ns)
 			d->due_ms = m.store_ts + (int64_t)c->bk->conf.delay_ms[i + 1];
 			if (now_ms < d->due_ms)
 				break;
-			if (deliver(c, &m, &ticket) == 0)
+			static const char *const skip[] = {"DELAY", NULL};
+			int dr = bk_sched_deliver(c, &m, skip, BK_DELAY_SRC_PROP, &ticket);
+
+			if (dr == BK_DELIVER_LATER)
 				break;
+			c->st.delay_delivered += dr == BK_DELIVER_DONE;
+			c->st.delay_dropped += dr == BK_DELIVER_DROPPED;
 			budget--;
 			work++;
 			d->off++;

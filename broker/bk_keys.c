@@ -54,7 +54,16 @@ const struct cfg_key bk_keys[] = {
 	 "delay of each level (DELAY=1 is the first), a number and s, m, h or d each; empty: "
 	 "delayed messages are refused"},
 	{"flushDelayOffsetInterval", CFG_INT, "10000", 100, 3600000, NULL,
-	 "ms between saves of delayOffset.json (delay levels' progress)"},
+	 "ms between saves of delayOffset.json and timercheck (delay levels' and timers' "
+	 "progress)"},
+	{"timerWheelEnable", CFG_BOOL, "true", 0, 0, NULL,
+	 "take messages with a delivery time (TIMER_DELIVER_MS, __STARTDELIVERTIME, "
+	 "TIMER_DELAY_SEC, TIMER_DELAY_MS); false: refuse them"},
+	{"timerMaxDelaySec", CFG_INT, "3456000", 1, 315360000, NULL,
+	 "furthest delivery time taken, in seconds from now (40 days)"},
+	{"timerRollWindowSec", CFG_INT, "0", 0, 315360000, NULL,
+	 "a timer further away than this is written to the log again after this long, until "
+	 "due, so retention never takes it (0: half of fileReservedTime, at most 2 days)"},
 	{"brokerRole", CFG_ENUM, "ASYNC_MASTER", 0, 0, role_choices,
 	 "ASYNC_MASTER (SEND_OK without waiting for a slave), SYNC_MASTER (SEND_OK once a slave "
 	 "holds it), SLAVE (follows brokerName's master, read-only)"},

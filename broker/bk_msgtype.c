@@ -27,25 +27,36 @@ delay_asked(const char *props, size_t plen)
 }
 
 const char *
-bk_msg_refused(const char *props, size_t plen, int32_t sysflag, bool delays)
+bk_msg_refused(const char *props, size_t plen, int32_t sysflag, unsigned allow, unsigned *asks)
 {
 	static const char *const timers[] = {"__STARTDELIVERTIME", "TIMER_DELIVER_MS",
 					     "TIMER_DELAY_SEC", "TIMER_DELAY_MS", NULL};
+	unsigned ask = 0;
 	const char *v;
 	size_t vl;
 
+	if (asks != NULL)
+		*asks = 0;
 	if ((sysflag & WIRE_SYSFLAG_TX_MASK) != 0 ||
 	    (wire_props_get(props, plen, "TRAN_MSG", &v, &vl) && vl == 4 &&
 	     memcmp(v, "true", 4) == 0))
 		return "transactional messages are not supported by this broker yet; nothing was "
 		       "stored";
-	if (!delays && delay_asked(props, plen))
+	if (delay_asked(props, plen))
+		ask |= BK_MSG_DELAY;
+	for (int i = 0; timers[i] != NULL && !(ask & BK_MSG_TIMER); i++)
+		if (wire_props_get(props, plen, timers[i], &v, &vl))
+			ask |= BK_MSG_TIMER;
+	if (asks != NULL)
+		*asks = ask;
+	if ((ask & BK_MSG_DELAY) && !(allow & BK_MSG_DELAY))
 		return "delayed messages (DELAY, delayTimeLevel) are not taken in a batch, or with "
 		       "messageDelayLevel empty; nothing was stored";
-	for (int i = 0; timers[i] != NULL; i++)
-		if (wire_props_get(props, plen, timers[i], &v, &vl))
-			return "messages with a delivery time (__STARTDELIVERTIME, TIMER_*) are "
-			       "not "
-			       "supported by this broker yet; nothing was stored";
+	if ((ask & BK_MSG_TIMER) && !(allow & BK_MSG_TIMER))
+		return "messages with a delivery time (__STARTDELIVERTIME, TIMER_*) are not taken "
+		       "in a batch, or with timerWheelEnable=false; nothing was stored";
+	if (ask == (BK_MSG_DELAY | BK_MSG_TIMER))
+		return "a message asks for both a delay level (DELAY) and a delivery time "
+		       "(__STARTDELIVERTIME, TIMER_*): one or the other; nothing was stored";
 	return NULL;
 }

@@ -35,6 +35,9 @@
 #define BK_SCHED_TOPIC STORE_SCHED_TOPIC /* RocketMQ's delay-level queues */
 #define BK_DELAY_LEVELS_MAX 64
 #define BK_DELAY_SRC_PROP "__SP_SCHED_PHYS" /* a delivered copy's schedule record */
+#define BK_TIMER_TOPIC STORE_TIMER_TOPIC    /* delivery-time timers (bk_timer.c) */
+#define BK_TIMER_SRC_PROP "__SP_TIMER_SRC"  /* a delivered or rolled copy's timer record */
+#define BK_TIMER_RING 8192u		    /* timer thread -> core items */
 
 /*
  * A topic: immutable once published. The control thread makes a new one for
@@ -195,6 +198,44 @@ struct bk_core_stats {
 	uint64_t delayed;	 /* messages put into SCHEDULE_TOPIC_XXXX */
 	uint64_t delay_delivered;
 	uint64_t delay_dropped; /* due, but no REAL_TOPIC/REAL_QID this core can write */
+	uint64_t timed;		/* messages put into the timer topic */
+	uint64_t timer_delivered;
+	uint64_t timer_rolled;	/* written again (the log keeps them: timer_roll_ms) */
+	uint64_t timer_dropped; /* due, but unreadable or no REAL_TOPIC/REAL_QID here */
+};
+
+/* What the timer thread hands a core: a due timer record, or a mark. */
+struct bk_timer_item {
+	int64_t phys; /* BK_TIMER_ITEM_FIRE: the record; MARK: -1 */
+	int64_t w;    /* FIRE: its fire time; MARK: every unit fired below it ... */
+	uint64_t e;   /* MARK: ... among the units below this queue offset */
+	uint32_t size;
+	uint32_t rsv;
+};
+
+/*
+ * A core's delivery-time timers (bk_timer.c, bk_timer_ctl.c): its queue of
+ * BK_TIMER_TOPIC, the ring the timer thread feeds (single producer, single
+ * consumer, the pattern of common/ring.h over items), and the durable
+ * progress the core publishes (seqlock: the core writes, control reads).
+ */
+struct bk_timer_q {
+	struct store_queue *sq;
+	struct bk_timer_item *items;	   /* BK_TIMER_RING */
+	alignas(64) _Atomic uint32_t head; /* producer */
+	uint32_t prod_tail_cache;
+	alignas(64) _Atomic uint32_t tail; /* consumer */
+	uint32_t cons_head_cache;
+	/* core only */
+	alignas(64) uint64_t last_ticket; /* of the last timer append */
+	bool pending;			  /* a mark waits for pend_ticket */
+	uint64_t pend_ticket;
+	int64_t pend_w;
+	uint64_t pend_e, pend_log;
+	/* published */
+	alignas(64) _Atomic uint32_t seq; /* odd while being written */
+	_Atomic int64_t done_w;		  /* -1: none yet */
+	_Atomic uint64_t done_e, done_log;
 };
 
 /*
@@ -256,6 +297,8 @@ struct bk_core {
 	_Atomic uint64_t repl_acked_pub;
 	/* delay levels (bk_delay.c): conf.delay_levels queues, NULL on a slave */
 	struct bk_delay_q *dq;
+	/* delivery-time timers (bk_timer.c): NULL when off and on a slave */
+	struct bk_timer_q *tq;
 	uint64_t delay_next_ns; /* the next look at the queues' heads */
 	/* PULL: the records chosen by the first pass, copied by the second */
 	const uint8_t *pull_rec[BK_PULL_MSGS_MAX];
@@ -290,6 +333,9 @@ struct bk_conf {
 	uint32_t offset_slots;
 	uint32_t delay_levels;			    /* messageDelayLevel: how many */
 	uint64_t delay_ms[BK_DELAY_LEVELS_MAX + 1]; /* [level], level 1 .. delay_levels */
+	bool timers;				    /* timerWheelEnable */
+	uint64_t timer_max_ms;			    /* timerMaxDelaySec, in ms */
+	uint64_t timer_roll_ms; /* a timer record is written again this often until due */
 };
 
 struct bk {
@@ -346,6 +392,9 @@ int bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint
 const struct bk_topic *bk_core_topic_for_write(struct bk_core *c, const char *name, size_t len,
 					       bool force_create, uint32_t queues, int32_t *status);
 
+/* The message types (bk_msgtype.h BK_MSG_*) a single SEND may ask of core @c. */
+unsigned bk_core_msg_allow(const struct bk_core *c);
+
 /* ---- delay levels (bk_delay.c) ---- */
 /* The level a message's DELAY asks for, clamped to the table (RocketMQ), or 0. */
 uint32_t bk_delay_level(const struct bk *bk, const char *props, size_t plen);
@@ -361,6 +410,35 @@ struct store_queue *bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_
 bool bk_delay_target(const struct wire_msg *s, const char **topic, size_t *len, uint32_t *qid);
 /* Core: deliver what is due. Return: work done. */
 unsigned bk_delay_tick(struct bk_core *c, uint64_t now_ns);
+/* Append "key\1val\2" for an unsigned number. Return: 0, -ENOBUFS (wire_props_append()). */
+int bk_props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v);
+
+enum { BK_DELIVER_LATER, BK_DELIVER_DONE, BK_DELIVER_DROPPED };
+/*
+ * Core: put the scheduled record @s (a delay level's or a timer's) into its
+ * REAL_TOPIC/REAL_QID, an internal put (no permission check; a missing retry
+ * or DLQ topic is created), its properties but @skip, plus @src_prop naming
+ * @s's physical offset. Return: BK_DELIVER_DONE (*@ticket set), _LATER (the
+ * topic is being created, the store is busy), _DROPPED (nowhere this core
+ * can put it).
+ */
+int bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const *skip,
+		     const char *src_prop, uint64_t *ticket);
+
+/* ---- delivery-time timers (bk_timer.c) ---- */
+/*
+ * The due time (epoch ms) a message's TIMER_DELIVER_MS, __STARTDELIVERTIME,
+ * TIMER_DELAY_SEC or TIMER_DELAY_MS asks for (the first present of them).
+ * Return: 0 none, 1 *@due set, -1 not a number or further than
+ * timerMaxDelaySec (*@why says which).
+ */
+int bk_timer_due(const struct bk *bk, const char *props, size_t plen, int64_t now_ms, int64_t *due,
+		 const char **why);
+/* Core: turn @m into its timer record due at @due (properties in c->dprops). Return: the queue, or NULL (*@status). */
+struct store_queue *bk_timer_wrap(struct bk_core *c, struct wire_msg *m, int64_t due,
+				  int32_t *status);
+/* Core: fire what the timer thread handed over. Return: work done. */
+unsigned bk_timer_tick(struct bk_core *c);
 
 /* ---- replication, master side (bk_repl.c); Context: the owning core ---- */
 /* A slave's REPL request for this core's shard. */

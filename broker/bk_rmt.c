@@ -1025,6 +1025,7 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	char dlq[META_TOPIC_MAX + 1];
 	struct rjob *j;
 	const char *why = NULL;
+	unsigned asks = 0;
 	int32_t code = 0;
 	uint32_t n = 0, cap;
 	long len;
@@ -1062,7 +1063,14 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	}
 	/* Not retried by RocketMQ's producers (MESSAGE_ILLEGAL): the reason reaches the caller. */
-	why = bk_msg_refused(props, pl, (int32_t)sysflag, !batch && r->bk->conf.delay_levels > 0);
+	why = bk_msg_refused(props, pl, (int32_t)sysflag,
+			     batch ? 0u : bk_core_msg_allow(&r->bk->cores[0]), &asks);
+	if (why == NULL && (asks & BK_MSG_TIMER)) {
+		int64_t due;
+
+		if (bk_timer_due(r->bk, props, pl, clk_wall_ms(), &due, &why) >= 0)
+			why = NULL;
+	}
 	if (why != NULL) {
 		reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, why);
 		return;
@@ -1114,7 +1122,7 @@ do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		int k;
 
 		while ((k = wire_batch_next(q->body, q->body_len, &pos, &it)) == 1) {
-			why = bk_msg_refused(it.props, it.props_len, (int32_t)sysflag, false);
+			why = bk_msg_refused(it.props, it.props_len, (int32_t)sysflag, 0, NULL);
 			if (why != NULL) {
 				reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, why);
 				return;

@@ -447,6 +447,7 @@ persist_main(void *arg)
 		}
 		if (now >= next_d) {
 			(void)bk_delay_save(x);
+			(void)bk_timer_save(x);
 			next_d = clk_mono_ns() / 1000000 + every_d;
 			continue;
 		}
@@ -858,7 +859,7 @@ main(int argc, char **argv)
 		.offset_slots = (uint32_t)cfg_get_int(cfg, "consumerOffsetSlotsPerCore"),
 	};
 	x->bk.ncores = x->bk.conf.cores;
-	if (bk_ctl_role_setup(x) != 0 || bk_delay_conf(x) != 0)
+	if (bk_ctl_role_setup(x) != 0 || bk_delay_conf(x) != 0 || bk_timer_conf(x) != 0)
 		goto out;
 	/*
 	 * A slave on dpdk follows its master through its own device (the
@@ -989,11 +990,12 @@ main(int argc, char **argv)
 			goto out_cores;
 		}
 	}
-	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0)
+	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
+	    bk_timer_setup(x) != 0)
 		goto out_cores;
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		x->bk.cores[i].repl_base_end = clog_written(store_clog(x->bk.store, i));
-	if (start_cores(x) != 0)
+	if (start_cores(x) != 0 || bk_timer_start(x) != 0)
 		goto out_ports;
 
 	snprintf(dp_mac, sizeof(dp_mac), "%02x:%02x:%02x:%02x:%02x:%02x", x->ports[0]->mac[0],
@@ -1080,16 +1082,20 @@ out_breg:
 		ctl_breg_stop(x->breg);
 	x->breg = NULL;
 out_run:
+	bk_timer_stop(x);
 	stop_cores(x);
 	bk_rmt_destroy(x->rmt);
 	x->rmt = NULL;
 	print_stats(x);
-	if (offsets_save(x) != 0 || bk_delay_save(x) != 0)
+	bk_timer_report(x);
+	if (offsets_save(x) != 0 || bk_delay_save(x) != 0 || bk_timer_save(x) != 0)
 		rc = 1;
 	goto out_cores;
 out_ports:
+	bk_timer_stop(x);
 	stop_cores(x);
 out_cores:
+	bk_timer_fini(x);
 	for (uint32_t i = 0; x->bk.cores && i < x->bk.ncores; i++)
 		bk_core_fini(&x->bk.cores[i]);
 	free(x->bk.cores);

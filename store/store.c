@@ -364,7 +364,14 @@ unit_tag_hash(const struct wire_msg *m)
 {
 	const char *tags;
 	size_t len;
+	uint64_t fire;
 
+	if (m->topic_len == sizeof(STORE_TIMER_TOPIC) - 1 &&
+	    memcmp(m->topic, STORE_TIMER_TOPIC, m->topic_len) == 0)
+		return wire_props_get_uint(m->props, m->props_len, STORE_TIMER_FIRE_PROP, &fire) &&
+				       fire <= INT64_MAX
+			       ? (int64_t)fire
+			       : 0;
 	if (!wire_props_get(m->props, m->props_len, "TAGS", &tags, &len))
 		return 0;
 	return wire_tag_hash(tags, len);

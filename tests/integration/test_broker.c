@@ -341,10 +341,11 @@ test_bad_input_writes_nothing(void)
 		free(c.resp);
 	}
 	/*
-	 * Message types not taken yet are refused, nothing stored: a delivery
-	 * time, a transactional half (by property or by sysFlag), alone or as
-	 * a batch item, and a delay level in a batch. DELAY=0 is a plain
-	 * message (sent last, below).
+	 * Message types not taken are refused, nothing stored: a transactional
+	 * half (by property or by sysFlag), alone or as a batch item, and a
+	 * delay level or a delivery time in a batch; a delivery time too far
+	 * away or not a number (MESSAGE_ILLEGAL), a delay level with a
+	 * delivery time. DELAY=0 is a plain message (sent last, below).
 	 */
 	{
 		static const char *const refused[][2] = {
@@ -362,8 +363,9 @@ test_bad_input_writes_nothing(void)
 			struct wire_batch_item it = {.body = (const uint8_t *)"x", .body_len = 1};
 			long n;
 
-			if (!batch && strcmp(refused[i][0], "DELAY") == 0)
-				continue; /* taken (test_delay_levels); refused in a batch */
+			if (!batch && i < ARRAY_SIZE(refused) &&
+			    strcmp(refused[i][0], "TRAN_MSG") != 0)
+				continue; /* taken (test_delay_levels, test_rmt's test_timers) */
 			if (i < ARRAY_SIZE(refused) * 2) {
 				const char *const *kv = refused[i % ARRAY_SIZE(refused)];
 
@@ -393,6 +395,29 @@ test_bad_input_writes_nothing(void)
 			c = call(&k, 0, batch ? WIRE_DP_OP_SEND_BATCH : WIRE_DP_OP_SEND, buf,
 				 (uint32_t)n);
 			T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_NOT_SUPPORTED);
+			free(c.resp);
+		}
+	}
+	{
+		static const char *const bad[] = {
+			"TIMER_DELAY_SEC\0013456001",	       /* past timerMaxDelaySec */
+			"TIMER_DELIVER_MS\0011x",	       /* not a number */
+			"TIMER_DELAY_MS\001100\002DELAY\0011", /* both */
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+			struct wire_dp_send_req r = {.queue_id = 0, .topic = "T", .topic_len = 1};
+			long n;
+
+			r.props = bad[i];
+			r.props_len = (uint16_t)strlen(bad[i]);
+			r.body = (const uint8_t *)"x";
+			r.body_len = 1;
+			n = wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, sizeof(buf));
+			T_ASSERT(n > 0);
+			c = call(&k, 0, WIRE_DP_OP_SEND, buf, (uint32_t)n);
+			T_ASSERT_EQ(status_of(&c),
+				    i == 2 ? WIRE_DP_ST_NOT_SUPPORTED : WIRE_DP_ST_MESSAGE_ILLEGAL);
 			free(c.resp);
 		}
 	}

@@ -649,18 +649,22 @@ test_send_back(void)
 }
 
 /*
- * Message types not taken yet (delivery time, transactional half, a delay
- * level in a batch) get MESSAGE_ILLEGAL with the reason, which RocketMQ's
- * producers do not retry, and nothing is stored; DELAY=0 is a plain message.
+ * Message types not taken (a transactional half, a delay level or a
+ * delivery time in a batch, both at once, a delivery time that is not a
+ * number or too far, timers off) get MESSAGE_ILLEGAL with the reason, which
+ * RocketMQ's producers do not retry, and nothing is stored; DELAY=0 is a
+ * plain message.
  */
 static void
 test_types_refused(void)
 {
 	static const char *const refused[][2] = {
-		{"__STARTDELIVERTIME\0011700000000000\002", "delivery time"},
-		{"TIMER_DELAY_SEC\0015\002", "delivery time"},
 		{"TRAN_MSG\001true\002PGROUP\001P\002", "transactional"},
+		{"TIMER_DELAY_SEC\0013456001\002", "timerMaxDelaySec"},
+		{"TIMER_DELIVER_MS\00117x\002", "not a number"},
+		{"DELAY\0011\002TIMER_DELAY_MS\001500\002", "both"},
 	};
+	static const char *const no_timers[] = {"--timerWheelEnable=false", NULL};
 	struct ns_client c;
 	uint8_t body[256];
 	size_t len = 0;
@@ -677,7 +681,7 @@ test_types_refused(void)
 			    WIRE_RSP_MESSAGE_ILLEGAL);
 		T_ASSERT(c.rsp.remark != NULL && strstr(c.rsp.remark, refused[i][1]) != NULL);
 	}
-	/* a batch with one delayed item */
+	/* a batch with one delayed item, one timed item */
 	T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &len, &it), 0);
 	it.props = "DELAY\0011";
 	it.props_len = 7;
@@ -685,9 +689,25 @@ test_types_refused(void)
 	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_SEND_BATCH_MESSAGE, ext, body, len),
 		    WIRE_RSP_MESSAGE_ILLEGAL);
 	T_ASSERT(strstr(c.rsp.remark, "batch") != NULL);
+	len = 0;
+	it.props = "TIMER_DELAY_MS\0011000";
+	it.props_len = (uint16_t)strlen(it.props);
+	T_ASSERT_EQ(wire_batch_append(body, sizeof(body), &len, &it), 0);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_SEND_BATCH_MESSAGE, ext, body, len),
+		    WIRE_RSP_MESSAGE_ILLEGAL);
+	T_ASSERT(strstr(c.rsp.remark, "batch") != NULL);
 	/* nothing stored: the first message that is taken gets offset 0 */
 	T_ASSERT_EQ(send_v2(&c, "RmtTypes", 0, "DELAY\0010\002", "plain"), WIRE_RSP_SUCCESS);
 	T_ASSERT_EQ(ext_ll(&c, "queueOffset"), 0);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+	/* timerWheelEnable=false: delivery times refused */
+	start(no_timers);
+	conn(&c);
+	T_ASSERT_EQ(send_v2(&c, "RmtTypes", 0, "__STARTDELIVERTIME\0011700000000000\002", "x"),
+		    WIRE_RSP_MESSAGE_ILLEGAL);
+	T_ASSERT(strstr(c.rsp.remark, "timerWheelEnable") != NULL);
 	nsc_close(&c);
 	T_ASSERT_EQ(bk_stop(&B), 0);
 	bk_cleanup(&B);
@@ -814,6 +834,147 @@ test_delay_levels(void)
 	usleep(300000);
 	T_ASSERT_EQ(pull(&c, "GD", "RmtDelay", 0, 5, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
 	T_ASSERT(bk_log_has(&B, "were delivered before the last stop without being recorded"));
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
+static bool
+has_prop(const struct wire_msg *m, const char *k)
+{
+	return wire_props_get(m->props, m->props_len, k, &(const char *){0}, &(size_t){0});
+}
+
+static long long
+prop_ll(const struct wire_msg *m, const char *k)
+{
+	uint64_t v = 0;
+
+	T_ASSERT(wire_props_get_uint(m->props, m->props_len, k, &v));
+	return (long long)v;
+}
+
+/* Send @body to RmtTimer queue @qid with @key=@v (a number). */
+static void
+send_timed(struct ns_client *c, int qid, const char *key, long long v, const char *body)
+{
+	char p[96];
+
+	snprintf(p, sizeof(p), "%s\001%lld\002KEYS\001%s\002", key, v, body);
+	T_ASSERT_EQ(send_v2(c, "RmtTimer", qid, p, body), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(c, "queueId"), qid);
+}
+
+/* Wait for RmtTimer @qid's message at @off: @body, not stored before @due. */
+static void
+timed_arrives(struct ns_client *c, int qid, long long off, const char *body, long long due)
+{
+	struct wire_msg m[4];
+
+	T_ASSERT_EQ(pull_wait(c, "RmtTimer", qid, off, m, 4, 8000), 1);
+	T_ASSERT_MEMEQ(m[0].body, body, strlen(body));
+	T_ASSERT_EQ(m[0].body_len, strlen(body));
+	if (m[0].store_ts < due)
+		T_FAIL("%s stored at %lld, due %lld", body, (long long)m[0].store_ts, due);
+	T_ASSERT(prop_is(&m[0], "KEYS", body));
+	T_ASSERT(prop_is(&m[0], "REAL_TOPIC", "RmtTimer"));
+	T_ASSERT_EQ(prop_ll(&m[0], "TIMER_OUT_MS"), due);
+	T_ASSERT(has_prop(&m[0], "__SP_TIMER_SRC"));
+	T_ASSERT(!has_prop(&m[0], "__SP_TIMER_FIRE"));
+	T_ASSERT(!has_prop(&m[0], "TIMER_DELAY_MS") && !has_prop(&m[0], "TIMER_DELAY_SEC"));
+}
+
+/* The due time of @body's timer record in rmq_sys_wheel_timer queue @q. */
+static long long
+timer_due(struct ns_client *c, int q, const char *body)
+{
+	struct wire_msg m[32];
+	int n;
+
+	T_ASSERT_EQ(pull(c, "GT", "rmq_sys_wheel_timer", q, 0, "*", 0), WIRE_RSP_SUCCESS);
+	n = records(c, m, 32);
+	for (int i = 0; i < n; i++)
+		if (prop_is(&m[i], "KEYS", body)) {
+			T_ASSERT(prop_is(&m[i], "REAL_TOPIC", "RmtTimer"));
+			return prop_ll(&m[i], "TIMER_OUT_MS");
+		}
+	T_FAIL("no timer record for %s", body);
+}
+
+/*
+ * Delivery times (TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS,
+ * __STARTDELIVERTIME): stored in rmq_sys_wheel_timer with TIMER_OUT_MS,
+ * delivered to the queue asked for not before it, once; a time already
+ * past is a plain message; a timer further than timerRollWindowSec is
+ * written again until due; pending timers survive a clean stop and a
+ * SIGKILL, and one fired after the last saved mark is not fired again.
+ */
+static void
+test_timers(void)
+{
+	static const char *const args[] = {"--timerRollWindowSec=1",
+					   "--flushDelayOffsetInterval=3600000", NULL};
+	struct ns_client c;
+	struct wire_msg m[8];
+	long long due, t;
+	int n;
+
+	start(args);
+	conn(&c);
+	/* relative, in ms: not in the topic at once */
+	send_timed(&c, 0, "TIMER_DELAY_MS", 1500, "ms");
+	T_ASSERT_EQ(pull(&c, "GT", "RmtTimer", 0, 0, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+	due = timer_due(&c, 0, "ms");
+	T_ASSERT(due >= clk_wall_ms() + 1000);
+	timed_arrives(&c, 0, 0, "ms", due);
+	/* a delivery time already past: a plain message, at once */
+	T_ASSERT_EQ(send_v2(&c, "RmtTimer", 0, "TIMER_DELIVER_MS\0011000\002", "past"),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(pull(&c, "GT", "RmtTimer", 0, 1, "*", 0), WIRE_RSP_SUCCESS);
+	/* absolute: ali-ons' __STARTDELIVERTIME, RocketMQ 5's TIMER_DELIVER_MS */
+	t = clk_wall_ms();
+	send_timed(&c, 0, "__STARTDELIVERTIME", t + 1200, "ons");
+	send_timed(&c, 0, "TIMER_DELIVER_MS", t + 700, "abs");
+	timed_arrives(&c, 0, 2, "abs", t + 700);
+	timed_arrives(&c, 0, 3, "ons", t + 1200);
+	/* 3 s with a roll window of 1 s: written again twice, delivered once (core 1's queue) */
+	send_timed(&c, 1, "TIMER_DELAY_SEC", 3, "rolled");
+	due = timer_due(&c, 1, "rolled");
+	timed_arrives(&c, 1, 0, "rolled", due);
+	T_ASSERT_EQ(pull(&c, "GT", "rmq_sys_wheel_timer", 1, 0, "*", 0), WIRE_RSP_SUCCESS);
+	n = records(&c, m, 8);
+	T_ASSERT(n >= 3);
+	for (int i = 1; i < n; i++) {
+		T_ASSERT_EQ(prop_ll(&m[i], "TIMER_OUT_MS"), due);
+		T_ASSERT_EQ(prop_ll(&m[i], "__SP_TIMER_SRC"), m[i - 1].phys_offset);
+		T_ASSERT(prop_ll(&m[i], "__SP_TIMER_FIRE") <= due);
+	}
+	usleep(300000);
+	T_ASSERT_EQ(pull(&c, "GT", "RmtTimer", 1, 1, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+	/* pending across a clean stop */
+	send_timed(&c, 0, "TIMER_DELAY_MS", 1500, "stop");
+	due = timer_due(&c, 0, "stop");
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	timed_arrives(&c, 0, 4, "stop", due);
+	/* ... and across a SIGKILL */
+	send_timed(&c, 0, "TIMER_DELAY_MS", 1500, "kill");
+	due = timer_due(&c, 0, "kill");
+	nsc_close(&c);
+	bk_kill(&B);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	timed_arrives(&c, 0, 5, "kill", due);
+	/* fired, then a SIGKILL before the progress was saved: not fired again */
+	nsc_close(&c);
+	bk_kill(&B);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	usleep(500000);
+	T_ASSERT_EQ(pull(&c, "GT", "RmtTimer", 0, 6, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+	T_ASSERT(bk_log_has(&B, "fired after the last saved mark"));
 	nsc_close(&c);
 	T_ASSERT_EQ(bk_stop(&B), 0);
 	bk_cleanup(&B);
@@ -1023,4 +1184,4 @@ test_bad_input(void)
 
 T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
        T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_delay_levels),
-       T_CASE(test_batch), T_CASE(test_locks_topics), T_CASE(test_bad_input))
+       T_CASE(test_timers), T_CASE(test_batch), T_CASE(test_locks_topics), T_CASE(test_bad_input))

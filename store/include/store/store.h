@@ -35,6 +35,14 @@
 #define STORE_SHARDS_MAX 64
 /* RocketMQ's delay-level topic: its ConsumeQueue files are smaller (store.c queue_units()) */
 #define STORE_SCHED_TOPIC "SCHEDULE_TOPIC_XXXX"
+/*
+ * The delivery-time timers' topic (RocketMQ 5's name): a unit's tag code is
+ * the record's STORE_TIMER_FIRE_PROP, the millisecond the timing wheel
+ * fires it (its due time, or a roll before it), so the wheel is rebuilt
+ * from the ConsumeQueue alone.
+ */
+#define STORE_TIMER_TOPIC "rmq_sys_wheel_timer"
+#define STORE_TIMER_FIRE_PROP "__SP_TIMER_FIRE"
 
 struct store_cfg {
 	const struct store_io_ops *io; /* NULL: store_io_posix */

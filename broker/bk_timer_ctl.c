@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_timer_ctl.c - delivery-time timers, off the cores (bk_ctl.h): the
+ * timer topic, the timer thread and its wheels, timercheck. The cores
+ * append, fire and publish (bk_timer.c).
+ *
+ * The timer thread, every millisecond, for each core: reads the units the
+ * core added to its timer queue (store_queue_max(): in SYNC_FLUSH only
+ * durable ones) into the core's wheel (store/tw.h: pending timers live on
+ * disk), takes what is due from the wheel and hands it to the core on its
+ * ring, then a mark (cursor, queue offset read up to). Nothing it does
+ * blocks a core; when a ring is full it waits.
+ *
+ * At start, before the cores run, each wheel is rebuilt from the timer
+ * queue: every unit but those the saved mark covers (below its queue offset
+ * and fire time), minus the units whose copy is in the log after the mark's
+ * log offset (fired after the mark was saved: a crash lost the news).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "bk_ctl.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "store/meta_timer.h"
+#include "store/tw.h"
+#include "wire/record.h"
+
+#define ENQ_BUDGET 65536u /* units read into one wheel per round */
+#define EXP_BATCH 256u
+
+struct timer_shard {
+	struct tw *tw;
+	uint64_t enq_off; /* the next unit to read into the wheel */
+	int64_t mark_w;	  /* the last mark handed over */
+	uint64_t mark_e;
+	int64_t *fired; /* sorted: records fired after the saved mark (a crash) */
+	size_t nfired;
+	uint64_t skipped; /* expired units found in fired[] */
+	bool add_failed;  /* logged once */
+};
+
+struct bk_timer {
+	struct bk_ctl *x;
+	pthread_t th;
+	bool running;
+	_Atomic bool stop;
+	struct timer_shard sh[BK_CORES_MAX];
+	struct tw_ent out[EXP_BATCH];
+};
+
+int
+bk_timer_conf(struct bk_ctl *x)
+{
+	struct bk_conf *conf = &x->bk.conf;
+	uint64_t keep = (uint64_t)cfg_get_int(x->cfg, "fileReservedTime") * 3600000;
+	uint64_t roll = (uint64_t)cfg_get_int(x->cfg, "timerRollWindowSec") * 1000;
+
+	conf->timers = cfg_get_bool(x->cfg, "timerWheelEnable");
+	conf->timer_max_ms = (uint64_t)cfg_get_int(x->cfg, "timerMaxDelaySec") * 1000;
+	/* Written again well before retention may take the segment: half of it, at most 2 days. */
+	conf->timer_roll_ms = roll ? roll : SP_MIN(keep / 2, (uint64_t)2 * 86400000);
+	if (conf->timer_roll_ms >= keep) {
+		log_err(BK_TAG,
+			"timerRollWindowSec: %" PRIu64 " s is not shorter than "
+			"fileReservedTime (%" PRIu64 " h): retention would take timers",
+			conf->timer_roll_ms / 1000, keep / 3600000);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool
+was_fired(const struct timer_shard *s, int64_t phys)
+{
+	size_t lo = 0, hi = s->nfired;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->fired[mid] < phys)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nfired && s->fired[lo] == phys;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The timer records whose delivered or rolled copy lies in shard @i's log from @from. */
+static int
+scan_fired(struct bk_ctl *x, uint32_t i, uint64_t from, struct timer_shard *s)
+{
+	struct store *st = x->bk.store;
+	uint64_t off = SP_MAX(from, clog_min(store_clog(st, i)));
+	size_t cap = 0;
+	const uint8_t *p;
+	long n;
+
+	while ((n = store_repl_read(st, i, off, 1u << 20, &p)) > 0) {
+		size_t pos = 0;
+
+		while (pos < (size_t)n) {
+			struct wire_msg m;
+			long r = wire_rec_decode(p + pos, (size_t)n - pos, 0, &m);
+			uint64_t src;
+
+			if (r <= 0)
+				break;
+			pos += (size_t)r;
+			if (!wire_props_get_uint(m.props, m.props_len, BK_TIMER_SRC_PROP, &src) ||
+			    src > INT64_MAX)
+				continue;
+			if (s->nfired == cap) {
+				size_t nc = cap ? cap * 2 : 1024;
+				int64_t *nf = realloc(s->fired, sizeof(*nf) * nc);
+
+				if (nf == NULL)
+					return -ENOMEM;
+				s->fired = nf;
+				cap = nc;
+			}
+			s->fired[s->nfired++] = (int64_t)src;
+		}
+		if (pos == 0)
+			break; /* not a record we can read: the rest is the end of the log */
+		off += pos;
+	}
+	qsort(s->fired, s->nfired, sizeof(*s->fired), cmp_i64);
+	return n < 0 && n != -ERANGE ? (int)n : 0;
+}
+
+/* Shard @i's wheel from its timer queue, with @mk the saved mark. */
+static int
+rebuild(struct bk_ctl *x, uint32_t i, const struct meta_timer_mark *mk, struct timer_shard *s)
+{
+	struct bk_timer_q *q = x->bk.cores[i].tq;
+	const struct cq *cq = store_queue_cq(q->sq);
+	uint64_t min = cq_min(cq), max = cq_max(cq), added = 0;
+	int64_t t0 = (int64_t)clk_mono_ns();
+	char dir[PATH_MAX];
+	int err;
+
+	snprintf(dir, sizeof(dir), "%s/timer", cfg_get_str(x->cfg, "storePathRootDir"));
+	(void)mkdir(dir, 0700);
+	snprintf(dir, sizeof(dir), "%s/timer/%u", cfg_get_str(x->cfg, "storePathRootDir"), i);
+	err = tw_open(dir, clk_wall_ms(), &s->tw);
+	if (err)
+		return err;
+	err = scan_fired(x, i, mk->done_ms >= 0 ? mk->done_log : 0, s);
+	if (err)
+		return err;
+	for (uint64_t o = min; o < max; o++) {
+		struct cq_unit u;
+		struct tw_ent e;
+
+		if (cq_get(cq, o, &u) != 0)
+			continue;
+		if (o < mk->done_qoff && u.tag_hash < mk->done_ms)
+			continue; /* fired before the mark */
+		e = (struct tw_ent){.phys = u.phys, .due_ms = u.tag_hash, .size = u.size};
+		err = tw_add(s->tw, &e);
+		if (err)
+			return err;
+		added++;
+	}
+	s->enq_off = max;
+	s->mark_w = -1;
+	if (added || s->nfired)
+		log_info(BK_TAG,
+			 "timers, core %u: %" PRIu64 " pending (queue offsets %" PRIu64 "..%" PRIu64
+			 "), %zu fired after the last saved mark, in %" PRId64 " ms",
+			 i, added, min, max, s->nfired, ((int64_t)clk_mono_ns() - t0) / 1000000);
+	return 0;
+}
+
+int
+bk_timer_setup(struct bk_ctl *x)
+{
+	struct bk *bk = &x->bk;
+	struct meta_timer_mark mk[META_TIMER_QUEUES_MAX];
+	const struct bk_topic *t;
+	int err;
+
+	snprintf(x->timer_path, sizeof(x->timer_path), "%s/config/timercheck",
+		 cfg_get_str(x->cfg, "storePathRootDir"));
+	/* A slave copies the timer queues with its log and fires nothing. */
+	if (!bk->conf.timers || bk->conf.role == BK_ROLE_SLAVE)
+		return 0;
+	if (bk->ncores > META_TIMER_QUEUES_MAX)
+		return -EINVAL;
+	t = bk_topic_find(bk, BK_TIMER_TOPIC, strlen(BK_TIMER_TOPIC));
+	if (t == NULL || t->nq < bk->ncores) {
+		struct meta_topic mt = {.read_queues = bk->ncores,
+					.write_queues = bk->ncores,
+					.perm = META_PERM_READ | META_PERM_WRITE};
+
+		strcpy(mt.name, BK_TIMER_TOPIC);
+		err = bk_ctl_topic_put(x, &mt, true);
+		if (err)
+			return err;
+		t = bk_topic_find(bk, BK_TIMER_TOPIC, strlen(BK_TIMER_TOPIC));
+		if (t == NULL)
+			return -ENOENT;
+	}
+	if (t->nq > bk->ncores)
+		log_warn(BK_TAG,
+			 "%s has %u queues for %u cores: timers in queues %u.. wait until the "
+			 "broker runs with as many cores again",
+			 BK_TIMER_TOPIC, t->nq, bk->ncores, bk->ncores);
+	err = meta_timer_load(&store_io_posix, x->timer_path, mk, META_TIMER_QUEUES_MAX);
+	if (err) {
+		log_err(BK_TAG, "%s: %s", x->timer_path, strerror(-err));
+		return err;
+	}
+	x->timer = calloc(1, sizeof(*x->timer));
+	if (x->timer == NULL)
+		return -ENOMEM;
+	x->timer->x = x;
+	for (uint32_t i = 0; i < bk->ncores; i++) {
+		struct bk_core *c = &bk->cores[i];
+		struct bk_timer_q *q = aligned_alloc(64, sizeof(*q));
+
+		if (q == NULL)
+			return -ENOMEM;
+		memset(q, 0, sizeof(*q));
+		c->tq = q;
+		q->sq = t->sq[i];
+		q->items = calloc(BK_TIMER_RING, sizeof(*q->items));
+		if (q->items == NULL)
+			return -ENOMEM;
+		/* What a save writes until the core publishes a mark of its own. */
+		atomic_store_relaxed(&q->done_w, mk[i].done_ms);
+		atomic_store_relaxed(&q->done_e, mk[i].done_qoff);
+		atomic_store_relaxed(&q->done_log, mk[i].done_log);
+		err = rebuild(x, i, &mk[i], &x->timer->sh[i]);
+		if (err) {
+			log_err(BK_TAG, "timers, core %u: %s", i, strerror(-err));
+			return err;
+		}
+	}
+	log_info(BK_TAG,
+		 "delivery-time timers: up to %" PRIu64 " s ahead, written again every %" PRIu64
+		 " s until due, %s",
+		 bk->conf.timer_max_ms / 1000, bk->conf.timer_roll_ms / 1000, x->timer_path);
+	return 0;
+}
+
+/* Items the ring of @q has room for (producer side). */
+static uint32_t
+ring_room(struct bk_timer_q *q)
+{
+	uint32_t head = atomic_load_relaxed(&q->head);
+
+	if (head - q->prod_tail_cache >= BK_TIMER_RING - EXP_BATCH)
+		/* acquire: pairs with the core's release of tail */
+		q->prod_tail_cache = atomic_load_acquire(&q->tail);
+	return BK_TIMER_RING - (head - q->prod_tail_cache);
+}
+
+/* One round for core @i. Return: true when there was work. */
+static bool
+shard_round(struct bk_timer *tm, uint32_t i, int64_t now)
+{
+	struct bk_ctl *x = tm->x;
+	struct bk_timer_q *q = x->bk.cores[i].tq;
+	struct timer_shard *s = &tm->sh[i];
+	const struct cq *cq = store_queue_cq(q->sq);
+	uint64_t max = store_queue_max(x->bk.store, q->sq);
+	uint32_t head = atomic_load_relaxed(&q->head), room;
+	bool work = false;
+
+	for (unsigned b = 0; s->enq_off < max && b < ENQ_BUDGET; b++) {
+		struct cq_unit u;
+		struct tw_ent e;
+		int err;
+
+		if (cq_get(cq, s->enq_off, &u) != 0) {
+			uint64_t min = cq_min(cq);
+
+			if (min <= s->enq_off)
+				break; /* not readable yet */
+			log_err(BK_TAG,
+				"timers, core %u: units %" PRIu64 "..%" PRIu64
+				" were deleted by retention before they were read",
+				i, s->enq_off, min - 1);
+			s->enq_off = min;
+			continue;
+		}
+		e = (struct tw_ent){.phys = u.phys, .due_ms = u.tag_hash, .size = u.size};
+		err = tw_add(s->tw, &e);
+		if (err) {
+			if (!s->add_failed)
+				log_err(BK_TAG, "timers, core %u: the wheel: %s (retrying)", i,
+					strerror(-err));
+			s->add_failed = true;
+			break;
+		}
+		s->add_failed = false;
+		s->enq_off++;
+		work = true;
+	}
+	room = ring_room(q);
+	while (room > 1) {
+		size_t want = SP_MIN((size_t)(room - 1), (size_t)EXP_BATCH);
+		size_t n = tw_expire(s->tw, now, tm->out, want);
+
+		for (size_t k = 0; k < n; k++) {
+			struct bk_timer_item *it = &q->items[head % BK_TIMER_RING];
+
+			if (s->nfired && was_fired(s, tm->out[k].phys)) {
+				s->skipped++;
+				continue;
+			}
+			*it = (struct bk_timer_item){.phys = tm->out[k].phys,
+						     .w = tm->out[k].due_ms,
+						     .size = tm->out[k].size};
+			head++;
+			room--;
+		}
+		work |= n > 0;
+		if (n < want)
+			break;
+	}
+	/* Caught up: a mark for what is handed over. */
+	if (tw_cursor(s->tw) > now && room > 0 &&
+	    (tw_cursor(s->tw) != s->mark_w || s->enq_off != s->mark_e)) {
+		q->items[head % BK_TIMER_RING] =
+			(struct bk_timer_item){.phys = -1, .w = tw_cursor(s->tw), .e = s->enq_off};
+		head++;
+		s->mark_w = tw_cursor(s->tw);
+		s->mark_e = s->enq_off;
+	}
+	/* release: publishes the items; pairs with the core's acquire of head */
+	atomic_store_release(&q->head, head);
+	return work;
+}
+
+static void *
+timer_main(void *arg)
+{
+	struct bk_timer *tm = arg;
+	struct bk *bk = &tm->x->bk;
+
+	pthread_setname_np(pthread_self(), "bk-timer");
+	while (!atomic_load_relaxed(&tm->stop)) {
+		int64_t now = clk_wall_ms();
+		bool work = false;
+
+		for (uint32_t i = 0; i < bk->ncores; i++)
+			work |= shard_round(tm, i, now);
+		if (!work) {
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = 500 * 1000L};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int
+bk_timer_start(struct bk_ctl *x)
+{
+	int err;
+
+	if (x->timer == NULL)
+		return 0;
+	err = pthread_create(&x->timer->th, NULL, timer_main, x->timer);
+	if (err) {
+		log_err(BK_TAG, "timer thread: %s", strerror(err));
+		return -err;
+	}
+	x->timer->running = true;
+	return 0;
+}
+
+void
+bk_timer_stop(struct bk_ctl *x)
+{
+	if (x->timer == NULL || !x->timer->running)
+		return;
+	atomic_store_relaxed(&x->timer->stop, true);
+	pthread_join(x->timer->th, NULL);
+	x->timer->running = false;
+}
+
+/* Core @c's published mark (seqlock read). */
+static void
+published(const struct bk_core *c, struct meta_timer_mark *m)
+{
+	const struct bk_timer_q *q = c->tq;
+
+	for (;;) {
+		uint32_t s0 = atomic_load_acquire(&q->seq);
+
+		m->done_ms = atomic_load_relaxed(&q->done_w);
+		m->done_qoff = atomic_load_relaxed(&q->done_e);
+		m->done_log = atomic_load_relaxed(&q->done_log);
+		atomic_thread_fence(memory_order_acquire);
+		if ((s0 & 1) == 0 && atomic_load_relaxed(&q->seq) == s0)
+			return;
+	}
+}
+
+int
+bk_timer_save(struct bk_ctl *x)
+{
+	struct meta_timer_mark mk[META_TIMER_QUEUES_MAX];
+	int err;
+
+	if (x->timer == NULL)
+		return 0;
+	for (uint32_t i = 0; i < x->bk.ncores; i++)
+		published(&x->bk.cores[i], &mk[i]);
+	err = meta_timer_save(&store_io_posix, x->timer_path, mk, x->bk.ncores);
+	if (err)
+		log_err(BK_TAG, "saving %s: %s", x->timer_path, strerror(-err));
+	return err;
+}
+
+void
+bk_timer_report(const struct bk_ctl *x)
+{
+	if (x->timer == NULL)
+		return;
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		const struct bk_core *c = &x->bk.cores[i];
+		const struct timer_shard *s = &x->timer->sh[i];
+
+		if (c->st.timed || c->st.timer_delivered || tw_pending(s->tw))
+			log_info(BK_TAG,
+				 "core %u timers: timed %" PRIu64 " delivered %" PRIu64
+				 " rolled %" PRIu64 " dropped %" PRIu64 " pending %" PRIu64
+				 " lost %" PRIu64 " skipped after a crash %" PRIu64,
+				 i, c->st.timed, c->st.timer_delivered, c->st.timer_rolled,
+				 c->st.timer_dropped, tw_pending(s->tw), tw_lost(s->tw),
+				 s->skipped);
+	}
+}
+
+void
+bk_timer_fini(struct bk_ctl *x)
+{
+	if (x->timer == NULL)
+		return;
+	bk_timer_stop(x);
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		struct bk_core *c = &x->bk.cores[i];
+
+		tw_close(x->timer->sh[i].tw);
+		free(x->timer->sh[i].fired);
+		if (c->tq != NULL) {
+			free(c->tq->items);
+			free(c->tq);
+			c->tq = NULL;
+		}
+	}
+	free(x->timer);
+	x->timer = NULL;
+}
