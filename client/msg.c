@@ -81,8 +81,16 @@ sp__msg_props(const struct sp_msg *m, const char *uniq, char *buf, size_t cap, s
 		if (err)
 			return err;
 	}
-	if (m->delay_level < 0)
+	if (m->delay_level < 0 || m->deliver_ms < 0 || (m->delay_level > 0 && m->deliver_ms > 0))
 		return -EINVAL;
+	if (m->deliver_ms > 0) {
+		char ms[24];
+
+		snprintf(ms, sizeof(ms), "%lld", (long long)m->deliver_ms);
+		err = prop(buf, cap, len, "TIMER_DELIVER_MS", ms);
+		if (err)
+			return err;
+	}
 	if (m->delay_level > 0) {
 		char lvl[16];
 

@@ -973,6 +973,69 @@ test_delay_level(void)
 	cl_env_stop(&E);
 }
 
+static int64_t timed_due;
+
+static void
+timed_visit(void *arg, const struct sp_mq *mq, const struct sp_msg_ext *m)
+{
+	(void)mq;
+	T_ASSERT(m->body_len == 5 && memcmp(m->body, "timed", 5) == 0);
+	if (m->store_ts < timed_due)
+		T_FAIL("stored at %lld, %lld ms before its delivery time", (long long)m->store_ts,
+		       (long long)(timed_due - m->store_ts));
+	T_ASSERT(sp_msg_prop(m, "TIMER_OUT_MS", &(const char *){NULL}, &(size_t){0}));
+	(*(unsigned *)arg)++;
+}
+
+/*
+ * sp_msg.deliver_ms on a sync and an async send: SEND_OK at once, in the
+ * topic only from that millisecond, once each; with a delay level too, or
+ * in a batch, refused.
+ */
+static void
+test_deliver_time(void)
+{
+	const char *args[] = {"--defaultTopicQueueNums=2", NULL};
+	struct sp_producer_cfg pc = {.retry_times = 2};
+	struct sp_msg m = {.topic = "Timed", .body = "timed", .body_len = 5};
+	struct sp_send_result res;
+	struct sp_client *c;
+	struct sp_producer *p;
+	unsigned seen = 0;
+
+	cl_env_start(&E, g_be);
+	cl_broker_start(&E, 0, args);
+	c = cl_client_new(&E);
+	T_ASSERT_EQ(sp_producer_create(c, &pc, &p), 0);
+	timed_due = clk_wall_ms() + 1200;
+	m.deliver_ms = timed_due;
+	T_ASSERT_EQ(sp_producer_send(p, &m, &res), 0);
+	T_ASSERT_EQ(res.status, 0);
+	atomic_store(&basic_async_ok, 0);
+	T_ASSERT_EQ(sp_producer_send_async(p, &m, basic_async_cb, NULL), 0);
+	for (int i = 0; i < 250 && atomic_load(&basic_async_ok) == 0; i++)
+		usleep(20000);
+	T_ASSERT_EQ(atomic_load(&basic_async_ok), 1);
+	wait_topic(c, "Timed", 2);
+	T_ASSERT_EQ(pull_all(c, "Timed", timed_visit, &seen), 0); /* none yet */
+	for (int i = 0; i < 300 && seen < 2; i++) {
+		usleep(20000);
+		seen = 0;
+		(void)pull_all(c, "Timed", timed_visit, &seen);
+	}
+	T_ASSERT_EQ(seen, 2);
+	usleep(200000);
+	seen = 0;
+	(void)pull_all(c, "Timed", timed_visit, &seen);
+	T_ASSERT_EQ(seen, 2);
+	T_ASSERT(sp_producer_send_batch(p, &m, 1, &res, NULL) < 0);
+	m.delay_level = 1;
+	T_ASSERT_EQ(sp_producer_send(p, &m, &res), -EINVAL);
+	sp_producer_destroy(p);
+	sp_client_destroy(c);
+	cl_env_stop(&E);
+}
+
 static void
 test_send_back(void)
 {
@@ -1227,8 +1290,8 @@ static const struct t_case cases[] = {
 	T_CASE(test_basic),	      T_CASE(test_million),
 	T_CASE(test_sync_flush_kill), T_CASE(test_async_flush_kill),
 	T_CASE(test_write_protect),   T_CASE(test_send_back),
-	T_CASE(test_delay_level),     T_CASE(test_bad_input),
-	T_CASE(test_placement),
+	T_CASE(test_delay_level),     T_CASE(test_deliver_time),
+	T_CASE(test_bad_input),	      T_CASE(test_placement),
 };
 
 int

@@ -156,6 +156,13 @@ struct sp_msg {
 	 * level past the table is its last). Not in a batch (refused there).
 	 */
 	int32_t delay_level;
+	/*
+	 * A delivery time (TIMER_DELIVER_MS, RocketMQ 5's timer): 0 none; else
+	 * the epoch ms from which the broker delivers it (one already past: at
+	 * once), to the millisecond, at most the broker's timerMaxDelaySec
+	 * ahead. Not with delay_level, not in a batch (refused there).
+	 */
+	int64_t deliver_ms;
 };
 
 #define SP_MSGID_LEN 32 /* UNIQ_KEY: 32 uppercase hex characters */
