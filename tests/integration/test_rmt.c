@@ -980,6 +980,71 @@ test_timers(void)
 	bk_cleanup(&B);
 }
 
+#define KILL_TIMERS 10000
+#define KILL_SPREAD_MS 60000
+
+/*
+ * 10,000 timers due over the next 60 s, the broker SIGKILLed a third of the
+ * way in: after the restart every one is delivered once, none before its
+ * time (what a crash loses of the progress is found in the log).
+ */
+static void
+test_timers_kill(void)
+{
+	static const char *const args[] = {"--flushDelayOffsetInterval=5000", NULL};
+	static uint8_t seen[KILL_TIMERS];
+	struct ns_client c;
+	struct wire_msg m[32];
+	long long t0, due0;
+	unsigned got = 0, early = 0;
+
+	start(args);
+	conn(&c);
+	t0 = clk_wall_ms();
+	due0 = t0 + 5000; /* after the last send (a slow one: those due already go at once) */
+	for (int i = 0; i < KILL_TIMERS; i++) {
+		char p[64], b[16];
+
+		snprintf(p, sizeof(p), "TIMER_DELIVER_MS\001%lld\002",
+			 due0 + (long long)i * KILL_SPREAD_MS / KILL_TIMERS);
+		snprintf(b, sizeof(b), "t%05d", i);
+		T_ASSERT_EQ(send_v2(&c, "RmtKill", i % 4, p, b), WIRE_RSP_SUCCESS);
+	}
+	printf("# %d timers sent in %lld ms\n", KILL_TIMERS, clk_wall_ms() - t0);
+	while (clk_wall_ms() < due0 + KILL_SPREAD_MS / 3)
+		usleep(50000);
+	nsc_close(&c);
+	bk_kill(&B);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	while (clk_wall_ms() < due0 + KILL_SPREAD_MS + 2000)
+		usleep(100000);
+	for (int q = 0; q < 4; q++) {
+		long long off = 0;
+		int n;
+
+		while (pull(&c, "GK", "RmtKill", q, off, "*", 0) == WIRE_RSP_SUCCESS &&
+		       (n = records(&c, m, 32)) > 0) {
+			for (int k = 0; k < n; k++) {
+				int i = atoi((const char *)m[k].body + 1);
+				long long due = due0 + (long long)i * KILL_SPREAD_MS / KILL_TIMERS;
+
+				T_ASSERT(i >= 0 && i < KILL_TIMERS);
+				if (seen[i]++)
+					T_FAIL("t%05d delivered twice", i);
+				early += m[k].store_ts < due;
+				got++;
+			}
+			off += n;
+		}
+	}
+	if (got != KILL_TIMERS || early)
+		T_FAIL("%u of %d delivered, %u before their time", got, KILL_TIMERS, early);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
 /* SEND_BATCH_MESSAGE: one msgId per message, in order; a bad batch stores nothing. */
 static void
 test_batch(void)
@@ -1184,4 +1249,5 @@ test_bad_input(void)
 
 T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
        T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_delay_levels),
-       T_CASE(test_timers), T_CASE(test_batch), T_CASE(test_locks_topics), T_CASE(test_bad_input))
+       T_CASE(test_timers), T_CASE(test_timers_kill), T_CASE(test_batch), T_CASE(test_locks_topics),
+       T_CASE(test_bad_input))
