@@ -7,7 +7,8 @@
  *   timer_bench load NAMESRV TOPIC COUNT DUE_FROM_MS SPAN_MS
  *       COUNT async sends over the dataplane (udp), message i due at
  *       DUE_FROM_MS + i * SPAN_MS / COUNT (TIMER_DELIVER_MS), at most 4,096
- *       in flight; prints {"sent":N,"failed":N,"ms":N}
+ *       in flight (DUE_FROM_MS 0: plain messages); prints
+ *       {"sent":N,"failed":N,"ms":N}
  *   timer_bench drain NAMESRV TOPIC COUNT TIMEOUT_MS
  *       pulls every queue of TOPIC from offset 0 until COUNT messages came
  *       or TIMEOUT_MS passed; lateness = the delivered copy's store time -
@@ -68,7 +69,9 @@ load(struct sp_client *c, const char *topic, long count, int64_t from, int64_t s
 	for (long i = 0; i < count; i++) {
 		struct sp_msg m = {.topic = topic, .body = body};
 
-		m.deliver_ms = from + (int64_t)((double)i * (double)span / (double)count);
+		/* DUE_FROM_MS 0: plain messages (a baseline) */
+		m.deliver_ms =
+			from ? from + (int64_t)((double)i * (double)span / (double)count) : 0;
 		m.body_len = (size_t)snprintf(body, sizeof(body), "%" PRId64, m.deliver_ms);
 		while (atomic_load(&inflight) >= WINDOW)
 			usleep(50);
@@ -125,7 +128,8 @@ drain(struct sp_client *c, const char *topic, long count, int64_t timeout_ms)
 		bool got = false;
 
 		for (size_t q = 0; q < nq && n < (size_t)count; q++) {
-			struct sp_pull_req rq = {.offset = off[q], .max_msgs = 256, .group = "GTimer"};
+			struct sp_pull_req rq = {
+				.offset = off[q], .max_msgs = 256, .group = "GTimer"};
 			struct sp_pull_result res;
 
 			if (sp_pull(c, &mqs[q], &rq, &res) != 0)

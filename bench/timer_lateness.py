@@ -5,9 +5,11 @@
 
 Starts a NameServer and a broker (udp, 2 cores, 256 MiB segments) in a temp
 dir, then:
-  1. loads PENDING timers due hours from now (they stay pending all run),
-     noting the broker's memory before and after (VmRSS and its anonymous,
-     file and shmem parts, from /proc);
+  1. loads PENDING plain messages (the baseline: what any message costs the
+     broker's memory, the log's and ConsumeQueue's mapped pages), then PENDING
+     timers due hours from now (they stay pending all run), noting the
+     broker's memory before and after each (VmRSS and its anonymous, file and
+     shmem parts, from /proc);
   2. per rate R (due timers per second): loads R * WINDOW timers due evenly
      over WINDOW seconds starting once the load is done, waits, and drains
      the topic: lateness = the delivered copy's store time - its due time
@@ -16,7 +18,9 @@ Lateness is against each timer's own due time, fixed before the run: an open
 loop, nothing late can hide. The store's timestamps are whole ms.
 
   bench/timer_lateness.py [--pending N] [--rates 1000,10000,100000] [--window S]
-  bench/timer_lateness.py --pending 10000000 --rates ''     memory only
+  bench/timer_lateness.py --pending 10000000 --rates '' --restart kill
+      memory with 10 M pending, then how long a start takes to rebuild the
+      wheels after a SIGKILL (or a clean stop: --restart stop)
 """
 import argparse
 import json
@@ -79,6 +83,7 @@ def main():
     ap.add_argument("--pending", type=int, default=1000000)
     ap.add_argument("--rates", default="1000,10000,100000")
     ap.add_argument("--window", type=int, default=5, help="seconds of due timers per rate")
+    ap.add_argument("--restart", choices=("stop", "kill"), help="restart after the load")
     a = ap.parse_args()
     rates = [int(x) for x in a.rates.split(",") if x]
     tmp = tempfile.mkdtemp(prefix="sp-timer-")
@@ -89,11 +94,11 @@ def main():
         procs.append(subprocess.Popen([NS, f"--listenPort={ns_port}",
                                        f"--kvConfigPath={tmp}/kv.json"],
                                       stdout=open(f"{tmp}/ns.log", "w"), stderr=subprocess.STDOUT))
-        bk = subprocess.Popen([BK, f"--namesrvAddr={ns}", "--listenPort=0",
-                               f"--dataplanePort={free_port(socket.SOCK_DGRAM, 2)}",
-                               f"--storePathRootDir={tmp}/store",
-                               "--mapedFileSizeCommitLog=268435456"],
-                              stdout=open(f"{tmp}/bk.log", "w"), stderr=subprocess.STDOUT)
+        bk_args = [BK, f"--namesrvAddr={ns}", "--listenPort=0",
+                   f"--dataplanePort={free_port(socket.SOCK_DGRAM, 2)}",
+                   f"--storePathRootDir={tmp}/store", "--mapedFileSizeCommitLog=268435456"]
+        bk = subprocess.Popen(bk_args, stdout=open(f"{tmp}/bk.log", "w"),
+                              stderr=subprocess.STDOUT)
         procs.append(bk)
         if not wait_line(f"{tmp}/bk.log", " ready: "):
             raise SystemExit("the broker did not start:\n" + open(f"{tmp}/bk.log").read())
@@ -101,14 +106,38 @@ def main():
         idle = mem(bk.pid)
         print(f"# broker idle: {idle} MiB")
         if a.pending:
-            rc, r = tb("load", ns, "TimerPending", a.pending, now_ms() + 3 * 3600 * 1000,
-                       3600 * 1000)
-            time.sleep(3)
-            held = mem(bk.pid)
-            print(f"# {a.pending:,} pending timers loaded in {r['ms'] / 1000:.1f} s "
-                  f"({a.pending * 1000 / max(r['ms'], 1):,.0f}/s, {r['failed']} failed); "
-                  f"broker: {held} MiB; growth over idle: "
-                  + ", ".join(f"{k} {held[k] - idle[k]:+}" for k in held))
+            before = idle
+            for kind, topic, due in (("plain messages", "PlainPending", 0),
+                                     ("pending timers", "TimerPending",
+                                      now_ms() + 3 * 3600 * 1000)):
+                rc, r = tb("load", ns, topic, a.pending, due, 3600 * 1000)
+                time.sleep(3)
+                held = mem(bk.pid)
+                print(f"# {a.pending:,} {kind} loaded in {r['ms'] / 1000:.1f} s "
+                      f"({a.pending * 1000 / max(r['ms'], 1):,.0f}/s, {r['failed']} failed); "
+                      f"broker: {held} MiB; growth: "
+                      + ", ".join(f"{k} {held[k] - before[k]:+}" for k in held))
+                before = held
+        if a.restart:
+            t = time.time()
+            if a.restart == "kill":
+                bk.kill()
+            else:
+                bk.terminate()
+            bk.wait(300)
+            stopped = time.time() - t
+            procs.remove(bk)
+            t = time.time()
+            bk = subprocess.Popen(bk_args, stdout=open(f"{tmp}/bk2.log", "w"),
+                                  stderr=subprocess.STDOUT)
+            procs.append(bk)
+            if not wait_line(f"{tmp}/bk2.log", " ready: ", 600):
+                raise SystemExit("the broker did not restart:\n" + open(f"{tmp}/bk2.log").read())
+            print(f"# {a.restart}: stopped in {stopped:.1f} s, ready again in "
+                  f"{time.time() - t:.1f} s; memory then: {mem(bk.pid)} MiB")
+            for line in open(f"{tmp}/bk2.log").read().splitlines():
+                if "timers, core" in line or "recover" in line:
+                    print("# " + line)
         if rates:
             print(f"# lateness, ms (delivered store time - due time); {a.window} s of due "
                   f"timers per rate, {a.pending:,} others pending")
@@ -137,10 +166,11 @@ def main():
                 p.wait(60)
             except subprocess.TimeoutExpired:
                 p.kill()
-        log = open(f"{tmp}/bk.log").read() if os.path.exists(f"{tmp}/bk.log") else ""
-        for line in log.splitlines():
-            if "timers" in line:
-                print("# " + line)
+        for f in ("bk.log", "bk2.log"):
+            log = open(f"{tmp}/{f}").read() if os.path.exists(f"{tmp}/{f}") else ""
+            for line in log.splitlines():
+                if "timers:" in line:
+                    print("# " + line)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -2,8 +2,9 @@
 /*
  * bk_ctl.h - the broker's control side (broker_main.c), shared with the
  * files that carry parts of it: bk_keys.c (the configuration keys),
- * bk_slave.c (what the control thread does for a slave) and bk_delay_ctl.c
- * (delay levels: the schedule topic and delayOffset.json).
+ * bk_slave.c (what the control thread does for a slave), bk_delay_ctl.c
+ * (delay levels: the schedule topic and delayOffset.json) and bk_timer_ctl.c
+ * (delivery times: the timer topic, the timer thread, timercheck).
  *
  * Ownership: struct bk_ctl belongs to the control thread (docs/ownership.md).
  */

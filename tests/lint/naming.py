@@ -11,7 +11,7 @@ import sys
 PREFIXES = {
     "libsp_base.a": ("log_", "err_", "clk_", "crc32_", "cfg_", "hist_", "ring_", "sp_assert_fail"),
     "libsp_wire.a": ("wire_",),
-    "libsp_store.a": ("store_", "clog_", "cq_", "idx_", "meta_"),
+    "libsp_store.a": ("store_", "clog_", "cq_", "idx_", "meta_", "tw_"),
     "libsp_net.a": ("dp_",),
     "libsp_dp.a": ("dp_",),
     "libsp_ctl.a": ("ns_", "ctl_", "route_"),
