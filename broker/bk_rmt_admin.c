@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_rmt_admin.c - admin requests on the remoting port (bk_rmt_priv.h):
+ * UPDATE_AND_CREATE_TOPIC, and the GET_ALL_* a slave syncs from.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "bk_msgtype.h"
+#include "bk_rmt_priv.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "store/clog.h"
+#include "wire/dp.h"
+#include "wire/record.h"
+#include "wire/remoting.h"
+
+/* ---- topic creation ---- */
+
+void
+bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	size_t len;
+	const char *name = bk_rmt__ext_s(q, "topic", &len);
+	int64_t rq = 0, wq = 0, perm = 6, sysflag = 0;
+	struct meta_topic mt = {0};
+	bool order = false;
+
+	if (name == NULL || !bk_topic_name_ok(name, len)) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the topic name is not valid");
+		return;
+	}
+	if (bk_rmt__ext_i(q, "readQueueNums", NULL, &rq) ||
+	    bk_rmt__ext_i(q, "writeQueueNums", NULL, &wq) || rq < 1 || wq < 1 || rq > 65535 ||
+	    wq > 65535) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+			      "readQueueNums and writeQueueNums must be 1..65535");
+		return;
+	}
+	(void)bk_rmt__ext_i(q, "perm", NULL, &perm);
+	(void)bk_rmt__ext_i(q, "topicSysFlag", NULL, &sysflag);
+	if (wire_rem_ext_bool(q, "order", &order) != 0)
+		order = false;
+	if (perm < 0 || perm > META_PERM_MAX) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "perm must be 0..15");
+		return;
+	}
+	memcpy(mt.name, name, len);
+	mt.read_queues = (uint32_t)rq;
+	mt.write_queues = (uint32_t)wq;
+	mt.perm = (uint32_t)perm;
+	mt.sys_flag = (uint32_t)sysflag;
+	mt.order = order;
+	if (r->ops.topic_put(r->ops.arg, &mt) != 0) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+			      "creating the topic failed (see the log)");
+		return;
+	}
+	log_info(TAG, "topic %s created or updated by %s (%u/%u queues, perm %u)", mt.name,
+		 c->peer_s, mt.read_queues, mt.write_queues, mt.perm);
+	bk_rmt__reply(r, c, q, WIRE_RSP_SUCCESS, NULL);
+}
+
+/* ---- a slave's sync (docs/replication.md) ---- */
+
+/* GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET: the whole table as JSON. */
+void
+bk_rmt__do_get_all(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	struct rresp o = {.code = WIRE_RSP_SUCCESS, .opaque = q->opaque, .serialize = q->serialize};
+	char *json = NULL;
+	size_t len = 0;
+	int err;
+
+	if (r->ops.dump == NULL) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "not available");
+		return;
+	}
+	err = r->ops.dump(r->ops.arg, q->code, &json, &len);
+	if (err != 0 || len > UINT32_MAX) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "cannot serialize the table");
+		free(json);
+		return;
+	}
+	if (!(q->flag & WIRE_REM_FLAG_ONEWAY)) {
+		o.body = (const uint8_t *)json;
+		o.body_len = (uint32_t)len;
+		bk_rmt__conn_send(r, c, &o);
+	}
+	free(json);
+}
+
+int
+bk_rmt_offset_set(struct bk_rmt *r, const char *topic, const char *group, uint32_t qid,
+		  int64_t offset)
+{
+	size_t tl = strlen(topic);
+	size_t gl = strlen(group);
+	const struct bk_topic *t = bk_topic_find(r->bk, topic, tl);
+	struct wire_dp_offset_req o = {.value = offset,
+				       .queue_id = (int32_t)qid,
+				       .group = group,
+				       .group_len = (uint16_t)gl,
+				       .topic = topic,
+				       .topic_len = (uint16_t)tl};
+	struct rjob *j;
+	long len;
+
+	if (t == NULL || qid >= t->nq || gl == 0 || gl > META_GROUP_MAX)
+		return -ENOENT;
+	j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return -ENOMEM;
+	j->reqbuf = malloc(gl + tl + 64);
+	j->c.resp = malloc(256);
+	if (!j->reqbuf || !j->c.resp) {
+		free(j->reqbuf);
+		free(j->c.resp);
+		free(j);
+		return -ENOMEM;
+	}
+	/* No connection: the answer is dropped (bk_rmt__job_done() finds none). */
+	j->conn = UINT32_MAX;
+	j->oneway = true;
+	j->c.op = BK_ROP_OFFSET_RAISE;
+	j->c.resp_cap = 256;
+	j->c.req = j->reqbuf;
+	j->next = r->jobs;
+	if (r->jobs)
+		r->jobs->prev = j;
+	r->jobs = j;
+	len = wire_dp_offset_req_encode(WIRE_DP_OP_UPDATE_OFFSET, &o, j->reqbuf, gl + tl + 64);
+	if (len < 0) {
+		bk_rmt__job_free(r, j);
+		return (int)len;
+	}
+	j->c.req_len = (uint32_t)len;
+	return bk_rmt__job_post(r, j, t->core[qid]);
+}

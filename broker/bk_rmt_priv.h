@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bk_rmt_priv.h - what the remoting port's files share (bk_rmt.h is the
+ * outside's view): the state, the response builder and the helpers, one
+ * file per request family, as RocketMQ's broker has one processor each:
+ *  - bk_rmt.c        connections, frames, jobs at the cores, the loop;
+ *  - bk_rmt_client.c HEART_BEAT, UNREGISTER_CLIENT, consumer lists, queue
+ *                    locks (ClientManageProcessor, ConsumerManageProcessor);
+ *  - bk_rmt_data.c   SEND, PULL, offsets, SEND_BACK, message lookups and
+ *                    the cores' answers (SendMessageProcessor,
+ *                    PullMessageProcessor, QueryMessageProcessor);
+ *  - bk_rmt_admin.c  topic creation and a slave's GET_ALL_* (AdminBrokerProcessor).
+ * Everything here runs on the control thread (docs/ownership.md).
+ */
+#ifndef SP_BROKER_BK_RMT_PRIV_H
+#define SP_BROKER_BK_RMT_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bk_rmt.h"
+#include "wire/remoting.h"
+
+#define TAG "broker.remoting"
+#define OUT_PAUSE (16u << 20)	    /* stop reading a connection with this much unsent */
+#define PULL_MAX_BYTES (256u << 10) /* RocketMQ's in-memory transfer limit */
+#define PULL_MAX_MSGS 32
+#define QUERY_MAX 64
+#define HDR_MIN (64u << 10) /* header buffer; grows for long extFields (batch msgIds) */
+#define SUBS_MAX 64
+#define SUB_CODES_MAX BK_PULL_TAGS_MAX
+#define READ_CHUNK (64u << 10)
+/* Requests of one connection at the cores at once: bounds what its answers can hold (256 MiB). */
+#define CONN_JOBS_MAX 1024u
+/* ---- state ---- */
+
+struct rconn {
+	int fd;
+	uint32_t id;  /* slot in r->conns */
+	uint32_t gen; /* bumped when the slot is reused */
+	char peer_s[24];
+	struct dp_addr peer;
+	uint8_t *in;
+	size_t in_len, in_cap;
+	uint8_t *out;
+	size_t out_off, out_len, out_cap;
+	int32_t next_opaque; /* our requests to the client (NOTIFY_CONSUMER_IDS_CHANGED) */
+	uint32_t jobs;	     /* its requests at the cores */
+	bool paused;	     /* EPOLLIN off: too much unsent */
+	bool closing;	     /* closed: torn down by conns_reap(), never used again */
+	bool want_out;	     /* EPOLLOUT on */
+};
+
+/* A request at a core. bk_rcmd first: the core sees only that. */
+struct rjob {
+	struct bk_rcmd c;
+	uint32_t conn, gen;
+	int32_t opaque;
+	int32_t code;
+	uint8_t serialize;
+	bool oneway;
+	uint8_t redirects;
+	uint32_t batch_n;
+	struct rjob *prev, *next; /* every job in flight, for teardown */
+	uint8_t *reqbuf;
+	int64_t phys[QUERY_MAX];
+};
+
+struct rsub {
+	char topic[META_TOPIC_MAX + 1];
+	uint16_t ncodes; /* 0: every tag */
+	int32_t codes[SUB_CODES_MAX];
+};
+
+struct rmember {
+	char client_id[256];
+	uint32_t conn, gen;
+	uint64_t last_ms;
+	uint16_t nsubs;
+	struct rsub subs[SUBS_MAX];
+};
+
+struct rgroup {
+	char name[META_GROUP_MAX + 1];
+	struct rmember *m;
+	size_t n, cap;
+};
+
+struct rlock {
+	char group[META_GROUP_MAX + 1];
+	char topic[META_TOPIC_MAX + 1];
+	int32_t qid;
+	char client_id[256];
+	uint64_t last_ms;
+};
+
+struct bk_rmt {
+	struct bk *bk;
+	struct bk_rmt_conf conf;
+	struct bk_rmt_ops ops;
+	int ep;
+	int lfd;
+	uint16_t port;
+	struct rconn **conns;
+	uint32_t nconns;
+	uint32_t serial;
+	uint32_t *inflight; /* per core */
+	struct rjob *jobs;
+	struct rgroup *groups;
+	size_t ngroups;
+	struct rlock *locks;
+	size_t nlocks, locks_cap;
+	char *scratch;
+	size_t scratch_cap;
+	uint8_t *hdr;
+	size_t hdr_cap;
+	uint64_t now_ms;
+	uint64_t next_sweep_ms;
+	struct rconn *fuzz_conn;
+	bool any_closing;
+	unsigned work; /* frames and completions handled by this bk_rmt_run() */
+};
+
+struct rresp {
+	int32_t code;
+	int32_t opaque;
+	uint8_t serialize;
+	bool request; /* a oneway request from us */
+	const char *remark;
+	uint16_t n_ext;
+	const char *ext[16][2];
+	const uint8_t *body;
+	uint32_t body_len;
+};
+
+void bk_rmt__resp_ext(struct rresp *o, const char *k, const char *v);
+
+void bk_rmt__conn_send(struct bk_rmt *r, struct rconn *c, const struct rresp *o);
+
+void bk_rmt__reply(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, int32_t code,
+		   const char *remark);
+
+struct rconn *bk_rmt__conn_get(struct bk_rmt *r, uint32_t id, uint32_t gen);
+
+void bk_rmt__job_free(struct bk_rmt *r, struct rjob *j);
+
+/* Return: a new job for @c's request @q, or NULL: out of memory or @c has too many (busy). */
+struct rjob *bk_rmt__job_new(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
+			     uint16_t op, uint32_t req_cap, uint32_t resp_cap);
+
+/* Posts @j to @core. Return: 0, -EAGAIN (busy: @j is freed, caller answers). */
+int bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core);
+
+void bk_rmt__busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opaque,
+			 uint8_t serialize);
+
+void bk_rmt__busy(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+/* Return: extField @k as a NUL-terminated string (the decoder terminates them), or NULL. */
+const char *bk_rmt__ext_s(const struct wire_rem_cmd *q, const char *k, size_t *len);
+
+/* Return: 0 and *@v, or -1 when absent or not an integer. Several names: V1 then V2. */
+int bk_rmt__ext_i(const struct wire_rem_cmd *q, const char *k, const char *k2, int64_t *v);
+
+const char *bk_rmt__ext_s2(const struct wire_rem_cmd *q, const char *k, const char *k2,
+			   size_t *len);
+
+bool bk_rmt__is_send_forbidden(const char *t);
+
+/* Tag hashes of a TAG expression ("*", "", "a || b"). Return: count, 0 = every tag. */
+uint16_t bk_rmt__expr_codes(const char *e, size_t len, int32_t *codes, uint16_t max,
+			    bool *too_many);
+
+/* The topic @name, creating it when allowed. Return: the topic, or NULL with *@code set. */
+const struct bk_topic *bk_rmt__topic_get(struct bk_rmt *r, const char *name, size_t len,
+					 uint32_t create_queues, int32_t *code, const char **why);
+
+uint32_t bk_rmt__rnd(void);
+
+/* Drops members of connection @id (closed) or silent ones; notifies the groups that changed. */
+void bk_rmt__groups_sweep(struct bk_rmt *r, bool by_conn, uint32_t id, uint32_t gen);
+
+const struct rsub *bk_rmt__group_sub(struct bk_rmt *r, const char *group, const char *topic);
+
+void bk_rmt__do_heartbeat(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+void bk_rmt__do_unregister(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+void bk_rmt__do_consumer_list(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+void bk_rmt__do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, bool lock);
+
+void bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+/* GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET: the whole table as JSON. */
+void bk_rmt__do_get_all(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+void bk_rmt__do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+void bk_rmt__do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+/* QUERY/UPDATE_CONSUMER_OFFSET, GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST */
+void bk_rmt__do_offset(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+void bk_rmt__do_send_back(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+/* VIEW_MESSAGE_BY_ID and QUERY_MESSAGE: records by physical offset, copied by a core. */
+void bk_rmt__do_lookup(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+void bk_rmt__job_done(struct bk_rmt *r, struct rjob *j);
+
+#endif /* SP_BROKER_BK_RMT_PRIV_H */
