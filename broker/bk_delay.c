@@ -89,7 +89,8 @@ bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *st
 	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
 			      m->topic_len) ||
 	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
-			   (uint64_t)m->queue_id)) {
+			   (uint64_t)m->queue_id) ||
+	    len + BK_PROPS_SLACK > sizeof(c->props) - 1) {
 		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
 		return NULL;
 	}
@@ -132,7 +133,7 @@ bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const 
 				       ? BK_DELIVER_LATER /* being created */
 				       : BK_DELIVER_DROPPED;
 	}
-	if (qid >= t->write_queues || t->core[qid] != c->id)
+	if (qid >= t->write_queues || t->core[qid] != c->id || bk_topic_broker_only(t))
 		return BK_DELIVER_DROPPED;
 	/* Which record this is: a restart after a crash skips what it finds delivered. */
 	if (wire_props_copy_except(c->props, sizeof(c->props) - 1, &len, s->props, s->props_len,
@@ -162,11 +163,28 @@ bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const 
 	return BK_DELIVER_DONE;
 }
 
+bool
+bk_progress_durable(const struct bk_core *c, uint64_t ticket)
+{
+	const struct store *st = c->bk->store;
+	const struct clog *cl = store_clog(st, c->id);
+
+	if (store_durable(st, c->id, ticket) != 1)
+		return false;
+	/*
+	 * ASYNC_FLUSH acknowledges an append in the write-behind buffer; when
+	 * that buffer is anonymous memory (no storeBufferDir) a crash of the
+	 * process loses it, so progress waits for the write-back.
+	 */
+	return clog_bufs_outlive_crash(cl) || clog_flushed(cl) >= ticket;
+}
+
 /* Publish @d's progress once its last delivery is durable as the flush mode requires. */
 static void
 publish_durable(const struct store *st, const struct bk_core *c, struct bk_delay_q *d)
 {
-	if (d->pending && store_durable(st, c->id, d->pend_ticket) == 1) {
+	(void)st;
+	if (d->pending && bk_progress_durable(c, d->pend_ticket)) {
 		d->pending = false;
 		atomic_store_explicit(&d->pub_off, d->pend_off, memory_order_relaxed);
 	}

@@ -17,6 +17,7 @@
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/atomic.h"
 #include "dp/lcore.h"
@@ -38,6 +39,8 @@
 #define BK_TIMER_TOPIC STORE_TIMER_TOPIC    /* delivery-time timers (bk_timer.c) */
 #define BK_TIMER_SRC_PROP "__SP_TIMER_SRC"  /* a delivered or rolled copy's timer record */
 #define BK_TIMER_RING 8192u		    /* timer thread -> core items */
+/* Room a delayed or timed record keeps in its properties for what its delivery or roll adds */
+#define BK_PROPS_SLACK 48u
 
 /*
  * A topic: immutable once published. The control thread makes a new one for
@@ -229,9 +232,10 @@ struct bk_timer_q {
 	/* core only */
 	alignas(64) uint64_t last_ticket; /* of the last timer append */
 	bool pending;			  /* a mark waits for pend_ticket */
-	uint64_t pend_ticket;
-	int64_t pend_w;
-	uint64_t pend_e, pend_log;
+	bool has_next;			  /* and a newer one behind it */
+	uint64_t pend_ticket, next_ticket;
+	int64_t pend_w, next_w;
+	uint64_t pend_e, pend_log, next_e, next_log;
 	/* published */
 	alignas(64) _Atomic uint32_t seq; /* odd while being written */
 	_Atomic int64_t done_w;		  /* -1: none yet */
@@ -353,6 +357,20 @@ struct bk {
 	struct wire_host store_host;
 };
 
+/*
+ * A topic only the broker itself writes (SCHEDULE_TOPIC_XXXX, the timer
+ * topic): a SEND to it, or a scheduled record naming it as REAL_TOPIC, would
+ * be delivered later by an internal put that skips every permission.
+ */
+static inline bool
+bk_topic_broker_only(const struct bk_topic *t)
+{
+	return (t->name_len == sizeof(BK_SCHED_TOPIC) - 1 &&
+		memcmp(t->name, BK_SCHED_TOPIC, t->name_len) == 0) ||
+	       (t->name_len == sizeof(BK_TIMER_TOPIC) - 1 &&
+		memcmp(t->name, BK_TIMER_TOPIC, t->name_len) == 0);
+}
+
 /* ---- topic table (bk_topics.c) ---- */
 uint32_t bk_name_hash(const char *s, size_t len);
 /* Core side: the topic @name, or NULL. Caller is an RCU reader (QSBR online). */
@@ -410,6 +428,13 @@ struct store_queue *bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_
 bool bk_delay_target(const struct wire_msg *s, const char **topic, size_t *len, uint32_t *qid);
 /* Core: deliver what is due. Return: work done. */
 unsigned bk_delay_tick(struct bk_core *c, uint64_t now_ns);
+/*
+ * Core: is the append with @ticket durable enough to record progress past
+ * it (delayOffset.json, timercheck): as the flush mode requires, and past a
+ * crash of the process (written back when the write-behind buffer is not a
+ * file)?
+ */
+bool bk_progress_durable(const struct bk_core *c, uint64_t ticket);
 /* Append "key\1val\2" for an unsigned number. Return: 0, -ENOBUFS (wire_props_append()). */
 int bk_props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v);
 

@@ -343,13 +343,11 @@ bk_rmt__ext_s2(const struct wire_rem_cmd *q, const char *k, const char *k2, size
 bool
 bk_rmt__is_send_forbidden(const char *t)
 {
-	static const char *const sys[] = {"SCHEDULE_TOPIC_XXXX",
-					  "RMQ_SYS_TRANS_HALF_TOPIC",
-					  "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-					  "TRANS_CHECK_MAX_TIME_TOPIC",
-					  "SELF_TEST_TOPIC",
-					  "OFFSET_MOVED_EVENT",
-					  NULL};
+	static const char *const sys[] = {
+		"SCHEDULE_TOPIC_XXXX",	      BK_TIMER_TOPIC,
+		"RMQ_SYS_TRANS_HALF_TOPIC",   "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+		"TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC",
+		"OFFSET_MOVED_EVENT",	      NULL};
 
 	for (unsigned i = 0; sys[i]; i++)
 		if (strcmp(t, sys[i]) == 0)

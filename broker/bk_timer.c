@@ -50,9 +50,14 @@ bk_timer_due(const struct bk *bk, const char *props, size_t plen, int64_t now_ms
 
 		if (!wire_props_get(props, plen, keys[i].key, &s, &len))
 			continue;
-		if (!wire_props_get_uint(props, plen, keys[i].key, &v) || v > INT64_MAX / 1000) {
+		if (!wire_props_get_uint(props, plen, keys[i].key, &v) || v > INT64_MAX / 2) {
 			*why = "a delivery time (TIMER_DELIVER_MS, __STARTDELIVERTIME, "
 			       "TIMER_DELAY_SEC, TIMER_DELAY_MS) is not a number of ms or s";
+			return -1;
+		}
+		/* Relative: compare before multiplying (no overflow) */
+		if (keys[i].scale && v > bk->conf.timer_max_ms / keys[i].scale) {
+			*why = "the delivery time is further away than timerMaxDelaySec";
 			return -1;
 		}
 		*due = keys[i].scale ? now_ms + (int64_t)(v * keys[i].scale) : (int64_t)v;
@@ -94,7 +99,8 @@ bk_timer_wrap(struct bk_core *c, struct wire_msg *m, int64_t due, int32_t *statu
 	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
 			      m->topic_len) ||
 	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
-			   (uint64_t)m->queue_id)) {
+			   (uint64_t)m->queue_id) ||
+	    len + BK_PROPS_SLACK > sizeof(c->props) - 1) {
 		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
 		return NULL;
 	}
@@ -176,9 +182,10 @@ publish(struct bk_core *c, struct bk_timer_q *q)
 {
 	uint32_t seq;
 
-	if (!q->pending || store_durable(c->bk->store, c->id, q->pend_ticket) != 1)
+	if (!q->pending || !bk_progress_durable(c, q->pend_ticket))
 		return;
-	q->pending = false;
+	q->pending = q->has_next;
+	q->has_next = false;
 	seq = atomic_load_relaxed(&q->seq);
 	atomic_store_relaxed(&q->seq, seq + 1);
 	atomic_thread_fence(memory_order_release);
@@ -186,6 +193,12 @@ publish(struct bk_core *c, struct bk_timer_q *q)
 	atomic_store_relaxed(&q->done_e, q->pend_e);
 	atomic_store_relaxed(&q->done_log, q->pend_log);
 	atomic_store_release(&q->seq, seq + 2);
+	if (q->pending) {
+		q->pend_ticket = q->next_ticket;
+		q->pend_w = q->next_w;
+		q->pend_e = q->next_e;
+		q->pend_log = q->next_log;
+	}
 }
 
 unsigned
@@ -210,18 +223,25 @@ bk_timer_tick(struct bk_core *c)
 		if (it->phys < 0) {
 			/*
 			 * A mark: everything before it is appended, durable
-			 * later. One waits at a time (a newer one would keep
-			 * an older one from ever being published under load).
+			 * later. One waits, the newest behind it (replacing
+			 * the waiting one would keep any from being published
+			 * under a steady load).
 			 */
+			uint64_t log = clog_written(store_clog(c->bk->store, c->id));
+
 			if (q->pending) {
-				tail++;
-				continue;
+				q->has_next = true;
+				q->next_ticket = q->last_ticket;
+				q->next_w = it->w;
+				q->next_e = it->e;
+				q->next_log = log;
+			} else {
+				q->pending = true;
+				q->pend_ticket = q->last_ticket;
+				q->pend_w = it->w;
+				q->pend_e = it->e;
+				q->pend_log = log;
 			}
-			q->pending = true;
-			q->pend_ticket = q->last_ticket;
-			q->pend_w = it->w;
-			q->pend_e = it->e;
-			q->pend_log = clog_written(store_clog(c->bk->store, c->id));
 		} else {
 			if (now_ms == 0)
 				now_ms = clk_wall_ms_fast();

@@ -38,12 +38,17 @@
 struct timer_shard {
 	struct tw *tw;
 	uint64_t enq_off; /* the next unit to read into the wheel */
-	int64_t mark_w;	  /* the last mark handed over */
-	uint64_t mark_e;
-	int64_t *fired; /* sorted: records fired after the saved mark (a crash) */
-	size_t nfired;
-	uint64_t skipped; /* expired units found in fired[] */
+	uint64_t mark_e;  /* the queue offset of the last mark handed over */
+	uint64_t handed;  /* items on the ring since the last mark */
+	uint64_t skipped; /* units found fired after the saved mark (a crash) */
 	bool add_failed;  /* logged once */
+	bool lost_logged;
+};
+
+/* A delivered or rolled copy in the log: which timer record, and its UNIQ_KEY's hash. */
+struct fired {
+	int64_t src;
+	uint32_t key;
 };
 
 struct bk_timer {
@@ -66,7 +71,7 @@ bk_timer_conf(struct bk_ctl *x)
 	conf->timer_max_ms = (uint64_t)cfg_get_int(x->cfg, "timerMaxDelaySec") * 1000;
 	/* Written again well before retention may take the segment: half of it, at most 2 days. */
 	conf->timer_roll_ms = roll ? roll : SP_MIN(keep / 2, (uint64_t)2 * 86400000);
-	if (conf->timer_roll_ms >= keep) {
+	if (conf->timers && conf->timer_roll_ms >= keep) {
 		log_err(BK_TAG,
 			"timerRollWindowSec: %" PRIu64 " s is not shorter than "
 			"fileReservedTime (%" PRIu64 " h): retention would take timers",
@@ -76,71 +81,119 @@ bk_timer_conf(struct bk_ctl *x)
 	return 0;
 }
 
-static bool
-was_fired(const struct timer_shard *s, int64_t phys)
+static int
+cmp_fired(const void *a, const void *b)
 {
-	size_t lo = 0, hi = s->nfired;
+	const struct fired *x = a, *y = b;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->fired[mid] < phys)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->nfired && s->fired[lo] == phys;
+	if (x->src != y->src)
+		return (x->src > y->src) - (x->src < y->src);
+	return (x->key > y->key) - (x->key < y->key);
 }
 
-static int
-cmp_i64(const void *a, const void *b)
+static uint32_t
+uniq_hash(const struct wire_msg *m)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	const char *v;
+	size_t vl;
 
-	return (x > y) - (x < y);
+	return wire_props_get(m->props, m->props_len, "UNIQ_KEY", &v, &vl) ? bk_name_hash(v, vl)
+									   : 0;
 }
 
-/* The timer records whose delivered or rolled copy lies in shard @i's log from @from. */
+/*
+ * The copies of timer records (BK_TIMER_SRC_PROP) in shard @i's log from
+ * @from on, sorted, into *@out (malloc'd). Return: 0, -errno.
+ */
 static int
-scan_fired(struct bk_ctl *x, uint32_t i, uint64_t from, struct timer_shard *s)
+scan_fired(struct bk_ctl *x, uint32_t i, uint64_t from, struct fired **out, size_t *n_out)
 {
 	struct store *st = x->bk.store;
 	uint64_t off = SP_MAX(from, clog_min(store_clog(st, i)));
-	size_t cap = 0;
+	struct fired *f = NULL;
+	size_t cap = 0, n = 0;
+	uint64_t seg = clog_seg_size(store_clog(st, i));
 	const uint8_t *p;
-	long n;
+	long got;
 
-	while ((n = store_repl_read(st, i, off, 1u << 20, &p)) > 0) {
+	while ((got = store_repl_read(st, i, off, 1u << 20, &p)) > 0) {
 		size_t pos = 0;
+		bool blank = false;
 
-		while (pos < (size_t)n) {
+		while (pos < (size_t)got) {
 			struct wire_msg m;
-			long r = wire_rec_decode(p + pos, (size_t)n - pos, 0, &m);
+			long r = wire_rec_decode(p + pos, (size_t)got - pos, 0, &m);
 			uint64_t src;
 
+			if (r == -ENODATA) {
+				blank = true; /* a segment's end: the log goes on in the next one */
+				break;
+			}
 			if (r <= 0)
 				break;
 			pos += (size_t)r;
 			if (!wire_props_get_uint(m.props, m.props_len, BK_TIMER_SRC_PROP, &src) ||
 			    src > INT64_MAX)
 				continue;
-			if (s->nfired == cap) {
+			if (n == cap) {
 				size_t nc = cap ? cap * 2 : 1024;
-				int64_t *nf = realloc(s->fired, sizeof(*nf) * nc);
+				struct fired *nf = realloc(f, sizeof(*nf) * nc);
 
-				if (nf == NULL)
+				if (nf == NULL) {
+					free(f);
 					return -ENOMEM;
-				s->fired = nf;
+				}
+				f = nf;
 				cap = nc;
 			}
-			s->fired[s->nfired++] = (int64_t)src;
+			f[n++] = (struct fired){.src = (int64_t)src, .key = uniq_hash(&m)};
+		}
+		if (blank) {
+			off = ((off + pos) / seg + 1) * seg;
+			continue;
 		}
 		if (pos == 0)
-			break; /* not a record we can read: the rest is the end of the log */
+			break; /* not a record we can read: the end of the log */
 		off += pos;
 	}
-	qsort(s->fired, s->nfired, sizeof(*s->fired), cmp_i64);
-	return n < 0 && n != -ERANGE ? (int)n : 0;
+	if (n > 1)
+		qsort(f, n, sizeof(*f), cmp_fired);
+	*out = f;
+	*n_out = n;
+	return got < 0 && got != -ERANGE ? (int)got : 0;
+}
+
+/* Is unit @o (at @u) among @f: a copy in the log names it, with its UNIQ_KEY? */
+static bool
+was_fired(struct bk_ctl *x, const struct store_queue *sq, uint64_t o, const struct cq_unit *u,
+	  const struct fired *f, size_t n)
+{
+	struct fired want = {.src = u->phys, .key = 0};
+	size_t lo = 0, hi = n;
+	const uint8_t *rec;
+	struct cq_unit ru;
+	struct wire_msg m;
+	long len;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (f[mid].src < want.src)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == n || f[lo].src != want.src)
+		return false;
+	/* A SEND that carried the property by itself does not count: the copy has the record's UNIQ_KEY */
+	len = store_get(x->bk.store, sq, o, &rec, &ru);
+	if (len < 0 || wire_rec_decode(rec, (size_t)len, 0, &m) < 0)
+		return false;
+	want.key = uniq_hash(&m);
+	for (; lo < n && f[lo].src == want.src; lo++)
+		if (f[lo].key == want.key)
+			return true;
+	return false;
 }
 
 /* Shard @i's wheel from its timer queue, with @mk the saved mark. */
@@ -151,6 +204,8 @@ rebuild(struct bk_ctl *x, uint32_t i, const struct meta_timer_mark *mk, struct t
 	const struct cq *cq = store_queue_cq(q->sq);
 	uint64_t min = cq_min(cq), max = cq_max(cq), added = 0;
 	int64_t t0 = (int64_t)clk_mono_ns();
+	struct fired *f = NULL;
+	size_t nf = 0;
 	char dir[PATH_MAX];
 	int err;
 
@@ -160,10 +215,10 @@ rebuild(struct bk_ctl *x, uint32_t i, const struct meta_timer_mark *mk, struct t
 	err = tw_open(dir, clk_wall_ms(), &s->tw);
 	if (err)
 		return err;
-	err = scan_fired(x, i, mk->done_ms >= 0 ? mk->done_log : 0, s);
+	err = scan_fired(x, i, mk->done_ms >= 0 ? mk->done_log : 0, &f, &nf);
 	if (err)
 		return err;
-	for (uint64_t o = min; o < max; o++) {
+	for (uint64_t o = min; o < max && err == 0; o++) {
 		struct cq_unit u;
 		struct tw_ent e;
 
@@ -171,19 +226,24 @@ rebuild(struct bk_ctl *x, uint32_t i, const struct meta_timer_mark *mk, struct t
 			continue;
 		if (o < mk->done_qoff && u.tag_hash < mk->done_ms)
 			continue; /* fired before the mark */
+		if (nf > 0 && was_fired(x, q->sq, o, &u, f, nf)) {
+			s->skipped++; /* fired after it: the crash lost the news */
+			continue;
+		}
 		e = (struct tw_ent){.phys = u.phys, .due_ms = u.tag_hash, .size = u.size};
 		err = tw_add(s->tw, &e);
-		if (err)
-			return err;
-		added++;
+		added += err == 0;
 	}
+	free(f);
+	if (err)
+		return err;
 	s->enq_off = max;
-	s->mark_w = -1;
-	if (added || s->nfired)
+	s->mark_e = UINT64_MAX; /* the first round marks */
+	if (added || s->skipped)
 		log_info(BK_TAG,
 			 "timers, core %u: %" PRIu64 " pending (queue offsets %" PRIu64 "..%" PRIu64
-			 "), %zu fired after the last saved mark, in %" PRId64 " ms",
-			 i, added, min, max, s->nfired, ((int64_t)clk_mono_ns() - t0) / 1000000);
+			 "), %" PRIu64 " fired after the last saved mark, in %" PRId64 " ms",
+			 i, added, min, max, s->skipped, ((int64_t)clk_mono_ns() - t0) / 1000000);
 	return 0;
 }
 
@@ -319,30 +379,37 @@ shard_round(struct bk_timer *tm, uint32_t i, int64_t now)
 		size_t n = tw_expire(s->tw, now, tm->out, want);
 
 		for (size_t k = 0; k < n; k++) {
-			struct bk_timer_item *it = &q->items[head % BK_TIMER_RING];
-
-			if (s->nfired && was_fired(s, tm->out[k].phys)) {
-				s->skipped++;
-				continue;
-			}
-			*it = (struct bk_timer_item){.phys = tm->out[k].phys,
-						     .w = tm->out[k].due_ms,
-						     .size = tm->out[k].size};
+			q->items[head % BK_TIMER_RING] =
+				(struct bk_timer_item){.phys = tm->out[k].phys,
+						       .w = tm->out[k].due_ms,
+						       .size = tm->out[k].size};
 			head++;
 			room--;
 		}
+		s->handed += n;
 		work |= n > 0;
 		if (n < want)
 			break;
 	}
-	/* Caught up: a mark for what is handed over. */
-	if (tw_cursor(s->tw) > now && room > 0 &&
-	    (tw_cursor(s->tw) != s->mark_w || s->enq_off != s->mark_e)) {
+	/*
+	 * Caught up: a mark for what is handed over (when anything was, or
+	 * more was read). None once the wheel lost timers to an unreadable
+	 * file: the saved progress stays before them, a restart rebuilds them.
+	 */
+	if (tw_lost(s->tw) > 0 && !s->lost_logged) {
+		log_err(BK_TAG,
+			"timers, core %u: %" PRIu64 " lost in the wheel's files: progress is no "
+			"longer saved, a restart brings them back from the queue",
+			i, tw_lost(s->tw));
+		s->lost_logged = true;
+	}
+	if (tw_cursor(s->tw) > now && room > 0 && tw_lost(s->tw) == 0 &&
+	    (s->handed > 0 || s->enq_off != s->mark_e)) {
 		q->items[head % BK_TIMER_RING] =
 			(struct bk_timer_item){.phys = -1, .w = tw_cursor(s->tw), .e = s->enq_off};
 		head++;
-		s->mark_w = tw_cursor(s->tw);
 		s->mark_e = s->enq_off;
+		s->handed = 0;
 	}
 	/* release: publishes the items; pairs with the core's acquire of head */
 	atomic_store_release(&q->head, head);
@@ -461,7 +528,6 @@ bk_timer_fini(struct bk_ctl *x)
 		struct bk_core *c = &x->bk.cores[i];
 
 		tw_close(x->timer->sh[i].tw);
-		free(x->timer->sh[i].fired);
 		if (c->tq != NULL) {
 			free(c->tq->items);
 			free(c->tq);

@@ -118,8 +118,18 @@ file_spill(struct tw *w, int level, uint32_t slot, struct tw_file *f)
 		err = -errno;
 	if (err != 0) {
 		/* A short append: cut the file back to its last whole count. */
-		if (truncate(path, (off_t)(f->on_disk * sizeof(*f->buf))) != 0)
-			err = -EIO;
+		if (truncate(path, (off_t)(f->on_disk * sizeof(*f->buf))) != 0) {
+			/* Or give the file up: its entries are lost (tw_lost()) */
+			log_err(TW_TAG,
+				"%s: level %d file %u: %s, and cannot be cut: %" PRIu64
+				" timer(s) lost",
+				w->dir, level, slot, strerror(-err), f->on_disk + f->nbuf);
+			w->lost += f->on_disk + f->nbuf;
+			w->pending -= f->on_disk + f->nbuf;
+			(void)unlink(path);
+			f->on_disk = 0;
+			f->nbuf = 0;
+		}
 		return err;
 	}
 	f->on_disk += f->nbuf;

@@ -421,6 +421,26 @@ test_bad_input_writes_nothing(void)
 			free(c.resp);
 		}
 	}
+	/* the topics only the broker writes (a forged record would be delivered by it) */
+	{
+		static const char *const own[] = {"rmq_sys_wheel_timer", "SCHEDULE_TOPIC_XXXX"};
+
+		for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
+			struct wire_dp_send_req r = {.queue_id = 0, .topic = own[i]};
+			long n;
+
+			r.topic_len = (uint8_t)strlen(own[i]);
+			r.props = "REAL_TOPIC\001T\002REAL_QID\0010";
+			r.props_len = (uint16_t)strlen(r.props);
+			r.body = (const uint8_t *)"x";
+			r.body_len = 1;
+			n = wire_dp_send_req_encode(WIRE_DP_OP_SEND, &r, buf, sizeof(buf));
+			T_ASSERT(n > 0);
+			c = call(&k, 0, WIRE_DP_OP_SEND, buf, (uint32_t)n);
+			T_ASSERT_EQ(status_of(&c), WIRE_DP_ST_NO_PERMISSION);
+			free(c.resp);
+		}
+	}
 	/* pulls: unknown topic, bad queue, negative and past-the-end offsets */
 	c = call(&k, 0, WIRE_DP_OP_PULL, buf,
 		 pull_encode(buf, sizeof(buf), "Nope", 0, 0, 0, 0, NULL, 0));

@@ -696,6 +696,11 @@ test_types_refused(void)
 	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_SEND_BATCH_MESSAGE, ext, body, len),
 		    WIRE_RSP_MESSAGE_ILLEGAL);
 	T_ASSERT(strstr(c.rsp.remark, "batch") != NULL);
+	/* the topics only the broker writes */
+	T_ASSERT_EQ(send_v2(&c, "rmq_sys_wheel_timer", 0,
+			    "REAL_TOPIC\001RmtTypes\002REAL_QID\0010\002", "forged"),
+		    WIRE_RSP_NO_PERMISSION);
+	T_ASSERT_EQ(send_v2(&c, "SCHEDULE_TOPIC_XXXX", 0, "", "forged"), WIRE_RSP_NO_PERMISSION);
 	/* nothing stored: the first message that is taken gets offset 0 */
 	T_ASSERT_EQ(send_v2(&c, "RmtTypes", 0, "DELAY\0010\002", "plain"), WIRE_RSP_SUCCESS);
 	T_ASSERT_EQ(ext_ll(&c, "queueOffset"), 0);
@@ -913,7 +918,9 @@ static void
 test_timers(void)
 {
 	static const char *const args[] = {"--timerRollWindowSec=1",
-					   "--flushDelayOffsetInterval=3600000", NULL};
+					   "--flushDelayOffsetInterval=3600000",
+					   "--mapedFileSizeCommitLog=1048576", NULL};
+	static char filler[100001];
 	struct ns_client c;
 	struct wire_msg m[8];
 	long long due, t;
@@ -962,6 +969,11 @@ test_timers(void)
 	/* ... and across a SIGKILL */
 	send_timed(&c, 0, "TIMER_DELAY_MS", 1500, "kill");
 	due = timer_due(&c, 0, "kill");
+	/* a segment's end between the saved mark and where "kill" will be delivered */
+	memset(filler, 'f', sizeof(filler) - 1);
+	for (int i = 0; i < 12; i++)
+		T_ASSERT_EQ(send_v2(&c, "RmtFill", 0, "", filler), WIRE_RSP_SUCCESS);
+	T_ASSERT(clk_wall_ms() < due);
 	nsc_close(&c);
 	bk_kill(&B);
 	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
