@@ -76,19 +76,19 @@ bench_print_row(const struct bench_row *r, bool json)
 		       r->count ? (double)r->hdl_ns / (double)r->count : 0,
 		       (unsigned long long)r->retrans);
 	} else {
-		printf("%-9s %-9s %7u %10llu %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %11.0f\n", r->mode,
-		       r->backend, r->size, (unsigned long long)r->count,
+		printf("%-14s %-9s %7u %10llu %8.2f %8.2f %8.2f %8.2f %9.2f %9.2f %11.0f\n",
+		       r->mode, r->backend, r->size, (unsigned long long)r->count,
 		       hist_percentile(h, 50) / 1e3, hist_percentile(h, 90) / 1e3,
 		       hist_percentile(h, 99) / 1e3, hist_percentile(h, 99.9) / 1e3,
 		       hist_percentile(h, 99.99) / 1e3, hist_max(h) / 1e3, rate);
 		if (r->retrans)
-			printf("          (%llu packets retransmitted)\n",
+			printf("               (%llu packets retransmitted)\n",
 			       (unsigned long long)r->retrans);
 		if (r->lost)
-			printf("          (%llu lost: no answer within %u ms)\n",
+			printf("               (%llu lost: no answer within %u ms)\n",
 			       (unsigned long long)r->lost, r->lost_timeout_ms);
 		if (r->busy)
-			printf("          (%llu refused: SYSTEM_BUSY, not acknowledged)\n",
+			printf("               (%llu refused: SYSTEM_BUSY, not acknowledged)\n",
 			       (unsigned long long)r->busy);
 	}
 	fflush(stdout);
@@ -132,7 +132,7 @@ bench_print_header(bool json, const char *tool, const char *version, double rate
 		printf("# %s load, depth %u x %u sessions; latency in us%s\n",
 		       rate > 0 ? "open-loop" : "closed-loop", depth, clients,
 		       rate > 0 ? " from the intended send time" : "");
-	printf("%-9s %-9s %7s %10s %8s %8s %8s %8s %9s %9s %11s\n", "mode", "backend", "size",
+	printf("%-14s %-9s %7s %10s %8s %8s %8s %8s %9s %9s %11s\n", "mode", "backend", "size",
 	       "count", "p50", "p90", "p99", "p99.9", "p99.99", "max", "msgs/s");
 }
 

@@ -111,9 +111,9 @@ on_signal(int sig)
 }
 
 static void
-usage(void)
+usage_to(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: sprocket-bench ping [options]   transport + raw round trips\n"
 		"       sprocket-bench echo [options]   the echo peer (started by ping)\n"
 		"       sprocket-bench produce --namesrv=HOST:PORT [options]\n"
@@ -159,6 +159,12 @@ usage(void)
 		"                        slices with --topic (e.g. 16 vs 10,000 queues)\n"
 		"  --iface, --ip, --port, --dpdk-args          this side's port\n"
 		"  --peer-iface, --peer-ip, --peer-dpdk-args   the peer's port\n");
+}
+
+static void
+usage(void)
+{
+	usage_to(stderr);
 }
 
 static int
@@ -218,6 +224,17 @@ parse_opts(int argc, char **argv, struct opts *o)
 	if (argc < 2) {
 		usage();
 		return -1;
+	}
+	/* Answered at once, exit status 0 (main: 1) */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage_to(stdout);
+			return 1;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("sprocket-bench %s\n", SP_VERSION);
+			return 1;
+		}
 	}
 	o->mode = argv[1];
 	optind = 2;
@@ -531,8 +548,10 @@ struct result {
 static void
 print_result(const struct opts *o, const struct result *r)
 {
+	/* The remoting rows go over TCP whatever the dataplane's backend */
+	bool tcp = strstr(r->mode, "-tcp") != NULL;
 	struct bench_row row = {.mode = r->mode,
-				.backend = dp_backend_name(o->backend),
+				.backend = tcp ? "tcp" : dp_backend_name(o->backend),
 				.size = o->size,
 				.depth = o->depth,
 				.sessions =
@@ -2083,9 +2102,10 @@ int
 main(int argc, char **argv)
 {
 	struct opts o;
+	int rc = parse_opts(argc, argv, &o);
 
-	if (parse_opts(argc, argv, &o) != 0)
-		return 2;
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
 	if (strcmp(o.mode, "echo") == 0) {
 		clk_init();
 		return run_echo(&o);

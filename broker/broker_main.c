@@ -812,6 +812,11 @@ main(int argc, char **argv)
 	struct in_addr a;
 	char dp_mac[24];
 
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("sprocket-broker %s\n", SP_VERSION);
+			return 0;
+		}
 	clk_init();
 	if (cfg_create(bk_keys, bk_nkeys, &cfg, &cerr) != 0) {
 		fprintf(stderr, "sprocket-broker: %s\n", cerr.msg);
@@ -823,7 +828,9 @@ main(int argc, char **argv)
 		return 2;
 	}
 	if (help) {
-		printf("usage: sprocket-broker [-c broker.properties] [--key=value ...]\nkeys:\n");
+		printf("usage: sprocket-broker [-c broker.properties] [--key=value ...] "
+		       "[--version]\n"
+		       "keys:\n");
 		fflush(stdout);
 		cfg_print_help(cfg, STDOUT_FILENO);
 		cfg_destroy(cfg);

@@ -77,6 +77,11 @@ main(int argc, char **argv)
 	int sfd = -1;
 	int rc;
 
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("sprocket-namesrv %s\n", SP_VERSION);
+			return 0;
+		}
 	if (cfg_create(ns_keys, ARRAY_SIZE(ns_keys), &cfg, &err) != 0 ||
 	    cfg_parse_args(cfg, argc, argv, &help, &err) != 0) {
 		fprintf(stderr, "sprocket-namesrv: %s\n", err.msg);
@@ -84,7 +89,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	if (help) {
-		printf("usage: sprocket-namesrv [-c FILE] [--key=value ...]\nkeys:\n");
+		printf("usage: sprocket-namesrv [-c FILE] [--key=value ...] [--version]\nkeys:\n");
 		fflush(stdout);
 		cfg_print_help(cfg, 1);
 		cfg_destroy(cfg);

@@ -170,7 +170,9 @@ dpdk)
 esac
 
 if [ -n "${TOPICS:-}" ]; then
-	# Explicit creation, as mqadmin updateTopic would (the admin command is not there yet).
+	# Created before the broker starts. A running broker takes RocketMQ's
+	# UPDATE_AND_CREATE_TOPIC (mqadmin updateTopic) on its remoting port; sprocket
+	# has no CLI of its own yet.
 	mkdir -p "$work/store/config"
 	{
 		printf '{"topicConfigTable":{'
@@ -187,7 +189,7 @@ in_b "$BIN/control/sprocket-namesrv" --listenPort="$ns_port" --bindAddress=0.0.0
 	--kvConfigPath="$work/namesrv/kvConfig.json" >"$work/namesrv.log" 2>&1 &
 ns_pid=$!
 in_b "$BIN/broker/sprocket-broker" --storePathRootDir="$work/store" \
-	--namesrvAddr="127.0.0.1:$ns_port" --mapedFileSizeCommitLog=268435456 \
+	--namesrvAddr="127.0.0.1:$ns_port" --mapedFileSizeCommitLog=268435456 --listenPort=0 \
 	"${broker_args[@]}" $BROKER_ARGS >"$work/broker.log" 2>&1 &
 bk_pid=$!
 if ! wait_line "$work/broker.log" ' ready: ' 300 "$bk_pid"; then
