@@ -484,7 +484,7 @@ unsigned
 bk_core_msg_allow(const struct bk_core *c)
 {
 	return (c->bk->conf.delay_levels > 0 ? BK_MSG_DELAY : 0u) |
-	       (c->tq != NULL ? BK_MSG_TIMER : 0u);
+	       (c->tq != NULL ? BK_MSG_TIMER : 0u) | (c->tx != NULL ? BK_MSG_TX : 0u);
 }
 
 static int
@@ -569,6 +569,15 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 				timed = true;
 			}
 		}
+		if (asks & BK_MSG_TX) {
+			if (c->bk->conf.tx_reject)
+				return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+							  WIRE_DP_ST_NO_PERMISSION, 0);
+			sq = bk_tx_wrap(c, &m, &status);
+			if (sq == NULL)
+				return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+							  status, 0);
+		}
 		rc = store_put(c->bk->store, sq, &m, &res);
 		if (rc < 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
@@ -576,6 +585,8 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		c->st.sends++;
 		c->st.delayed += level > 0;
 		c->st.timed += timed;
+		if (asks & BK_MSG_TX)
+			bk_tx_stored(c, (uint64_t)res.qoff);
 		a.ticket = res.ticket;
 		a.phys = res.phys;
 		a.qoff = res.qoff;
@@ -1195,6 +1206,14 @@ bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
 		offset_raise(c, cmd);
 		rmt_complete(c, cmd);
 		return;
+	case BK_ROP_END_TX:
+		bk_tx_end(c, cmd);
+		rmt_complete(c, cmd);
+		return;
+	case BK_ROP_TX_CHECK:
+		bk_tx_check(c, cmd);
+		rmt_complete(c, cmd);
+		return;
 	default:
 		cmd->resp_len = 0;
 		bk_core_handle(NULL, &req, c);
@@ -1219,6 +1238,8 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 		work += bk_delay_tick(c, now_ns);
 	if (c->tq != NULL)
 		work += bk_timer_tick(c);
+	if (c->tx != NULL)
+		work += bk_tx_tick(c);
 	while (c->ack_head != c->ack_tail) {
 		struct bk_ack *a = &c->acks[c->ack_head % c->ack_cap];
 		uint64_t now = clk_mono_fast_ns();

@@ -35,6 +35,7 @@ struct bk_ctl {
 	char offsets_path[PATH_MAX];
 	char delay_path[PATH_MAX]; /* delayOffset.json */
 	char timer_path[PATH_MAX]; /* timercheck */
+	char tx_path[PATH_MAX];	   /* transcheck */
 	struct bk_timer *timer;	   /* NULL: timers off, or a slave */
 	char *delay_synced;	   /* SLAVE: the master's delayOffset.json as last written */
 	size_t delay_synced_len;
@@ -101,5 +102,18 @@ void bk_timer_stop(struct bk_ctl *x);
 int bk_timer_save(struct bk_ctl *x);
 void bk_timer_report(const struct bk_ctl *x);
 void bk_timer_fini(struct bk_ctl *x);
+
+/*
+ * bk_tx_ctl.c: the transaction keys into conf; at start, after the topics,
+ * before the cores: the half and op topics (a queue per core), each core's
+ * state rebuilt from them, transcheck and its log (Return: 0 or -errno,
+ * logged); transcheck from the cores' published progress; counters at
+ * exit; everything freed.
+ */
+int bk_tx_conf(struct bk_ctl *x);
+int bk_tx_setup(struct bk_ctl *x);
+int bk_tx_save(struct bk_ctl *x);
+void bk_tx_report(const struct bk_ctl *x);
+void bk_tx_fini(struct bk_ctl *x);
 
 #endif /* SP_BROKER_BK_CTL_H */

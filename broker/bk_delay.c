@@ -104,7 +104,7 @@ bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *st
 
 int
 bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const *skip,
-		 const char *src_prop, uint64_t *ticket)
+		 const char *src_prop, uint32_t sys_or, uint64_t *ticket)
 {
 	const struct bk_topic *t;
 	struct store_put_res res;
@@ -146,7 +146,8 @@ bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const 
 	m.topic_len = (uint8_t)t->name_len;
 	m.queue_id = (int32_t)qid;
 	m.flag = s->flag;
-	m.sys_flag = s->sys_flag & ~(WIRE_SYSFLAG_BORNHOST_V6 | WIRE_SYSFLAG_STOREHOST_V6);
+	m.sys_flag =
+		(s->sys_flag & ~(WIRE_SYSFLAG_BORNHOST_V6 | WIRE_SYSFLAG_STOREHOST_V6)) | sys_or;
 	m.born_ts = s->born_ts;
 	m.born_host = s->born_host;
 	m.store_host = c->bk->store_host;
@@ -230,7 +231,7 @@ bk_delay_tick(struct bk_core *c, uint64_t now_ns)
 			if (now_ms < d->due_ms)
 				break;
 			static const char *const skip[] = {"DELAY", NULL};
-			int dr = bk_sched_deliver(c, &m, skip, BK_DELAY_SRC_PROP, &ticket);
+			int dr = bk_sched_deliver(c, &m, skip, BK_DELAY_SRC_PROP, 0, &ticket);
 
 			if (dr == BK_DELIVER_LATER)
 				break;

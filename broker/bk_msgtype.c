@@ -37,11 +37,15 @@ bk_msg_refused(const char *props, size_t plen, int32_t sysflag, unsigned allow, 
 
 	if (asks != NULL)
 		*asks = 0;
-	if ((sysflag & WIRE_SYSFLAG_TX_MASK) != 0 ||
+	if ((sysflag & WIRE_SYSFLAG_TX_MASK) == WIRE_SYSFLAG_TX_COMMIT ||
+	    (sysflag & WIRE_SYSFLAG_TX_MASK) == WIRE_SYSFLAG_TX_ROLLBACK)
+		return "a SEND cannot commit or roll back a transaction (sysFlag): END_TRANSACTION "
+		       "does; nothing was stored";
+	/* RocketMQ decides by the property; the sysFlag alone says the same */
+	if ((sysflag & WIRE_SYSFLAG_TX_MASK) == WIRE_SYSFLAG_TX_PREPARED ||
 	    (wire_props_get(props, plen, "TRAN_MSG", &v, &vl) && vl == 4 &&
 	     memcmp(v, "true", 4) == 0))
-		return "transactional messages are not supported by this broker yet; nothing was "
-		       "stored";
+		ask |= BK_MSG_TX;
 	if (delay_asked(props, plen))
 		ask |= BK_MSG_DELAY;
 	for (int i = 0; timers[i] != NULL && !(ask & BK_MSG_TIMER); i++)
@@ -55,6 +59,12 @@ bk_msg_refused(const char *props, size_t plen, int32_t sysflag, unsigned allow, 
 	if ((ask & BK_MSG_TIMER) && !(allow & BK_MSG_TIMER))
 		return "messages with a delivery time (__STARTDELIVERTIME, TIMER_*) are not taken "
 		       "in a batch, or with timerWheelEnable=false; nothing was stored";
+	if ((ask & BK_MSG_TX) && !(allow & BK_MSG_TX))
+		return "transactional messages are not taken in a batch (nor by a slave); nothing "
+		       "was stored";
+	if ((ask & BK_MSG_TX) && (ask & (BK_MSG_DELAY | BK_MSG_TIMER)))
+		return "a transactional message cannot have a delay level or a delivery time; "
+		       "nothing was stored";
 	if (ask == (BK_MSG_DELAY | BK_MSG_TIMER))
 		return "a message asks for both a delay level (DELAY) and a delivery time "
 		       "(__STARTDELIVERTIME, TIMER_*): one or the other; nothing was stored";

@@ -16,6 +16,8 @@
 /* What a SEND may ask for here (@allow), and what it asks for (*@asks). */
 #define BK_MSG_DELAY 1u /* DELAY: delay levels on (messageDelayLevel), not a batch item */
 #define BK_MSG_TIMER 2u /* a delivery time: timerWheelEnable, not a batch item */
+#define BK_MSG_TX                                                                                  \
+	4u /* a transactional half (TRAN_MSG=true or sysFlag PREPARED), not a batch item */
 
 /**
  * bk_msg_refused() - why a message with these properties and sysFlag is

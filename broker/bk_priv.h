@@ -35,10 +35,15 @@
 #define BK_RETRY_PREFIX "%RETRY%"
 #define BK_SCHED_TOPIC STORE_SCHED_TOPIC /* RocketMQ's delay-level queues */
 #define BK_DELAY_LEVELS_MAX 64
-#define BK_DELAY_SRC_PROP "__SP_SCHED_PHYS" /* a delivered copy's schedule record */
-#define BK_TIMER_TOPIC STORE_TIMER_TOPIC    /* delivery-time timers (bk_timer.c) */
-#define BK_TIMER_SRC_PROP "__SP_TIMER_SRC"  /* a delivered or rolled copy's timer record */
-#define BK_TIMER_RING 8192u		    /* timer thread -> core items */
+#define BK_DELAY_SRC_PROP "__SP_SCHED_PHYS"  /* a delivered copy's schedule record */
+#define BK_TIMER_TOPIC STORE_TIMER_TOPIC     /* delivery-time timers (bk_timer.c) */
+#define BK_TIMER_SRC_PROP "__SP_TIMER_SRC"   /* a delivered or rolled copy's timer record */
+#define BK_TIMER_RING 8192u		     /* timer thread -> core items */
+#define BK_TX_HALF_TOPIC STORE_TX_HALF_TOPIC /* transactions' halves (bk_tx.c) */
+#define BK_TX_OP_TOPIC STORE_TX_OP_TOPIC     /* and their resolutions */
+#define BK_TX_HALF_PROP "__SP_TX_HALF"	     /* a committed copy's half record */
+#define BK_TX_WINDOW (1u << 22)		     /* halves in doubt per core */
+#define BK_TX_OPS_LATER 64u		     /* resolutions whose op record waits */
 /* Room a delayed or timed record keeps in its properties for what its delivery or roll adds */
 #define BK_PROPS_SLACK 48u
 
@@ -151,6 +156,10 @@ enum bk_rop {
 	BK_ROP_GATHER = 101,   /* the records at phys[nphys_done..nphys) -> resp */
 	/* req: an UPDATE_OFFSET request; raise the committed offset to its value, never lower */
 	BK_ROP_OFFSET_RAISE = 102,
+	/* req: struct bk_tx_end_req; value: enum bk_tx_end_res */
+	BK_ROP_END_TX = 103,
+	/* resp: struct bk_tx_check_item + record, ...; value 1: more to come */
+	BK_ROP_TX_CHECK = 104,
 };
 
 struct bk_rcmd {
@@ -205,6 +214,63 @@ struct bk_core_stats {
 	uint64_t timer_delivered;
 	uint64_t timer_rolled;	/* written again (the log keeps them: timer_roll_ms) */
 	uint64_t timer_dropped; /* due, but unreadable or no REAL_TOPIC/REAL_QID here */
+	uint64_t tx_halves;	/* transactional halves stored */
+	uint64_t tx_commits;
+	uint64_t tx_rollbacks;
+	uint64_t tx_again;     /* END_TRANSACTION for a half already resolved: nothing done */
+	uint64_t tx_checks;    /* check-backs handed to the remoting port */
+	uint64_t tx_discarded; /* unresolved after transactionCheckMax checks */
+};
+
+/*
+ * A core's transactions (bk_tx.c, bk_tx_ctl.c): its queues of the half and
+ * op topics and the state of every half from base up: bit 0 resolved
+ * (committed, rolled back or discarded), bits 1-7 check-backs sent. The
+ * core owns all of it; the control side reads only the published progress
+ * (seqlock), which transcheck saves.
+ */
+struct bk_tx {
+	struct store_queue *hq, *oq;
+	uint8_t *st;	  /* BK_TX_WINDOW, indexed by half offset % BK_TX_WINDOW */
+	uint64_t base;	  /* every half below is resolved */
+	uint64_t op_base; /* every op unit below names a half below base */
+	uint64_t scan;	  /* the check pass's next half; 0: no pass running */
+	int64_t next_pass_ms;
+	uint64_t last_ticket;		 /* of the last commit or op append */
+	uint64_t later[BK_TX_OPS_LATER]; /* resolved halves whose op record is not written yet */
+	uint32_t nlater;
+	bool pending; /* progress waits for pend_ticket */
+	uint64_t pend_ticket, pend_base, pend_op_base, pend_log;
+	alignas(64) _Atomic uint32_t seq;
+	_Atomic uint64_t pub_base, pub_op_base, pub_log;
+};
+
+/* BK_ROP_END_TX's request (RocketMQ's END_TRANSACTION header, checked by control). */
+struct bk_tx_end_req {
+	int64_t phys;  /* commitLogOffset */
+	uint64_t qoff; /* tranStateTableOffset */
+	int32_t kind;  /* WIRE_SYSFLAG_TX_COMMIT or _ROLLBACK */
+	char group[META_GROUP_MAX + 1];
+};
+
+/* How END_TRANSACTION ended (bk_rcmd.value), for RocketMQ's remarks. */
+enum bk_tx_end_res {
+	BK_TX_END_OK,
+	BK_TX_END_NOT_FOUND,   /* "Find prepared transaction message failed" */
+	BK_TX_END_GROUP_WRONG, /* "The producer group wrong" */
+	BK_TX_END_QOFF_WRONG,  /* "The transaction state table offset wrong" */
+	BK_TX_END_BUSY,	       /* the store took nothing now: the check-back will ask again */
+	BK_TX_END_NO_TOPIC,    /* the half's REAL_TOPIC/REAL_QID is not writable here */
+};
+
+/* One item of a BK_ROP_TX_CHECK answer, followed by its half record. */
+struct bk_tx_check_item {
+	uint32_t len;	 /* the record's */
+	uint8_t discard; /* 1: past transactionCheckMax, resolved as discarded */
+	uint8_t checks;	 /* check-backs sent for it, this one included */
+	uint16_t rsv;
+	uint64_t qoff;
+	int64_t phys;
 };
 
 /* What the timer thread hands a core: a due timer record, or a mark. */
@@ -303,6 +369,8 @@ struct bk_core {
 	struct bk_delay_q *dq;
 	/* delivery-time timers (bk_timer.c): NULL when off and on a slave */
 	struct bk_timer_q *tq;
+	/* transactions (bk_tx.c): NULL on a slave */
+	struct bk_tx *tx;
 	uint64_t delay_next_ns; /* the next look at the queues' heads */
 	/* PULL: the records chosen by the first pass, copied by the second */
 	const uint8_t *pull_rec[BK_PULL_MSGS_MAX];
@@ -338,6 +406,10 @@ struct bk_conf {
 	uint32_t delay_levels;			    /* messageDelayLevel: how many */
 	uint64_t delay_ms[BK_DELAY_LEVELS_MAX + 1]; /* [level], level 1 .. delay_levels */
 	bool timers;				    /* timerWheelEnable */
+	bool tx_reject;				    /* rejectTransactionMessage */
+	uint64_t tx_timeout_ms;			    /* transactionTimeOut */
+	uint32_t tx_check_max;			    /* transactionCheckMax */
+	uint64_t tx_check_ms;			    /* transactionCheckInterval */
 	uint64_t timer_max_ms;			    /* timerMaxDelaySec, in ms */
 	uint64_t timer_roll_ms; /* a timer record is written again this often until due */
 };
@@ -448,7 +520,18 @@ enum { BK_DELIVER_LATER, BK_DELIVER_DONE, BK_DELIVER_DROPPED };
  * can put it).
  */
 int bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const *skip,
-		     const char *src_prop, uint64_t *ticket);
+		     const char *src_prop, uint32_t sys_or, uint64_t *ticket);
+
+/* ---- transactions (bk_tx.c) ---- */
+/* Core: turn half @m into its RMQ_SYS_TRANS_HALF_TOPIC record (c->dprops). Return: the queue, or NULL (*@status). */
+struct store_queue *bk_tx_wrap(struct bk_core *c, struct wire_msg *m, int32_t *status);
+/* Core: BK_ROP_END_TX, BK_ROP_TX_CHECK. */
+void bk_tx_end(struct bk_core *c, struct bk_rcmd *cmd);
+void bk_tx_check(struct bk_core *c, struct bk_rcmd *cmd);
+/* Core: op records left to write, progress to publish. Return: work done. */
+unsigned bk_tx_tick(struct bk_core *c);
+/* Core: a half just stored at @qoff (its slot is clear). */
+void bk_tx_stored(struct bk_core *c, uint64_t qoff);
 
 /* ---- delivery-time timers (bk_timer.c) ---- */
 /*

@@ -476,6 +476,9 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	case WIRE_REQ_GET_EARLIEST_MSG_STORETIME:
 		bk_rmt__do_offset(r, c, q);
 		return;
+	case WIRE_REQ_END_TRANSACTION:
+		bk_rmt__do_end_tx(r, c, q);
+		return;
 	case WIRE_REQ_CONSUMER_SEND_MSG_BACK:
 		bk_rmt__do_send_back(r, c, q);
 		return;
@@ -645,6 +648,7 @@ conn_teardown(struct bk_rmt *r, struct rconn *c)
 		conn_free(c);
 	}
 	bk_rmt__groups_sweep(r, true, id, gen);
+	bk_rmt__producers_sweep(r, true, id, gen, NULL);
 }
 
 static void
@@ -825,9 +829,11 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 	}
 	reap(r);
 	conns_reap(r);
+	bk_rmt__tx_tick(r);
 	if (now_ms >= r->next_sweep_ms) {
 		r->next_sweep_ms = now_ms + 1000;
 		bk_rmt__groups_sweep(r, false, 0, 0);
+		bk_rmt__producers_sweep(r, false, 0, 0, NULL);
 		for (size_t i = 0; i < r->nlocks;) {
 			if (now_ms - r->locks[i].last_ms > r->conf.lock_expire_ms) {
 				r->locks[i] = r->locks[--r->nlocks];

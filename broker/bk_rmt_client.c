@@ -205,6 +205,17 @@ bk_rmt__do_heartbeat(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cm
 			      "heartbeat body is not valid HeartbeatData");
 		return;
 	}
+	if (json_object_object_get_ex(o, "producerDataSet", &set) &&
+	    json_object_is_type(set, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(set); i++) {
+			const char *gname = js(json_object_array_get_idx(set, i), "groupName");
+
+			/* Every client instance names CLIENT_INNER_PRODUCER: no half has it */
+			if (gname != NULL && gname[0] && strlen(gname) <= META_GROUP_MAX &&
+			    strcmp(gname, "CLIENT_INNER_PRODUCER") != 0)
+				bk_rmt__producer_seen(r, c, gname, cid);
+		}
+	}
 	if (json_object_object_get_ex(o, "consumerDataSet", &set) &&
 	    json_object_is_type(set, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(set); i++) {
@@ -271,8 +282,11 @@ bk_rmt__do_unregister(struct bk_rmt *r, struct rconn *c, const struct wire_rem_c
 {
 	const char *cid = bk_rmt__ext_s(q, "clientID", NULL);
 	const char *gname = bk_rmt__ext_s(q, "consumerGroup", NULL);
+	const char *pname = bk_rmt__ext_s(q, "producerGroup", NULL);
 	struct rgroup *g = gname ? group_find(r, gname, false) : NULL;
 
+	if (pname != NULL)
+		bk_rmt__producers_sweep(r, true, c->id, c->gen, pname);
 	if (cid && g) {
 		for (size_t i = 0; i < g->n; i++) {
 			if (strcmp(g->m[i].client_id, cid) == 0) {

@@ -106,6 +106,15 @@ bk_rmt__do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		bk_rmt__reply(r, c, q, WIRE_RSP_MESSAGE_ILLEGAL, why);
 		return;
 	}
+	if ((asks & BK_MSG_TX) && r->bk->conf.tx_reject) {
+		char remark[96];
+
+		/* RocketMQ's words for rejectTransactionMessage */
+		snprintf(remark, sizeof(remark),
+			 "the broker[%s] sending transaction message is forbidden", r->conf.ip);
+		bk_rmt__reply(r, c, q, WIRE_RSP_NO_PERMISSION, remark);
+		return;
+	}
 	/* A retry-topic send past maxReconsumeTimes goes to the group's DLQ (RocketMQ). */
 	if (!batch && tl > 7 && memcmp(topic, BK_RETRY_PREFIX, 7) == 0 &&
 	    recon >= (maxre >= 0 ? maxre : (int64_t)r->bk->conf.max_reconsume) &&
@@ -797,6 +806,11 @@ bk_rmt__job_done(struct bk_rmt *r, struct rjob *j)
 	struct rconn *c;
 
 	r->inflight[j->c.core]--;
+	if (j->c.op == BK_ROP_TX_CHECK) {
+		bk_rmt__tx_check_done(r, j);
+		bk_rmt__job_free(r, j);
+		return;
+	}
 	if (job_again(r, j))
 		return;
 	c = bk_rmt__conn_get(r, j->conn, j->gen);
@@ -815,6 +829,9 @@ bk_rmt__job_done(struct bk_rmt *r, struct rjob *j)
 				break;
 			case BK_ROP_GATHER:
 				answer_lookup(r, c, j);
+				break;
+			case BK_ROP_END_TX:
+				bk_rmt__answer_end_tx(r, c, j);
 				break;
 			default:
 				answer_offset(r, c, j, j->c.resp, j->c.resp_len);

@@ -120,6 +120,20 @@ struct bk_rmt {
 	struct rconn *fuzz_conn;
 	bool any_closing;
 	unsigned work; /* frames and completions handled by this bk_rmt_run() */
+	/* transactions (bk_rmt_tx.c) */
+	struct rproducer *producers;
+	size_t nproducers, producers_cap;
+	size_t producer_rr;
+	bool tx_checking[BK_CORES_MAX]; /* a BK_ROP_TX_CHECK at the core */
+	uint64_t next_tx_ms;
+};
+
+/* A producer group's connection, from its HEART_BEAT (RocketMQ's ProducerManager). */
+struct rproducer {
+	char group[META_GROUP_MAX + 1];
+	char client_id[256];
+	uint32_t conn, gen;
+	uint64_t last_ms;
 };
 
 struct rresp {
@@ -209,5 +223,20 @@ void bk_rmt__do_send_back(struct bk_rmt *r, struct rconn *c, const struct wire_r
 void bk_rmt__do_lookup(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 
 void bk_rmt__job_done(struct bk_rmt *r, struct rjob *j);
+
+/* ---- transactions (bk_rmt_tx.c) ---- */
+/* A HEART_BEAT named producer group @group on @c. */
+void bk_rmt__producer_seen(struct bk_rmt *r, struct rconn *c, const char *group,
+			   const char *client_id);
+/* Forget producers: of connection (@id, @gen) (of @group only, unless NULL), or silent ones. */
+void bk_rmt__producers_sweep(struct bk_rmt *r, bool by_conn, uint32_t id, uint32_t gen,
+			     const char *group);
+/* END_TRANSACTION (37); its answer when it was not oneway. */
+void bk_rmt__do_end_tx(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__answer_end_tx(struct bk_rmt *r, struct rconn *c, struct rjob *j);
+/* About every second: ask each core for the halves to check back. */
+void bk_rmt__tx_tick(struct bk_rmt *r);
+/* A core's BK_ROP_TX_CHECK answer: check-backs sent, discards logged (@j is freed by the caller). */
+void bk_rmt__tx_check_done(struct bk_rmt *r, struct rjob *j);
 
 #endif /* SP_BROKER_BK_RMT_PRIV_H */

@@ -169,7 +169,7 @@ fire(struct bk_core *c, const struct bk_timer_item *it, int64_t now_ms, uint64_t
 		dr = roll(c, &m, (int64_t)due, now_ms, ticket);
 		c->st.timer_rolled += dr == BK_DELIVER_DONE;
 	} else {
-		dr = bk_sched_deliver(c, &m, skip, BK_TIMER_SRC_PROP, ticket);
+		dr = bk_sched_deliver(c, &m, skip, BK_TIMER_SRC_PROP, 0, ticket);
 		c->st.timer_delivered += dr == BK_DELIVER_DONE;
 	}
 	c->st.timer_dropped += dr == BK_DELIVER_DROPPED;

@@ -492,7 +492,7 @@ bk_timer_save(struct bk_ctl *x)
 		return 0;
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		published(&x->bk.cores[i], &mk[i]);
-	err = meta_timer_save(&store_io_posix, x->timer_path, mk, x->bk.ncores);
+	err = meta_timer_save(&store_io_posix, x->timer_path, META_TIMER_HEADER, mk, x->bk.ncores);
 	if (err)
 		log_err(BK_TAG, "saving %s: %s", x->timer_path, strerror(-err));
 	return err;

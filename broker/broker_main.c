@@ -448,6 +448,7 @@ persist_main(void *arg)
 		if (now >= next_d) {
 			(void)bk_delay_save(x);
 			(void)bk_timer_save(x);
+			(void)bk_tx_save(x);
 			next_d = clk_mono_ns() / 1000000 + every_d;
 			continue;
 		}
@@ -866,7 +867,8 @@ main(int argc, char **argv)
 		.offset_slots = (uint32_t)cfg_get_int(cfg, "consumerOffsetSlotsPerCore"),
 	};
 	x->bk.ncores = x->bk.conf.cores;
-	if (bk_ctl_role_setup(x) != 0 || bk_delay_conf(x) != 0 || bk_timer_conf(x) != 0)
+	if (bk_ctl_role_setup(x) != 0 || bk_delay_conf(x) != 0 || bk_timer_conf(x) != 0 ||
+	    bk_tx_conf(x) != 0)
 		goto out;
 	/*
 	 * A slave on dpdk follows its master through its own device (the
@@ -998,7 +1000,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
-	    bk_timer_setup(x) != 0)
+	    bk_timer_setup(x) != 0 || bk_tx_setup(x) != 0)
 		goto out_cores;
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		x->bk.cores[i].repl_base_end = clog_written(store_clog(x->bk.store, i));
@@ -1095,7 +1097,9 @@ out_run:
 	x->rmt = NULL;
 	print_stats(x);
 	bk_timer_report(x);
-	if (offsets_save(x) != 0 || bk_delay_save(x) != 0 || bk_timer_save(x) != 0)
+	bk_tx_report(x);
+	if (offsets_save(x) != 0 || bk_delay_save(x) != 0 || bk_timer_save(x) != 0 ||
+	    bk_tx_save(x) != 0)
 		rc = 1;
 	goto out_cores;
 out_ports:
@@ -1103,6 +1107,7 @@ out_ports:
 	stop_cores(x);
 out_cores:
 	bk_timer_fini(x);
+	bk_tx_fini(x);
 	for (uint32_t i = 0; x->bk.cores && i < x->bk.ncores; i++)
 		bk_core_fini(&x->bk.cores[i]);
 	free(x->bk.cores);

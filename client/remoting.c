@@ -306,10 +306,13 @@ take_frame(struct sp_rem *c, size_t flen)
 	return f;
 }
 
-/* Read frames until the response to @opaque. Return: 0 with @resp filled, -errno. */
+/*
+ * Read frames until the response to @opaque (@any: until any frame).
+ * Return: 0 with @resp filled, -errno.
+ */
 static int
-recv_response(struct sp_rem *c, int32_t opaque, size_t frame_max, uint64_t deadline_ns,
-	      struct sp_rem_resp *resp)
+recv_frame(struct sp_rem *c, int32_t opaque, bool any, size_t frame_max, uint64_t deadline_ns,
+	   struct sp_rem_resp *resp)
 {
 	for (;;) {
 		size_t flen = 0;
@@ -340,8 +343,8 @@ recv_response(struct sp_rem *c, int32_t opaque, size_t frame_max, uint64_t deadl
 			return -ENOMEM;
 		}
 		rc = wire_rem_decode(frame, flen, &resp->cmd, scratch, scap);
-		if (rc == 0 && (resp->cmd.flag & WIRE_REM_FLAG_RESPONSE) != 0 &&
-		    resp->cmd.opaque == opaque) {
+		if (rc == 0 && (any || ((resp->cmd.flag & WIRE_REM_FLAG_RESPONSE) != 0 &&
+					resp->cmd.opaque == opaque))) {
 			resp->frame = frame;
 			resp->scratch = scratch;
 			return 0;
@@ -408,8 +411,23 @@ sp_rem_call(struct sp_rem *c, struct wire_rem_cmd *req, const void *body, size_t
 	rc = send_all(c, iov, body_len > 0 ? 2 : 1, deadline);
 	free(hdr);
 	if (rc == 0 && (req->flag & WIRE_REM_FLAG_ONEWAY) == 0)
-		rc = recv_response(c, req->opaque, frame_max, deadline, resp);
+		rc = recv_frame(c, req->opaque, false, frame_max, deadline, resp);
 	if (rc != 0)
+		c->broken = true;
+	return rc;
+}
+
+int
+sp_rem_next(struct sp_rem *c, uint32_t timeout_ms, size_t frame_max, struct sp_rem_resp *resp)
+{
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	if (c->broken)
+		return -ENOTCONN;
+	rc = recv_frame(c, 0, true, frame_max ? frame_max : WIRE_REM_FRAME_MAX_DEFAULT,
+			clk_mono_ns() + (uint64_t)timeout_ms * 1000000, resp);
+	if (rc != 0 && rc != -ETIMEDOUT)
 		c->broken = true;
 	return rc;
 }

@@ -7,17 +7,18 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/meta_timer.h"
 
-#define HEADER "# queue doneMs doneQueueOffset doneLogOffset\n"
 #define FILE_MAX (64u * 1024)
 
 long
-meta_timer_text(const struct meta_timer_mark *m, size_t n, char *buf, size_t cap)
+meta_timer_text(const char *header, const struct meta_timer_mark *m, size_t n, char *buf,
+		size_t cap)
 {
 	size_t len = 0;
-	int w = snprintf(buf, cap, "%s", HEADER);
+	int w = snprintf(buf, cap, "%s", header);
 
 	if (w < 0 || (size_t)w >= cap)
 		return -ENOBUFS;
@@ -85,17 +86,17 @@ meta_timer_parse(const char *txt, size_t len, struct meta_timer_mark *m, size_t 
 }
 
 int
-meta_timer_save(const struct store_io_ops *io, const char *path, const struct meta_timer_mark *m,
-		size_t n)
+meta_timer_save(const struct store_io_ops *io, const char *path, const char *header,
+		const struct meta_timer_mark *m, size_t n)
 {
-	size_t cap = sizeof(HEADER) + n * 80;
+	size_t cap = strlen(header) + 1 + n * 80;
 	char *buf = malloc(cap);
 	long len;
 	int rc;
 
 	if (buf == NULL)
 		return -ENOMEM;
-	len = meta_timer_text(m, n, buf, cap);
+	len = meta_timer_text(header, m, n, buf, cap);
 	rc = len < 0 ? (int)len : store_io_write_atomic(io, path, buf, (size_t)len);
 	free(buf);
 	return rc;

@@ -372,6 +372,16 @@ unit_tag_hash(const struct wire_msg *m)
 				       fire <= INT64_MAX
 			       ? (int64_t)fire
 			       : 0;
+	if (m->topic_len == sizeof(STORE_TX_OP_TOPIC) - 1 &&
+	    memcmp(m->topic, STORE_TX_OP_TOPIC, m->topic_len) == 0) {
+		uint64_t v = 0;
+		uint32_t i;
+
+		for (i = 0; i < m->body_len && i < 19 && m->body[i] >= '0' && m->body[i] <= '9';
+		     i++)
+			v = v * 10 + (uint64_t)(m->body[i] - '0');
+		return i > 0 && i == m->body_len ? (int64_t)v : -1;
+	}
 	if (!wire_props_get(m->props, m->props_len, "TAGS", &tags, &len))
 		return 0;
 	return wire_tag_hash(tags, len);

@@ -6,7 +6,8 @@
  * `T_MAIN(test_x, test_y, ...)`. Each test runs in a forked child (libuv
  * style) so a crash or an abort fails that test only and is reported with its
  * name; the parent prints one line per test and exits non-zero on any
- * failure. Set T_NOFORK=1 to run in-process under a debugger.
+ * failure. Set T_NOFORK=1 to run in-process under a debugger, T_ONLY=name to
+ * run only the tests whose name has it.
  */
 #ifndef SP_TESTS_HARNESS_H
 #define SP_TESTS_HARNESS_H
@@ -76,11 +77,15 @@ static inline int
 t_run_all(const char *file, const struct t_case *cases, size_t n)
 {
 	const char *nofork = getenv("T_NOFORK");
-	size_t failed = 0;
+	const char *only = getenv("T_ONLY"); /* run only the cases whose name has this */
+	size_t failed = 0, ran = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		int ok;
 
+		if (only != NULL && only[0] && strstr(cases[i].name, only) == NULL)
+			continue;
+		ran++;
 		if (nofork != NULL && nofork[0] == '1') {
 			cases[i].fn();
 			ok = 1;
@@ -111,7 +116,7 @@ t_run_all(const char *file, const struct t_case *cases, size_t n)
 		printf("%s %s/%s\n", ok ? "ok  " : "FAIL", file, cases[i].name);
 		failed += !ok;
 	}
-	printf("%zu passed, %zu failed\n", n - failed, failed);
+	printf("%zu passed, %zu failed\n", ran - failed, failed);
 	return failed ? 1 : 0;
 }
 

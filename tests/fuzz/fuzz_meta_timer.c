@@ -27,7 +27,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < N; i++)
 		if (m[i].done_ms < -1 || m[i].done_qoff > INT64_MAX || m[i].done_log > INT64_MAX)
 			abort();
-	len = meta_timer_text(m, N, buf, sizeof(buf));
+	len = meta_timer_text(META_TIMER_HEADER, m, N, buf, sizeof(buf));
 	if (len < 0 || meta_timer_parse(buf, (size_t)len, again, N) != 0 ||
 	    memcmp(m, again, sizeof(m)) != 0)
 		abort();

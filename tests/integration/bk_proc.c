@@ -74,6 +74,10 @@ bk_cleanup(struct bk_proc *p)
 {
 	if (p->pid > 0)
 		bk_stop(p);
+	if (getenv("T_KEEP") != NULL) { /* keep the store and broker.log to look at */
+		fprintf(stderr, "kept %s\n", p->dir);
+		return;
+	}
 	tproc_rmdir(p->dir, "/tmp/sp-bk-");
 }
 

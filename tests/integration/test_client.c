@@ -1036,6 +1036,98 @@ test_deliver_time(void)
 	cl_env_stop(&E);
 }
 
+static _Atomic unsigned tx_checks;
+
+static enum sp_tx_state
+tx_exec(void *arg, const struct sp_msg *msg, const struct sp_send_result *half)
+{
+	(void)arg;
+	T_ASSERT(half->status == 0 && half->phys_offset >= 0);
+	if (msg->body_len == 6 && memcmp(msg->body, "commit", 6) == 0)
+		return SP_TX_COMMIT;
+	if (msg->body_len == 8 && memcmp(msg->body, "rollback", 8) == 0)
+		return SP_TX_ROLLBACK;
+	return SP_TX_UNKNOWN;
+}
+
+static enum sp_tx_state
+tx_check(void *arg, const struct sp_msg_ext *m)
+{
+	(void)arg;
+	T_ASSERT(m->body_len == 7 && memcmp(m->body, "unknown", 7) == 0);
+	T_ASSERT(strcmp(m->topic, "TxT") == 0);
+	atomic_fetch_add(&tx_checks, 1);
+	return SP_TX_COMMIT;
+}
+
+static void
+tx_visit(void *arg, const struct sp_mq *mq, const struct sp_msg_ext *m)
+{
+	unsigned *seen = arg;
+
+	(void)mq;
+	if (m->body_len == 6 && memcmp(m->body, "commit", 6) == 0)
+		seen[0]++;
+	else if (m->body_len == 7 && memcmp(m->body, "unknown", 7) == 0)
+		seen[1]++;
+	else
+		seen[2]++; /* a rolled back one, or anything else */
+}
+
+/*
+ * The transactional producer: a committed half delivered once, a rolled
+ * back one never, an unknown one checked back (over the broker's remoting
+ * port) and committed by the check listener.
+ */
+static void
+test_transactions(void)
+{
+	const char *args[] = {"--defaultTopicQueueNums=2", "--transactionTimeOut=1000",
+			      "--transactionCheckInterval=500", NULL};
+	struct sp_tx_producer_cfg tc = {.group = "PGC", .check = tx_check};
+	static const char *const bodies[] = {"commit", "rollback", "unknown"};
+	static const enum sp_tx_state want[] = {SP_TX_COMMIT, SP_TX_ROLLBACK, SP_TX_UNKNOWN};
+	struct sp_send_result res;
+	struct sp_tx_producer *p;
+	struct sp_client *c;
+	unsigned seen[3] = {0};
+
+	cl_env_start(&E, g_be);
+	cl_broker_start(&E, 0, args);
+	c = cl_client_new(&E);
+	T_ASSERT_EQ(sp_tx_producer_create(c, &tc, &p), 0);
+	for (int i = 0; i < 3; i++) {
+		struct sp_msg m = {
+			.topic = "TxT", .body = bodies[i], .body_len = strlen(bodies[i])};
+		enum sp_tx_state st;
+
+		T_ASSERT_EQ(sp_tx_send(p, &m, tx_exec, NULL, &res, &st), 0);
+		T_ASSERT_EQ(st, want[i]);
+	}
+	wait_topic(c, "TxT", 2);
+	for (int i = 0; i < 500 && (seen[0] < 1 || seen[1] < 1); i++) {
+		usleep(20000);
+		memset(seen, 0, sizeof(seen));
+		(void)pull_all(c, "TxT", tx_visit, seen);
+	}
+	T_ASSERT(atomic_load(&tx_checks) >= 1);
+	usleep(1200000); /* another check pass: nothing more */
+	memset(seen, 0, sizeof(seen));
+	(void)pull_all(c, "TxT", tx_visit, seen);
+	T_ASSERT_EQ(seen[0], 1);
+	T_ASSERT_EQ(seen[1], 1);
+	T_ASSERT_EQ(seen[2], 0);
+	{
+		struct sp_msg d = {.topic = "TxT", .body = "x", .body_len = 1, .delay_level = 1};
+		enum sp_tx_state st;
+
+		T_ASSERT_EQ(sp_tx_send(p, &d, tx_exec, NULL, &res, &st), -EINVAL);
+	}
+	sp_tx_producer_destroy(p);
+	sp_client_destroy(c);
+	cl_env_stop(&E);
+}
+
 static void
 test_send_back(void)
 {
@@ -1291,7 +1383,8 @@ static const struct t_case cases[] = {
 	T_CASE(test_sync_flush_kill), T_CASE(test_async_flush_kill),
 	T_CASE(test_write_protect),   T_CASE(test_send_back),
 	T_CASE(test_delay_level),     T_CASE(test_deliver_time),
-	T_CASE(test_bad_input),	      T_CASE(test_placement),
+	T_CASE(test_transactions),    T_CASE(test_bad_input),
+	T_CASE(test_placement),
 };
 
 int

@@ -659,7 +659,6 @@ static void
 test_types_refused(void)
 {
 	static const char *const refused[][2] = {
-		{"TRAN_MSG\001true\002PGROUP\001P\002", "transactional"},
 		{"TIMER_DELAY_SEC\0013456001\002", "timerMaxDelaySec"},
 		{"TIMER_DELIVER_MS\00117x\002", "not a number"},
 		{"DELAY\0011\002TIMER_DELAY_MS\001500\002", "both"},
@@ -1057,6 +1056,189 @@ test_timers_kill(void)
 	bk_cleanup(&B);
 }
 
+/* A transactional half as RocketMQ's producer sends it (TRAN_MSG, PGROUP, sysFlag PREPARED). */
+static int
+send_half(struct ns_client *c, const char *group, const char *body, long long *qoff,
+	  long long *phys)
+{
+	char props[160], born[24];
+	const char *ext[] = {"a", group, "b", "RmtTx", "c", "TBW102", "d", "4",
+			     "e", "0",	 "f", "4",     "g", born,     "h", "0",
+			     "i", props, "j", "0",     "k", "false",  NULL};
+	struct wire_host h;
+	int64_t p;
+	int code;
+
+	snprintf(props, sizeof(props), "TRAN_MSG\001true\002PGROUP\001%s\002UNIQ_KEY\001U%s\002",
+		 group, body);
+	snprintf(born, sizeof(born), "%lld", (long long)clk_wall_ms());
+	code = nsc_call(c, WIRE_REQ_SEND_MESSAGE_V2, ext, body, strlen(body));
+	if (code != WIRE_RSP_SUCCESS)
+		return code;
+	*qoff = ext_ll(c, "queueOffset");
+	T_ASSERT_EQ(ext_ll(c, "queueId"), 0);
+	T_ASSERT_EQ(wire_msgid_decode(nsc_ext(c, "msgId"), strlen(nsc_ext(c, "msgId")), &h, &p), 0);
+	*phys = p;
+	return code;
+}
+
+/* END_TRANSACTION (oneway as RocketMQ's producers send it, or not: the answer's code). */
+static int
+end_tx(struct ns_client *c, const char *group, long long qoff, long long phys, int kind,
+       bool oneway)
+{
+	char q[24], p[24], k[8];
+	const char *ext[] = {"producerGroup",
+			     group,
+			     "tranStateTableOffset",
+			     q,
+			     "commitLogOffset",
+			     p,
+			     "commitOrRollback",
+			     k,
+			     "fromTransactionCheck",
+			     "false",
+			     NULL};
+
+	snprintf(q, sizeof(q), "%lld", qoff);
+	snprintf(p, sizeof(p), "%lld", phys);
+	snprintf(k, sizeof(k), "%d", kind);
+	if (!oneway)
+		return nsc_call(c, WIRE_REQ_END_TRANSACTION, ext, NULL, 0);
+	T_ASSERT(nsc_send(c, WIRE_REQ_END_TRANSACTION, WIRE_REM_FLAG_ONEWAY, WIRE_REM_JSON, ext,
+			  NULL, 0) >= 0);
+	return 0;
+}
+
+/* A HEART_BEAT naming producer group @group. */
+static void
+producer_hello(struct ns_client *c, const char *group)
+{
+	char body[256];
+	const char *ext[] = {NULL};
+
+	snprintf(body, sizeof(body),
+		 "{\"clientID\":\"127.0.0.1@tx\",\"producerDataSet\":[{\"groupName\":\"%s\"},"
+		 "{\"groupName\":\"CLIENT_INNER_PRODUCER\"}],\"consumerDataSet\":[]}",
+		 group);
+	T_ASSERT_EQ(nsc_call(c, WIRE_REQ_HEART_BEAT, ext, body, strlen(body)), WIRE_RSP_SUCCESS);
+}
+
+/* RmtTx queue 0 holds exactly @n messages, the last with @last as body. */
+static void
+tx_topic_has(struct ns_client *c, int n, const char *last)
+{
+	struct wire_msg m[8];
+
+	if (n > 0) {
+		T_ASSERT_EQ(pull_wait(c, "RmtTx", 0, n - 1, m, 8, 8000), 1);
+		T_ASSERT_EQ(m[0].body_len, strlen(last));
+		T_ASSERT_MEMEQ(m[0].body, last, strlen(last));
+		T_ASSERT_EQ(m[0].sys_flag & WIRE_SYSFLAG_TX_MASK, WIRE_SYSFLAG_TX_COMMIT);
+		T_ASSERT(!has_prop(&m[0], "TRAN_MSG") && !has_prop(&m[0], "REAL_TOPIC"));
+		T_ASSERT(has_prop(&m[0], "PGROUP") && has_prop(&m[0], "__SP_TX_HALF"));
+	}
+	usleep(300000);
+	T_ASSERT_EQ(pull(c, "GX", "RmtTx", 0, n, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+}
+
+/*
+ * Transactions as RocketMQ's producers run them: a half is invisible until
+ * END_TRANSACTION commits it, once (a second commit does nothing); a
+ * rollback drops it; an unresolved half is checked back with a producer of
+ * its group (CHECK_TRANSACTION_STATE) whose END_TRANSACTION commits it; with
+ * no producer it is discarded after transactionCheckMax checks; a half
+ * survives a SIGKILL before its commit, and resolved ones stay resolved
+ * (not checked again) across restarts.
+ */
+static void
+test_transactions(void)
+{
+	static const char *const args[] = {
+		"--transactionTimeOut=1000", "--transactionCheckInterval=500",
+		"--transactionCheckMax=3", "--flushDelayOffsetInterval=3600000", NULL};
+	struct ns_client c, p;
+	long long qoff, phys;
+	struct wire_msg m;
+	bool got = false;
+
+	start(args);
+	conn(&c);
+	conn(&p);
+	producer_hello(&p, "PGT");
+	/* commit: invisible before, once after, a second commit changes nothing */
+	T_ASSERT_EQ(send_half(&c, "PGT", "commit-me", &qoff, &phys), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(pull(&c, "GX", "RmtTx", 0, 0, "*", 0), WIRE_RSP_PULL_NOT_FOUND);
+	end_tx(&c, "PGT", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, true);
+	tx_topic_has(&c, 1, "commit-me");
+	end_tx(&c, "PGT", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, true);
+	T_ASSERT_EQ(end_tx(&c, "PGT", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, false), WIRE_RSP_SUCCESS);
+	tx_topic_has(&c, 1, "commit-me");
+	/* RocketMQ's checks, with its remarks */
+	T_ASSERT_EQ(end_tx(&c, "Other", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, false),
+		    WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT(strstr(c.rsp.remark, "producer group wrong") != NULL);
+	T_ASSERT_EQ(end_tx(&c, "PGT", qoff + 7, phys, WIRE_SYSFLAG_TX_COMMIT, false),
+		    WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT(strstr(c.rsp.remark, "state table offset wrong") != NULL);
+	T_ASSERT_EQ(end_tx(&c, "PGT", qoff, phys + 1, WIRE_SYSFLAG_TX_COMMIT, false),
+		    WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT(strstr(c.rsp.remark, "Find prepared transaction message failed") != NULL);
+	/* rollback: never visible */
+	T_ASSERT_EQ(send_half(&c, "PGT", "roll-me", &qoff, &phys), WIRE_RSP_SUCCESS);
+	end_tx(&c, "PGT", qoff, phys, WIRE_SYSFLAG_TX_ROLLBACK, true);
+	tx_topic_has(&c, 1, "commit-me");
+	/* unknown: checked back with the producer, which commits */
+	T_ASSERT_EQ(send_half(&c, "PGT", "ask-me", &qoff, &phys), WIRE_RSP_SUCCESS);
+	for (int i = 0; i < 50 && !got; i++) {
+		if (nsc_recv(&p, 200) != 0 || p.rsp.code != WIRE_REQ_CHECK_TRANSACTION_STATE)
+			continue;
+		T_ASSERT(p.rsp.flag & WIRE_REM_FLAG_ONEWAY);
+		T_ASSERT_EQ(atoll(nsc_ext(&p, "tranStateTableOffset")), qoff);
+		T_ASSERT_EQ(atoll(nsc_ext(&p, "commitLogOffset")), phys);
+		T_ASSERT_STREQ(nsc_ext(&p, "transactionId"), "Uask-me");
+		T_ASSERT(wire_rec_decode(p.rsp.body, p.rsp.body_len, WIRE_REC_VERIFY_CRC, &m) > 0);
+		T_ASSERT(m.topic_len == 5 && memcmp(m.topic, "RmtTx", 5) == 0);
+		T_ASSERT(m.body_len == 6 && memcmp(m.body, "ask-me", 6) == 0);
+		got = true;
+	}
+	T_ASSERT(got);
+	end_tx(&p, "PGT", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, true);
+	tx_topic_has(&c, 2, "ask-me");
+	/* no producer left: discarded after 3 checks, and a late commit does nothing */
+	nsc_close(&p);
+	T_ASSERT_EQ(send_half(&c, "PGT", "orphan", &qoff, &phys), WIRE_RSP_SUCCESS);
+	for (int i = 0; i < 100 && !bk_log_has(&B, "discarded: unresolved after 3"); i++)
+		usleep(100000);
+	T_ASSERT(bk_log_has(&B, "discarded: unresolved after 3"));
+	end_tx(&c, "PGT", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, true);
+	tx_topic_has(&c, 2, "ask-me");
+	/* SIGKILL between the half and its commit */
+	T_ASSERT_EQ(send_half(&c, "PGT", "across-kill", &qoff, &phys), WIRE_RSP_SUCCESS);
+	nsc_close(&c);
+	bk_kill(&B);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	end_tx(&c, "PGT", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, true);
+	tx_topic_has(&c, 3, "across-kill");
+	/* what is resolved stays so across a SIGKILL: nothing asked, nothing committed twice */
+	nsc_close(&c);
+	bk_kill(&B);
+	T_ASSERT_EQ(bk_start(SP_BROKER_BIN, args, &B), 0);
+	conn(&c);
+	conn(&p);
+	producer_hello(&p, "PGT");
+	for (int i = 0; i < 12; i++)
+		if (nsc_recv(&p, 250) == 0)
+			T_ASSERT(p.rsp.code != WIRE_REQ_CHECK_TRANSACTION_STATE);
+	end_tx(&c, "PGT", qoff, phys, WIRE_SYSFLAG_TX_COMMIT, true);
+	tx_topic_has(&c, 3, "across-kill");
+	nsc_close(&p);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
 /* SEND_BATCH_MESSAGE: one msgId per message, in order; a bad batch stores nothing. */
 static void
 test_batch(void)
@@ -1261,5 +1443,5 @@ test_bad_input(void)
 
 T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
        T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_delay_levels),
-       T_CASE(test_timers), T_CASE(test_timers_kill), T_CASE(test_batch), T_CASE(test_locks_topics),
-       T_CASE(test_bad_input))
+       T_CASE(test_timers), T_CASE(test_timers_kill), T_CASE(test_transactions), T_CASE(test_batch),
+       T_CASE(test_locks_topics), T_CASE(test_bad_input))

@@ -123,4 +123,55 @@ MUST_CHECK int sp_producer_send_batch(struct sp_producer *p, const struct sp_msg
 				      struct sp_send_result *res,
 				      char (*msg_ids)[SP_MSGID_LEN + 1]);
 
+/* ---- transactional producer (RocketMQ's TransactionMQProducer; docs/client.md) ---- */
+
+/* A local transaction's outcome (RocketMQ's LocalTransactionState; END_TRANSACTION's values). */
+enum sp_tx_state {
+	SP_TX_UNKNOWN = 0,   /* not known yet: the broker checks back later */
+	SP_TX_COMMIT = 8,    /* deliver the message */
+	SP_TX_ROLLBACK = 12, /* drop it */
+};
+
+/* Runs the local transaction of @msg, whose half the broker holds (@half). */
+typedef enum sp_tx_state (*sp_tx_exec_fn)(void *arg, const struct sp_msg *msg,
+					  const struct sp_send_result *half);
+/*
+ * The broker asks about a half left unresolved (transactionTimeOut): the
+ * local transaction's state now. Runs on the producer's checker thread.
+ */
+typedef enum sp_tx_state (*sp_tx_check_fn)(void *arg, const struct sp_msg_ext *half);
+
+struct sp_tx_producer_cfg {
+	const char *group;    /* producer group (PGROUP): check-backs go to its members */
+	sp_tx_check_fn check; /* required */
+	void *check_arg;
+	uint32_t send_timeout_ms; /* the half's send, and END_TRANSACTION (3000) */
+};
+
+struct sp_tx_producer;
+
+/**
+ * sp_tx_producer_create() - a transactional producer of @cfg->group on @c,
+ * with a checker thread that answers the brokers' check-backs (it holds a
+ * remoting connection to each broker it sent a half to, and heartbeats).
+ * Context: any thread; allocates. Return: 0, -EINVAL, -ENOMEM, -errno.
+ */
+MUST_CHECK int sp_tx_producer_create(struct sp_client *c, const struct sp_tx_producer_cfg *cfg,
+				     struct sp_tx_producer **out);
+void sp_tx_producer_destroy(struct sp_tx_producer *p);
+
+/**
+ * sp_tx_send() - RocketMQ's sendMessageInTransaction: send @msg as a half
+ * (invisible to consumers), run @exec, then commit, roll back or leave it
+ * to the check-back (END_TRANSACTION to the half's broker).
+ * @res: the half's send result; @state: what @exec returned.
+ * Context: any thread; blocks (the send, @exec, END_TRANSACTION).
+ * Return: 0 (the half is stored and its outcome handed to the broker, or
+ * left to the check-back); a send error (nothing stored, @exec not run);
+ * -EINVAL a delay level, a delivery time or a batch; an END_TRANSACTION
+ * error (the half is stored: the check-back resolves it).
+ */
+MUST_CHECK int sp_tx_send(struct sp_tx_producer *p, const struct sp_msg *msg, sp_tx_exec_fn exec,
+			  void *arg, struct sp_send_result *res, enum sp_tx_state *state);
+
 #endif /* SPROCKET_PRODUCER_H */

@@ -49,6 +49,16 @@ MUST_CHECK int sp_rem_call(struct sp_rem *c, struct wire_rem_cmd *req, const voi
 			   size_t body_len, uint32_t timeout_ms, size_t frame_max,
 			   struct sp_rem_resp *resp);
 
+/**
+ * sp_rem_next() - the next frame the server sends, a request it pushes
+ * (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED) or a response.
+ * Context: the owning thread; blocks up to @timeout_ms.
+ * Return: 0 with @resp filled (free with sp_rem_resp_free()); -ETIMEDOUT
+ * (nothing yet: the connection is still usable); other errors as sp_rem_call().
+ */
+MUST_CHECK int sp_rem_next(struct sp_rem *c, uint32_t timeout_ms, size_t frame_max,
+			   struct sp_rem_resp *resp);
+
 void sp_rem_resp_free(struct sp_rem_resp *resp);
 void sp_rem_close(struct sp_rem *c);
 

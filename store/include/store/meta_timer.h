@@ -28,8 +28,15 @@ struct meta_timer_mark {
 	uint64_t done_log; /* local offset in the shard's log */
 };
 
-/* The text for @n marks (marks with done_ms < 0 left out). Return: bytes, -ENOBUFS. */
-MUST_CHECK long meta_timer_text(const struct meta_timer_mark *m, size_t n, char *buf, size_t cap);
+/* The header line of timercheck; transcheck has its own (docs/messages.md) */
+#define META_TIMER_HEADER "# queue doneMs doneQueueOffset doneLogOffset\n"
+
+/*
+ * The text for @n marks (marks with done_ms < 0 left out) under @header (a
+ * comment line). Return: bytes, -ENOBUFS.
+ */
+MUST_CHECK long meta_timer_text(const char *header, const struct meta_timer_mark *m, size_t n,
+				char *buf, size_t cap);
 /*
  * Read the text: @m[q] for each line of queue q < @n, done_ms -1 for the
  * others. Return: 0, -EBADMSG (a line not of four numbers, a queue twice or
@@ -37,7 +44,7 @@ MUST_CHECK long meta_timer_text(const struct meta_timer_mark *m, size_t n, char 
  */
 MUST_CHECK int meta_timer_parse(const char *txt, size_t len, struct meta_timer_mark *m, size_t n);
 /* The file: replaced atomically; missing: all -1. Return: 0, -errno. */
-MUST_CHECK int meta_timer_save(const struct store_io_ops *io, const char *path,
+MUST_CHECK int meta_timer_save(const struct store_io_ops *io, const char *path, const char *header,
 			       const struct meta_timer_mark *m, size_t n);
 MUST_CHECK int meta_timer_load(const struct store_io_ops *io, const char *path,
 			       struct meta_timer_mark *m, size_t n);

@@ -43,6 +43,13 @@
  */
 #define STORE_TIMER_TOPIC "rmq_sys_wheel_timer"
 #define STORE_TIMER_FIRE_PROP "__SP_TIMER_FIRE"
+/*
+ * RocketMQ's transaction topics. In the op topic a unit's tag code is the
+ * half message's queue offset (the op record's body, a decimal number), so
+ * the broker learns which halves are resolved from the ConsumeQueue alone.
+ */
+#define STORE_TX_HALF_TOPIC "RMQ_SYS_TRANS_HALF_TOPIC"
+#define STORE_TX_OP_TOPIC "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 struct store_cfg {
 	const struct store_io_ops *io; /* NULL: store_io_posix */

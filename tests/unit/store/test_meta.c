@@ -669,7 +669,7 @@ test_timer_marks(void)
 		{5, 6, 7}, {-1, 0, 0}, {1764780000000, 1200, 53687091}, {0, 0, 0}};
 	struct meta_timer_mark back[4];
 	char buf[256];
-	long len = meta_timer_text(m, 4, buf, sizeof(buf));
+	long len = meta_timer_text(META_TIMER_HEADER, m, 4, buf, sizeof(buf));
 
 	T_ASSERT(len > 0);
 	T_ASSERT_STREQ(buf,
@@ -677,7 +677,7 @@ test_timer_marks(void)
 		       "1200 53687091\n3 0 0 0\n");
 	T_ASSERT_EQ(meta_timer_parse(buf, (size_t)len, back, 4), 0);
 	T_ASSERT_MEMEQ(back, m, sizeof(m));
-	T_ASSERT_EQ(meta_timer_text(m, 4, buf, 60), -ENOBUFS);
+	T_ASSERT_EQ(meta_timer_text(META_TIMER_HEADER, m, 4, buf, 60), -ENOBUFS);
 	T_ASSERT_EQ(meta_timer_parse("3 1 2 3", 7, back, 4), 0); /* no newline at the end */
 	T_ASSERT_EQ(back[3].done_log, 3);
 	T_ASSERT_EQ(back[0].done_ms, -1);
