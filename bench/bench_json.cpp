@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bench_json.cpp - pick the JSON library by measurement: parse the header of
- * a real ali-ons SEND_MESSAGE_V2 (shared/reference §4.1) and fetch
+ * a real ali-ons SEND_MESSAGE_V2 (docs/rocketmq-protocol.md §4.1) and fetch
  * extFields, with json-c and with jansson, in the same run.
  */
 #include <benchmark/benchmark.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bk_rmt.c - RocketMQ remoting on the broker's TCP port (bk_rmt.h,
- * docs/remoting.md, ../shared/reference/rocketmq-remoting.md §1, §4).
+ * docs/remoting.md, docs/rocketmq-protocol.md §1, §4).
  *
  * DESIGN
  * One epoll loop in the control thread. A frame is decoded, checked, and

@@ -9,7 +9,7 @@
  * header and the body leave in one sendmsg() of two iovecs, never copied
  * into one buffer.
  *
- * Responses are matched by opaque (reference §1.4): a frame that is not a
+ * Responses are matched by opaque (docs/rocketmq-protocol.md §1.4): a frame that is not a
  * response, or is one for another opaque (a reply to an earlier call that
  * timed out), is decoded, to prove it is well formed, and dropped. The
  * receive buffer grows only with bytes that actually arrive, never to a

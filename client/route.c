@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * route.c - a topic's route: GET_ROUTEINFO_BY_TOPIC from the NameServers and
- * the TopicRouteData JSON it returns (reference §3.3, docs/namesrv.md).
+ * the TopicRouteData JSON it returns (docs/rocketmq-protocol.md §3.3, docs/namesrv.md).
  *
  * The body comes from the network, so it is untrusted (and fuzzed,
  * tests/fuzz/fuzz_route.c): json-c in strict mode with a small depth

@@ -4,7 +4,7 @@
  *
  * RocketMQ's broker registers with every NameServer at start, every 30 s
  * and on each topic change, all NameServers in parallel, and unregisters at
- * shutdown (reference §3.1-§3.2). sprocket does the same, and adds the
+ * shutdown (docs/rocketmq-protocol.md §3.1-§3.2). sprocket does the same, and adds the
  * dataplane endpoint and each topic's queue->core map (docs/namesrv.md,
  * "Dataplane fields") so clients can address the owning core directly.
  *

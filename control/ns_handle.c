@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * ns_handle.c - the NameServer's request handlers: one frame in, one
- * response frame out (shared/reference §3).
+ * response frame out (docs/rocketmq-protocol.md §3).
  *
  * Requests split by what they touch. Lookups (GET_ROUTEINFO_BY_TOPIC,
  * GET_BROKER_CLUSTER_INFO, GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_KV_CONFIG)

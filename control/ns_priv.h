@@ -19,7 +19,7 @@
 /*
  * Registration bodies (ns_body.c): RegisterBrokerBody JSON, the bare
  * TopicConfigSerializeWrapper of old brokers, or the zlib form
- * (compressed=true), reference §3.1. Untrusted input: bounded, never crashes.
+ * (compressed=true), docs/rocketmq-protocol.md §3.1. Untrusted input: bounded, never crashes.
  */
 
 /**

@@ -873,7 +873,7 @@ json_broker_data(struct ctl_jbuf *o, const struct route_bname *b)
 	for (uint32_t i = 0; i < b->n_addrs; i++) {
 		if (i > 0)
 			ctl_jbuf_lit(o, ",");
-		/* Quoted ids: standard JSON, which every client reads (reference §3.3). */
+		/* Quoted ids: standard JSON, which every client reads (docs/rocketmq-protocol.md §3.3). */
 		ctl_jbuf_lit(o, "\"");
 		ctl_jbuf_i64(o, b->addrs[i].id);
 		ctl_jbuf_lit(o, "\":");
@@ -939,7 +939,7 @@ json_queue_data(struct ctl_jbuf *o, const struct route_bname *b, const struct ro
 	ctl_jbuf_i64(o, t->perm & ~b->perm_clear);
 	ctl_jbuf_lit(o, ",\"readQueueNums\":");
 	ctl_jbuf_i64(o, t->read_q);
-	/* Both spellings: Go and RocketMQ <= 4.8 read topicSynFlag (reference §3.3). */
+	/* Both spellings: Go and RocketMQ <= 4.8 read topicSynFlag (docs/rocketmq-protocol.md §3.3). */
 	ctl_jbuf_lit(o, ",\"topicSynFlag\":");
 	ctl_jbuf_i64(o, t->sysflag);
 	ctl_jbuf_lit(o, ",\"topicSysFlag\":");

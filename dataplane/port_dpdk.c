@@ -29,7 +29,7 @@
  * mbufs cross ports only through the rings. A handed-over mbuf goes back to
  * the receiving port's pool from the owner's thread: DPDK mempools are
  * multi-producer safe, so this is the one place where an object is freed off
- * the core that allocated it (STYLE.md 9.5), and it is fine here.
+ * the core that allocated it (docs/style.md 9.5), and it is fine here.
  *
  * Link state. Every port refreshes its view of the link with
  * rte_eth_link_get_nowait() at most once a millisecond (no syscall), stops

@@ -4,7 +4,7 @@
  *
  * A queue is a directory of equally sized files of 20-byte big-endian units
  * (int64 commit-log offset, int32 size, int64 tag hash), byte-compatible with
- * RocketMQ's consumequeue files (reference §6.3): unit i is logical offset i,
+ * RocketMQ's consumequeue files (docs/rocketmq-protocol.md §6.3): unit i is logical offset i,
  * and a file is named by the 20-digit logical byte offset of its first unit.
  * Files are pre-allocated to full size, so they read as zeros past the last
  * unit written, and every file of the queue is mapped shared for its life.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * idx.c - the IndexFile: RocketMQ's on-disk hash index from "topic#key" to
- * commit-log offsets (reference §6.4), written by one indexer thread and
+ * commit-log offsets (docs/rocketmq-protocol.md §6.4), written by one indexer thread and
  * queried from any thread.
  *
  * A file is one mapping of 40 + slots * 4 + max_entries * 20 bytes, every

@@ -2,7 +2,7 @@
 /*
  * meta.c - topics.json and consumerOffset.json.
  *
- * The broker's two small state files, in RocketMQ's shape (reference §6.7)
+ * The broker's two small state files, in RocketMQ's shape (docs/rocketmq-protocol.md §6.7)
  * but as standard JSON: RocketMQ's fastjson writes bare integer map keys
  * ({0:12}), which strict parsers refuse, so queue ids are quoted here.
  * Files are pretty-printed (people read and diff them during incidents) and

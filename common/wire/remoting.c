@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * remoting.c - RocketMQ remoting frames: length-prefixed commands with a JSON
- * or ROCKETMQ-binary header (shared/reference/rocketmq-remoting.md §1).
+ * or ROCKETMQ-binary header (docs/rocketmq-protocol.md §1).
  *
  * DESIGN
  * The decoder is written for a TCP server that faces the internet: every

@@ -3,7 +3,7 @@
 """Write the seed corpus of fuzz_rmt.c to tests/fuzz/corpus/rmt/.
 
 Each seed is a byte stream of RocketMQ remoting frames as a client sends
-them on one connection (shared/reference/rocketmq-remoting.md §1, §4): one
+them on one connection (docs/rocketmq-protocol.md §1, §4): one
 for every request code the broker's remoting server handles, a few short
 conversations (send then pull, heartbeat then pull, lock then unlock), the
 ROCKETMQ binary header, oneway requests, and malformed frames. The harness

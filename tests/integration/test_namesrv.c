@@ -523,7 +523,7 @@ test_malformed_frames(void)
 	finish(&p);
 }
 
-/* The zlib form of a registration (reference §3.1). */
+/* The zlib form of a registration (docs/rocketmq-protocol.md §3.1). */
 static uint8_t *
 compressed_body(const char *prefix, uint32_t n, int64_t counter, size_t *out_len)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Check module layering (ARCHITECTURE.md, STYLE.md 9.1) on every #include.
+"""Check module layering (docs/architecture.md, docs/style.md 9.1) on every #include.
 
 - common/ (base) includes only libc and its own headers.
 - common/wire/ is a pure codec: no log, no stdio, no allocation calls.

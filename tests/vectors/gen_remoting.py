@@ -3,7 +3,7 @@
 """Generate the RocketMQ remoting test vectors in tests/vectors/remoting/.
 
 An implementation independent of sprocket's C codec, written from
-shared/reference/rocketmq-remoting.md (struct.pack, zlib.crc32 which is
+docs/rocketmq-protocol.md (struct.pack, zlib.crc32 which is
 java.util.zip.CRC32), so the C decoder is checked against a second reading
 of the spec, not against itself. Header JSON texts are the ones the
 reference recorded from real clients. Rerun after changing it:

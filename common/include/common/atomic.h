@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * atomic.h - the one door to <stdatomic.h> (STYLE.md 9.3).
+ * atomic.h - the one door to <stdatomic.h> (docs/style.md 9.3).
  *
  * Every acquire/release use must name its pair in a comment at the call site.
  */

@@ -5,7 +5,7 @@
  * Lines look like "2026-11-30T18:46:13.123Z W store.clog: fdatasync(seg 3) failed: ..."
  * and are written to the log fd (stderr by default) with one write(2) so
  * lines from several threads never interleave. The level is checked before
- * any argument is evaluated. Dataplane cores never call these (STYLE.md 9.4):
+ * any argument is evaluated. Dataplane cores never call these (docs/style.md 9.4):
  * they bump counters, and control formats.
  *
  * Rate-limited variants keep per-call-site state: at most LOG_RL_BURST lines

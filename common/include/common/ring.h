@@ -2,7 +2,7 @@
 /*
  * ring.h - a bounded single-producer single-consumer ring of pointers.
  *
- * How objects cross threads (STYLE.md 9.5): the control thread hands a
+ * How objects cross threads (docs/style.md 9.5): the control thread hands a
  * command to a dataplane core on the core's command ring, the core answers
  * on its completion ring, and whoever dequeues becomes the owner. Head and
  * tail sit on their own cache lines; each side caches the other's index so

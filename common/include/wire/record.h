@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * record.h - wire codec A, part 2: RocketMQ message records and what rides in
- * them (shared/reference/rocketmq-remoting.md §5).
+ * them (docs/rocketmq-protocol.md §5).
  *
  * A record is both the CommitLog's on-disk format and the body of pull,
  * query and view responses, so the broker can serve a pull from the log as

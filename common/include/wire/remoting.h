@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * remoting.h - wire codec A, part 1: RocketMQ remoting frames and headers
- * (shared/reference/rocketmq-remoting.md §1-§2).
+ * (docs/rocketmq-protocol.md §1-§2).
  *
  *   int32 length | int32 (serializeType << 24 | headerLen) | header | body
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * breg.h - the broker's registration with its NameServers (REGISTER_BROKER,
- * reference §3.1): at start, every interval (30 s), and whenever the topic
+ * docs/rocketmq-protocol.md §3.1): at start, every interval (30 s), and whenever the topic
  * set changes; UNREGISTER_BROKER at shutdown.
  *
  * A background agent owns it: it takes a snapshot of the broker's topics

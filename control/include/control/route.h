@@ -15,7 +15,7 @@
  * topic set is unchanged (same dataVersion) only refreshes the broker's
  * liveness, which lives in writer-private state, and publishes nothing.
  *
- * Model (RocketMQ's RouteInfoManager, shared/reference §3.1): a brokerName
+ * Model (RocketMQ's RouteInfoManager, docs/rocketmq-protocol.md §3.1): a brokerName
  * has up to ROUTE_ADDRS_MAX addresses keyed by brokerId (0 = master), a
  * cluster, a topic set (from the master's registrations) and a write-perm
  * mask (WIPE_WRITE_PERM_OF_BROKER). Each address is live while it
@@ -199,7 +199,7 @@ uint32_t route_db_live_count(const struct route_db *db);
 const struct route_table *route_db_current(struct route_db *db);
 
 /**
- * route_json_topic() - TopicRouteData JSON for @topic (shared/reference
+ * route_json_topic() - TopicRouteData JSON for @topic (docs/rocketmq-protocol.md
  * §3.3, plus the dataplane fields of docs/namesrv.md).
  * @order_conf: orderTopicConf value to include, or NULL.
  * @out: malloc'd body (caller frees).

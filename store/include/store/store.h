@@ -3,7 +3,7 @@
  * store.h - the message store: CommitLog shards, ConsumeQueues, IndexFiles,
  * checkpoint, recovery, flush, retention, behind one API.
  *
- * Threads (ARCHITECTURE.md, Store):
+ * Threads (docs/architecture.md, Storage):
  *  - dataplane cores call store_put()/store_get*() for the queues of their
  *    shard: non-blocking, no allocation, no syscall;
  *  - one flusher thread per shard (SYNC_FLUSH: group commit as soon as data
