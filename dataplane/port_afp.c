@@ -9,8 +9,8 @@
  * (the owner polls frame status words in shared memory), TX costs one
  * sendto() per burst, and PACKET_QDISC_BYPASS hands frames straight to the
  * driver. On the project's VMs that is the best raw-kernel round trip there
- * is (p50 about 6-7 us on a veth pair, reference/kernel-bypass-feasibility.md
- * §4); recv()/send() per packet costs one more syscall (about 1.1 us each).
+ * is (p50 about 6-7 us on a veth pair, docs/benchmarks.md "Dataplane
+ * transport vs raw port"); recv()/send() per packet costs one more syscall (about 1.1 us each).
  *
  * DESIGN
  *

@@ -5,7 +5,7 @@
  *
  * The unprivileged default and the baseline the bypass backends are measured
  * against. Each burst is one syscall per direction (about 1.1 us each on the
- * project's VMs, see reference/kernel-bypass-feasibility.md), which is why
+ * project's VMs, docs/benchmarks.md), which is why
  * the poll loop batches. RX buffers are allocated once at open: DP_BURST_MAX
  * buffers of max_dgram bytes per port; rx_burst() hands out views into them
  * and rx_done() is free.

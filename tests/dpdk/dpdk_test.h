@@ -7,7 +7,7 @@
  * Every DPDK process in the tests runs with --no-pci --no-huge --no-shconf
  * --no-telemetry, a --file-prefix unique to the process, one lcore, and
  * RUNTIME_DIRECTORY pointing at a directory the test created and removes
- * (reference/kernel-bypass-feasibility.md §7, §8). memif sockets are abstract
+ * (docs/dpdk.md: nothing left behind). memif sockets are abstract
  * (no file left behind by a kill -9) and carry the driver's pid.
  */
 #ifndef SP_TESTS_DPDK_TEST_H

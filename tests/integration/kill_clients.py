@@ -9,7 +9,7 @@ at a random moment. After every kill the server must still be running; at the
 end a client must complete a normal run against it. af_packet runs across a veth
 pair between two namespaces this test creates (and removes); dpdk runs over
 net_memif, the client in role=client, which is the case that crashed DPDK
-22.11's memif PMD in the surviving process (reference/kernel-bypass-feasibility.md).
+22.11's memif PMD in the surviving process (docs/dpdk.md).
 Exit 77 (skip) when the backend cannot run here.
 """
 import os
