@@ -1056,6 +1056,74 @@ test_timers_kill(void)
 	bk_cleanup(&B);
 }
 
+/* SEND_BACK of the record at @phys (topic @origin) for group GR with delayLevel 0. */
+static void
+send_back_of(struct ns_client *c, long long phys, const char *origin)
+{
+	char off[24];
+	const char *back[] = {"offset",
+			      off,
+			      "group",
+			      "GR",
+			      "delayLevel",
+			      "0",
+			      "originMsgId",
+			      "0",
+			      "originTopic",
+			      origin,
+			      "unitMode",
+			      "false",
+			      "maxReconsumeTimes",
+			      "3",
+			      NULL};
+
+	snprintf(off, sizeof(off), "%lld", phys);
+	T_ASSERT_EQ(nsc_call(c, WIRE_REQ_CONSUMER_SEND_MSG_BACK, back, NULL, 0), WIRE_RSP_SUCCESS);
+}
+
+/*
+ * Retries back off as RocketMQ's (messageDelayLevel "1s 1s 1s 2s 3s"): a
+ * message sent back with delayLevel 0 comes back after level 3 +
+ * reconsumeTimes, so after 1 s, then 2 s, then 3 s, never before; past
+ * maxReconsumeTimes (3) it goes to %DLQ%GR at once.
+ */
+static void
+test_retry_backoff(void)
+{
+	static const char *const args[] = {"--messageDelayLevel=1s 1s 1s 2s 3s", NULL};
+	static const int64_t wait_ms[] = {1000, 2000, 3000};
+	struct ns_client c;
+	struct wire_msg m[4];
+	struct wire_host h;
+	int64_t phys;
+	const char *id;
+
+	start(args);
+	conn(&c);
+	T_ASSERT_EQ(send_v2(&c, "RmtRetry", 0, "", "again"), WIRE_RSP_SUCCESS);
+	id = nsc_ext(&c, "msgId");
+	T_ASSERT_EQ(wire_msgid_decode(id, strlen(id), &h, &phys), 0);
+	for (int i = 0; i < 3; i++) {
+		int64_t sent = clk_wall_ms();
+
+		send_back_of(&c, phys, i == 0 ? "RmtRetry" : "%RETRY%GR");
+		T_ASSERT_EQ(pull_wait(&c, "%RETRY%GR", 0, i, m, 4, 10000), 1);
+		if (m[0].store_ts < sent + wait_ms[i] - 1)
+			T_FAIL("retry %d stored %lld ms after its send-back, before %lld ms", i + 1,
+			       (long long)(m[0].store_ts - sent), (long long)wait_ms[i]);
+		T_ASSERT_EQ(m[0].reconsume_times, i + 1);
+		T_ASSERT_MEMEQ(m[0].body, "again", 5);
+		phys = m[0].phys_offset;
+	}
+	/* the fourth failure: past maxReconsumeTimes, the DLQ, at once */
+	send_back_of(&c, phys, "%RETRY%GR");
+	T_ASSERT_EQ(pull_wait(&c, "%DLQ%GR", 0, 0, m, 4, 2000), 1);
+	T_ASSERT_MEMEQ(m[0].body, "again", 5);
+	nsc_close(&c);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	bk_cleanup(&B);
+}
+
 /* A transactional half as RocketMQ's producer sends it (TRAN_MSG, PGROUP, sysFlag PREPARED). */
 static int
 send_half(struct ns_client *c, const char *group, const char *body, long long *qoff,
@@ -1443,5 +1511,6 @@ test_bad_input(void)
 
 T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
        T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_delay_levels),
-       T_CASE(test_timers), T_CASE(test_timers_kill), T_CASE(test_transactions), T_CASE(test_batch),
-       T_CASE(test_locks_topics), T_CASE(test_bad_input))
+       T_CASE(test_timers), T_CASE(test_timers_kill), T_CASE(test_transactions),
+       T_CASE(test_retry_backoff), T_CASE(test_batch), T_CASE(test_locks_topics),
+       T_CASE(test_bad_input))
