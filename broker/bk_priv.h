@@ -237,6 +237,7 @@ struct bk_tx {
 	uint64_t scan;	  /* the check pass's next half; 0: no pass running */
 	int64_t next_pass_ms;
 	uint64_t last_ticket;		 /* of the last commit or op append */
+	uint64_t next_pub_ns;		 /* progress is taken at least this often */
 	uint64_t later[BK_TX_OPS_LATER]; /* resolved halves whose op record is not written yet */
 	uint32_t nlater;
 	bool pending; /* progress waits for pend_ticket */
@@ -431,7 +432,7 @@ struct bk {
 
 /*
  * A topic only the broker itself writes (SCHEDULE_TOPIC_XXXX, the timer
- * topic): a SEND to it, or a scheduled record naming it as REAL_TOPIC, would
+ * topic, the transaction half and op topics): a SEND to it, or a scheduled record naming it as REAL_TOPIC, would
  * be delivered later by an internal put that skips every permission.
  */
 static inline bool
@@ -440,7 +441,11 @@ bk_topic_broker_only(const struct bk_topic *t)
 	return (t->name_len == sizeof(BK_SCHED_TOPIC) - 1 &&
 		memcmp(t->name, BK_SCHED_TOPIC, t->name_len) == 0) ||
 	       (t->name_len == sizeof(BK_TIMER_TOPIC) - 1 &&
-		memcmp(t->name, BK_TIMER_TOPIC, t->name_len) == 0);
+		memcmp(t->name, BK_TIMER_TOPIC, t->name_len) == 0) ||
+	       (t->name_len == sizeof(STORE_TX_HALF_TOPIC) - 1 &&
+		memcmp(t->name, STORE_TX_HALF_TOPIC, t->name_len) == 0) ||
+	       (t->name_len == sizeof(STORE_TX_OP_TOPIC) - 1 &&
+		memcmp(t->name, STORE_TX_OP_TOPIC, t->name_len) == 0);
 }
 
 /* ---- topic table (bk_topics.c) ---- */

@@ -909,6 +909,7 @@ bk_rmt_destroy(struct bk_rmt *r)
 		free(r->groups[i].m);
 	free(r->groups);
 	free(r->locks);
+	free(r->producers);
 	free(r->conns);
 	free(r->scratch);
 	free(r->inflight);

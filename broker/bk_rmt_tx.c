@@ -26,7 +26,8 @@
 #include "wire/remoting.h"
 
 #define TX_CHECK_EVERY_MS 100u
-#define TX_CHECK_BUF (1u << 20) /* a check answer: halves and their records */
+#define TX_CHECK_BUF                                                                               \
+	(256u << 10) /* a check answer: halves and their records (grows for a big one) */
 #define PRODUCER_EXPIRE_MS 120000u
 
 /* ---- producers ---- */
@@ -178,21 +179,21 @@ bk_rmt__answer_end_tx(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 
 /* ---- check-backs ---- */
 
-/* Ask core @core for the halves it wants checked. */
+/* Ask core @core for the halves it wants checked, with room for @cap bytes of them. */
 static void
-check_post(struct bk_rmt *r, uint16_t core)
+check_post(struct bk_rmt *r, uint16_t core, uint32_t cap)
 {
 	struct rjob *j = calloc(1, sizeof(*j));
 
 	if (j == NULL)
 		return;
-	j->c.resp = malloc(TX_CHECK_BUF);
+	j->c.resp = malloc(cap);
 	if (j->c.resp == NULL) {
 		free(j);
 		return;
 	}
 	j->c.op = BK_ROP_TX_CHECK;
-	j->c.resp_cap = TX_CHECK_BUF;
+	j->c.resp_cap = cap;
 	j->conn = UINT32_MAX; /* nobody's: answered here */
 	j->oneway = true;
 	j->next = r->jobs;
@@ -212,7 +213,7 @@ bk_rmt__tx_tick(struct bk_rmt *r)
 	r->next_tx_ms = r->now_ms + TX_CHECK_EVERY_MS;
 	for (uint32_t i = 0; i < r->bk->ncores; i++)
 		if (!r->tx_checking[i])
-			check_post(r, (uint16_t)i);
+			check_post(r, (uint16_t)i, TX_CHECK_BUF);
 }
 
 /* CHECK_TRANSACTION_STATE for half @m (its record decoded) to a producer of its group. */
@@ -313,7 +314,7 @@ bk_rmt__tx_check_done(struct bk_rmt *r, struct rjob *j)
 		}
 		at += it.len;
 	}
-	/* The core has more: ask again at once. */
-	if (j->c.value == 1 && r->bk->cores != NULL)
-		check_post(r, j->c.core);
+	/* The core has more: ask again at once (with room for a half bigger than the buffer). */
+	if (j->c.value == 1 && (j->c.resp_len > 0 || j->c.need > 0) && r->bk->cores != NULL)
+		check_post(r, j->c.core, SP_MAX(TX_CHECK_BUF, j->c.need));
 }

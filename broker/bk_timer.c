@@ -231,13 +231,14 @@ bk_timer_tick(struct bk_core *c)
 
 			if (q->pending) {
 				q->has_next = true;
-				q->next_ticket = q->last_ticket;
+				q->next_ticket = SP_MAX(q->last_ticket,
+							log); /* the crash scan starts there */
 				q->next_w = it->w;
 				q->next_e = it->e;
 				q->next_log = log;
 			} else {
 				q->pending = true;
-				q->pend_ticket = q->last_ticket;
+				q->pend_ticket = SP_MAX(q->last_ticket, log);
 				q->pend_w = it->w;
 				q->pend_e = it->e;
 				q->pend_log = log;

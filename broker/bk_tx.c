@@ -185,6 +185,15 @@ bk_tx_end(struct bk_core *c, struct bk_rcmd *cmd)
 		cmd->value = BK_TX_END_QOFF_WRONG;
 		return;
 	}
+	/* The record at commitLogOffset is the half queue's unit at that offset, not a lookalike */
+	{
+		struct cq_unit u;
+
+		if (cq_get(store_queue_cq(t->hq), rq->qoff, &u) != 0 || u.phys != rq->phys) {
+			cmd->value = BK_TX_END_NOT_FOUND;
+			return;
+		}
+	}
 	if (rq->qoff < t->base || (*slot(t, rq->qoff) & 1)) {
 		c->st.tx_again++; /* resolved already: nothing more, as asked once */
 		return;
@@ -246,7 +255,7 @@ bk_tx_check(struct bk_core *c, struct bk_rcmd *cmd)
 		struct cq_unit u;
 		struct wire_msg m;
 		uint64_t immune;
-		int64_t timeout = (int64_t)conf->tx_timeout_ms;
+		const int64_t timeout = (int64_t)conf->tx_timeout_ms;
 		uint8_t checks = (uint8_t)(*s >> 1);
 		long n;
 
@@ -256,28 +265,47 @@ bk_tx_check(struct bk_core *c, struct bk_rcmd *cmd)
 		}
 		n = store_get(c->bk->store, t->hq, t->scan, &rec, &u);
 		if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &m) < 0) {
-			t->scan++; /* gone (retention) or damaged: nothing to ask about */
+			/* Gone (retention) or damaged: nothing to ask about, resolved as discarded */
+			if (t->nlater == BK_TX_OPS_LATER)
+				goto more;
+			resolve(c, t->scan);
+			c->st.tx_discarded++;
+			t->scan++;
 			continue;
 		}
-		/* RocketMQ's CHECK_IMMUNITY_TIME_IN_SECONDS: a later first check for this one */
-		if (wire_props_get_uint(m.props, m.props_len, "CHECK_IMMUNITY_TIME_IN_SECONDS",
-					&immune) &&
-		    immune > 0 && immune < INT64_MAX / 1000)
-			timeout = (int64_t)immune * 1000;
 		/* The halves after it are younger (store times grow): the pass ends here. */
 		if (now - m.store_ts < timeout)
 			break;
+		/* RocketMQ's CHECK_IMMUNITY_TIME_IN_SECONDS: a later first check for this one only */
+		if (checks == 0 &&
+		    wire_props_get_uint(m.props, m.props_len, "CHECK_IMMUNITY_TIME_IN_SECONDS",
+					&immune) &&
+		    immune > 0 && immune < INT64_MAX / 1000 &&
+		    now - m.store_ts < (int64_t)immune * 1000) {
+			t->scan++;
+			continue;
+		}
 		if (checks >= conf->tx_check_max) {
-			if (t->nlater == BK_TX_OPS_LATER ||
-			    !check_item(cmd, rec, (uint32_t)n, t->scan, m.phys_offset, checks,
-					true))
+			if (t->nlater == BK_TX_OPS_LATER)
 				goto more;
+			if (!check_item(cmd, rec, (uint32_t)n, t->scan, m.phys_offset, checks,
+					true)) {
+				if (cmd->resp_len == 0)
+					cmd->need = (uint32_t)(sizeof(struct bk_tx_check_item) +
+							       (size_t)n);
+				goto more;
+			}
 			resolve(c, t->scan);
 			c->st.tx_discarded++;
 		} else {
 			if (!check_item(cmd, rec, (uint32_t)n, t->scan, m.phys_offset,
-					(uint8_t)(checks + 1), false))
+					(uint8_t)(checks + 1), false)) {
+				/* A half bigger than an empty answer: ask for a buffer that fits */
+				if (cmd->resp_len == 0)
+					cmd->need = (uint32_t)(sizeof(struct bk_tx_check_item) +
+							       (size_t)n);
 				goto more;
+			}
 			*s = (uint8_t)((checks + 1) << 1);
 			c->st.tx_checks++;
 		}
@@ -313,15 +341,22 @@ bk_tx_tick(struct bk_core *c)
 			break;
 		t->op_base++;
 	}
-	/* Progress: taken when no op record is missing, published once durable. */
+	/*
+	 * Progress: taken when no op record is missing (every commit before
+	 * the log's end has its op), when it moved or every second (the
+	 * restart's scan starts at the log offset), and published once the
+	 * log up to that offset is durable: a crash never leaves it past the
+	 * recovered end.
+	 */
 	if (!t->pending && t->nlater == 0 &&
 	    (t->base != atomic_load_relaxed(&t->pub_base) ||
-	     t->op_base != atomic_load_relaxed(&t->pub_op_base))) {
+	     t->op_base != atomic_load_relaxed(&t->pub_op_base) || c->now_ns >= t->next_pub_ns)) {
 		t->pending = true;
-		t->pend_ticket = t->last_ticket;
 		t->pend_base = t->base;
 		t->pend_op_base = t->op_base;
 		t->pend_log = clog_written(store_clog(c->bk->store, c->id));
+		t->pend_ticket = t->pend_log;
+		t->next_pub_ns = c->now_ns + 1000000000ull;
 	}
 	if (!t->pending || !bk_progress_durable(c, t->pend_ticket))
 		return work;

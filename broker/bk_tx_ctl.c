@@ -155,7 +155,9 @@ rebuild(struct bk_ctl *x, uint32_t i, const struct meta_timer_mark *mk, struct b
 			ops++;
 		}
 	}
-	commits = scan_commits(x, i, have ? mk->done_log : 0, t, hmax);
+	/* A saved offset past the recovered end (it cannot be: published durable) reads from the end */
+	commits = scan_commits(
+		x, i, have ? SP_MIN(mk->done_log, clog_written(store_clog(st, i))) : 0, t, hmax);
 	while (t->base < hmax && (t->st[t->base % BK_TX_WINDOW] & 1)) {
 		t->st[t->base % BK_TX_WINDOW] = 0;
 		t->base++;

@@ -56,30 +56,41 @@ struct sp_tx_producer {
 	volatile int stop;
 };
 
-/* The broker named @name (its remoting address from @topic's route, as the producer saw it). Caller holds lock. */
 static struct tx_broker *
-broker_get(struct sp_tx_producer *p, const char *name, const char *topic)
+broker_find(struct sp_tx_producer *p, const char *name)
 {
-	struct tx_broker *b = NULL;
-	struct sp__topic *t;
-
 	for (size_t i = 0; i < p->n_brokers; i++)
 		if (strcmp(p->brokers[i].name, name) == 0)
 			return &p->brokers[i];
-	if (p->n_brokers == TX_BROKERS_MAX || sp__topic_get_pub(p->c, topic, &t) != 0)
-		return NULL;
-	for (uint32_t i = 0; i < t->route->n_brokers && b == NULL; i++) {
-		const struct sp_route_broker *rb = &t->route->brokers[i];
+	return NULL;
+}
 
-		if (strcmp(rb->name, name) != 0 || rb->addr[0] == '\0')
+/*
+ * Every broker of @topic's route (as the producer sees it) gets an entry,
+ * so the checker thread heartbeats the group to each before a half is sent
+ * there: a check-back can reach this process even if it dies before its
+ * END_TRANSACTION and comes back. Caller holds lock.
+ */
+static void
+brokers_learn(struct sp_tx_producer *p, const char *topic)
+{
+	struct sp__topic *t;
+
+	if (sp__topic_get_pub(p->c, topic, &t) != 0)
+		return;
+	for (uint32_t i = 0; i < t->route->n_brokers && p->n_brokers < TX_BROKERS_MAX; i++) {
+		const struct sp_route_broker *rb = &t->route->brokers[i];
+		struct tx_broker *b;
+
+		if (rb->addr[0] == '\0' || broker_find(p, rb->name) != NULL)
 			continue;
-		b = &p->brokers[p->n_brokers++];
+		b = &p->brokers[p->n_brokers];
 		memset(b, 0, sizeof(*b));
-		snprintf(b->name, sizeof(b->name), "%s", name);
+		snprintf(b->name, sizeof(b->name), "%s", rb->name);
 		snprintf(b->addr, sizeof(b->addr), "%s", rb->addr);
+		p->n_brokers++;
 	}
 	sp__topic_put(p->c, t);
-	return b;
 }
 
 /* END_TRANSACTION on @rem. Return: 0 or -errno (the connection is then closed by the caller). */
@@ -141,6 +152,9 @@ sp_tx_send(struct sp_tx_producer *p, const struct sp_msg *msg, sp_tx_exec_fn exe
 	props[msg->n_props + 1] = (struct sp_prop){.key = "PGROUP", .val = p->group};
 	m.props = props;
 	m.n_props = msg->n_props + 2;
+	pthread_mutex_lock(&p->lock);
+	brokers_learn(p, msg->topic);
+	pthread_mutex_unlock(&p->lock);
 	rc = sp_producer_send(p->prod, &m, res);
 	if (rc != 0)
 		return rc;
@@ -148,7 +162,11 @@ sp_tx_send(struct sp_tx_producer *p, const struct sp_msg *msg, sp_tx_exec_fn exe
 	if (*state != SP_TX_COMMIT && *state != SP_TX_ROLLBACK)
 		return 0; /* UNKNOWN: the broker checks back */
 	pthread_mutex_lock(&p->lock);
-	b = broker_get(p, res->broker, msg->topic);
+	b = broker_find(p, res->broker);
+	if (b == NULL) {
+		brokers_learn(p, msg->topic); /* a broker the route gained meanwhile */
+		b = broker_find(p, res->broker);
+	}
 	rc = b == NULL ? -ENOENT : 0;
 	if (rc == 0 && b->end == NULL)
 		rc = sp_rem_connect(b->addr, p->timeout_ms, &b->end);
@@ -205,7 +223,9 @@ on_check(struct sp_tx_producer *p, struct tx_broker *b, const struct wire_rem_cm
 static int
 heartbeat(struct sp_tx_producer *p, struct tx_broker *b)
 {
+	/* Oneway: waiting for its answer would skip a check-back the broker pushes meanwhile */
 	struct wire_rem_cmd req = {.code = WIRE_REQ_HEART_BEAT,
+				   .flag = WIRE_REM_FLAG_ONEWAY,
 				   .language = WIRE_LANG_CPP,
 				   .version = WIRE_REM_VERSION_V4_9_8,
 				   .serialize = WIRE_REM_JSON};
