@@ -15,38 +15,15 @@ Each message's lateness is measured from its own birth, so the producer's pace
   bench/delay_lateness.py [rounds] [count]      3 rounds of 20,000 by default
 """
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build")
-NS = os.path.join(BUILD, "control", "sprocket-namesrv")
-BK = os.path.join(BUILD, "broker", "sprocket-broker")
-XT = os.path.join(BUILD, "tests", "compat", "sp_xtool")
+from sp_local import BUILD, start, stop
 
-
-def free_port(kind=socket.SOCK_STREAM, n=1):
-    while True:
-        s = socket.socket(socket.AF_INET, kind)
-        s.bind(("127.0.0.1", 0))
-        p = s.getsockname()[1]
-        s.close()
-        if p + n < 65535:
-            return p
-
-
-def wait_line(path, needle, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path) and needle in open(path).read():
-            return True
-        time.sleep(0.1)
-    return False
+XT = f"{BUILD}/tests/compat/sp_xtool"
 
 
 def pct(v, q):
@@ -81,19 +58,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sp-delay-")
     procs = []
     try:
-        ns_port = free_port()
-        ns = f"127.0.0.1:{ns_port}"
-        procs.append(subprocess.Popen([NS, f"--listenPort={ns_port}",
-                                       f"--kvConfigPath={tmp}/kv.json"],
-                                      stdout=open(f"{tmp}/ns.log", "w"), stderr=subprocess.STDOUT))
-        procs.append(subprocess.Popen([BK, f"--namesrvAddr={ns}", "--listenPort=0",
-                                       f"--dataplanePort={free_port(socket.SOCK_DGRAM, 2)}",
-                                       f"--storePathRootDir={tmp}/store",
-                                       "--messageDelayLevel=1s",
-                                       "--mapedFileSizeCommitLog=268435456"],
-                                      stdout=open(f"{tmp}/bk.log", "w"), stderr=subprocess.STDOUT))
-        if not wait_line(f"{tmp}/bk.log", " ready: "):
-            raise SystemExit("the broker did not start:\n" + open(f"{tmp}/bk.log").read())
+        ns, procs, _, _ = start(tmp, ["--messageDelayLevel=1s"])
         print(f"# {count} messages per run, sync sends over udp, messageDelayLevel 1s; ms")
         print("| round | run | sent/s | p50 | p99 | p99.9 | max |")
         print("|---|---|---|---|---|---|---|")
@@ -112,12 +77,7 @@ def main():
                 print(f"| {r} | {kind} | {rate:,.0f} | {pct(late, .5)} | {pct(late, .99)} | "
                       f"{pct(late, .999)} | {max(late)} |")
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -23,38 +23,17 @@ loop, nothing late can hide. The store's timestamps are whole ms.
       wheels after a SIGKILL (or a clean stop: --restart stop)
 """
 import argparse
-import json
 import os
+import json
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build")
-NS = os.path.join(BUILD, "control", "sprocket-namesrv")
-BK = os.path.join(BUILD, "broker", "sprocket-broker")
-TB = os.path.join(BUILD, "bench", "timer_bench")
+import sp_local
+from sp_local import BUILD, stop, wait_line
 
-
-def free_port(kind=socket.SOCK_STREAM, n=1):
-    while True:
-        s = socket.socket(socket.AF_INET, kind)
-        s.bind(("127.0.0.1", 0))
-        p = s.getsockname()[1]
-        s.close()
-        if p + n < 65535:
-            return p
-
-
-def wait_line(path, needle, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path) and needle in open(path).read():
-            return True
-        time.sleep(0.1)
-    return False
+TB = f"{BUILD}/bench/timer_bench"
 
 
 def mem(pid):
@@ -89,19 +68,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sp-timer-")
     procs = []
     try:
-        ns_port = free_port()
-        ns = f"127.0.0.1:{ns_port}"
-        procs.append(subprocess.Popen([NS, f"--listenPort={ns_port}",
-                                       f"--kvConfigPath={tmp}/kv.json"],
-                                      stdout=open(f"{tmp}/ns.log", "w"), stderr=subprocess.STDOUT))
-        bk_args = [BK, f"--namesrvAddr={ns}", "--listenPort=0",
-                   f"--dataplanePort={free_port(socket.SOCK_DGRAM, 2)}",
-                   f"--storePathRootDir={tmp}/store", "--mapedFileSizeCommitLog=268435456"]
-        bk = subprocess.Popen(bk_args, stdout=open(f"{tmp}/bk.log", "w"),
-                              stderr=subprocess.STDOUT)
-        procs.append(bk)
-        if not wait_line(f"{tmp}/bk.log", " ready: "):
-            raise SystemExit("the broker did not start:\n" + open(f"{tmp}/bk.log").read())
+        ns, procs, bk, bk_args = sp_local.start(tmp)
         time.sleep(2)
         idle = mem(bk.pid)
         print(f"# broker idle: {idle} MiB")
@@ -160,12 +127,7 @@ def main():
                   f"| {d.get('p9999')} | {d.get('max')} | {d.get('early')} |")
         print(f"# broker at the end: {mem(bk.pid)} MiB")
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
         for f in ("bk.log", "bk2.log"):
             log = open(f"{tmp}/{f}").read() if os.path.exists(f"{tmp}/{f}") else ""
             for line in log.splitlines():

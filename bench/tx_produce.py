@@ -13,36 +13,13 @@ start; then one closed-loop slice of each for throughput. Prints a table.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build")
-NS = os.path.join(BUILD, "control", "sprocket-namesrv")
-BK = os.path.join(BUILD, "broker", "sprocket-broker")
-TX = os.path.join(BUILD, "bench", "tx_bench")
+from sp_local import BUILD, start, stop
 
-
-def free_port(kind=socket.SOCK_STREAM, n=1):
-    while True:
-        s = socket.socket(socket.AF_INET, kind)
-        s.bind(("127.0.0.1", 0))
-        p = s.getsockname()[1]
-        s.close()
-        if p + n < 65535:
-            return p
-
-
-def wait_line(path, needle, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path) and needle in open(path).read():
-            return True
-        time.sleep(0.1)
-    return False
+TX = f"{BUILD}/bench/tx_bench"
 
 
 def main():
@@ -52,18 +29,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sp-tx-")
     procs = []
     try:
-        ns_port = free_port()
-        ns = f"127.0.0.1:{ns_port}"
-        procs.append(subprocess.Popen([NS, f"--listenPort={ns_port}",
-                                       f"--kvConfigPath={tmp}/kv.json"],
-                                      stdout=open(f"{tmp}/ns.log", "w"), stderr=subprocess.STDOUT))
-        procs.append(subprocess.Popen([BK, f"--namesrvAddr={ns}", "--listenPort=0",
-                                       f"--dataplanePort={free_port(socket.SOCK_DGRAM, 2)}",
-                                       f"--storePathRootDir={tmp}/store",
-                                       "--mapedFileSizeCommitLog=268435456"],
-                                      stdout=open(f"{tmp}/bk.log", "w"), stderr=subprocess.STDOUT))
-        if not wait_line(f"{tmp}/bk.log", " ready: "):
-            raise SystemExit("the broker did not start:\n" + open(f"{tmp}/bk.log").read())
+        ns, procs, _, _ = start(tmp)
         r = subprocess.run([TX, ns, "TxBench", rate, secs, rounds], capture_output=True,
                            text=True, timeout=900)
         rows = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
@@ -81,12 +47,7 @@ def main():
             if "transactions" in line and "core" in line:
                 print("# " + line.rstrip())
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
         for line in open(f"{tmp}/bk.log") if os.path.exists(f"{tmp}/bk.log") else []:
             if "transactions:" in line and "halves" in line:
                 print("# " + line.rstrip())

@@ -110,6 +110,16 @@ void bk_timer_fini(struct bk_ctl *x);
  * logged); transcheck from the cores' published progress; counters at
  * exit; everything freed.
  */
+/*
+ * bk_logscan.c: @fn for every record of @shard's log from local offset
+ * @from on, across segment ends, until it returns nonzero (Return: that,
+ * 0 at the end, or a store error); a record's UNIQ_KEY hashed (0: none).
+ * Context: start, before the cores run.
+ */
+int bk_log_scan(struct store *st, uint32_t shard, uint64_t from,
+		int (*fn)(void *arg, const struct wire_msg *m), void *arg);
+uint32_t bk_uniq_hash(const struct wire_msg *m);
+
 int bk_tx_conf(struct bk_ctl *x);
 int bk_tx_setup(struct bk_ctl *x);
 int bk_tx_save(struct bk_ctl *x);

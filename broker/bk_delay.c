@@ -73,32 +73,48 @@ bk_props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v)
 	return wire_props_append(buf, cap, len, key, strlen(key), num, n);
 }
 
+int
+bk_sched_wrap(struct bk_core *c, struct wire_msg *m, const char *const *skip,
+	      const char *const *keys, const uint64_t *vals, const char *topic, uint32_t qid)
+{
+	size_t len;
+
+	if (wire_props_copy_except(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len,
+				   skip))
+		return -ENOBUFS;
+	for (size_t i = 0; keys != NULL && keys[i] != NULL; i++)
+		if (bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, keys[i], vals[i]))
+			return -ENOBUFS;
+	if (wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
+			      m->topic_len) ||
+	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
+			   (uint64_t)m->queue_id) ||
+	    len + BK_PROPS_SLACK > sizeof(c->props) - 1)
+		return -ENOBUFS;
+	m->props = c->dprops;
+	m->props_len = (uint16_t)len;
+	m->topic = topic;
+	m->topic_len = (uint8_t)strlen(topic);
+	m->queue_id = (int32_t)qid;
+	return 0;
+}
+
 struct store_queue *
 bk_delay_wrap(struct bk_core *c, struct wire_msg *m, uint32_t level, int32_t *status)
 {
 	static const char *const skip[] = {"DELAY", "REAL_TOPIC", "REAL_QID", NULL};
-	size_t len;
+	static const char *const keys[] = {"DELAY", NULL};
+	uint64_t vals[] = {level};
 
 	if (c->dq == NULL || level == 0 || level > c->bk->conf.delay_levels) {
 		*status = WIRE_DP_ST_SERVICE_NOT_AVAILABLE;
 		return NULL;
 	}
-	if (wire_props_copy_except(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len,
-				   skip) ||
-	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "DELAY", level) ||
-	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
-			      m->topic_len) ||
-	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
-			   (uint64_t)m->queue_id) ||
-	    len + BK_PROPS_SLACK > sizeof(c->props) - 1) {
+	if (bk_sched_wrap(c, m, skip, keys, vals, BK_SCHED_TOPIC,
+			  (level - 1) * c->bk->ncores + c->id) != 0) {
 		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
 		return NULL;
 	}
-	m->props = c->dprops;
-	m->props_len = (uint16_t)len;
-	m->topic = BK_SCHED_TOPIC;
-	m->topic_len = (uint8_t)(sizeof(BK_SCHED_TOPIC) - 1);
-	m->queue_id = (int32_t)((level - 1) * c->bk->ncores + c->id);
 	return c->dq[level - 1].sq;
 }
 

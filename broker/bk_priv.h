@@ -512,6 +512,16 @@ unsigned bk_delay_tick(struct bk_core *c, uint64_t now_ns);
  * file)?
  */
 bool bk_progress_durable(const struct bk_core *c, uint64_t ticket);
+/*
+ * Core: @m's properties rebuilt into c->dprops for a record the broker
+ * keeps to act on later (a delay level's, a timer's, a half): @m's own but
+ * @skip, then @keys = @vals (numbers; NULL-terminated keys, may be NULL),
+ * REAL_TOPIC and REAL_QID (@m's topic and queue); @m then names @topic,
+ * queue @qid. Return: 0, -ENOBUFS (too long, with BK_PROPS_SLACK kept for
+ * what the later copy adds).
+ */
+int bk_sched_wrap(struct bk_core *c, struct wire_msg *m, const char *const *skip,
+		  const char *const *keys, const uint64_t *vals, const char *topic, uint32_t qid);
 /* Append "key\1val\2" for an unsigned number. Return: 0, -ENOBUFS (wire_props_append()). */
 int bk_props_add_u(char *buf, size_t cap, size_t *len, const char *key, uint64_t v);
 

@@ -84,31 +84,17 @@ bk_timer_wrap(struct bk_core *c, struct wire_msg *m, int64_t due, int32_t *statu
 {
 	static const char *const skip[] = {"REAL_TOPIC",	  "REAL_QID",	     "TIMER_OUT_MS",
 					   STORE_TIMER_FIRE_PROP, BK_TIMER_SRC_PROP, NULL};
-	int64_t now_ms = clk_wall_ms_fast();
-	size_t len;
+	static const char *const keys[] = {"TIMER_OUT_MS", STORE_TIMER_FIRE_PROP, NULL};
+	uint64_t vals[] = {(uint64_t)due, (uint64_t)fire_time(c->bk, clk_wall_ms_fast(), due)};
 
 	if (c->tq == NULL) {
 		*status = WIRE_DP_ST_SERVICE_NOT_AVAILABLE;
 		return NULL;
 	}
-	if (wire_props_copy_except(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len,
-				   skip) ||
-	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "TIMER_OUT_MS", (uint64_t)due) ||
-	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, STORE_TIMER_FIRE_PROP,
-			   (uint64_t)fire_time(c->bk, now_ms, due)) ||
-	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
-			      m->topic_len) ||
-	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
-			   (uint64_t)m->queue_id) ||
-	    len + BK_PROPS_SLACK > sizeof(c->props) - 1) {
+	if (bk_sched_wrap(c, m, skip, keys, vals, BK_TIMER_TOPIC, c->id) != 0) {
 		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
 		return NULL;
 	}
-	m->props = c->dprops;
-	m->props_len = (uint16_t)len;
-	m->topic = BK_TIMER_TOPIC;
-	m->topic_len = (uint8_t)(sizeof(BK_TIMER_TOPIC) - 1);
-	m->queue_id = (int32_t)c->id;
 	return c->tq->sq;
 }
 

@@ -91,14 +91,31 @@ cmp_fired(const void *a, const void *b)
 	return (x->key > y->key) - (x->key < y->key);
 }
 
-static uint32_t
-uniq_hash(const struct wire_msg *m)
-{
-	const char *v;
-	size_t vl;
+struct fired_set {
+	struct fired *f;
+	size_t n, cap;
+};
 
-	return wire_props_get(m->props, m->props_len, "UNIQ_KEY", &v, &vl) ? bk_name_hash(v, vl)
-									   : 0;
+static int
+collect_fired(void *arg, const struct wire_msg *m)
+{
+	struct fired_set *fs = arg;
+	uint64_t src;
+
+	if (!wire_props_get_uint(m->props, m->props_len, BK_TIMER_SRC_PROP, &src) ||
+	    src > INT64_MAX)
+		return 0;
+	if (fs->n == fs->cap) {
+		size_t nc = fs->cap ? fs->cap * 2 : 1024;
+		struct fired *nf = realloc(fs->f, sizeof(*nf) * nc);
+
+		if (nf == NULL)
+			return -ENOMEM;
+		fs->f = nf;
+		fs->cap = nc;
+	}
+	fs->f[fs->n++] = (struct fired){.src = (int64_t)src, .key = bk_uniq_hash(m)};
+	return 0;
 }
 
 /*
@@ -108,59 +125,18 @@ uniq_hash(const struct wire_msg *m)
 static int
 scan_fired(struct bk_ctl *x, uint32_t i, uint64_t from, struct fired **out, size_t *n_out)
 {
-	struct store *st = x->bk.store;
-	uint64_t off = SP_MAX(from, clog_min(store_clog(st, i)));
-	struct fired *f = NULL;
-	size_t cap = 0, n = 0;
-	uint64_t seg = clog_seg_size(store_clog(st, i));
-	const uint8_t *p;
-	long got;
+	struct fired_set fs = {0};
+	int err = bk_log_scan(x->bk.store, i, from, collect_fired, &fs);
 
-	while ((got = store_repl_read(st, i, off, 1u << 20, &p)) > 0) {
-		size_t pos = 0;
-		bool blank = false;
-
-		while (pos < (size_t)got) {
-			struct wire_msg m;
-			long r = wire_rec_decode(p + pos, (size_t)got - pos, 0, &m);
-			uint64_t src;
-
-			if (r == -ENODATA) {
-				blank = true; /* a segment's end: the log goes on in the next one */
-				break;
-			}
-			if (r <= 0)
-				break;
-			pos += (size_t)r;
-			if (!wire_props_get_uint(m.props, m.props_len, BK_TIMER_SRC_PROP, &src) ||
-			    src > INT64_MAX)
-				continue;
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				struct fired *nf = realloc(f, sizeof(*nf) * nc);
-
-				if (nf == NULL) {
-					free(f);
-					return -ENOMEM;
-				}
-				f = nf;
-				cap = nc;
-			}
-			f[n++] = (struct fired){.src = (int64_t)src, .key = uniq_hash(&m)};
-		}
-		if (blank) {
-			off = ((off + pos) / seg + 1) * seg;
-			continue;
-		}
-		if (pos == 0)
-			break; /* not a record we can read: the end of the log */
-		off += pos;
+	if (err != 0) {
+		free(fs.f);
+		return err;
 	}
-	if (n > 1)
-		qsort(f, n, sizeof(*f), cmp_fired);
-	*out = f;
-	*n_out = n;
-	return got < 0 && got != -ERANGE ? (int)got : 0;
+	if (fs.n > 1)
+		qsort(fs.f, fs.n, sizeof(*fs.f), cmp_fired);
+	*out = fs.f;
+	*n_out = fs.n;
+	return 0;
 }
 
 /* Is unit @o (at @u) among @f: a copy in the log names it, with its UNIQ_KEY? */
@@ -189,7 +165,7 @@ was_fired(struct bk_ctl *x, const struct store_queue *sq, uint64_t o, const stru
 	len = store_get(x->bk.store, sq, o, &rec, &ru);
 	if (len < 0 || wire_rec_decode(rec, (size_t)len, 0, &m) < 0)
 		return false;
-	want.key = uniq_hash(&m);
+	want.key = bk_uniq_hash(&m);
 	for (; lo < n && f[lo].src == want.src; lo++)
 		if (f[lo].key == want.key)
 			return true;

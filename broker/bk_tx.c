@@ -51,7 +51,6 @@ bk_tx_wrap(struct bk_core *c, struct wire_msg *m, int32_t *status)
 {
 	static const char *const skip[] = {"REAL_TOPIC", "REAL_QID", BK_TX_HALF_PROP, NULL};
 	struct bk_tx *t = c->tx;
-	size_t len;
 
 	if (t == NULL) {
 		*status = WIRE_DP_ST_SERVICE_NOT_AVAILABLE;
@@ -62,21 +61,10 @@ bk_tx_wrap(struct bk_core *c, struct wire_msg *m, int32_t *status)
 		*status = WIRE_DP_ST_SYSTEM_BUSY;
 		return NULL;
 	}
-	if (wire_props_copy_except(c->dprops, sizeof(c->dprops) - 1, &len, m->props, m->props_len,
-				   skip) ||
-	    wire_props_append(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_TOPIC", 10, m->topic,
-			      m->topic_len) ||
-	    bk_props_add_u(c->dprops, sizeof(c->dprops) - 1, &len, "REAL_QID",
-			   (uint64_t)m->queue_id) ||
-	    len + BK_PROPS_SLACK > sizeof(c->props) - 1) {
+	if (bk_sched_wrap(c, m, skip, NULL, NULL, BK_TX_HALF_TOPIC, c->id) != 0) {
 		*status = WIRE_DP_ST_MESSAGE_ILLEGAL;
 		return NULL;
 	}
-	m->props = c->dprops;
-	m->props_len = (uint16_t)len;
-	m->topic = BK_TX_HALF_TOPIC;
-	m->topic_len = (uint8_t)(sizeof(BK_TX_HALF_TOPIC) - 1);
-	m->queue_id = (int32_t)c->id;
 	m->sys_flag &= ~WIRE_SYSFLAG_TX_MASK;
 	return t->hq;
 }

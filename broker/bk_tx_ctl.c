@@ -56,72 +56,42 @@ topic_ensure(struct bk_ctl *x, const char *name)
 	return t;
 }
 
-static uint32_t
-uniq_hash(const struct wire_msg *m)
-{
-	const char *v;
-	size_t vl;
-
-	return wire_props_get(m->props, m->props_len, "UNIQ_KEY", &v, &vl) ? bk_name_hash(v, vl)
-									   : 0;
-}
+struct commit_scan {
+	struct store *st;
+	uint32_t shard;
+	struct bk_tx *t;
+	uint64_t hmax;
+	uint64_t found;
+};
 
 /*
- * Commits in core @i's log from @from whose half is this core's: resolved
- * (their op record may have been lost to a crash). A copy counts only with
- * its half's UNIQ_KEY (a SEND could carry the property by itself).
+ * A commit in the log whose half is this core's: resolved (its op record
+ * may have been lost to a crash). A copy counts only with its half's
+ * UNIQ_KEY (a SEND could carry the property by itself).
  */
-static uint64_t
-scan_commits(struct bk_ctl *x, uint32_t i, uint64_t from, struct bk_tx *t, uint64_t hmax)
+static int
+commit_seen(void *arg, const struct wire_msg *m)
 {
-	struct store *st = x->bk.store;
-	uint64_t off = SP_MAX(from, clog_min(store_clog(st, i))), found = 0;
-	uint64_t seg = clog_seg_size(store_clog(st, i));
-	const uint8_t *p;
-	long got;
+	struct commit_scan *cs = arg;
+	const uint8_t *hrec;
+	struct wire_msg h;
+	uint64_t src;
+	long hn;
 
-	while ((got = store_repl_read(st, i, off, 1u << 20, &p)) > 0) {
-		size_t pos = 0;
-		bool blank = false;
-
-		while (pos < (size_t)got) {
-			struct wire_msg m, h;
-			const uint8_t *hrec;
-			uint64_t src;
-			long r = wire_rec_decode(p + pos, (size_t)got - pos, 0, &m), hn;
-
-			if (r == -ENODATA) {
-				blank = true; /* a segment's end */
-				break;
-			}
-			if (r <= 0)
-				break;
-			pos += (size_t)r;
-			if (!wire_props_get_uint(m.props, m.props_len, BK_TX_HALF_PROP, &src) ||
-			    src > INT64_MAX)
-				continue;
-			hn = store_get_phys(st, (int64_t)src, &hrec);
-			if (hn < 0 || wire_rec_decode(hrec, (size_t)hn, 0, &h) < 0 ||
-			    h.queue_id != (int32_t)i || h.queue_offset < 0 ||
-			    h.topic_len != sizeof(BK_TX_HALF_TOPIC) - 1 ||
-			    memcmp(h.topic, BK_TX_HALF_TOPIC, h.topic_len) != 0 ||
-			    uniq_hash(&h) != uniq_hash(&m))
-				continue;
-			if ((uint64_t)h.queue_offset >= t->base &&
-			    (uint64_t)h.queue_offset < hmax) {
-				t->st[(uint64_t)h.queue_offset % BK_TX_WINDOW] |= 1;
-				found++;
-			}
-		}
-		if (blank) {
-			off = ((off + pos) / seg + 1) * seg;
-			continue;
-		}
-		if (pos == 0)
-			break;
-		off += pos;
+	if (!wire_props_get_uint(m->props, m->props_len, BK_TX_HALF_PROP, &src) || src > INT64_MAX)
+		return 0;
+	hn = store_get_phys(cs->st, (int64_t)src, &hrec);
+	if (hn < 0 || wire_rec_decode(hrec, (size_t)hn, 0, &h) < 0 ||
+	    h.queue_id != (int32_t)cs->shard || h.queue_offset < 0 ||
+	    h.topic_len != sizeof(BK_TX_HALF_TOPIC) - 1 ||
+	    memcmp(h.topic, BK_TX_HALF_TOPIC, h.topic_len) != 0 ||
+	    bk_uniq_hash(&h) != bk_uniq_hash(m))
+		return 0;
+	if ((uint64_t)h.queue_offset >= cs->t->base && (uint64_t)h.queue_offset < cs->hmax) {
+		cs->t->st[(uint64_t)h.queue_offset % BK_TX_WINDOW] |= 1;
+		cs->found++;
 	}
-	return found;
+	return 0;
 }
 
 /* Core @i's state from its queues, @mk (transcheck) and its log. */
@@ -156,8 +126,16 @@ rebuild(struct bk_ctl *x, uint32_t i, const struct meta_timer_mark *mk, struct b
 		}
 	}
 	/* A saved offset past the recovered end (it cannot be: published durable) reads from the end */
-	commits = scan_commits(
-		x, i, have ? SP_MIN(mk->done_log, clog_written(store_clog(st, i))) : 0, t, hmax);
+	{
+		struct commit_scan cs = {.st = st, .shard = i, .t = t, .hmax = hmax};
+		int err = bk_log_scan(
+			st, i, have ? SP_MIN(mk->done_log, clog_written(store_clog(st, i))) : 0,
+			commit_seen, &cs);
+
+		if (err != 0)
+			return err;
+		commits = cs.found;
+	}
 	while (t->base < hmax && (t->st[t->base % BK_TX_WINDOW] & 1)) {
 		t->st[t->base % BK_TX_WINDOW] = 0;
 		t->base++;
