@@ -348,11 +348,19 @@ tproc_kill(pid_t *pid)
 void
 tproc_rmdir(const char *dir, const char *prefix)
 {
-	char cmd[256];
+	char cmd[512];
 
 	if (strncmp(dir, prefix, strlen(prefix)) != 0)
 		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	/*
+	 * A broker killed by the test (or by the harness when a test failed)
+	 * leaves its write-behind buffers in storeBufferDir: the store's
+	 * bufdir file names them (a clean stop removes its own).
+	 */
+	snprintf(cmd, sizeof(cmd),
+		 "for f in $(find '%s' -name bufdir 2>/dev/null); do b=$(cat \"$f\"); "
+		 "case \"$b\" in /dev/shm/sprocket-*) rm -rf \"$b\";; esac; done; rm -rf '%s'",
+		 dir, dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
