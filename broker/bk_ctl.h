@@ -68,6 +68,9 @@ extern const size_t bk_nkeys;
 
 /* Create or update a topic and its store queues; @persist: save topics.json (broker_main.c). */
 int bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist);
+/* A topic the broker writes itself, created (persisted) with @nq queues unless it has as many. Return: 0, -errno. */
+int bk_ctl_topic_ensure(struct bk_ctl *x, const char *name, uint32_t nq,
+			const struct bk_topic **out);
 
 /* bk_slave.c: brokerRole and brokerId; a slave's master, sync and exit report. */
 int bk_ctl_role_setup(struct bk_ctl *x);

@@ -157,20 +157,9 @@ bk_delay_setup(struct bk_ctl *x)
 	/* A slave copies the schedule queues with its log and delivers nothing. */
 	if (nq == 0 || bk->conf.role == BK_ROLE_SLAVE)
 		return 0;
-	t = bk_topic_find(bk, BK_SCHED_TOPIC, strlen(BK_SCHED_TOPIC));
-	if (t == NULL || t->nq < nq) {
-		struct meta_topic mt = {.read_queues = nq,
-					.write_queues = nq,
-					.perm = META_PERM_READ | META_PERM_WRITE};
-
-		strcpy(mt.name, BK_SCHED_TOPIC);
-		err = bk_ctl_topic_put(x, &mt, true);
-		if (err)
-			return err;
-		t = bk_topic_find(bk, BK_SCHED_TOPIC, strlen(BK_SCHED_TOPIC));
-		if (t == NULL)
-			return -ENOENT;
-	}
+	err = bk_ctl_topic_ensure(x, BK_SCHED_TOPIC, nq, &t);
+	if (err)
+		return err;
 	off = malloc(sizeof(*off) * t->nq);
 	if (off == NULL)
 		return -ENOMEM;

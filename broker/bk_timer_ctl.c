@@ -238,20 +238,9 @@ bk_timer_setup(struct bk_ctl *x)
 		return 0;
 	if (bk->ncores > META_TIMER_QUEUES_MAX)
 		return -EINVAL;
-	t = bk_topic_find(bk, BK_TIMER_TOPIC, strlen(BK_TIMER_TOPIC));
-	if (t == NULL || t->nq < bk->ncores) {
-		struct meta_topic mt = {.read_queues = bk->ncores,
-					.write_queues = bk->ncores,
-					.perm = META_PERM_READ | META_PERM_WRITE};
-
-		strcpy(mt.name, BK_TIMER_TOPIC);
-		err = bk_ctl_topic_put(x, &mt, true);
-		if (err)
-			return err;
-		t = bk_topic_find(bk, BK_TIMER_TOPIC, strlen(BK_TIMER_TOPIC));
-		if (t == NULL)
-			return -ENOENT;
-	}
+	err = bk_ctl_topic_ensure(x, BK_TIMER_TOPIC, bk->ncores, &t);
+	if (err)
+		return err;
 	if (t->nq > bk->ncores)
 		log_warn(BK_TAG,
 			 "%s has %u queues for %u cores: timers in queues %u.. wait until the "

@@ -37,25 +37,6 @@ bk_tx_conf(struct bk_ctl *x)
 	return 0;
 }
 
-static const struct bk_topic *
-topic_ensure(struct bk_ctl *x, const char *name)
-{
-	struct bk *bk = &x->bk;
-	const struct bk_topic *t = bk_topic_find(bk, name, strlen(name));
-
-	if (t == NULL || t->nq < bk->ncores) {
-		struct meta_topic mt = {.read_queues = bk->ncores,
-					.write_queues = bk->ncores,
-					.perm = META_PERM_READ | META_PERM_WRITE};
-
-		strcpy(mt.name, name);
-		if (bk_ctl_topic_put(x, &mt, true) != 0)
-			return NULL;
-		t = bk_topic_find(bk, name, strlen(name));
-	}
-	return t;
-}
-
 struct commit_scan {
 	struct store *st;
 	uint32_t shard;
@@ -169,10 +150,11 @@ bk_tx_setup(struct bk_ctl *x)
 		return 0;
 	if (bk->ncores > META_TIMER_QUEUES_MAX)
 		return -EINVAL;
-	ht = topic_ensure(x, BK_TX_HALF_TOPIC);
-	ot = topic_ensure(x, BK_TX_OP_TOPIC);
-	if (ht == NULL || ot == NULL)
-		return -ENOENT;
+	err = bk_ctl_topic_ensure(x, BK_TX_HALF_TOPIC, bk->ncores, &ht);
+	if (err == 0)
+		err = bk_ctl_topic_ensure(x, BK_TX_OP_TOPIC, bk->ncores, &ot);
+	if (err)
+		return err;
 	err = meta_timer_load(&store_io_posix, x->tx_path, mk, META_TIMER_QUEUES_MAX);
 	if (err) {
 		log_err(BK_TAG, "%s: %s", x->tx_path, strerror(-err));

@@ -195,6 +195,29 @@ bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
 	return 0;
 }
 
+int
+bk_ctl_topic_ensure(struct bk_ctl *x, const char *name, uint32_t nq, const struct bk_topic **out)
+{
+	const struct bk_topic *t = bk_topic_find(&x->bk, name, strlen(name));
+
+	if (t == NULL || t->nq < nq) {
+		struct meta_topic mt = {.read_queues = nq,
+					.write_queues = nq,
+					.perm = META_PERM_READ | META_PERM_WRITE};
+		int err;
+
+		snprintf(mt.name, sizeof(mt.name), "%s", name);
+		err = bk_ctl_topic_put(x, &mt, true);
+		if (err)
+			return err;
+		t = bk_topic_find(&x->bk, name, strlen(name));
+		if (t == NULL)
+			return -ENOENT;
+	}
+	*out = t;
+	return 0;
+}
+
 static int
 rmt_topic_put(void *arg, const struct meta_topic *mt)
 {

@@ -117,12 +117,10 @@ end_tx(struct sp_tx_producer *p, struct sp_rem *rem, int64_t qoff, int64_t phys,
 	snprintf(ph, sizeof(ph), "%" PRId64, phys);
 	snprintf(k, sizeof(k), "%d", (int)st);
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
-		req.ext[i].key = kv[i][0];
-		req.ext[i].key_len = (uint32_t)strlen(kv[i][0]);
-		req.ext[i].val = kv[i][1];
-		req.ext[i].val_len = (uint32_t)strlen(kv[i][1]);
+		rc = wire_rem_ext_add(&req, kv[i][0], kv[i][1]);
+		if (rc != 0)
+			return rc;
 	}
-	req.n_ext = (uint16_t)(sizeof(kv) / sizeof(kv[0]));
 	/* From a check-back oneway, as RocketMQ; from a send, answered: the caller learns it took */
 	if (from_check)
 		req.flag = WIRE_REM_FLAG_ONEWAY;
@@ -186,23 +184,16 @@ sp_tx_send(struct sp_tx_producer *p, const struct sp_msg *msg, sp_tx_exec_fn exe
 static void
 on_check(struct sp_tx_producer *p, struct tx_broker *b, const struct wire_rem_cmd *q)
 {
+	const struct wire_kv *tkv = wire_rem_ext_get(q, "transactionId");
+	const char *tid = tkv != NULL ? tkv->val : "";
 	struct sp_msg_ext m;
-	const char *qo = NULL, *ph = NULL, *tid = "";
+	int64_t qo, ph;
 	char *strbuf;
 	size_t cap = sp__rec_strbuf_size(q->body_len, 1);
 	enum sp_tx_state st;
 
-	for (unsigned i = 0; i < q->n_ext; i++) {
-		if (q->ext[i].key_len == 20 &&
-		    memcmp(q->ext[i].key, "tranStateTableOffset", 20) == 0)
-			qo = q->ext[i].val;
-		else if (q->ext[i].key_len == 15 &&
-			 memcmp(q->ext[i].key, "commitLogOffset", 15) == 0)
-			ph = q->ext[i].val;
-		else if (q->ext[i].key_len == 13 && memcmp(q->ext[i].key, "transactionId", 13) == 0)
-			tid = q->ext[i].val;
-	}
-	if (qo == NULL || ph == NULL)
+	if (wire_rem_ext_i64(q, "tranStateTableOffset", &qo) != 0 ||
+	    wire_rem_ext_i64(q, "commitLogOffset", &ph) != 0)
 		return;
 	strbuf = malloc(cap);
 	if (strbuf == NULL)
@@ -210,8 +201,7 @@ on_check(struct sp_tx_producer *p, struct tx_broker *b, const struct wire_rem_cm
 	if (sp__records_decode(q->body, q->body_len, NULL, &m, 1, strbuf, cap) == 1) {
 		st = p->check(p->check_arg, &m);
 		if ((st == SP_TX_COMMIT || st == SP_TX_ROLLBACK) &&
-		    end_tx(p, b->chk, strtoll(qo, NULL, 10), strtoll(ph, NULL, 10), tid, st,
-			   true) != 0) {
+		    end_tx(p, b->chk, qo, ph, tid, st, true) != 0) {
 			sp_rem_close(b->chk);
 			b->chk = NULL;
 		}
