@@ -36,6 +36,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,7 +49,31 @@ NS, BK, XT = sys.argv[1], sys.argv[2], sys.argv[3]
 CASE = sys.argv[4]
 TMP = tempfile.mkdtemp(prefix="repl-")
 RND = random.Random(os.getpid())
-BASE = 30000 + RND.randrange(0, 300) * 100
+
+
+def free_base(span=40):
+    """A base port with @span free ports above it (TCP and UDP), below the kernel's
+    ephemeral range (32768 up), where a client's outgoing connection could take it."""
+    for _ in range(200):
+        b = 10000 + RND.randrange(0, 220) * 100
+        ok = True
+        for port in range(b, b + span):
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                s = socket.socket(socket.AF_INET, kind)
+                try:
+                    s.bind(("0.0.0.0", port))
+                except OSError:
+                    ok = False
+                finally:
+                    s.close()
+            if not ok:
+                break
+        if ok:
+            return b
+    raise SystemExit("no 40 free ports below 32768")
+
+
+BASE = free_base()
 NS_PORT = BASE
 NSADDR = f"127.0.0.1:{NS_PORT}"
 PROCS = []
@@ -92,7 +117,9 @@ def wait_log(name, needle, timeout=30, count=1):
 
 def namesrv():
     p = start("namesrv", [NS, f"--listenPort={NS_PORT}"])
-    time.sleep(0.3)
+    if not wait_log("namesrv", " listening on ", timeout=10):
+        print(log_of("namesrv"))
+        raise SystemExit("the NameServer did not start")
     return p
 
 
