@@ -47,7 +47,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "control/breg.h"
-#include "jbuf_priv.h"
+#include "common/jbuf.h"
 #include "sprocket/remoting.h"
 
 #define BREG_TAG "ctl.breg"
@@ -115,19 +115,19 @@ struct ctl_breg {
 /* ------------------------------------------------------------------ body */
 
 static void
-jbuf_u64(struct ctl_jbuf *o, uint64_t v)
+jbuf_u64(struct jbuf *o, uint64_t v)
 {
 	char s[24];
 	int n = snprintf(s, sizeof(s), "%" PRIu64, v);
 
-	ctl_jbuf_raw(o, s, (size_t)n);
+	jbuf_raw(o, s, (size_t)n);
 }
 
 int
 ctl_breg_body(const struct ctl_breg_topic *t, size_t n, uint64_t dv_counter, int64_t dv_ts,
 	      char **json, size_t *len)
 {
-	struct ctl_jbuf o;
+	struct jbuf o;
 	size_t blen = 0;
 	uint8_t *p;
 
@@ -139,49 +139,49 @@ ctl_breg_body(const struct ctl_breg_topic *t, size_t n, uint64_t dv_counter, int
 			return -EINVAL;
 	}
 	/* fastjson's order: keys sorted at every level, no blanks. */
-	ctl_jbuf_init(&o);
-	ctl_jbuf_lit(&o, "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
+	jbuf_init(&o);
+	jbuf_lit(&o, "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
 			 "\"dataVersion\":{\"counter\":");
 	jbuf_u64(&o, dv_counter);
-	ctl_jbuf_lit(&o, ",\"timestamp\":");
-	ctl_jbuf_i64(&o, dv_ts);
-	ctl_jbuf_lit(&o, "},\"topicConfigTable\":{");
+	jbuf_lit(&o, ",\"timestamp\":");
+	jbuf_i64(&o, dv_ts);
+	jbuf_lit(&o, "},\"topicConfigTable\":{");
 	for (size_t i = 0; i < n; i++) {
 		const struct ctl_breg_topic *x = &t[i];
 
 		if (i > 0)
-			ctl_jbuf_lit(&o, ",");
-		ctl_jbuf_cstr(&o, x->name);
-		ctl_jbuf_lit(&o, ":{");
+			jbuf_lit(&o, ",");
+		jbuf_cstr(&o, x->name);
+		jbuf_lit(&o, ":{");
 		if (x->n_queue_cores > 0) {
-			ctl_jbuf_lit(&o, "\"dataplaneQueueCores\":[");
+			jbuf_lit(&o, "\"dataplaneQueueCores\":[");
 			for (uint32_t q = 0; q < x->n_queue_cores; q++) {
 				if (q > 0)
-					ctl_jbuf_lit(&o, ",");
-				ctl_jbuf_i64(&o, x->queue_cores[q]);
+					jbuf_lit(&o, ",");
+				jbuf_i64(&o, x->queue_cores[q]);
 			}
-			ctl_jbuf_lit(&o, "],");
+			jbuf_lit(&o, "],");
 		}
-		ctl_jbuf_lit(&o,
+		jbuf_lit(&o,
 			     x->order ? "\"order\":true,\"perm\":" : "\"order\":false,\"perm\":");
-		ctl_jbuf_i64(&o, x->perm);
-		ctl_jbuf_lit(&o, ",\"readQueueNums\":");
-		ctl_jbuf_i64(&o, x->read_queues);
-		ctl_jbuf_lit(&o, ",\"topicFilterType\":\"SINGLE_TAG\",\"topicName\":");
-		ctl_jbuf_cstr(&o, x->name);
-		ctl_jbuf_lit(&o, ",\"topicSysFlag\":");
-		ctl_jbuf_i64(&o, x->sys_flag);
-		ctl_jbuf_lit(&o, ",\"writeQueueNums\":");
-		ctl_jbuf_i64(&o, x->write_queues);
-		ctl_jbuf_lit(&o, "}");
+		jbuf_i64(&o, x->perm);
+		jbuf_lit(&o, ",\"readQueueNums\":");
+		jbuf_i64(&o, x->read_queues);
+		jbuf_lit(&o, ",\"topicFilterType\":\"SINGLE_TAG\",\"topicName\":");
+		jbuf_cstr(&o, x->name);
+		jbuf_lit(&o, ",\"topicSysFlag\":");
+		jbuf_i64(&o, x->sys_flag);
+		jbuf_lit(&o, ",\"writeQueueNums\":");
+		jbuf_i64(&o, x->write_queues);
+		jbuf_lit(&o, "}");
 	}
-	ctl_jbuf_lit(&o, "}}}");
-	ctl_jbuf_raw(&o, "", 1); /* NUL, not counted */
+	jbuf_lit(&o, "}}}");
+	jbuf_raw(&o, "", 1); /* NUL, not counted */
 	if (o.err != 0) {
-		ctl_jbuf_free(&o);
+		jbuf_free(&o);
 		return -ENOMEM;
 	}
-	p = ctl_jbuf_take(&o, &blen);
+	p = jbuf_take(&o, &blen);
 	*json = (char *)p;
 	*len = blen - 1;
 	return 0;

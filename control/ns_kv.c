@@ -25,7 +25,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
-#include "jbuf_priv.h"
+#include "common/jbuf.h"
 #include "ns_priv.h"
 #include "store/io.h"
 
@@ -242,9 +242,9 @@ ent_ok(const struct kv_ent *e)
 
 /* {"configTable":{"ns":{"k":"v",...},...}} from a sorted snapshot. */
 static int
-snap_json(const struct kv_snap *s, struct ctl_jbuf *o)
+snap_json(const struct kv_snap *s, struct jbuf *o)
 {
-	ctl_jbuf_lit(o, "{\"configTable\":{");
+	jbuf_lit(o, "{\"configTable\":{");
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct kv_ent *e = &s->e[i];
 		bool new_ns = i == 0 || e->ns_len != s->e[i - 1].ns_len ||
@@ -252,35 +252,35 @@ snap_json(const struct kv_snap *s, struct ctl_jbuf *o)
 
 		if (new_ns) {
 			if (i > 0)
-				ctl_jbuf_lit(o, "},");
-			ctl_jbuf_str(o, e->ns, e->ns_len);
-			ctl_jbuf_lit(o, ":{");
+				jbuf_lit(o, "},");
+			jbuf_str(o, e->ns, e->ns_len);
+			jbuf_lit(o, ":{");
 		} else {
-			ctl_jbuf_lit(o, ",");
+			jbuf_lit(o, ",");
 		}
-		ctl_jbuf_str(o, e->key, e->key_len);
-		ctl_jbuf_lit(o, ":");
-		ctl_jbuf_str(o, e->val, e->val_len);
+		jbuf_str(o, e->key, e->key_len);
+		jbuf_lit(o, ":");
+		jbuf_str(o, e->val, e->val_len);
 	}
-	ctl_jbuf_lit(o, s->n ? "}}}\n" : "}}\n");
+	jbuf_lit(o, s->n ? "}}}\n" : "}}\n");
 	return o->err;
 }
 
 static int
 kv_persist(const struct ns_kv *kv, const struct kv_snap *s)
 {
-	struct ctl_jbuf o;
+	struct jbuf o;
 	int rc;
 
 	if (kv->path == NULL)
 		return 0;
-	ctl_jbuf_init(&o);
+	jbuf_init(&o);
 	rc = snap_json(s, &o);
 	if (rc == 0)
 		rc = store_io_write_atomic(&store_io_posix, kv->path, o.p, o.len);
 	if (rc != 0)
 		log_err("ctl.ns", "persisting kv config %s failed: %s", kv->path, err_str(rc));
-	ctl_jbuf_free(&o);
+	jbuf_free(&o);
 	return rc;
 }
 
@@ -505,29 +505,29 @@ ns__kv_list_json(struct ns_kv *kv, const char *ns, uint8_t **out, size_t *out_le
 	const struct kv_snap *s = rcu_dereference(kv->snap);
 	size_t ns_len = strlen(ns);
 	long i = snap_find(s, ns, ns_len, "", 0);
-	struct ctl_jbuf o;
+	struct jbuf o;
 	bool first = true;
 
 	/* "" sorts before every key of the namespace: i is the insertion point. */
 	i = i >= 0 ? i : -i - 1;
-	ctl_jbuf_init(&o);
+	jbuf_init(&o);
 	for (; i < (long)s->n && s->e[i].ns_len == ns_len && memcmp(s->e[i].ns, ns, ns_len) == 0;
 	     i++) {
-		ctl_jbuf_lit(&o, first ? "{\"table\":{" : ",");
+		jbuf_lit(&o, first ? "{\"table\":{" : ",");
 		first = false;
-		ctl_jbuf_str(&o, s->e[i].key, s->e[i].key_len);
-		ctl_jbuf_lit(&o, ":");
-		ctl_jbuf_str(&o, s->e[i].val, s->e[i].val_len);
+		jbuf_str(&o, s->e[i].key, s->e[i].key_len);
+		jbuf_lit(&o, ":");
+		jbuf_str(&o, s->e[i].val, s->e[i].val_len);
 	}
 	if (first)
 		return -ENOENT;
-	ctl_jbuf_lit(&o, "}}");
+	jbuf_lit(&o, "}}");
 	if (o.err != 0) {
 		int rc = o.err;
 
-		ctl_jbuf_free(&o);
+		jbuf_free(&o);
 		return rc;
 	}
-	*out = ctl_jbuf_take(&o, out_len);
+	*out = jbuf_take(&o, out_len);
 	return 0;
 }

@@ -29,7 +29,7 @@
 
 #include "control/route.h"
 #include "wire/record.h"
-#include "jbuf_priv.h"
+#include "common/jbuf.h"
 
 struct route_topic {
 	uint64_t hash;
@@ -865,29 +865,29 @@ route_db_query_dv(struct route_db *db, const char *addr, const struct route_dv *
  */
 
 static void
-json_broker_data(struct ctl_jbuf *o, const struct route_bname *b)
+json_broker_data(struct jbuf *o, const struct route_bname *b)
 {
 	bool any_dp = false;
 
-	ctl_jbuf_lit(o, "{\"brokerAddrs\":{");
+	jbuf_lit(o, "{\"brokerAddrs\":{");
 	for (uint32_t i = 0; i < b->n_addrs; i++) {
 		if (i > 0)
-			ctl_jbuf_lit(o, ",");
+			jbuf_lit(o, ",");
 		/* Quoted ids: standard JSON, which every client reads (docs/rocketmq-protocol.md §3.3). */
-		ctl_jbuf_lit(o, "\"");
-		ctl_jbuf_i64(o, b->addrs[i].id);
-		ctl_jbuf_lit(o, "\":");
-		ctl_jbuf_cstr(o, b->addrs[i].addr);
+		jbuf_lit(o, "\"");
+		jbuf_i64(o, b->addrs[i].id);
+		jbuf_lit(o, "\":");
+		jbuf_cstr(o, b->addrs[i].addr);
 		any_dp |= b->addrs[i].dp.present;
 	}
-	ctl_jbuf_lit(o, "},\"brokerName\":");
-	ctl_jbuf_cstr(o, b->name);
-	ctl_jbuf_lit(o, ",\"cluster\":");
-	ctl_jbuf_cstr(o, b->cluster);
+	jbuf_lit(o, "},\"brokerName\":");
+	jbuf_cstr(o, b->name);
+	jbuf_lit(o, ",\"cluster\":");
+	jbuf_cstr(o, b->cluster);
 	if (any_dp) {
 		bool first = true;
 
-		ctl_jbuf_lit(o, ",\"dataplaneAddrs\":{");
+		jbuf_lit(o, ",\"dataplaneAddrs\":{");
 		for (uint32_t i = 0; i < b->n_addrs; i++) {
 			const struct route_dp *dp = &b->addrs[i].dp;
 			char mac[18];
@@ -896,69 +896,69 @@ json_broker_data(struct ctl_jbuf *o, const struct route_bname *b)
 				continue;
 			snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", dp->mac[0],
 				 dp->mac[1], dp->mac[2], dp->mac[3], dp->mac[4], dp->mac[5]);
-			ctl_jbuf_lit(o, first ? "\"" : ",\"");
+			jbuf_lit(o, first ? "\"" : ",\"");
 			first = false;
-			ctl_jbuf_i64(o, b->addrs[i].id);
-			ctl_jbuf_lit(o, "\":{\"cores\":");
-			ctl_jbuf_i64(o, dp->cores);
-			ctl_jbuf_lit(o, ",\"ip\":");
-			ctl_jbuf_cstr(o, dp->ip);
-			ctl_jbuf_lit(o, ",\"mac\":");
-			ctl_jbuf_cstr(o, mac);
-			ctl_jbuf_lit(o, ",\"port\":");
-			ctl_jbuf_i64(o, dp->port);
-			ctl_jbuf_lit(o, "}");
+			jbuf_i64(o, b->addrs[i].id);
+			jbuf_lit(o, "\":{\"cores\":");
+			jbuf_i64(o, dp->cores);
+			jbuf_lit(o, ",\"ip\":");
+			jbuf_cstr(o, dp->ip);
+			jbuf_lit(o, ",\"mac\":");
+			jbuf_cstr(o, mac);
+			jbuf_lit(o, ",\"port\":");
+			jbuf_i64(o, dp->port);
+			jbuf_lit(o, "}");
 		}
-		ctl_jbuf_lit(o, "}");
+		jbuf_lit(o, "}");
 	}
-	ctl_jbuf_lit(o, "}");
+	jbuf_lit(o, "}");
 }
 
 static void
-json_queue_data(struct ctl_jbuf *o, const struct route_bname *b, const struct route_tset *ts,
+json_queue_data(struct jbuf *o, const struct route_bname *b, const struct route_tset *ts,
 		const struct route_topic *t)
 {
 	int m = bname_find_id(b, 0);
 
-	ctl_jbuf_lit(o, "{\"brokerName\":");
-	ctl_jbuf_cstr(o, b->name);
+	jbuf_lit(o, "{\"brokerName\":");
+	jbuf_cstr(o, b->name);
 	if (m >= 0 && b->addrs[m].dp.present) {
 		/* Queue -> owning core of the master: explicit, else q % cores. */
 		uint32_t nq = t->n_cores ? t->n_cores : SP_MAX(t->read_q, t->write_q);
 
-		ctl_jbuf_lit(o, ",\"dataplaneQueueCores\":[");
+		jbuf_lit(o, ",\"dataplaneQueueCores\":[");
 		for (uint32_t q = 0; q < nq; q++) {
 			if (q > 0)
-				ctl_jbuf_lit(o, ",");
-			ctl_jbuf_i64(o, t->n_cores ? ts->cores[t->cores_off + q]
+				jbuf_lit(o, ",");
+			jbuf_i64(o, t->n_cores ? ts->cores[t->cores_off + q]
 						   : q % b->addrs[m].dp.cores);
 		}
-		ctl_jbuf_lit(o, "]");
+		jbuf_lit(o, "]");
 	}
-	ctl_jbuf_lit(o, ",\"perm\":");
-	ctl_jbuf_i64(o, t->perm & ~b->perm_clear);
-	ctl_jbuf_lit(o, ",\"readQueueNums\":");
-	ctl_jbuf_i64(o, t->read_q);
+	jbuf_lit(o, ",\"perm\":");
+	jbuf_i64(o, t->perm & ~b->perm_clear);
+	jbuf_lit(o, ",\"readQueueNums\":");
+	jbuf_i64(o, t->read_q);
 	/* Both spellings: Go and RocketMQ <= 4.8 read topicSynFlag (docs/rocketmq-protocol.md §3.3). */
-	ctl_jbuf_lit(o, ",\"topicSynFlag\":");
-	ctl_jbuf_i64(o, t->sysflag);
-	ctl_jbuf_lit(o, ",\"topicSysFlag\":");
-	ctl_jbuf_i64(o, t->sysflag);
-	ctl_jbuf_lit(o, ",\"writeQueueNums\":");
-	ctl_jbuf_i64(o, t->write_q);
-	ctl_jbuf_lit(o, "}");
+	jbuf_lit(o, ",\"topicSynFlag\":");
+	jbuf_i64(o, t->sysflag);
+	jbuf_lit(o, ",\"topicSysFlag\":");
+	jbuf_i64(o, t->sysflag);
+	jbuf_lit(o, ",\"writeQueueNums\":");
+	jbuf_i64(o, t->write_q);
+	jbuf_lit(o, "}");
 }
 
 static int
-jbuf_finish(struct ctl_jbuf *o, uint8_t **out, size_t *out_len)
+jbuf_finish(struct jbuf *o, uint8_t **out, size_t *out_len)
 {
 	if (o->err != 0) {
 		int rc = o->err;
 
-		ctl_jbuf_free(o);
+		jbuf_free(o);
 		return rc;
 	}
-	*out = ctl_jbuf_take(o, out_len);
+	*out = jbuf_take(o, out_len);
 	return 0;
 }
 
@@ -967,27 +967,27 @@ route_json_topic(const struct route_table *t, const char *topic, size_t len, con
 		 uint8_t **out, size_t *out_len)
 {
 	uint64_t h = route_hash(topic, len);
-	struct ctl_jbuf o;
+	struct jbuf o;
 	bool first = true;
 
-	ctl_jbuf_init(&o);
+	jbuf_init(&o);
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct route_bname *b = t->b[i];
 
 		if (b->topics == NULL || tset_find(b->topics, topic, len, h) == NULL)
 			continue;
-		ctl_jbuf_lit(&o, first ? "{\"brokerDatas\":[" : ",");
+		jbuf_lit(&o, first ? "{\"brokerDatas\":[" : ",");
 		first = false;
 		json_broker_data(&o, b);
 	}
 	if (first)
 		return -ENOENT;
-	ctl_jbuf_lit(&o, "],\"filterServerTable\":{}");
+	jbuf_lit(&o, "],\"filterServerTable\":{}");
 	if (order_conf != NULL) {
-		ctl_jbuf_lit(&o, ",\"orderTopicConf\":");
-		ctl_jbuf_cstr(&o, order_conf);
+		jbuf_lit(&o, ",\"orderTopicConf\":");
+		jbuf_cstr(&o, order_conf);
 	}
-	ctl_jbuf_lit(&o, ",\"queueDatas\":[");
+	jbuf_lit(&o, ",\"queueDatas\":[");
 	first = true;
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct route_bname *b = t->b[i];
@@ -996,29 +996,29 @@ route_json_topic(const struct route_table *t, const char *topic, size_t len, con
 		if (b->topics == NULL || (tp = tset_find(b->topics, topic, len, h)) == NULL)
 			continue;
 		if (!first)
-			ctl_jbuf_lit(&o, ",");
+			jbuf_lit(&o, ",");
 		first = false;
 		json_queue_data(&o, b, b->topics, tp);
 	}
-	ctl_jbuf_lit(&o, "]}");
+	jbuf_lit(&o, "]}");
 	return jbuf_finish(&o, out, out_len);
 }
 
 int
 route_json_cluster(const struct route_table *t, uint8_t **out, size_t *out_len)
 {
-	struct ctl_jbuf o;
+	struct jbuf o;
 
-	ctl_jbuf_init(&o);
-	ctl_jbuf_lit(&o, "{\"brokerAddrTable\":{");
+	jbuf_init(&o);
+	jbuf_lit(&o, "{\"brokerAddrTable\":{");
 	for (uint32_t i = 0; i < t->n; i++) {
 		if (i > 0)
-			ctl_jbuf_lit(&o, ",");
-		ctl_jbuf_cstr(&o, t->b[i]->name);
-		ctl_jbuf_lit(&o, ":");
+			jbuf_lit(&o, ",");
+		jbuf_cstr(&o, t->b[i]->name);
+		jbuf_lit(&o, ":");
 		json_broker_data(&o, t->b[i]);
 	}
-	ctl_jbuf_lit(&o, "},\"clusterAddrTable\":{");
+	jbuf_lit(&o, "},\"clusterAddrTable\":{");
 	for (uint32_t i = 0, nc = 0; i < t->n; i++) {
 		bool seen = false;
 		bool first = true;
@@ -1029,31 +1029,31 @@ route_json_cluster(const struct route_table *t, uint8_t **out, size_t *out_len)
 		if (seen)
 			continue;
 		if (nc++ > 0)
-			ctl_jbuf_lit(&o, ",");
-		ctl_jbuf_cstr(&o, t->b[i]->cluster);
-		ctl_jbuf_lit(&o, ":[");
+			jbuf_lit(&o, ",");
+		jbuf_cstr(&o, t->b[i]->cluster);
+		jbuf_lit(&o, ":[");
 		for (uint32_t j = i; j < t->n; j++) {
 			if (strcmp(t->b[j]->cluster, t->b[i]->cluster) != 0)
 				continue;
 			if (!first)
-				ctl_jbuf_lit(&o, ",");
+				jbuf_lit(&o, ",");
 			first = false;
-			ctl_jbuf_cstr(&o, t->b[j]->name);
+			jbuf_cstr(&o, t->b[j]->name);
 		}
-		ctl_jbuf_lit(&o, "]");
+		jbuf_lit(&o, "]");
 	}
-	ctl_jbuf_lit(&o, "}}");
+	jbuf_lit(&o, "}}");
 	return jbuf_finish(&o, out, out_len);
 }
 
 int
 route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_len)
 {
-	struct ctl_jbuf o;
+	struct jbuf o;
 	bool first = true;
 
-	ctl_jbuf_init(&o);
-	ctl_jbuf_lit(&o, "{\"topicList\":[");
+	jbuf_init(&o);
+	jbuf_lit(&o, "{\"topicList\":[");
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct route_tset *ts = t->b[i]->topics;
 
@@ -1075,12 +1075,12 @@ route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_le
 			if (dup)
 				continue;
 			if (!first)
-				ctl_jbuf_lit(&o, ",");
+				jbuf_lit(&o, ",");
 			first = false;
-			ctl_jbuf_str(&o, name, tp->name_len);
+			jbuf_str(&o, name, tp->name_len);
 		}
 	}
-	ctl_jbuf_lit(&o, "]}");
+	jbuf_lit(&o, "]}");
 	return jbuf_finish(&o, out, out_len);
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * jbuf.c - compact JSON output into a growable buffer (see jbuf_priv.h).
+ * jbuf.c - compact JSON output into a growable buffer (see jbuf.h).
  *
  * Strings are escaped as fastjson does for what the NameServer emits: '"',
  * '\\' and bytes below 0x20; other bytes (UTF-8) pass through, so a broker
@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "jbuf_priv.h"
+#include "common/jbuf.h"
 
 #define JBUF_MIN_CAP 256
 
 void
-ctl_jbuf_init(struct ctl_jbuf *b)
+jbuf_init(struct jbuf *b)
 {
 	b->p = NULL;
 	b->len = 0;
@@ -25,14 +25,14 @@ ctl_jbuf_init(struct ctl_jbuf *b)
 }
 
 void
-ctl_jbuf_free(struct ctl_jbuf *b)
+jbuf_free(struct jbuf *b)
 {
 	free(b->p);
-	ctl_jbuf_init(b);
+	jbuf_init(b);
 }
 
 int
-ctl_jbuf_reserve(struct ctl_jbuf *b, size_t n)
+jbuf_reserve(struct jbuf *b, size_t n)
 {
 	size_t cap;
 	uint8_t *p;
@@ -60,22 +60,22 @@ ctl_jbuf_reserve(struct ctl_jbuf *b, size_t n)
 }
 
 void
-ctl_jbuf_raw(struct ctl_jbuf *b, const void *s, size_t n)
+jbuf_raw(struct jbuf *b, const void *s, size_t n)
 {
-	if (n == 0 || ctl_jbuf_reserve(b, n) != 0)
+	if (n == 0 || jbuf_reserve(b, n) != 0)
 		return;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 }
 
 void
-ctl_jbuf_str(struct ctl_jbuf *b, const char *s, size_t n)
+jbuf_str(struct jbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	uint8_t *o;
 
 	/* Worst case every byte becomes \u00XX. */
-	if (n > (SIZE_MAX - 2) / 6 || ctl_jbuf_reserve(b, n * 6 + 2) != 0)
+	if (n > (SIZE_MAX - 2) / 6 || jbuf_reserve(b, n * 6 + 2) != 0)
 		return;
 	o = b->p + b->len;
 	*o++ = '"';
@@ -101,20 +101,20 @@ ctl_jbuf_str(struct ctl_jbuf *b, const char *s, size_t n)
 }
 
 void
-ctl_jbuf_i64(struct ctl_jbuf *b, int64_t v)
+jbuf_i64(struct jbuf *b, int64_t v)
 {
 	char tmp[24];
 	int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v);
 
-	ctl_jbuf_raw(b, tmp, (size_t)n);
+	jbuf_raw(b, tmp, (size_t)n);
 }
 
 uint8_t *
-ctl_jbuf_take(struct ctl_jbuf *b, size_t *len)
+jbuf_take(struct jbuf *b, size_t *len)
 {
 	uint8_t *p = b->p;
 
 	*len = b->len;
-	ctl_jbuf_init(b);
+	jbuf_init(b);
 	return p;
 }
