@@ -1175,6 +1175,46 @@ offset_raise(struct bk_core *c, struct bk_rcmd *cmd)
 	cmd->status = WIRE_DP_ST_SUCCESS;
 }
 
+/* Min, max and last store time of each queue in cmd->resp (admin requests). */
+static void
+qstat(struct bk_core *c, struct bk_rcmd *cmd)
+{
+	struct bk_qstat *q = (struct bk_qstat *)cmd->resp;
+	size_t n = cmd->resp_len / sizeof(*q);
+
+	for (size_t i = 0; i < n; i++) {
+		q[i].min = store_queue_min(c->bk->store, q[i].sq);
+		q[i].max = store_queue_max(c->bk->store, q[i].sq);
+		q[i].last_ms = 0;
+		if (q[i].max > q[i].min &&
+		    store_queue_time(c->bk->store, q[i].sq, q[i].max - 1, &q[i].last_ms) != 0)
+			q[i].last_ms = 0;
+		q[i].probe_ms = 0;
+		if (q[i].probe != UINT64_MAX &&
+		    store_queue_time(c->bk->store, q[i].sq, q[i].probe, &q[i].probe_ms) != 0)
+			q[i].probe_ms = 0;
+		q[i].at_time = q[i].max;
+		if (cmd->value >= 0 &&
+		    store_search_time(c->bk->store, q[i].sq, cmd->value, &q[i].at_time) != 0)
+			q[i].at_time = q[i].max;
+	}
+	cmd->status = WIRE_DP_ST_SUCCESS;
+}
+
+/* A deleted topic: its offsets read as never committed (-1); the slots stay. */
+static void
+offset_drop(struct bk_core *c, struct bk_rcmd *cmd)
+{
+	for (uint32_t k = 0; k <= c->off_mask; k++) {
+		struct bk_off *o = &c->offs[k];
+
+		if (atomic_load_relaxed(&o->used) && o->topic_len == cmd->req_len &&
+		    memcmp(o->topic, cmd->req, cmd->req_len) == 0)
+			atomic_store_relaxed(&o->offset, -1);
+	}
+	cmd->status = WIRE_DP_ST_SUCCESS;
+}
+
 void
 bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
 {
@@ -1212,6 +1252,14 @@ bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
 		return;
 	case BK_ROP_TX_CHECK:
 		bk_tx_check(c, cmd);
+		rmt_complete(c, cmd);
+		return;
+	case BK_ROP_QSTAT:
+		qstat(c, cmd);
+		rmt_complete(c, cmd);
+		return;
+	case BK_ROP_OFFSET_DROP:
+		offset_drop(c, cmd);
 		rmt_complete(c, cmd);
 		return;
 	default:

@@ -160,6 +160,21 @@ enum bk_rop {
 	BK_ROP_END_TX = 103,
 	/* resp: struct bk_tx_check_item + record, ...; value 1: more to come */
 	BK_ROP_TX_CHECK = 104,
+	/* resp: struct bk_qstat[resp_len / sizeof]; control fills sq, the core the rest */
+	BK_ROP_QSTAT = 105,
+	/* req: a topic name (req_len bytes): forget every consumer offset of it */
+	BK_ROP_OFFSET_DROP = 106,
+};
+
+/* One queue's figures for the admin requests (BK_ROP_QSTAT). */
+struct bk_qstat {
+	const struct store_queue *sq; /* control */
+	uint32_t idx;		      /* control: the caller's row */
+	uint64_t min, max;	      /* ConsumeQueue offsets */
+	int64_t last_ms;	      /* store time of the last message, 0 when empty */
+	uint64_t at_time; /* first offset stored at or after cmd->value ms (value >= 0) */
+	uint64_t probe;	  /* control: an offset whose store time it wants, or UINT64_MAX */
+	int64_t probe_ms; /* its store time, 0 when not in the queue */
 };
 
 struct bk_rcmd {

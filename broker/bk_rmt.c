@@ -210,6 +210,8 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 {
 	struct rconn *c = bk_rmt__conn_get(r, j->conn, j->gen);
 
+	if (j->agg)
+		bk_rmt__agg_drop(j);
 	if (c && c->jobs)
 		c->jobs--;
 	if (j->prev)
@@ -459,6 +461,8 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 
 	if (q->flag & WIRE_REM_FLAG_RESPONSE)
 		return; /* an answer to our oneway notify: nothing expected */
+	c->lang = q->language;
+	c->version = q->version;
 	switch (q->code) {
 	case WIRE_REQ_SEND_MESSAGE:
 	case WIRE_REQ_SEND_MESSAGE_V2:
@@ -506,6 +510,24 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	case WIRE_REQ_GET_ALL_CONSUMER_OFFSET:
 	case WIRE_REQ_GET_ALL_DELAY_OFFSET:
 		bk_rmt__do_get_all(r, c, q);
+		return;
+	case WIRE_REQ_GET_TOPIC_STATS_INFO:
+		bk_rmt__do_topic_stats(r, c, q);
+		return;
+	case WIRE_REQ_GET_CONSUME_STATS:
+		bk_rmt__do_consume_stats(r, c, q);
+		return;
+	case WIRE_REQ_QUERY_TOPIC_CONSUME_BY_WHO:
+		bk_rmt__do_consume_by_who(r, c, q);
+		return;
+	case WIRE_REQ_INVOKE_BROKER_TO_RESET_OFFSET:
+		bk_rmt__do_reset_offset(r, c, q);
+		return;
+	case WIRE_REQ_GET_CONSUMER_CONNECTION_LIST:
+		bk_rmt__do_consumer_conns(r, c, q);
+		return;
+	case WIRE_REQ_GET_PRODUCER_CONNECTION_LIST:
+		bk_rmt__do_producer_conns(r, c, q);
 		return;
 	default:
 		snprintf(remark, sizeof(remark), " request type %d not supported", q->code);

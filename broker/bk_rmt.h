@@ -61,14 +61,16 @@ unsigned bk_rmt_run(struct bk_rmt *r, uint64_t now_ms);
 void bk_rmt_destroy(struct bk_rmt *r);
 
 /**
- * bk_rmt_offset_set() - raise the committed offset of (@topic, @group, @qid)
- * to @offset on the queue's core (never lower it): a slave applying its
- * master's offsets.
+ * bk_rmt_offset_put() - set the committed offset of (@topic, @group, @qid) to
+ * @offset on the queue's core; with @raise only when that raises it, in one
+ * step on the core, so a consumer's commit in between is never undone (a
+ * slave applying its master's offsets); without, as a consumer's commit
+ * (an offset reset).
  * Context: control thread. Return: 0, -ENOENT unknown topic or queue,
  * -EAGAIN the core's ring is full (try later), -ENOMEM.
  */
-MUST_CHECK int bk_rmt_offset_set(struct bk_rmt *r, const char *topic, const char *group,
-				 uint32_t qid, int64_t offset);
+MUST_CHECK int bk_rmt_offset_put(struct bk_rmt *r, const char *topic, const char *group,
+				 uint32_t qid, int64_t offset, bool raise);
 
 /* For the fuzz target: feeds @len bytes as if read from one connection. */
 void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);

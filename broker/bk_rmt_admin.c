@@ -97,8 +97,8 @@ bk_rmt__do_get_all(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd 
 }
 
 int
-bk_rmt_offset_set(struct bk_rmt *r, const char *topic, const char *group, uint32_t qid,
-		  int64_t offset)
+bk_rmt_offset_put(struct bk_rmt *r, const char *topic, const char *group, uint32_t qid,
+		  int64_t offset, bool raise)
 {
 	size_t tl = strlen(topic);
 	size_t gl = strlen(group);
@@ -128,7 +128,7 @@ bk_rmt_offset_set(struct bk_rmt *r, const char *topic, const char *group, uint32
 	/* No connection: the answer is dropped (bk_rmt__job_done() finds none). */
 	j->conn = UINT32_MAX;
 	j->oneway = true;
-	j->c.op = BK_ROP_OFFSET_RAISE;
+	j->c.op = raise ? BK_ROP_OFFSET_RAISE : WIRE_DP_OP_UPDATE_OFFSET;
 	j->c.resp_cap = 256;
 	j->c.req = j->reqbuf;
 	j->next = r->jobs;

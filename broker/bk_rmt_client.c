@@ -16,6 +16,7 @@
 #include "bk_msgtype.h"
 #include "bk_rmt_priv.h"
 #include "common/clock.h"
+#include "common/jbuf.h"
 #include "common/log.h"
 #include "store/clog.h"
 #include "wire/dp.h"
@@ -159,9 +160,17 @@ sub_parse(json_object *s, struct rsub *out)
 	const char *expr = js(s, "subString");
 	bool many;
 
+	const char *etype = js(s, "expressionType");
+	json_object *v;
+
 	memset(out, 0, sizeof(*out));
 	if (topic)
 		snprintf(out->topic, sizeof(out->topic), "%s", topic);
+	snprintf(out->expr, sizeof(out->expr), "%s", expr ? expr : "*");
+	snprintf(out->etype, sizeof(out->etype), "%s",
+		 etype && strcmp(etype, "SQL92") == 0 ? "SQL92" : "TAG");
+	if (json_object_object_get_ex(s, "subVersion", &v))
+		out->version = json_object_get_int64(v);
 	if (json_object_object_get_ex(s, "codeSet", &cs) &&
 	    json_object_is_type(cs, json_type_array) && json_object_array_length(cs) > 0) {
 		size_t n = json_object_array_length(cs);
@@ -191,6 +200,22 @@ subs_eq(const struct rmember *a, const struct rmember *b)
 			return false;
 	}
 	return true;
+}
+
+/* consumeType, messageModel, consumeFromWhere of a ConsumerData (enum names). */
+static void
+group_kind(struct rgroup *g, json_object *cd)
+{
+	const char *ct = js(cd, "consumeType");
+	const char *mm = js(cd, "messageModel");
+	const char *fw = js(cd, "consumeFromWhere");
+
+	if (ct && strlen(ct) < sizeof(g->consume_type))
+		snprintf(g->consume_type, sizeof(g->consume_type), "%s", ct);
+	if (mm && strlen(mm) < sizeof(g->message_model))
+		snprintf(g->message_model, sizeof(g->message_model), "%s", mm);
+	if (fw && strlen(fw) < sizeof(g->from_where))
+		snprintf(g->from_where, sizeof(g->from_where), "%s", fw);
 }
 
 void
@@ -233,6 +258,7 @@ bk_rmt__do_heartbeat(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cm
 			g = group_find(r, gname, true);
 			if (g == NULL)
 				continue;
+			group_kind(g, cd);
 			snprintf(nm.client_id, sizeof(nm.client_id), "%s", cid);
 			nm.conn = c->id;
 			nm.gen = c->gen;
@@ -438,4 +464,206 @@ bk_rmt__do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
 		bk_rmt__reply(r, c, q, lock ? WIRE_RSP_SYSTEM_BUSY : WIRE_RSP_SUCCESS, NULL);
 	}
 	json_object_put(o);
+}
+
+/* ---- admin views of the groups (bk_rmt_stats.c, GET_*_CONNECTION_LIST) ---- */
+
+bool
+bk_rmt__group_online(struct bk_rmt *r, const char *group)
+{
+	const struct rgroup *g = group_find(r, group, false);
+
+	return g != NULL && g->n > 0;
+}
+
+size_t
+bk_rmt__groups_of_topic(struct bk_rmt *r, const char *topic, char (*out)[RNAME_W], size_t max)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < r->ngroups && n < max; k++)
+		if (bk_rmt__group_sub(r, r->groups[k].name, topic) != NULL)
+			snprintf(out[n++], sizeof(out[0]), "%s", r->groups[k].name);
+	return n;
+}
+
+size_t
+bk_rmt__group_tell_reset(struct bk_rmt *r, const char *group, const char *topic, const char *ts,
+			 bool force, const uint8_t *body, size_t len)
+{
+	const struct rgroup *g = group_find(r, group, false);
+	size_t told = 0;
+
+	for (size_t i = 0; g && i < g->n; i++) {
+		struct rconn *c = bk_rmt__conn_get(r, g->m[i].conn, g->m[i].gen);
+		struct rresp o = {.code = WIRE_REQ_RESET_CONSUMER_CLIENT_OFFSET,
+				  .request = true,
+				  .body = body,
+				  .body_len = (uint32_t)len};
+
+		if (c == NULL)
+			continue;
+		o.opaque = c->next_opaque++;
+		bk_rmt__resp_ext(&o, "topic", topic);
+		bk_rmt__resp_ext(&o, "group", group);
+		bk_rmt__resp_ext(&o, "timestamp", ts);
+		bk_rmt__resp_ext(&o, "isForce", force ? "true" : "false");
+		bk_rmt__conn_send(r, c, &o);
+		told++;
+	}
+	return told;
+}
+
+/* A Connection: clientAddr, clientId, language, version. */
+static void
+conn_json(struct jbuf *b, const struct rconn *c, const char *client_id)
+{
+	const char *lang = wire_rem_lang_name(c->lang);
+
+	jbuf_lit(b, "{\"clientAddr\":");
+	jbuf_cstr(b, c->peer_s);
+	jbuf_lit(b, ",\"clientId\":");
+	jbuf_cstr(b, client_id);
+	jbuf_lit(b, ",\"language\":");
+	jbuf_cstr(b, lang ? lang : "OTHER");
+	jbuf_lit(b, ",\"version\":");
+	jbuf_i64(b, c->version);
+	jbuf_lit(b, "},");
+}
+
+/* SubscriptionData, fastjson's field order. */
+static void
+sub_json(struct jbuf *b, const struct rsub *s)
+{
+	jbuf_lit(b, "{\"classFilterMode\":false,\"codeSet\":[");
+	for (uint16_t i = 0; i < s->ncodes; i++) {
+		jbuf_i64(b, s->codes[i]);
+		jbuf_lit(b, ",");
+	}
+	jbuf_uncomma(b);
+	jbuf_lit(b, "],\"expressionType\":");
+	jbuf_cstr(b, s->etype);
+	jbuf_lit(b, ",\"subString\":");
+	jbuf_cstr(b, s->expr);
+	jbuf_lit(b, ",\"subVersion\":");
+	jbuf_i64(b, s->version);
+	jbuf_lit(b, ",\"tagsSet\":[");
+	if (strcmp(s->expr, "*") != 0 && s->expr[0] && strcmp(s->etype, "TAG") == 0) {
+		for (const char *p = s->expr; *p;) {
+			const char *e = strstr(p, "||");
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			size_t a = 0;
+
+			while (a < n && p[a] == ' ')
+				a++;
+			while (n > a && p[n - 1] == ' ')
+				n--;
+			if (n > a) {
+				jbuf_str(b, p + a, n - a);
+				jbuf_lit(b, ",");
+			}
+			p = e ? e + 2 : p + strlen(p);
+		}
+		jbuf_uncomma(b);
+	}
+	jbuf_lit(b, "],\"topic\":");
+	jbuf_cstr(b, s->topic);
+	jbuf_lit(b, "}");
+}
+
+static void
+send_body(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, struct jbuf *b)
+{
+	struct rresp o = {.code = WIRE_RSP_SUCCESS, .opaque = q->opaque, .serialize = q->serialize};
+	size_t len;
+	uint8_t *body;
+
+	if (b->err) {
+		jbuf_free(b);
+		bk_rmt__busy(r, c, q);
+		return;
+	}
+	body = jbuf_take(b, &len);
+	o.body = body;
+	o.body_len = (uint32_t)len;
+	bk_rmt__conn_send(r, c, &o);
+	free(body);
+}
+
+/* GET_CONSUMER_CONNECTION_LIST (203): ConsumerConnection, or CONSUMER_NOT_ONLINE. */
+void
+bk_rmt__do_consumer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	const char *group = bk_rmt__ext_s(q, "consumerGroup", NULL);
+	const struct rgroup *g = group ? group_find(r, group, false) : NULL;
+	struct jbuf b;
+
+	if (g == NULL || g->n == 0) {
+		char why[META_GROUP_MAX + 48];
+
+		snprintf(why, sizeof(why), "the consumer group[%s] not online", group ? group : "");
+		bk_rmt__reply(r, c, q, WIRE_RSP_CONSUMER_NOT_ONLINE, why);
+		return;
+	}
+	jbuf_init(&b);
+	jbuf_lit(&b, "{\"connectionSet\":[");
+	for (size_t i = 0; i < g->n; i++) {
+		const struct rconn *mc = bk_rmt__conn_get(r, g->m[i].conn, g->m[i].gen);
+
+		if (mc)
+			conn_json(&b, mc, g->m[i].client_id);
+	}
+	jbuf_uncomma(&b);
+	jbuf_lit(&b, "],\"consumeFromWhere\":");
+	jbuf_cstr(&b, g->from_where[0] ? g->from_where : "CONSUME_FROM_LAST_OFFSET");
+	jbuf_lit(&b, ",\"consumeType\":");
+	jbuf_cstr(&b, g->consume_type[0] ? g->consume_type : "CONSUME_PASSIVELY");
+	jbuf_lit(&b, ",\"messageModel\":");
+	jbuf_cstr(&b, g->message_model[0] ? g->message_model : "CLUSTERING");
+	jbuf_lit(&b, ",\"subscriptionTable\":{");
+	/* the union of the members' subscriptions, one per topic (the latest member's) */
+	for (size_t i = 0; i < g->n; i++) {
+		for (uint16_t k = 0; k < g->m[i].nsubs; k++) {
+			const struct rsub *s = &g->m[i].subs[k];
+			bool seen = false;
+
+			for (size_t i2 = i + 1; i2 < g->n && !seen; i2++)
+				for (uint16_t k2 = 0; k2 < g->m[i2].nsubs && !seen; k2++)
+					seen = strcmp(g->m[i2].subs[k2].topic, s->topic) == 0;
+			if (seen)
+				continue;
+			jbuf_cstr(&b, s->topic);
+			jbuf_lit(&b, ":");
+			sub_json(&b, s);
+			jbuf_lit(&b, ",");
+		}
+	}
+	jbuf_uncomma(&b);
+	jbuf_lit(&b, "}}");
+	send_body(r, c, q, &b);
+}
+
+/* GET_PRODUCER_CONNECTION_LIST (204): ProducerConnection (empty when none, as RocketMQ). */
+void
+bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	const char *group = bk_rmt__ext_s(q, "producerGroup", NULL);
+	struct jbuf b;
+
+	if (group == NULL) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "producerGroup is missing");
+		return;
+	}
+	jbuf_init(&b);
+	jbuf_lit(&b, "{\"connectionSet\":[");
+	for (size_t i = 0; i < r->nproducers; i++) {
+		const struct rproducer *p = &r->producers[i];
+		const struct rconn *pc = bk_rmt__conn_get(r, p->conn, p->gen);
+
+		if (pc && strcmp(p->group, group) == 0)
+			conn_json(&b, pc, p->client_id);
+	}
+	jbuf_uncomma(&b);
+	jbuf_lit(&b, "]}");
+	send_body(r, c, q, &b);
 }

@@ -806,6 +806,10 @@ bk_rmt__job_done(struct bk_rmt *r, struct rjob *j)
 	struct rconn *c;
 
 	r->inflight[j->c.core]--;
+	if (j->agg) {
+		bk_rmt__agg_done(r, j);
+		return;
+	}
 	if (j->c.op == BK_ROP_TX_CHECK) {
 		bk_rmt__tx_check_done(r, j);
 		bk_rmt__job_free(r, j);

@@ -9,7 +9,11 @@
  *  - bk_rmt_data.c   SEND, PULL, offsets, SEND_BACK, message lookups and
  *                    the cores' answers (SendMessageProcessor,
  *                    PullMessageProcessor, QueryMessageProcessor);
- *  - bk_rmt_admin.c  topic creation and a slave's GET_ALL_* (AdminBrokerProcessor).
+ *  - bk_rmt_admin.c  topics, subscription groups, broker config and runtime
+ *                    info, a slave's GET_ALL_* (AdminBrokerProcessor);
+ *  - bk_rmt_stats.c  the admin requests over every queue of a topic or group:
+ *                    topic stats, consume stats, offset reset, consumed by who;
+ *  - bk_rmt_tx.c     END_TRANSACTION and check-backs.
  * Everything here runs on the control thread (docs/ownership.md).
  */
 #ifndef SP_BROKER_BK_RMT_PRIV_H
@@ -29,6 +33,8 @@
 #define QUERY_MAX 64
 #define HDR_MIN (64u << 10) /* header buffer; grows for long extFields (batch msgIds) */
 #define SUBS_MAX 64
+/* room for a topic or a group name */
+#define RNAME_W (META_GROUP_MAX > META_TOPIC_MAX ? META_GROUP_MAX + 1 : META_TOPIC_MAX + 1)
 #define SUB_CODES_MAX BK_PULL_TAGS_MAX
 #define READ_CHUNK (64u << 10)
 /* Requests of one connection at the cores at once: bounds what its answers can hold (256 MiB). */
@@ -50,6 +56,8 @@ struct rconn {
 	bool paused;	     /* EPOLLIN off: too much unsent */
 	bool closing;	     /* closed: torn down by conns_reap(), never used again */
 	bool want_out;	     /* EPOLLOUT on */
+	uint8_t lang;	     /* of its last request (enum wire_rem_lang): connection lists */
+	int32_t version;
 };
 
 /* A request at a core. bk_rcmd first: the core sees only that. */
@@ -64,6 +72,7 @@ struct rjob {
 	uint32_t batch_n;
 	struct rjob *prev, *next; /* every job in flight, for teardown */
 	uint8_t *reqbuf;
+	struct ragg *agg; /* one part of an admin request over many queues (bk_rmt_stats.c) */
 	int64_t phys[QUERY_MAX];
 };
 
@@ -71,6 +80,9 @@ struct rsub {
 	char topic[META_TOPIC_MAX + 1];
 	uint16_t ncodes; /* 0: every tag */
 	int32_t codes[SUB_CODES_MAX];
+	char expr[256];	 /* subString, as the client sent it (cut at 255 bytes) */
+	char etype[8];	 /* expressionType: TAG or SQL92 */
+	int64_t version; /* subVersion */
 };
 
 struct rmember {
@@ -83,6 +95,10 @@ struct rmember {
 
 struct rgroup {
 	char name[META_GROUP_MAX + 1];
+	/* of its latest heartbeat (RocketMQ's ConsumerGroupInfo) */
+	char consume_type[24];	/* CONSUME_ACTIVELY, CONSUME_PASSIVELY */
+	char message_model[16]; /* CLUSTERING, BROADCASTING */
+	char from_where[48];	/* CONSUME_FROM_LAST_OFFSET ... */
 	struct rmember *m;
 	size_t n, cap;
 };
@@ -238,5 +254,25 @@ void bk_rmt__answer_end_tx(struct bk_rmt *r, struct rconn *c, struct rjob *j);
 void bk_rmt__tx_tick(struct bk_rmt *r);
 /* A core's BK_ROP_TX_CHECK answer: check-backs sent, discards logged (@j is freed by the caller). */
 void bk_rmt__tx_check_done(struct bk_rmt *r, struct rjob *j);
+
+/* ---- admin (bk_rmt_admin.c, bk_rmt_stats.c, bk_rmt_client.c) ---- */
+void bk_rmt__do_topic_stats(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__do_consume_stats(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__do_consume_by_who(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__do_reset_offset(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+/* A BK_ROP_QSTAT part of an admin request is back (frees @j; may answer). */
+void bk_rmt__agg_done(struct bk_rmt *r, struct rjob *j);
+/* @j, part of an admin request, is freed without an answer (teardown). */
+void bk_rmt__agg_drop(struct rjob *j);
+/* Has @group a live member? */
+bool bk_rmt__group_online(struct bk_rmt *r, const char *group);
+/* Groups with a live member subscribed to @topic, into @out. Return: count (<= @max). */
+size_t bk_rmt__groups_of_topic(struct bk_rmt *r, const char *topic, char (*out)[RNAME_W],
+			       size_t max);
+/* Sends RESET_CONSUMER_CLIENT_OFFSET (oneway) to each live member of @group. Return: how many. */
+size_t bk_rmt__group_tell_reset(struct bk_rmt *r, const char *group, const char *topic,
+				const char *ts, bool force, const uint8_t *body, size_t len);
+void bk_rmt__do_consumer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 
 #endif /* SP_BROKER_BK_RMT_PRIV_H */

@@ -144,8 +144,8 @@ bk_slave_sync_apply(struct bk_ctl *x)
 			here = bk_core_offset_peek(&x->bk.cores[t->core[os[i].queue_id]],
 						   os[i].topic, os[i].group, os[i].queue_id);
 			if (os[i].offset > here &&
-			    bk_rmt_offset_set(x->rmt, os[i].topic, os[i].group, os[i].queue_id,
-					      os[i].offset) != 0)
+			    bk_rmt_offset_put(x->rmt, os[i].topic, os[i].group, os[i].queue_id,
+					      os[i].offset, true) != 0)
 				break; /* a core's ring is full: the next round catches up */
 		}
 	} else if (oj != NULL) {

@@ -1338,18 +1338,24 @@ store_search_time(const struct store *s, const struct store_queue *q, int64_t ms
 }
 
 int
-store_earliest_time(const struct store *s, const struct store_queue *q, int64_t *ms)
+store_queue_time(const struct store *s, const struct store_queue *q, uint64_t qoff, int64_t *ms)
 {
 	struct time_ctx t = {.s = s};
 	struct cq_unit u;
 	int rc;
 
-	if (store_queue_max(s, q) == cq_min(q->cq))
+	if (qoff < cq_min(q->cq) || qoff >= store_queue_max(s, q))
 		return -ENOENT;
-	rc = cq_get(q->cq, cq_min(q->cq), &u);
+	rc = cq_get(q->cq, qoff, &u);
 	if (rc != 0)
 		return rc;
 	return unit_store_time(&t, &u, ms);
+}
+
+int
+store_earliest_time(const struct store *s, const struct store_queue *q, int64_t *ms)
+{
+	return store_queue_time(s, q, cq_min(q->cq), ms);
 }
 
 /* ---- key index ---- */

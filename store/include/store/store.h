@@ -180,6 +180,9 @@ uint64_t store_queue_max(const struct store *s, const struct store_queue *q);
 /* First offset whose store time >= @ms (max when none). Return: 0 or -errno. */
 MUST_CHECK int store_search_time(const struct store *s, const struct store_queue *q, int64_t ms,
 				 uint64_t *qoff);
+/* Store time of the message at @qoff. Return: 0, -ENOENT not in the queue, -errno. */
+MUST_CHECK int store_queue_time(const struct store *s, const struct store_queue *q, uint64_t qoff,
+				int64_t *ms);
 /* Store time of the first message. Return: 0, -ENOENT empty, -errno. */
 MUST_CHECK int store_earliest_time(const struct store *s, const struct store_queue *q, int64_t *ms);
 
