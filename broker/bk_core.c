@@ -583,6 +583,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  put_status(rc), 0);
 		c->st.sends++;
+		c->st.msgs_in++;
 		c->st.delayed += level > 0;
 		c->st.timed += timed;
 		if (asks & BK_MSG_TX)
@@ -648,6 +649,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 			a.count++;
 		}
 		c->st.send_batches++;
+		c->st.msgs_in += a.count;
 	}
 	a.qid = r.queue_id;
 	a.put_ns = clk_mono_fast_ns();
@@ -750,6 +752,7 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 	rl = wire_dp_pull_resp_encode(&r, buf, len);
 	if (rl < 0)
 		return true;
+	c->st.msgs_out += cnt;
 	/*
 	 * Pass 2: copy what pass 1 chose. The pointers stay valid for this
 	 * call: retention unmaps a segment only after a grace period, and a

@@ -28,6 +28,17 @@ struct bk_follow;
 struct bk_sync;
 struct bk_timer;
 
+/* GET_BROKER_RUNTIME_INFO's figures (bk_admin_ctl.c). */
+#define BK_ADMIN_SAMPLES 601 /* one a second: rates over 10 s, 1 min, 10 min */
+struct bk_admin {
+	int64_t boot_ms;
+	int64_t today_ms; /* local midnight */
+	uint64_t next_sample_ms;
+	uint64_t at; /* samples taken */
+	uint64_t in[BK_ADMIN_SAMPLES], out[BK_ADMIN_SAMPLES];
+	uint64_t in_today, out_today, in_yesterday, out_yesterday; /* totals at midnight */
+};
+
 struct bk_ctl {
 	struct bk bk;
 	const struct cfg *cfg;
@@ -60,6 +71,7 @@ struct bk_ctl {
 	/* consumerOffset.json writer: its fsync must not stall the control thread's remoting */
 	pthread_t persist;
 	_Atomic bool persist_stop;
+	struct bk_admin admin;
 };
 
 /* Every broker key (bk_keys.c). */
@@ -128,5 +140,20 @@ int bk_tx_setup(struct bk_ctl *x);
 int bk_tx_save(struct bk_ctl *x);
 void bk_tx_report(const struct bk_ctl *x);
 void bk_tx_fini(struct bk_ctl *x);
+
+/*
+ * bk_admin_ctl.c: brokerPermission (signals and UPDATE_BROKER_CONFIG, @by
+ * names who, for the log); the configuration as properties text (malloc'd);
+ * a run-time change from properties text (Return: 0; -EINVAL, -EPERM with
+ * the reason in @why); the rate samples (every loop, acts once a second);
+ * GET_BROKER_RUNTIME_INFO's KVTable.
+ */
+void bk_ctl_perm_set(struct bk_ctl *x, uint32_t perm, const char *by);
+int bk_ctl_config_text(struct bk_ctl *x, char **out, size_t *len);
+int bk_ctl_config_update(struct bk_ctl *x, const char *body, size_t len, const char *by, char *why,
+			 size_t why_len);
+void bk_ctl_admin_tick(struct bk_ctl *x, uint64_t now_ms);
+struct jbuf;
+int bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b);
 
 #endif /* SP_BROKER_BK_CTL_H */

@@ -81,6 +81,10 @@ const struct cfg_key bk_keys[] = {
 	 "SYNC_MASTER: a slave further behind than this many bytes is not in sync "
 	 "(SLAVE_NOT_AVAILABLE)"},
 	{"brokerPermission", CFG_INT, "6", 0, 7, NULL, "2 write, 4 read (6 both)"},
+	{"adminAllowedAddrs", CFG_STRING, "127.0.0.1", 0, 0, NULL,
+	 "who may send admin requests on listenPort (topics, groups, config, stats, resets): "
+	 "IPv4 addresses and ADDR/BITS networks, comma-separated, * for anyone; a slave's sync "
+	 "(GET_ALL_*) is always allowed"},
 	{"autoCreateTopicEnable", CFG_BOOL, "true", 0, 0, NULL,
 	 "create a topic on its first SEND (defaultTopicQueueNums queues)"},
 	{"defaultTopicQueueNums", CFG_INT, "4", 1, 1024, NULL, "queues of an auto-created topic"},

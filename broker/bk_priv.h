@@ -206,7 +206,13 @@ struct bk_create_req {
 	uint32_t queues;
 };
 
+/*
+ * A core's counters: written by the core alone, read by control with
+ * __atomic_load_n(relaxed) (runtime info; aligned 64-bit words).
+ */
 struct bk_core_stats {
+	uint64_t msgs_in;  /* messages stored by SEND and SEND_BATCH */
+	uint64_t msgs_out; /* messages in PULL answers */
 	uint64_t sends;
 	uint64_t send_batches;
 	uint64_t pulls;

@@ -454,15 +454,48 @@ reap(struct bk_rmt *r)
 
 /* ---- frames in ---- */
 
+/* Requests only adminAllowedAddrs may send (a slave's GET_ALL_* sync is not one). */
+static bool
+admin_code(int32_t code)
+{
+	switch (code) {
+	case WIRE_REQ_UPDATE_AND_CREATE_TOPIC:
+	case WIRE_REQ_UPDATE_BROKER_CONFIG:
+	case WIRE_REQ_GET_BROKER_CONFIG:
+	case WIRE_REQ_GET_BROKER_RUNTIME_INFO:
+	case WIRE_REQ_GET_TOPIC_STATS_INFO:
+	case WIRE_REQ_GET_CONSUME_STATS:
+	case WIRE_REQ_GET_CONSUMER_CONNECTION_LIST:
+	case WIRE_REQ_GET_PRODUCER_CONNECTION_LIST:
+	case WIRE_REQ_QUERY_TOPIC_CONSUME_BY_WHO:
+	case WIRE_REQ_INVOKE_BROKER_TO_RESET_OFFSET:
+	case WIRE_REQ_DELETE_TOPIC_IN_BROKER:
+	case WIRE_REQ_UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
+	case WIRE_REQ_DELETE_SUBSCRIPTIONGROUP:
+	case WIRE_REQ_CLEAN_EXPIRED_CONSUMEQUEUE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void
 dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
-	char remark[64];
+	char remark[128];
 
 	if (q->flag & WIRE_REM_FLAG_RESPONSE)
 		return; /* an answer to our oneway notify: nothing expected */
 	c->lang = q->language;
 	c->version = q->version;
+	if (admin_code(q->code) && !cidr_list_has(&r->conf.admin_addrs, c->peer.ip)) {
+		snprintf(remark, sizeof(remark),
+			 "admin request %d refused: %s is not in adminAllowedAddrs", q->code,
+			 c->peer_s);
+		log_warn_ratelimited(TAG, "%s", remark);
+		bk_rmt__reply(r, c, q, WIRE_RSP_NO_PERMISSION, remark);
+		return;
+	}
 	switch (q->code) {
 	case WIRE_REQ_SEND_MESSAGE:
 	case WIRE_REQ_SEND_MESSAGE_V2:
@@ -528,6 +561,11 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	case WIRE_REQ_GET_PRODUCER_CONNECTION_LIST:
 		bk_rmt__do_producer_conns(r, c, q);
+		return;
+	case WIRE_REQ_GET_BROKER_CONFIG:
+	case WIRE_REQ_UPDATE_BROKER_CONFIG:
+	case WIRE_REQ_GET_BROKER_RUNTIME_INFO:
+		bk_rmt__do_config(r, c, q);
 		return;
 	default:
 		snprintf(remark, sizeof(remark), " request type %d not supported", q->code);
@@ -788,6 +826,7 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 	}
 	r->port = ntohs(a.sin_port);
 	r->now_ms = clk_mono_ns() / 1000000;
+	r->config_version_ms = (int64_t)clk_wall_ms();
 	log_info(TAG, "remoting (RocketMQ clients) listening on %s:%u", conf->ip, r->port);
 	*out = r;
 	return 0;

@@ -18,10 +18,12 @@
 #include <stdint.h>
 
 #include "bk_priv.h"
+#include "common/cidr.h"
 #include "common/compiler.h"
 #include "store/meta.h"
 
 struct bk_rmt;
+struct jbuf;
 
 struct bk_rmt_conf {
 	const char *ip; /* listen address (IPv4) */
@@ -29,8 +31,9 @@ struct bk_rmt_conf {
 	uint32_t max_frame;
 	uint32_t inflight_per_core; /* commands at one core at most (< its ring) */
 	uint32_t max_conns;
-	uint64_t client_expire_ms; /* consumers silent this long leave their group (120 s) */
-	uint64_t lock_expire_ms;   /* LOCK_BATCH_MQ locks (60 s) */
+	uint64_t client_expire_ms;    /* consumers silent this long leave their group (120 s) */
+	uint64_t lock_expire_ms;      /* LOCK_BATCH_MQ locks (60 s) */
+	struct cidr_list admin_addrs; /* adminAllowedAddrs */
 };
 
 struct bk_rmt_ops {
@@ -41,6 +44,13 @@ struct bk_rmt_ops {
 	 * malloc'd JSON in *@json (the caller frees). Control thread.
 	 */
 	int (*dump)(void *arg, int32_t code, char **json, size_t *len);
+	/* GET_BROKER_CONFIG's body: properties text (malloc'd, caller frees). */
+	int (*config_text)(void *arg, char **text, size_t *len);
+	/* UPDATE_BROKER_CONFIG: 0, or -errno with the reason in @why. */
+	int (*config_update)(void *arg, const char *body, size_t len, const char *by, char *why,
+			     size_t why_len);
+	/* GET_BROKER_RUNTIME_INFO's KVTable into @b (common/jbuf.h). */
+	int (*runtime_info)(void *arg, struct jbuf *b);
 	void *arg;
 };
 

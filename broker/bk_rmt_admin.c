@@ -15,6 +15,7 @@
 #include "bk_msgtype.h"
 #include "bk_rmt_priv.h"
 #include "common/clock.h"
+#include "common/jbuf.h"
 #include "common/log.h"
 #include "store/clog.h"
 #include "wire/dp.h"
@@ -22,6 +23,27 @@
 #include "wire/remoting.h"
 
 /* ---- topic creation ---- */
+
+/*
+ * RocketMQ's system topics (TopicValidator): the broker creates and writes
+ * them itself; an admin request must never create or overwrite one.
+ */
+bool
+bk_rmt__topic_is_system(const char *name)
+{
+	static const char *const names[] = {"TBW102",
+					    "SCHEDULE_TOPIC_XXXX",
+					    "BenchmarkTest",
+					    "OFFSET_MOVED_EVENT",
+					    "TRANS_CHECK_MAX_TIME_TOPIC",
+					    "SELF_TEST_TOPIC",
+					    BK_TIMER_TOPIC};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return strncmp(name, "RMQ_SYS_", 8) == 0 || strncmp(name, "rmq_sys_", 8) == 0;
+}
 
 void
 bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
@@ -34,6 +56,13 @@ bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 
 	if (name == NULL || !bk_topic_name_ok(name, len)) {
 		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the topic name is not valid");
+		return;
+	}
+	if (bk_rmt__topic_is_system(name)) {
+		char why[META_TOPIC_MAX + 64];
+
+		snprintf(why, sizeof(why), "The topic[%s] is conflict with system topic.", name);
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, why);
 		return;
 	}
 	if (bk_rmt__ext_i(q, "readQueueNums", NULL, &rq) ||
@@ -142,4 +171,81 @@ bk_rmt_offset_put(struct bk_rmt *r, const char *topic, const char *group, uint32
 	}
 	j->c.req_len = (uint32_t)len;
 	return bk_rmt__job_post(r, j, t->core[qid]);
+}
+
+/* ---- configuration and runtime info ---- */
+
+static void
+send_owned(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, struct rresp *o,
+	   uint8_t *body, size_t len)
+{
+	o->body = body;
+	o->body_len = (uint32_t)len;
+	if (!(q->flag & WIRE_REM_FLAG_ONEWAY))
+		bk_rmt__conn_send(r, c, o);
+	free(body);
+}
+
+void
+bk_rmt__do_config(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	struct rresp o = {.code = WIRE_RSP_SUCCESS, .opaque = q->opaque, .serialize = q->serialize};
+
+	if (!r->ops.config_text || !r->ops.config_update || !r->ops.runtime_info) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "not available");
+		return;
+	}
+	if (q->code == WIRE_REQ_GET_BROKER_CONFIG) {
+		char *text = NULL, ver[64];
+		size_t len = 0;
+
+		if (r->ops.config_text(r->ops.arg, &text, &len) != 0) {
+			bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "out of memory");
+			return;
+		}
+		/* GetBrokerConfigResponseHeader.version: the configuration's DataVersion */
+		snprintf(ver, sizeof(ver), "{\"counter\":%" PRIu64 ",\"timestamp\":%" PRId64 "}",
+			 r->config_version, r->config_version_ms);
+		bk_rmt__resp_ext(&o, "version", ver);
+		send_owned(r, c, q, &o, (uint8_t *)text, len);
+		return;
+	}
+	if (q->code == WIRE_REQ_UPDATE_BROKER_CONFIG) {
+		char why[256] = "";
+		int err;
+
+		if (q->body_len == 0) {
+			bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+				      "the body is empty: key=value lines expected");
+			return;
+		}
+		err = r->ops.config_update(r->ops.arg, (const char *)q->body, q->body_len,
+					   c->peer_s, why, sizeof(why));
+		if (err) {
+			log_warn(TAG, "updateBrokerConfig from %s refused: %s", c->peer_s, why);
+			bk_rmt__reply(r, c, q,
+				      err == -EPERM ? WIRE_RSP_NO_PERMISSION
+						    : WIRE_RSP_SYSTEM_ERROR,
+				      why);
+			return;
+		}
+		r->config_version++;
+		r->config_version_ms = (int64_t)clk_wall_ms();
+		bk_rmt__reply(r, c, q, WIRE_RSP_SUCCESS, NULL);
+		return;
+	}
+	{
+		struct jbuf b;
+		uint8_t *body;
+		size_t len;
+
+		jbuf_init(&b);
+		if (r->ops.runtime_info(r->ops.arg, &b) != 0) {
+			jbuf_free(&b);
+			bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "out of memory");
+			return;
+		}
+		body = jbuf_take(&b, &len);
+		send_owned(r, c, q, &o, body, len);
+	}
 }

@@ -142,6 +142,9 @@ struct bk_rmt {
 	size_t producer_rr;
 	bool tx_checking[BK_CORES_MAX]; /* a BK_ROP_TX_CHECK at the core */
 	uint64_t next_tx_ms;
+	/* the configuration's DataVersion (GET_BROKER_CONFIG's header) */
+	uint64_t config_version;
+	int64_t config_version_ms;
 };
 
 /* A producer group's connection, from its HEART_BEAT (RocketMQ's ProducerManager). */
@@ -221,6 +224,9 @@ void bk_rmt__do_consumer_list(struct bk_rmt *r, struct rconn *c, const struct wi
 
 void bk_rmt__do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, bool lock);
 
+/* A RocketMQ system topic (TBW102, SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, ...): never created by a request. */
+bool bk_rmt__topic_is_system(const char *name);
+
 void bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 
 /* GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET: the whole table as JSON. */
@@ -272,6 +278,8 @@ size_t bk_rmt__groups_of_topic(struct bk_rmt *r, const char *topic, char (*out)[
 /* Sends RESET_CONSUMER_CLIENT_OFFSET (oneway) to each live member of @group. Return: how many. */
 size_t bk_rmt__group_tell_reset(struct bk_rmt *r, const char *group, const char *topic,
 				const char *ts, bool force, const uint8_t *body, size_t len);
+/* GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG, GET_BROKER_RUNTIME_INFO */
+void bk_rmt__do_config(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_consumer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 

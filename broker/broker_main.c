@@ -42,6 +42,7 @@
 #include "bk_rmt.h"
 #include "bk_sync.h"
 #include "common/clock.h"
+#include "common/cidr.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "control/breg.h"
@@ -251,6 +252,25 @@ rmt_dump(void *arg, int32_t code, char **json, size_t *len)
 		err = meta_offsets_json(o, n, json, len);
 	free(o);
 	return err;
+}
+
+static int
+rmt_config_text(void *arg, char **text, size_t *len)
+{
+	return bk_ctl_config_text(arg, text, len);
+}
+
+static int
+rmt_config_update(void *arg, const char *body, size_t len, const char *by, char *why,
+		  size_t why_len)
+{
+	return bk_ctl_config_update(arg, body, len, by, why, why_len);
+}
+
+static int
+rmt_runtime_info(void *arg, struct jbuf *b)
+{
+	return bk_ctl_runtime_info(arg, b);
 }
 
 /* Return: a SIGTERM/SIGINT is waiting on @sfd (startup can take a while: let it stop). */
@@ -793,6 +813,7 @@ run(struct bk_ctl *x, int sfd)
 		}
 		/* Also on the timer: a core's eventfd write may have failed. */
 		creates_poll(x);
+		bk_ctl_admin_tick(x, clk_mono_ns() / 1000000);
 		bk_slave_follow_poll(x);
 		bk_slave_sync_apply(x);
 		if (atomic_load(&x->bk.restart)) {
@@ -809,11 +830,8 @@ run(struct bk_ctl *x, int sfd)
 							? META_PERM_READ
 							: META_PERM_READ | META_PERM_WRITE;
 
-				atomic_store_relaxed(&x->bk.perm, perm);
-				log_info(BK_TAG, "brokerPermission %u (%s)", perm,
-					 perm & META_PERM_WRITE ? "writable" : "write-protected");
-				if (x->breg)
-					ctl_breg_kick(x->breg);
+				bk_ctl_perm_set(x, perm,
+						si.ssi_signo == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 				continue;
 			}
 			log_info(BK_TAG, "signal %u: shutting down", si.ssi_signo);
@@ -956,7 +974,19 @@ main(int argc, char **argv)
 				(uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
 			.lock_expire_ms = 60000,
 		};
-		struct bk_rmt_ops ro = {.topic_put = rmt_topic_put, .dump = rmt_dump, .arg = x};
+		struct bk_rmt_ops ro = {.topic_put = rmt_topic_put,
+					.dump = rmt_dump,
+					.config_text = rmt_config_text,
+					.config_update = rmt_config_update,
+					.runtime_info = rmt_runtime_info,
+					.arg = x};
+		char why[160];
+
+		if (cidr_list_parse(cfg_get_str(cfg, "adminAllowedAddrs"), &rcf.admin_addrs, why,
+				    sizeof(why)) != 0) {
+			log_err(BK_TAG, "adminAllowedAddrs: %s", why);
+			goto out;
+		}
 
 		if (rcf.max_frame < x->bk.conf.max_msg_size + (64u << 10))
 			rcf.max_frame = x->bk.conf.max_msg_size + (64u << 10);

@@ -902,6 +902,78 @@ cfg_is_set(const struct cfg *cfg, const char *key)
 	return cfg->vals[idx].set;
 }
 
+/* Appends @n bytes to *@buf (grown by doubling). Return: 0, -ENOMEM. */
+static int
+text_add(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t c = *cap ? *cap : 1024;
+		char *nb;
+
+		while (*len + n + 1 > c)
+			c *= 2;
+		nb = realloc(*buf, c);
+		if (nb == NULL)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = c;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+int
+cfg_to_text(const struct cfg *cfg, char **out, size_t *out_len)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int rc = 0;
+
+	BASSERT(cfg != NULL);
+	for (size_t i = 0; i < cfg->n_keys && rc == 0; i++) {
+		const struct cfg_key *k = &cfg->keys[i];
+		const struct cfg_val *v = &cfg->vals[i];
+		char num[24];
+		const char *val = "";
+
+		switch (k->type) {
+		case CFG_BOOL:
+			val = v->b ? "true" : "false";
+			break;
+		case CFG_INT:
+			snprintf(num, sizeof(num), "%lld", (long long)v->i);
+			val = num;
+			break;
+		case CFG_STRING:
+			val = v->s != NULL ? v->s : "";
+			break;
+		case CFG_ENUM:
+			val = v->choice != NULL ? v->choice : "";
+			break;
+		case CFG_IGNORED:
+			continue;
+		}
+		rc = text_add(&buf, &len, &cap, k->name, strlen(k->name));
+		if (rc == 0)
+			rc = text_add(&buf, &len, &cap, "=", 1);
+		if (rc == 0)
+			rc = text_add(&buf, &len, &cap, val, strlen(val));
+		if (rc == 0)
+			rc = text_add(&buf, &len, &cap, "\n", 1);
+	}
+	if (rc == 0 && buf == NULL)
+		rc = text_add(&buf, &len, &cap, "", 0);
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
 void
 cfg_print_help(const struct cfg *cfg, int fd)
 {

@@ -32,11 +32,17 @@ log_set_level(enum log_level lvl)
 	atomic_store_explicit(&log_level_cur, (int)lvl, memory_order_relaxed);
 }
 
+static const char *const names[] = {"err", "warn", "info", "debug"};
+
+const char *
+log_level_name(enum log_level lvl)
+{
+	return (unsigned)lvl < ARRAY_SIZE(names) ? names[lvl] : "info";
+}
+
 int
 log_level_parse(const char *name, enum log_level *out)
 {
-	static const char *const names[] = {"err", "warn", "info", "debug"};
-
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		if (strcmp(name, names[i]) == 0) {
 			*out = (enum log_level)i;

@@ -223,7 +223,8 @@ static void
 setup(void)
 {
 	struct store_cfg sc;
-	struct bk_rmt_conf rc = {.ip = "127.0.0.1",
+	struct bk_rmt_conf rc = {.admin_addrs = {.any = true},
+				 .ip = "127.0.0.1",
 				 .port = 0,
 				 .max_frame = FUZZ_MAX_FRAME,
 				 .inflight_per_core = FUZZ_RING - 64,

@@ -111,6 +111,14 @@ MUST_CHECK int cfg_load_file(struct cfg *cfg, const char *path, struct cfg_err *
 MUST_CHECK int cfg_parse_args(struct cfg *cfg, int argc, char *const argv[], bool *help,
 			      struct cfg_err *err);
 
+/**
+ * cfg_to_text() - every key's current value as properties text, one
+ * "key=value\n" per key in table order (ignored RocketMQ keys left out):
+ * GET_BROKER_CONFIG's and GET_NAMESRV_CONFIG's body.
+ * Return: 0 and a malloc'd NUL-terminated *@out (caller frees), -ENOMEM.
+ */
+MUST_CHECK int cfg_to_text(const struct cfg *cfg, char **out, size_t *out_len);
+
 /* Getters: the key must be declared with the matching type (BASSERT). */
 int64_t cfg_get_int(const struct cfg *cfg, const char *key);
 bool cfg_get_bool(const struct cfg *cfg, const char *key);

@@ -44,6 +44,8 @@ void log_set_level(enum log_level lvl);
 
 /* Return: 0, or -EINVAL when @name is not err|warn|info|debug. */
 MUST_CHECK int log_level_parse(const char *name, enum log_level *out);
+/* "err", "warn", "info" or "debug" (what log_level_parse() reads). */
+const char *log_level_name(enum log_level lvl);
 
 /* Context: startup. Redirects output to @fd (default 2). */
 void log_set_fd(int fd);
