@@ -397,7 +397,7 @@ bk_rmt__do_consume_stats(struct bk_rmt *r, struct rconn *c, const struct wire_re
 		/* an online group that does not subscribe to the topic: not its stats (RocketMQ) */
 		if (bk_rmt__group_sub(r, group, t->name) == NULL && bk_rmt__group_online(r, group))
 			continue;
-		for (uint32_t i = 0; i < t->write_queues && i < t->nq; i++)
+		for (uint32_t i = 0; i < t->read_queues && i < t->nq; i++)
 			if (agg_row(a, t, i, group, r->bk) != 0)
 				a->failed = true;
 	}

@@ -141,7 +141,7 @@ ctl_breg_body(const struct ctl_breg_topic *t, size_t n, uint64_t dv_counter, int
 	/* fastjson's order: keys sorted at every level, no blanks. */
 	jbuf_init(&o);
 	jbuf_lit(&o, "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
-			 "\"dataVersion\":{\"counter\":");
+		     "\"dataVersion\":{\"counter\":");
 	jbuf_u64(&o, dv_counter);
 	jbuf_lit(&o, ",\"timestamp\":");
 	jbuf_i64(&o, dv_ts);
@@ -162,8 +162,7 @@ ctl_breg_body(const struct ctl_breg_topic *t, size_t n, uint64_t dv_counter, int
 			}
 			jbuf_lit(&o, "],");
 		}
-		jbuf_lit(&o,
-			     x->order ? "\"order\":true,\"perm\":" : "\"order\":false,\"perm\":");
+		jbuf_lit(&o, x->order ? "\"order\":true,\"perm\":" : "\"order\":false,\"perm\":");
 		jbuf_i64(&o, x->perm);
 		jbuf_lit(&o, ",\"readQueueNums\":");
 		jbuf_i64(&o, x->read_queues);

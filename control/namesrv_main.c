@@ -20,6 +20,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "common/cidr.h"
 #include "common/config.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -47,6 +48,9 @@ static const struct cfg_key ns_keys[] = {
 	{"orderMessageEnable", CFG_BOOL, "false", 0, 0, NULL,
 	 "add orderTopicConf (KV namespace ORDER_TOPIC_CONFIG) to routes"},
 	{"logLevel", CFG_ENUM, "info", 0, 0, level_choices, "log verbosity"},
+	{"adminAllowedAddrs", CFG_STRING, "127.0.0.1", 0, 0, NULL,
+	 "who may send admin requests (KV config, write permission, topic deletion, config): "
+	 "IPv4 addresses and ADDR/BITS networks, comma-separated, * for anyone"},
 	/* RocketMQ namesrv/Netty keys with no meaning here. */
 	{"rocketmqHome", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	{"configStorePath", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
@@ -120,6 +124,19 @@ main(int argc, char **argv)
 	sc.idle_ms = (uint64_t)cfg_get_int(cfg, "serverChannelMaxIdleTimeSeconds") * 1000;
 	sc.st.order_msg = cfg_get_bool(cfg, "orderMessageEnable");
 	sc.st.kv_path = kv_path;
+	sc.st.cfg = cfg;
+	sc.st.keys = ns_keys;
+	sc.st.n_keys = sizeof(ns_keys) / sizeof(ns_keys[0]);
+	{
+		char why[160];
+
+		if (cidr_list_parse(cfg_get_str(cfg, "adminAllowedAddrs"), &sc.st.admin, why,
+				    sizeof(why)) != 0) {
+			fprintf(stderr, "sprocket-namesrv: adminAllowedAddrs: %s\n", why);
+			cfg_destroy(cfg);
+			return 2;
+		}
+	}
 
 	/* Before any thread starts, so every thread inherits the mask. */
 	sigemptyset(&mask);

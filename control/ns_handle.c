@@ -29,6 +29,8 @@
 
 #include <urcu/urcu-memb.h>
 
+#include "common/cidr.h"
+#include "common/config.h"
 #include "common/crc32.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -54,6 +56,10 @@ struct ns_role_ctx {
  */
 struct ns_state {
 	bool order_msg;
+	struct cidr_list admin;	    /* adminAllowedAddrs */
+	const struct cfg *cfg;	    /* GET_NAMESRV_CONFIG; NULL: not available */
+	const struct cfg_key *keys; /* UPDATE_NAMESRV_CONFIG checks bodies against these */
+	size_t n_keys;
 	struct route_db *db;
 	struct ns_kv *kv;
 	struct ns_role_ctx role[2];
@@ -77,6 +83,10 @@ ns_state_create(const struct ns_conf *conf, struct ns_state **out)
 	if (st == NULL)
 		return -ENOMEM;
 	st->order_msg = conf->order_msg;
+	st->admin = conf->admin;
+	st->cfg = conf->cfg;
+	st->keys = conf->keys;
+	st->n_keys = conf->n_keys;
 	if (conf->kv_path != NULL && conf->kv_path[0] != '\0') {
 		char dir[PATH_MAX];
 
@@ -541,6 +551,188 @@ h_topic_list(struct ns_state *st, struct ns_reply *r)
 	return rc;
 }
 
+/* ---- admin requests (mqadmin, the sprocket CLI) ---- */
+
+static int
+h_add_write(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const char *bname;
+	uint32_t count = 0;
+	int rc;
+
+	if (ext_str(req, "brokerName", ROUTE_NAME_MAX, &bname) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "brokerName is required");
+		return 0;
+	}
+	rc = route_db_add_write(st->db, bname, &count);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0)
+		log_info(NS_TAG, "write permission of broker %s restored (%u topics)", bname,
+			 count);
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	snprintf(r->ext_val[0], sizeof(r->ext_val[0]), "%u", count);
+	return wire_rem_ext_add(&r->cmd, "addTopicCount", r->ext_val[0]);
+}
+
+static int
+h_delete_topic(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const char *topic;
+	uint32_t count = 0;
+	int rc;
+
+	if (ext_str(req, "topic", ROUTE_TOPIC_MAX, &topic) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "topic is required");
+		return 0;
+	}
+	rc = route_db_delete_topic(st->db, topic, &count);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc == 0)
+		log_info(NS_TAG, "topic %s deleted from %u broker name(s)", topic, count);
+	/* an unknown topic deletes successfully, as in RocketMQ */
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return 0;
+}
+
+static int
+h_cluster_topics(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	const char *cluster;
+	int rc;
+
+	if (ext_str(req, "cluster", ROUTE_NAME_MAX, &cluster) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "cluster is required");
+		return 0;
+	}
+	rc = route_json_cluster_topics(route_db_current(st->db), cluster, &r->body, &r->body_len);
+	if (rc == 0)
+		reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return rc;
+}
+
+static int
+h_system_topics(struct ns_state *st, struct ns_reply *r)
+{
+	int rc = route_json_system_topics(route_db_current(st->db), &r->body, &r->body_len);
+
+	if (rc == 0)
+		reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return rc;
+}
+
+static int
+h_config_get(struct ns_state *st, struct ns_reply *r)
+{
+	char *text;
+	size_t len;
+	int rc;
+
+	if (st->cfg == NULL) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "no configuration here");
+		return 0;
+	}
+	rc = cfg_to_text(st->cfg, &text, &len);
+	if (rc != 0)
+		return rc;
+	/* the live log level (UPDATE_NAMESRV_CONFIG may have changed it) */
+	{
+		const char *now = log_level_name(
+			(enum log_level)atomic_load_explicit(&log_level_cur, memory_order_relaxed));
+		char *at = strstr(text, "logLevel=");
+
+		if (at != NULL && (at == text || at[-1] == '\n')) {
+			char *eol = strchr(at, '\n');
+			size_t tail = eol ? strlen(eol) : 0;
+			size_t nl = (size_t)(at - text) + 9 + strlen(now) + tail;
+			char *n = malloc(nl + 1);
+
+			if (n == NULL) {
+				free(text);
+				return -ENOMEM;
+			}
+			memcpy(n, text, (size_t)(at - text) + 9);
+			memcpy(n + (at - text) + 9, now, strlen(now));
+			memcpy(n + (at - text) + 9 + strlen(now), eol ? eol : "", tail + 1);
+			free(text);
+			text = n;
+			len = nl;
+		}
+	}
+	r->body = (uint8_t *)text;
+	r->body_len = len;
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return 0;
+}
+
+/* Only logLevel changes at run time; every other key is refused by name (no paths, no ports). */
+static int
+h_config_update(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+{
+	struct cfg *n = NULL;
+	struct cfg_err ce = {{0}};
+	bool any = false;
+
+	if (st->keys == NULL || cfg_create(st->keys, st->n_keys, &n, &ce) != 0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "no configuration here");
+		return 0;
+	}
+	if (cfg_parse_buf(n, "the request body", (const char *)req->body, req->body_len, &ce) !=
+	    0) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "%s", ce.msg);
+		cfg_destroy(n);
+		return 0;
+	}
+	for (size_t i = 0; i < st->n_keys; i++) {
+		if (!cfg_is_set(n, st->keys[i].name))
+			continue;
+		if (strcmp(st->keys[i].name, "logLevel") != 0) {
+			reply_set(r, WIRE_RSP_NO_PERMISSION,
+				  "%s cannot be changed while the NameServer runs (only logLevel "
+				  "can); set it in its properties and restart",
+				  st->keys[i].name);
+			cfg_destroy(n);
+			return 0;
+		}
+		any = true;
+	}
+	if (!any) {
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "the body names no key (key=value lines)");
+		cfg_destroy(n);
+		return 0;
+	}
+	{
+		enum log_level lv;
+
+		if (log_level_parse(cfg_get_str(n, "logLevel"), &lv) == 0) {
+			log_set_level(lv);
+			log_info(NS_TAG, "logLevel %s (UPDATE_NAMESRV_CONFIG)", log_level_name(lv));
+		}
+	}
+	cfg_destroy(n);
+	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	return 0;
+}
+
+/* Requests only adminAllowedAddrs may send. */
+static bool
+is_admin_code(int32_t code)
+{
+	switch (code) {
+	case WIRE_REQ_PUT_KV_CONFIG:
+	case WIRE_REQ_DELETE_KV_CONFIG:
+	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
+	case WIRE_REQ_ADD_WRITE_PERM_OF_BROKER:
+	case WIRE_REQ_DELETE_TOPIC_IN_NAMESRV:
+	case WIRE_REQ_UPDATE_NAMESRV_CONFIG:
+	case WIRE_REQ_GET_NAMESRV_CONFIG:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool
 is_write_code(int32_t code)
 {
@@ -550,6 +742,9 @@ is_write_code(int32_t code)
 	case WIRE_REQ_REGISTER_BROKER:
 	case WIRE_REQ_UNREGISTER_BROKER:
 	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
+	case WIRE_REQ_ADD_WRITE_PERM_OF_BROKER:
+	case WIRE_REQ_DELETE_TOPIC_IN_NAMESRV:
+	case WIRE_REQ_UPDATE_NAMESRV_CONFIG:
 	case WIRE_REQ_QUERY_DATA_VERSION:
 		return true;
 	default:
@@ -569,8 +764,13 @@ dispatch_read(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_rep
 		return h_topic_list(st, r);
 	case WIRE_REQ_GET_KV_CONFIG:
 		return h_kv_get(st, req, r);
+	case WIRE_REQ_GET_TOPICS_BY_CLUSTER:
+		return h_cluster_topics(st, req, r);
+	case WIRE_REQ_GET_SYSTEM_TOPIC_LIST_FROM_NS:
+		return h_system_topics(st, r);
+	case WIRE_REQ_GET_NAMESRV_CONFIG:
+		return h_config_get(st, r);
 	default:
-		/* Config rewrites (UPDATE_NAMESRV_CONFIG) land here too: never from the wire. */
 		reply_set(r, WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED, " request type %d not supported",
 			  req->code);
 		return 0;
@@ -588,6 +788,12 @@ dispatch_write(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct
 		return h_unregister(st, req, r);
 	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
 		return h_wipe(st, req, r);
+	case WIRE_REQ_ADD_WRITE_PERM_OF_BROKER:
+		return h_add_write(st, req, r);
+	case WIRE_REQ_DELETE_TOPIC_IN_NAMESRV:
+		return h_delete_topic(st, req, r);
+	case WIRE_REQ_UPDATE_NAMESRV_CONFIG:
+		return h_config_update(st, req, r);
 	case WIRE_REQ_QUERY_DATA_VERSION:
 		return h_query_dv(st, now_ms, req, r);
 	default:
@@ -596,7 +802,7 @@ dispatch_write(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct
 }
 
 int
-ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint64_t now_ms,
+ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_ip, uint64_t now_ms,
 	  const uint8_t *frame, size_t len, uint8_t **resp, size_t *resp_len)
 {
 	struct ns_role_ctx *ctx = &st->role[role];
@@ -637,7 +843,17 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint64_t now_ms
 	memset(&r->cmd, 0, offsetof(struct wire_rem_cmd, ext));
 	r->body = NULL;
 	r->body_len = 0;
-	if (is_write_code(req->code)) {
+	if (is_admin_code(req->code) && !cidr_list_has(&st->admin, peer_ip)) {
+		char ip[INET_ADDRSTRLEN] = "?";
+
+		inet_ntop(AF_INET, &peer_ip, ip, sizeof(ip));
+		reply_set(r, WIRE_RSP_NO_PERMISSION,
+			  "admin request %d refused: %s is not in adminAllowedAddrs", req->code,
+			  ip);
+		log_warn_ratelimited(NS_TAG, "admin request %d from %s refused (adminAllowedAddrs)",
+				     req->code, ip);
+		rc = 0;
+	} else if (is_write_code(req->code)) {
 		rc = dispatch_write(st, conn, now_ms, req, r);
 	} else if (role == NS_ROLE_READER) {
 		urcu_memb_read_lock();

@@ -81,6 +81,7 @@
 struct ns_conn {
 	int fd;
 	uint64_t id;
+	uint32_t ip; /* peer IPv4, network order */
 	uint64_t last_ms;
 	uint8_t *rbuf;
 	size_t rlen;
@@ -110,6 +111,7 @@ struct ns_job {
 	enum ns_job_kind kind;
 	int fd;
 	uint64_t conn;
+	uint32_t ip; /* the connection's peer, network order */
 	uint8_t *frame;
 	size_t len;
 	size_t cap; /* of frame: it may come back as the connection's receive buffer */
@@ -233,8 +235,8 @@ writer_run_job(struct ns_server *srv, struct ns_job *j)
 				err_str(n));
 		return;
 	}
-	j->rc = ns_handle(srv->st, NS_ROLE_WRITER, j->conn, clk_mono_ns() / 1000000, j->frame,
-			  j->len, &j->resp, &j->resp_len);
+	j->rc = ns_handle(srv->st, NS_ROLE_WRITER, j->conn, j->ip, clk_mono_ns() / 1000000,
+			  j->frame, j->len, &j->resp, &j->resp_len);
 }
 
 static void *
@@ -452,6 +454,7 @@ conn_close(struct ns_server *srv, struct ns_conn *c, const char *why)
 		if (j != NULL) {
 			j->kind = NS_JOB_CLOSED;
 			j->conn = c->id;
+			j->ip = c->ip;
 			snprintf(j->peer, sizeof(j->peer), "%s", c->peer);
 			pthread_mutex_lock(&srv->mu);
 			job_push(&srv->jobs, &srv->jobs_tail, j);
@@ -566,6 +569,7 @@ conn_to_writer(struct ns_server *srv, struct ns_conn *c, size_t off, size_t flen
 	j->kind = NS_JOB_REQ;
 	j->fd = c->fd;
 	j->conn = c->id;
+	j->ip = c->ip;
 	j->len = flen;
 	c->pending++;
 	c->wrote = true;
@@ -593,6 +597,7 @@ conn_to_bulk(struct ns_server *srv, struct ns_conn *c, size_t total)
 	j->kind = NS_JOB_BULK;
 	j->fd = c->fd;
 	j->conn = c->id;
+	j->ip = c->ip;
 	j->frame = c->rbuf;
 	j->len = c->rlen;
 	j->cap = c->rcap;
@@ -665,7 +670,7 @@ conn_process(struct ns_server *srv, struct ns_conn *c)
 						   : "bad frame length");
 			return -1;
 		}
-		rc = ns_handle(srv->st, NS_ROLE_READER, c->id, clk_mono_ns() / 1000000,
+		rc = ns_handle(srv->st, NS_ROLE_READER, c->id, c->ip, clk_mono_ns() / 1000000,
 			       c->rbuf + off, flen, &resp, &resp_len);
 		if (rc == NS_HANDLE_WRITER) {
 			if (conn_to_writer(srv, c, off, flen) != 0)
@@ -791,6 +796,7 @@ srv_accept(struct ns_server *srv)
 		}
 		c->fd = fd;
 		c->id = ++srv->next_id;
+		c->ip = sa.sin_addr.s_addr;
 		c->last_ms = clk_mono_ns() / 1000000;
 		inet_ntop(AF_INET, &sa.sin_addr, c->peer, INET_ADDRSTRLEN);
 		snprintf(c->peer + strlen(c->peer), sizeof(c->peer) - strlen(c->peer), ":%u",

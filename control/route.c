@@ -843,6 +843,98 @@ route_db_wipe_write(struct route_db *db, const char *bname, uint32_t *count)
 	return 0;
 }
 
+int
+route_db_add_write(struct route_db *db, const char *bname, uint32_t *count)
+{
+	struct route_bname *b;
+	struct route_txn tx;
+	int rc;
+
+	*count = 0;
+	if ((rc = txn_begin(db, &tx)) != 0)
+		return rc;
+	b = txn_edit(&tx, bname, false, &rc);
+	if (b == NULL) {
+		txn_abort(&tx);
+		return rc;
+	}
+	b->perm_clear &= (uint8_t)~ROUTE_PERM_WRITE;
+	if (b->topics != NULL) {
+		for (uint32_t i = 0; i < b->topics->n; i++) {
+			const struct route_topic *t = &b->topics->topics[i];
+
+			if (t->name_len != 0 && (t->perm & ~b->perm_clear & ROUTE_PERM_WRITE))
+				(*count)++;
+		}
+	}
+	txn_commit(&tx);
+	return 0;
+}
+
+/* A copy of @ts without @name. Return: 0, -ENOMEM. */
+static int
+tset_without(const struct route_tset *ts, const char *name, size_t len, struct route_tset **out)
+{
+	struct route_tset *n;
+	int rc = route_tset_create(ts->n, &n);
+
+	for (uint32_t i = 0; rc == 0 && i < ts->n; i++) {
+		const struct route_topic *t = &ts->topics[i];
+		struct route_topic_in in = {.name = ts->names + t->name_off,
+					    .name_len = t->name_len,
+					    .read_q = t->read_q,
+					    .write_q = t->write_q,
+					    .perm = t->perm,
+					    .sysflag = t->sysflag,
+					    .cores = t->n_cores ? ts->cores + t->cores_off : NULL,
+					    .n_cores = t->n_cores};
+
+		if (t->name_len == 0 || (t->name_len == len && memcmp(in.name, name, len) == 0))
+			continue;
+		rc = route_tset_add(n, &in);
+	}
+	if (rc != 0) {
+		route_tset_put(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+int
+route_db_delete_topic(struct route_db *db, const char *topic, uint32_t *count)
+{
+	size_t len = strlen(topic);
+	uint64_t h = route_hash(topic, len);
+	struct route_txn tx;
+	int rc;
+
+	*count = 0;
+	if ((rc = txn_begin(db, &tx)) != 0)
+		return rc;
+	for (uint32_t i = 0; i < tx.nt->n; i++) {
+		struct route_bname *b = tx.nt->b[i];
+		struct route_tset *n;
+
+		if (b->topics == NULL || tset_find(b->topics, topic, len, h) == NULL)
+			continue;
+		b = txn_edit(&tx, b->name, false, &rc);
+		if (b == NULL || (rc = tset_without(b->topics, topic, len, &n)) != 0) {
+			txn_abort(&tx);
+			return rc ? rc : -ENOMEM;
+		}
+		route_tset_put(b->topics);
+		b->topics = n;
+		(*count)++;
+	}
+	if (*count == 0) {
+		txn_abort(&tx);
+		return -ENOENT;
+	}
+	txn_commit(&tx);
+	return 0;
+}
+
 bool
 route_db_query_dv(struct route_db *db, const char *addr, const struct route_dv *dv, uint64_t now_ms,
 		  struct route_dv *stored, bool *have)
@@ -931,7 +1023,7 @@ json_queue_data(struct jbuf *o, const struct route_bname *b, const struct route_
 			if (q > 0)
 				jbuf_lit(o, ",");
 			jbuf_i64(o, t->n_cores ? ts->cores[t->cores_off + q]
-						   : q % b->addrs[m].dp.cores);
+					       : q % b->addrs[m].dp.cores);
 		}
 		jbuf_lit(o, "]");
 	}
@@ -1079,6 +1171,87 @@ route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_le
 			first = false;
 			jbuf_str(&o, name, tp->name_len);
 		}
+	}
+	jbuf_lit(&o, "]}");
+	return jbuf_finish(&o, out, out_len);
+}
+
+int
+route_json_cluster_topics(const struct route_table *t, const char *cluster, uint8_t **out,
+			  size_t *out_len)
+{
+	struct jbuf o;
+	bool first = true;
+
+	jbuf_init(&o);
+	jbuf_lit(&o, "{\"topicList\":[");
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct route_tset *ts = t->b[i]->topics;
+
+		if (ts == NULL || strcmp(t->b[i]->cluster, cluster) != 0)
+			continue;
+		for (uint32_t k = 0; k < ts->n; k++) {
+			const struct route_topic *tp = &ts->topics[k];
+			const char *name = ts->names + tp->name_off;
+			bool dup = false;
+
+			if (tp->name_len == 0)
+				continue;
+			for (uint32_t j = 0; j < i && !dup; j++)
+				dup = t->b[j]->topics != NULL &&
+				      strcmp(t->b[j]->cluster, cluster) == 0 &&
+				      tset_find(t->b[j]->topics, name, tp->name_len, tp->hash) !=
+					      NULL;
+			if (dup)
+				continue;
+			if (!first)
+				jbuf_lit(&o, ",");
+			first = false;
+			jbuf_str(&o, name, tp->name_len);
+		}
+	}
+	jbuf_lit(&o, "]}");
+	return jbuf_finish(&o, out, out_len);
+}
+
+int
+route_json_system_topics(const struct route_table *t, uint8_t **out, size_t *out_len)
+{
+	struct jbuf o;
+	const char *addr = NULL;
+	bool first = true;
+
+	jbuf_init(&o);
+	jbuf_lit(&o, "{");
+	/* RocketMQ: any master's address, for the tool to ask next */
+	for (uint32_t i = 0; i < t->n && addr == NULL; i++)
+		for (uint32_t k = 0; k < t->b[i]->n_addrs && addr == NULL; k++)
+			if (t->b[i]->addrs[k].id == 0)
+				addr = t->b[i]->addrs[k].addr;
+	if (addr) {
+		jbuf_lit(&o, "\"brokerAddr\":");
+		jbuf_cstr(&o, addr);
+		jbuf_lit(&o, ",");
+	}
+	jbuf_lit(&o, "\"topicList\":[");
+	/* every cluster name and every brokerName: RocketMQ's per-cluster and per-broker topics */
+	for (uint32_t i = 0; i < t->n; i++) {
+		bool seen = false;
+
+		for (uint32_t j = 0; j < i && !seen; j++)
+			seen = strcmp(t->b[j]->cluster, t->b[i]->cluster) == 0;
+		if (!seen && t->b[i]->cluster[0]) {
+			if (!first)
+				jbuf_lit(&o, ",");
+			first = false;
+			jbuf_cstr(&o, t->b[i]->cluster);
+		}
+	}
+	for (uint32_t i = 0; i < t->n; i++) {
+		if (!first)
+			jbuf_lit(&o, ",");
+		first = false;
+		jbuf_cstr(&o, t->b[i]->name);
 	}
 	jbuf_lit(&o, "]}");
 	return jbuf_finish(&o, out, out_len);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include <json-c/json.h>
 #include <urcu/urcu-memb.h>
@@ -78,7 +79,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int registered;
-	struct ns_conf conf = {.order_msg = true, .kv_path = ""};
+	struct ns_conf conf = {.order_msg = true, .kv_path = "", .admin = {.any = true}};
 	struct ns_state *st;
 	size_t off = 0;
 	uint64_t i = 0;
@@ -100,10 +101,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (wire_rem_frame_len(data + off, size - off, FUZZ_FRAME_MAX, &flen) != 0)
 			break;
-		rc = ns_handle(st, NS_ROLE_READER, conn, now, data + off, flen, &out, &out_len);
+		rc = ns_handle(st, NS_ROLE_READER, conn, htonl(INADDR_LOOPBACK), now, data + off,
+			       flen, &out, &out_len);
 		if (rc == NS_HANDLE_WRITER)
-			rc = ns_handle(st, NS_ROLE_WRITER, conn, now, data + off, flen, &out,
-				       &out_len);
+			rc = ns_handle(st, NS_ROLE_WRITER, conn, htonl(INADDR_LOOPBACK), now,
+				       data + off, flen, &out, &out_len);
 		if (rc < 0 && out != NULL)
 			abort();
 		if (rc == 0 && out != NULL)

@@ -431,10 +431,16 @@ test_unknown_codes(void)
 
 	start(&p, NULL, NULL);
 	connect_to(&p, &c);
-	/* UPDATE_NAMESRV_CONFIG never rewrites configuration from the wire. */
-	T_ASSERT_EQ(nsc_call(&c, 318, NULL, "listenPort=1", 12),
-		    WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED);
-	T_ASSERT(c.rsp.remark != NULL && strstr(c.rsp.remark, "318") != NULL);
+	/* UPDATE_NAMESRV_CONFIG changes only logLevel: never a port, a path or an address. */
+	T_ASSERT_EQ(nsc_call(&c, 318, NULL, "listenPort=1", 12), WIRE_RSP_NO_PERMISSION);
+	T_ASSERT(c.rsp.remark != NULL &&
+		 strstr(c.rsp.remark, "listenPort cannot be changed") != NULL);
+	T_ASSERT_EQ(nsc_call(&c, 318, NULL, "kvConfigPath=/tmp/x", 19), WIRE_RSP_NO_PERMISSION);
+	T_ASSERT_EQ(nsc_call(&c, 318, NULL, "logLevel=loud", 13), WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT_EQ(nsc_call(&c, 318, NULL, "logLevel=debug", 14), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(nsc_call(&c, 319, NULL, NULL, 0), WIRE_RSP_SUCCESS);
+	T_ASSERT(c.rsp.body_len > 0 &&
+		 memmem(c.rsp.body, c.rsp.body_len, "logLevel=debug\n", 15) != NULL);
 	T_ASSERT_EQ(nsc_call(&c, 9999, NULL, NULL, 0), WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED);
 	T_ASSERT_EQ(nsc_call(&c, -5, NULL, NULL, 0), WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED);
 	/* Oneway and response frames get no answer; the next request does. */

@@ -17,12 +17,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cidr.h"
 #include "common/compiler.h"
 
 /* Request-level settings. */
+struct cfg;
+struct cfg_key;
+
 struct ns_conf {
-	bool order_msg;	     /* orderMessageEnable: add orderTopicConf to routes */
-	const char *kv_path; /* KV config file; "" keeps KV in memory only */
+	bool order_msg;		/* orderMessageEnable: add orderTopicConf to routes */
+	const char *kv_path;	/* KV config file; "" keeps KV in memory only */
+	struct cidr_list admin; /* adminAllowedAddrs: who may send admin requests */
+	/* GET/UPDATE_NAMESRV_CONFIG: the daemon's configuration and its keys (NULL: refused) */
+	const struct cfg *cfg;
+	const struct cfg_key *keys;
+	size_t n_keys;
 };
 
 enum ns_role {
@@ -49,6 +58,7 @@ void ns_state_destroy(struct ns_state *st);
  * ns_handle() - decode one complete frame, run it, encode the response.
  * @role: the calling thread's role; each role may be used by one thread at a time.
  * @conn: the connection the frame came on (REGISTER_BROKER binds the broker to it).
+ * @peer_ip: the sender's IPv4 address, network order (adminAllowedAddrs).
  * @now_ms: monotonic ms (heartbeat time).
  * @resp: malloc'd response frame (caller frees), NULL when none is due
  * (oneway request, or a response frame from the peer).
@@ -60,8 +70,9 @@ void ns_state_destroy(struct ns_state *st);
  * the writer; -EBADMSG/-EPROTO/-E2BIG/-ENOBUFS the frame does not decode (the
  * caller closes the connection, as RocketMQ does); -ENOMEM.
  */
-MUST_CHECK int ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint64_t now_ms,
-			 const uint8_t *frame, size_t len, uint8_t **resp, size_t *resp_len);
+MUST_CHECK int ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_ip,
+			 uint64_t now_ms, const uint8_t *frame, size_t len, uint8_t **resp,
+			 size_t *resp_len);
 
 /* Connection @conn closed: drop the brokers it registered. Context: writer. Return: count, -ENOMEM. */
 MUST_CHECK int ns_conn_closed(struct ns_state *st, uint64_t conn);

@@ -179,6 +179,17 @@ MUST_CHECK int route_db_expire(struct route_db *db, uint64_t now_ms, uint64_t ex
  */
 MUST_CHECK int route_db_wipe_write(struct route_db *db, const char *bname, uint32_t *count);
 
+/* Undo route_db_wipe_write(); @count: topics writable now. As route_db_wipe_write(). */
+MUST_CHECK int route_db_add_write(struct route_db *db, const char *bname, uint32_t *count);
+
+/**
+ * route_db_delete_topic() - remove @topic from every brokerName's topic set
+ * (a master that still has it brings it back with its next new topic set).
+ * @count: brokerNames that had it.
+ * Context: writer. Return: 0, -ENOENT nowhere, -ENOMEM.
+ */
+MUST_CHECK int route_db_delete_topic(struct route_db *db, const char *topic, uint32_t *count);
+
 /**
  * route_db_query_dv() - QUERY_DATA_VERSION: compare @dv with the stored one
  * and, when equal, count it as a heartbeat.
@@ -215,6 +226,14 @@ MUST_CHECK int route_json_cluster(const struct route_table *t, uint8_t **out, si
 
 /* {"topicList":[...]} over all brokerNames, each topic once. As route_json_topic(). */
 MUST_CHECK int route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_len);
+
+/* {"topicList":[...]}: the topics of @cluster's brokers (GET_TOPICS_BY_CLUSTER). */
+MUST_CHECK int route_json_cluster_topics(const struct route_table *t, const char *cluster,
+					 uint8_t **out, size_t *out_len);
+
+/* RocketMQ's system topic list: every cluster and brokerName, and a master's address. */
+MUST_CHECK int route_json_system_topics(const struct route_table *t, uint8_t **out,
+					size_t *out_len);
 
 /* Return: topics across all brokerNames, duplicates counted once per brokerName. */
 uint64_t route_table_topic_count(const struct route_table *t);

@@ -108,7 +108,9 @@ handle(struct ns_state *st, struct wire_rem_cmd *cmd, const char *body, size_t b
 	cmd->body = (const uint8_t *)body;
 	cmd->body_len = (uint32_t)body_len;
 	T_ASSERT_EQ(wire_rem_encode(cmd, frame, cap, &n), 0);
-	T_ASSERT_EQ(ns_handle(st, NS_ROLE_WRITER, 1, 1000, frame, n, &out, &out_len), 0);
+	T_ASSERT_EQ(ns_handle(st, NS_ROLE_WRITER, 1, htonl(INADDR_LOOPBACK), 1000, frame, n, &out,
+			      &out_len),
+		    0);
 	T_ASSERT(out != NULL);
 	T_ASSERT_EQ(wire_rem_decode(out, out_len, rsp, scratch, 65536), 0);
 	code = rsp->code;
