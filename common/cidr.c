@@ -2,7 +2,6 @@
 /*
  * cidr.c - IPv4 address and network lists (cidr.h).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,13 +9,38 @@
 
 #include "common/cidr.h"
 
+/* "a.b.c.d", each 0..255 in decimal. Return: true and the address in host order. */
+static bool
+quad(const char *s, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		unsigned o = 0, digits = 0;
+
+		while (*s >= '0' && *s <= '9' && digits < 4) {
+			o = o * 10 + (unsigned)(*s++ - '0');
+			digits++;
+		}
+		if (digits == 0 || digits > 3 || o > 255)
+			return false;
+		v = v << 8 | o;
+		if (i < 3 && *s++ != '.')
+			return false;
+	}
+	if (*s != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
 static int
 item(const char *p, size_t n, struct cidr_list *out, char *why, size_t why_len)
 {
 	char buf[32];
 	char *slash;
 	long bits = 32;
-	struct in_addr a;
+	uint32_t a;
 
 	if (n == 1 && p[0] == '*') {
 		out->any = true;
@@ -37,14 +61,14 @@ item(const char *p, size_t n, struct cidr_list *out, char *why, size_t why_len)
 		if (*end != '\0' || bits < 0 || bits > 32)
 			goto bad;
 	}
-	if (inet_pton(AF_INET, buf, &a) != 1)
+	if (!quad(buf, &a))
 		goto bad;
 	if (out->n == CIDR_MAX) {
 		snprintf(why, why_len, "more than %d addresses or networks", CIDR_MAX);
 		return -EINVAL;
 	}
 	out->mask[out->n] = bits == 0 ? 0 : ~0u << (32 - bits);
-	out->net[out->n] = ntohl(a.s_addr) & out->mask[out->n];
+	out->net[out->n] = a & out->mask[out->n];
 	out->n++;
 	return 0;
 bad:
@@ -80,7 +104,8 @@ cidr_list_parse(const char *s, struct cidr_list *out, char *why, size_t why_len)
 bool
 cidr_list_has(const struct cidr_list *l, uint32_t ip)
 {
-	uint32_t h = ntohl(ip);
+	const uint8_t *b = (const uint8_t *)&ip; /* network order */
+	uint32_t h = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 
 	if (l->any)
 		return true;
