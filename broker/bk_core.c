@@ -1204,15 +1204,26 @@ qstat(struct bk_core *c, struct bk_rcmd *cmd)
 	cmd->status = WIRE_DP_ST_SUCCESS;
 }
 
-/* A deleted topic: its offsets read as never committed (-1); the slots stay. */
+/*
+ * A deleted topic ('T' + name) or group ('G' + name): its offsets read as
+ * never committed (-1) from now on; the slots stay.
+ */
 static void
 offset_drop(struct bk_core *c, struct bk_rcmd *cmd)
 {
+	const char *name = (const char *)cmd->req + 1;
+	size_t len = cmd->req_len - 1;
+	bool topic = cmd->req[0] == 'T';
+
+	cmd->status = WIRE_DP_ST_BAD_REQUEST;
+	if (cmd->req_len < 2 || (cmd->req[0] != 'T' && cmd->req[0] != 'G'))
+		return;
 	for (uint32_t k = 0; k <= c->off_mask; k++) {
 		struct bk_off *o = &c->offs[k];
+		bool hit = topic ? o->topic_len == len && memcmp(o->topic, name, len) == 0
+				 : o->group_len == len && memcmp(o->group, name, len) == 0;
 
-		if (atomic_load_relaxed(&o->used) && o->topic_len == cmd->req_len &&
-		    memcmp(o->topic, cmd->req, cmd->req_len) == 0)
+		if (atomic_load_relaxed(&o->used) && hit)
 			atomic_store_relaxed(&o->offset, -1);
 	}
 	cmd->status = WIRE_DP_ST_SUCCESS;

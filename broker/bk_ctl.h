@@ -84,6 +84,15 @@ int bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist
 int bk_ctl_topic_ensure(struct bk_ctl *x, const char *name, uint32_t nq,
 			const struct bk_topic **out);
 
+/*
+ * bk_topic_ctl.c: delete a topic: unpublished, its queues retired (files
+ * deleted), topics.json and the registration updated (Return: 0, -ENOENT,
+ * -errno); the topic table and registration snapshot freed at exit.
+ */
+int bk_ctl_topic_delete(struct bk_ctl *x, const char *name);
+void bk_ctl_ttab_destroy(struct bk_ttab *t);
+void bk_ctl_reg_clear(struct bk_ctl *x);
+
 /* bk_slave.c: brokerRole and brokerId; a slave's master, sync and exit report. */
 int bk_ctl_role_setup(struct bk_ctl *x);
 void bk_slave_sync_apply(struct bk_ctl *x);

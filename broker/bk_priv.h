@@ -162,7 +162,7 @@ enum bk_rop {
 	BK_ROP_TX_CHECK = 104,
 	/* resp: struct bk_qstat[resp_len / sizeof]; control fills sq, the core the rest */
 	BK_ROP_QSTAT = 105,
-	/* req: a topic name (req_len bytes): forget every consumer offset of it */
+	/* req: 'T' + topic or 'G' + group (req_len bytes): forget every consumer offset of it */
 	BK_ROP_OFFSET_DROP = 106,
 };
 
@@ -476,6 +476,9 @@ const struct bk_topic *bk_topic_find(const struct bk *bk, const char *name, size
 /* Control side: the next table with @t added or replacing its namesake; old topic in *@old. */
 MUST_CHECK int bk_ttab_with(const struct bk_ttab *cur, struct bk_topic *t, struct bk_ttab **out,
 			    struct bk_topic **old);
+/* Control side: the next table without @name; the topic removed (or NULL) in *@old. */
+MUST_CHECK int bk_ttab_without(const struct bk_ttab *cur, const char *name, size_t len,
+			       struct bk_ttab **out, struct bk_topic **old);
 void bk_ttab_free(struct bk_ttab *tab);
 /* Valid topic name: ^[%|a-zA-Z0-9_-]{1,127}$ as RocketMQ's TopicValidator. */
 bool bk_topic_name_ok(const char *s, size_t len);

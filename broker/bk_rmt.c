@@ -562,6 +562,12 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	case WIRE_REQ_GET_PRODUCER_CONNECTION_LIST:
 		bk_rmt__do_producer_conns(r, c, q);
 		return;
+	case WIRE_REQ_DELETE_TOPIC_IN_BROKER:
+		bk_rmt__do_delete_topic(r, c, q);
+		return;
+	case WIRE_REQ_DELETE_SUBSCRIPTIONGROUP:
+		bk_rmt__do_delete_group(r, c, q);
+		return;
 	case WIRE_REQ_GET_BROKER_CONFIG:
 	case WIRE_REQ_UPDATE_BROKER_CONFIG:
 	case WIRE_REQ_GET_BROKER_RUNTIME_INFO:

@@ -49,6 +49,8 @@ struct bk_rmt_ops {
 	/* UPDATE_BROKER_CONFIG: 0, or -errno with the reason in @why. */
 	int (*config_update)(void *arg, const char *body, size_t len, const char *by, char *why,
 			     size_t why_len);
+	/* DELETE_TOPIC_IN_BROKER: unpublish, retire its queues, persist. 0, -ENOENT, -errno. */
+	int (*topic_delete)(void *arg, const char *name);
 	/* GET_BROKER_RUNTIME_INFO's KVTable into @b (common/jbuf.h). */
 	int (*runtime_info)(void *arg, struct jbuf *b);
 	void *arg;

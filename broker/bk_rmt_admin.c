@@ -54,6 +54,8 @@ bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 	struct meta_topic mt = {0};
 	bool order = false;
 
+	if (bk_rmt__slave_refuses(r, c, q))
+		return;
 	if (name == NULL || !bk_topic_name_ok(name, len)) {
 		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the topic name is not valid");
 		return;

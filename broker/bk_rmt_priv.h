@@ -278,6 +278,10 @@ size_t bk_rmt__groups_of_topic(struct bk_rmt *r, const char *topic, char (*out)[
 /* Sends RESET_CONSUMER_CLIENT_OFFSET (oneway) to each live member of @group. Return: how many. */
 size_t bk_rmt__group_tell_reset(struct bk_rmt *r, const char *group, const char *topic,
 				const char *ts, bool force, const uint8_t *body, size_t len);
+void bk_rmt__do_delete_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__do_delete_group(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+/* A slave answers SYSTEM_ERROR to topic and group changes (RocketMQ's guard). Return: it did. */
+bool bk_rmt__slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 /* GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG, GET_BROKER_RUNTIME_INFO */
 void bk_rmt__do_config(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_consumer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);

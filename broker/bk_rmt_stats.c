@@ -581,3 +581,119 @@ bk_rmt__do_reset_offset(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 	}
 	agg_start(r, c, q, a, ts < 0 ? -1 : ts);
 }
+
+/* ---- DELETE_TOPIC_IN_BROKER (215), DELETE_SUBSCRIPTIONGROUP (207) ---- */
+
+static void
+done_finish(struct bk_rmt *r, struct ragg *a, struct rconn *c)
+{
+	agg_answer(r, a, c, WIRE_RSP_SUCCESS, NULL, NULL);
+}
+
+/* One BK_ROP_OFFSET_DROP per core for @kind ('T' or 'G') + @name; answered when all ran. */
+static void
+drop_offsets(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, char kind,
+	     const char *name)
+{
+	size_t len = strlen(name);
+	struct ragg *a = agg_new(c, q);
+
+	if (a == NULL) {
+		bk_rmt__busy(r, c, q);
+		return;
+	}
+	a->finish = done_finish;
+	for (uint32_t core = 0; core < r->bk->ncores; core++) {
+		struct rjob *j =
+			bk_rmt__job_new(r, c, q, BK_ROP_OFFSET_DROP, (uint32_t)len + 1, 16);
+
+		if (j == NULL) {
+			a->failed = true;
+			continue;
+		}
+		j->reqbuf[0] = (uint8_t)kind;
+		memcpy(j->reqbuf + 1, name, len);
+		j->c.req_len = (uint32_t)len + 1;
+		if (bk_rmt__job_post(r, j, (uint16_t)core) != 0) {
+			a->failed = true;
+			continue;
+		}
+		j->agg = a;
+		a->pending++;
+	}
+	if (a->pending == 0)
+		agg_end(r, a);
+}
+
+/* RocketMQ's slave guard: topics and groups change on the master only. */
+bool
+bk_rmt__slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	if (r->bk->conf.role != BK_ROLE_SLAVE)
+		return false;
+	bk_rmt__reply(
+		r, c, q, WIRE_RSP_SYSTEM_ERROR,
+		"Can't modify topic or subscription group from slave broker, please execute it "
+		"from master broker.");
+	return true;
+}
+
+void
+bk_rmt__do_delete_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	size_t tl;
+	const char *topic = bk_rmt__ext_s(q, "topic", &tl);
+	int err;
+
+	if (bk_rmt__slave_refuses(r, c, q))
+		return;
+	if (topic == NULL || !bk_topic_name_ok(topic, tl)) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the topic name is not valid");
+		return;
+	}
+	if (bk_rmt__topic_is_system(topic)) {
+		char why[META_TOPIC_MAX + 64];
+
+		snprintf(why, sizeof(why), "The topic[%s] is conflict with system topic.", topic);
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, why);
+		return;
+	}
+	if (r->ops.topic_delete == NULL) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "not available");
+		return;
+	}
+	err = r->ops.topic_delete(r->ops.arg, topic);
+	if (err != 0 && err != -ENOENT) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+			      "deleting the topic failed (see the log)");
+		return;
+	}
+	log_info(TAG, "topic %s deleted by %s%s", topic, c->peer_s,
+		 err == -ENOENT ? " (it did not exist)" : "");
+	/* its consumer offsets go too (RocketMQ: cleanUnusedTopic) */
+	drop_offsets(r, c, q, 'T', topic);
+}
+
+void
+bk_rmt__do_delete_group(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	size_t gl;
+	const char *group = bk_rmt__ext_s(q, "groupName", &gl);
+	bool remove = false;
+
+	if (bk_rmt__slave_refuses(r, c, q))
+		return;
+	if (group == NULL || gl == 0 || gl > META_GROUP_MAX) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "groupName is missing or too long");
+		return;
+	}
+	if (wire_rem_ext_bool(q, "removeOffset", &remove) != 0)
+		remove = false;
+	log_info(TAG, "group %s deleted by %s%s", group, c->peer_s,
+		 remove ? ", with its offsets" : "");
+	if (!remove) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SUCCESS, NULL);
+		return;
+	}
+	drop_offsets(r, c, q, 'G', group);
+}

@@ -73,6 +73,40 @@ tab_put(struct bk_ttab *t, struct bk_topic *p)
 }
 
 int
+bk_ttab_without(const struct bk_ttab *cur, const char *name, size_t len, struct bk_ttab **out,
+		struct bk_topic **old)
+{
+	uint32_t slots = 16;
+	struct bk_ttab *nt;
+
+	*old = NULL;
+	while (cur && slots < cur->n * 2)
+		slots <<= 1;
+	nt = calloc(1, sizeof(*nt));
+	if (nt == NULL)
+		return -ENOMEM;
+	nt->slot = calloc(slots, sizeof(*nt->slot));
+	if (nt->slot == NULL) {
+		free(nt);
+		return -ENOMEM;
+	}
+	nt->mask = slots - 1;
+	for (uint32_t i = 0; cur && i <= cur->mask; i++) {
+		struct bk_topic *p = cur->slot[i];
+
+		if (p == NULL)
+			continue;
+		if (p->name_len == len && memcmp(p->name, name, len) == 0) {
+			*old = p;
+			continue;
+		}
+		tab_put(nt, p);
+	}
+	*out = nt;
+	return 0;
+}
+
+int
 bk_ttab_with(const struct bk_ttab *cur, struct bk_topic *t, struct bk_ttab **out,
 	     struct bk_topic **old)
 {

@@ -104,6 +104,8 @@ struct store {
 	struct store_queue *qmap[QMAP_BUCKETS];
 	struct store_queue *queues;
 	size_t n_queues;
+	/* deleted topics' queues: out of the registry, kept (mapped) until close */
+	struct store_queue *retired;
 
 	/* service thread only */
 	int64_t last_flush_ms;
@@ -231,6 +233,49 @@ queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid, u
 	s->n_queues++;
 	*out = q;
 	return 0;
+}
+
+static int rm_rf(const char *path);
+
+long
+store_queue_retire(struct store *s, const char *topic)
+{
+	size_t len = strlen(topic);
+	char dir[PATH_MAX];
+	long n = 0;
+
+	if (!wire_topic_name_ok(topic, len))
+		return -EINVAL;
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue **pp = &s->queues; *pp != NULL;) {
+		struct store_queue *q = *pp;
+		struct store_queue **hp;
+
+		if (q->topic_len != len || memcmp(q->topic, topic, len) != 0) {
+			pp = &q->lnext;
+			continue;
+		}
+		for (hp = &s->qmap[qmap_hash(topic, len, q->qid)]; *hp != q; hp = &(*hp)->hnext)
+			;
+		*hp = q->hnext;
+		if (s->pass_next == q)
+			s->pass_next = q->lnext; /* the flush pass goes on after it */
+		*pp = q->lnext;
+		q->lnext = s->retired;
+		s->retired = q;
+		s->n_queues--;
+		n++;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	/* its files go now (still mapped by the retired queues: readers finish safely) */
+	snprintf(dir, sizeof(dir), "%s/%s", s->cq_dir, topic);
+	{
+		int rc = rm_rf(dir);
+
+		if (rc != 0)
+			log_warn(STORE_TAG, "removing %s: %s", dir, strerror(-rc));
+	}
+	return n;
 }
 
 int
@@ -1141,6 +1186,13 @@ store_free(struct store *s)
 		struct store_queue *q = s->queues;
 
 		s->queues = q->lnext;
+		cq_close(q->cq);
+		free(q);
+	}
+	while (s->retired != NULL) {
+		struct store_queue *q = s->retired;
+
+		s->retired = q->lnext;
 		cq_close(q->cq);
 		free(q);
 	}

@@ -124,6 +124,18 @@ void store_close(struct store *s);
 MUST_CHECK int store_queue_get(struct store *s, const char *topic, uint32_t qid, uint32_t shard,
 			       struct store_queue **out);
 
+/**
+ * store_queue_retire() - a deleted topic: its queues leave the registry
+ * (store_queue_get() makes new, empty ones for that name) and their
+ * ConsumeQueue files are deleted; the queue objects stay valid, mapped,
+ * until store_close(), for a reader or a parked PULL that still holds one.
+ * Its records stay in the CommitLog until retention deletes their segments.
+ * Context: control thread, after no core can reach the queues any more
+ * (the topic was unpublished and an RCU grace period passed).
+ * Return: queues retired, -EINVAL bad name.
+ */
+long store_queue_retire(struct store *s, const char *topic);
+
 struct store_put_res {
 	int64_t phys;	 /* PHYSICALOFFSET (global) */
 	int64_t qoff;	 /* queue offset */

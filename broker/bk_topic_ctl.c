@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_topic_ctl.c - the control thread's topic set (docs/broker.md): store
+ * queues created, the RCU topic table published, the registration
+ * snapshot and topics.json kept in step; topics created, updated and
+ * deleted (DELETE_TOPIC_IN_BROKER).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "bk_ctl.h"
+#include "bk_priv.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "control/breg.h"
+
+/* ---- topics ---- */
+
+static void
+topic_free(struct bk_topic *t)
+{
+	if (t == NULL)
+		return;
+	free(t->sq);
+	free(t->core);
+	free(t);
+}
+
+static int
+reg_add(struct bk_ctl *x, const struct bk_topic *t)
+{
+	struct meta_topic *n;
+	uint16_t **nc, *cores;
+	size_t i;
+
+	cores = malloc(sizeof(*cores) * t->nq);
+	if (cores == NULL)
+		return -ENOMEM;
+	memcpy(cores, t->core, sizeof(*cores) * t->nq);
+	pthread_mutex_lock(&x->mu);
+	for (i = 0; i < x->nreg; i++)
+		if (strcmp(x->reg[i].name, t->name) == 0)
+			break;
+	if (i == x->nreg) {
+		n = realloc(x->reg, sizeof(*n) * (x->nreg + 1));
+		nc = n ? realloc(x->reg_cores, sizeof(*nc) * (x->nreg + 1)) : NULL;
+		if (n)
+			x->reg = n;
+		if (nc == NULL) {
+			pthread_mutex_unlock(&x->mu);
+			free(cores);
+			return -ENOMEM;
+		}
+		x->reg_cores = nc;
+		x->reg_cores[i] = NULL;
+		x->nreg++;
+	}
+	memset(&x->reg[i], 0, sizeof(x->reg[i]));
+	memcpy(x->reg[i].name, t->name, t->name_len + 1);
+	x->reg[i].read_queues = t->read_queues;
+	x->reg[i].write_queues = t->write_queues;
+	x->reg[i].perm = t->perm;
+	x->reg[i].sys_flag = t->sys_flag;
+	x->reg[i].order = t->order;
+	free(x->reg_cores[i]);
+	x->reg_cores[i] = cores;
+	x->dv_counter++;
+	x->dv_ts = clk_wall_ms();
+	pthread_mutex_unlock(&x->mu);
+	return 0;
+}
+
+void
+bk_ctl_ttab_destroy(struct bk_ttab *t)
+{
+	if (t == NULL)
+		return;
+	for (uint32_t i = 0; i <= t->mask; i++)
+		topic_free(t->slot[i]);
+	bk_ttab_free(t);
+}
+
+void
+bk_ctl_reg_clear(struct bk_ctl *x)
+{
+	for (size_t i = 0; i < x->nreg; i++)
+		free(x->reg_cores[i]);
+	free(x->reg_cores);
+	free(x->reg);
+	x->reg = NULL;
+	x->reg_cores = NULL;
+	x->nreg = 0;
+}
+
+/* Creates (or updates) topic @mt: store queues, publish, persist, register. */
+int
+bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
+{
+	struct bk *bk = &x->bk;
+	struct bk_topic *t, *old;
+	struct bk_ttab *nt, *cur = bk->ttab;
+	int err;
+
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return -ENOMEM;
+	t->name_len = (uint32_t)strlen(mt->name);
+	memcpy(t->name, mt->name, t->name_len + 1);
+	t->hash = bk_name_hash(t->name, t->name_len);
+	t->perm = mt->perm;
+	t->read_queues = mt->read_queues;
+	t->write_queues = mt->write_queues;
+	t->sys_flag = mt->sys_flag;
+	t->order = mt->order;
+	t->nq = SP_MAX(mt->read_queues, mt->write_queues);
+	t->sq = calloc(t->nq, sizeof(*t->sq));
+	t->core = calloc(t->nq, sizeof(*t->core));
+	if (!t->sq || !t->core) {
+		topic_free(t);
+		return -ENOMEM;
+	}
+	for (uint32_t q = 0; q < t->nq; q++) {
+		t->core[q] = (uint16_t)(q % bk->ncores);
+		err = store_queue_get(bk->store, t->name, q, t->core[q], &t->sq[q]);
+		if (err) {
+			log_err(BK_TAG, "topic %s queue %u: %s", t->name, q, strerror(-err));
+			topic_free(t);
+			return err;
+		}
+	}
+	err = bk_ttab_with(cur, t, &nt, &old);
+	if (err) {
+		topic_free(t);
+		return err;
+	}
+	/* pairs with rcu_dereference() in bk_topic_find() */
+	rcu_assign_pointer(bk->ttab, nt);
+	if (x->cores_running)
+		urcu_qsbr_synchronize_rcu();
+	bk_ttab_free(cur);
+	topic_free(old);
+	err = reg_add(x, t);
+	if (err)
+		return err;
+	if (persist) {
+		pthread_mutex_lock(&x->mu);
+		struct meta_version v = {.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
+
+		err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
+		pthread_mutex_unlock(&x->mu);
+		if (err)
+			log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
+	}
+	if (x->breg)
+		ctl_breg_kick(x->breg);
+	return 0;
+}
+
+int
+bk_ctl_topic_ensure(struct bk_ctl *x, const char *name, uint32_t nq, const struct bk_topic **out)
+{
+	const struct bk_topic *t = bk_topic_find(&x->bk, name, strlen(name));
+
+	if (t == NULL || t->nq < nq) {
+		struct meta_topic mt = {.read_queues = nq,
+					.write_queues = nq,
+					.perm = META_PERM_READ | META_PERM_WRITE};
+		int err;
+
+		snprintf(mt.name, sizeof(mt.name), "%s", name);
+		err = bk_ctl_topic_put(x, &mt, true);
+		if (err)
+			return err;
+		t = bk_topic_find(&x->bk, name, strlen(name));
+		if (t == NULL)
+			return -ENOENT;
+	}
+	*out = t;
+	return 0;
+}
+
+/* Drops @name from the registration snapshot. Return: it was there. */
+static bool
+reg_remove(struct bk_ctl *x, const char *name)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&x->mu);
+	for (size_t i = 0; i < x->nreg; i++) {
+		if (strcmp(x->reg[i].name, name) != 0)
+			continue;
+		free(x->reg_cores[i]);
+		x->reg[i] = x->reg[x->nreg - 1];
+		x->reg_cores[i] = x->reg_cores[x->nreg - 1];
+		x->nreg--;
+		x->dv_counter++;
+		x->dv_ts = clk_wall_ms();
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&x->mu);
+	return found;
+}
+
+int
+bk_ctl_topic_delete(struct bk_ctl *x, const char *name)
+{
+	struct bk *bk = &x->bk;
+	struct bk_ttab *nt, *cur = bk->ttab;
+	struct bk_topic *old;
+	long n;
+	int err;
+
+	err = bk_ttab_without(cur, name, strlen(name), &nt, &old);
+	if (err)
+		return err;
+	if (old == NULL) {
+		bk_ttab_free(nt);
+		return -ENOENT;
+	}
+	/* pairs with rcu_dereference() in bk_topic_find() */
+	rcu_assign_pointer(bk->ttab, nt);
+	if (x->cores_running)
+		urcu_qsbr_synchronize_rcu();
+	bk_ttab_free(cur);
+	topic_free(old);
+	/* no core reaches its queues now */
+	n = store_queue_retire(bk->store, name);
+	reg_remove(x, name);
+	pthread_mutex_lock(&x->mu);
+	{
+		struct meta_version v = {.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
+
+		err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
+	}
+	pthread_mutex_unlock(&x->mu);
+	if (err)
+		log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
+	if (x->breg)
+		ctl_breg_kick(x->breg);
+	log_info(BK_TAG,
+		 "topic %s deleted (%ld queues; its records stay in the CommitLog until "
+		 "retention)",
+		 name, n);
+	return err;
+}

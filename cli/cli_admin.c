@@ -1,0 +1,771 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * cli_admin.c - `sprocket cluster|broker|topic ...` (docs/cli.md): the
+ * cluster's brokers and their health, a broker's status, configuration and
+ * write permission, and topics. The same requests as mqadmin's clusterList,
+ * brokerStatus, getBrokerConfig, updateBrokerConfig, wipeWritePerm,
+ * addWritePerm, topicList, topicRoute, topicStatus, updateTopic,
+ * updateTopicPerm and deleteTopic.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+#include "wire/remoting.h"
+
+/* ---- which brokers a command is about ---- */
+
+/* @sel: an address ("host:port"), a broker name, or NULL for all. */
+static int
+select_brokers(const struct cli *c, const char *sel, bool masters_only, struct cli_broker **out,
+	       size_t *n)
+{
+	struct cli_broker *all;
+	size_t na, k = 0;
+
+	if (sel && strchr(sel, ':')) {
+		*out = calloc(1, sizeof(**out));
+		if (*out == NULL)
+			return cli_err("out of memory");
+		snprintf((*out)->addr, sizeof((*out)->addr), "%s", sel);
+		snprintf((*out)->name, sizeof((*out)->name), "%s", "?");
+		*n = 1;
+		return 0;
+	}
+	if (cli_brokers(c, &all, &na) != 0)
+		return CLI_FAIL;
+	for (size_t i = 0; i < na; i++)
+		if ((!sel || strcmp(all[i].name, sel) == 0 || strcmp(all[i].cluster, sel) == 0) &&
+		    (!masters_only || all[i].id == 0))
+			all[k++] = all[i];
+	if (k == 0) {
+		free(all);
+		return cli_err(sel ? "no broker named %s is registered"
+				   : "no broker is registered%s",
+			       sel ? sel : "");
+	}
+	*out = all;
+	*n = k;
+	return 0;
+}
+
+/* ---- cluster ---- */
+
+static int
+runtime(const struct cli *c, const char *addr, json_object **table, json_object **root)
+{
+	struct sp_rem_resp resp;
+
+	*table = *root = NULL;
+	if (cli_call_ok(c, addr, WIRE_REQ_GET_BROKER_RUNTIME_INFO, NULL, NULL, 0, &resp) != 0)
+		return CLI_FAIL;
+	*root = cli_body_json(&resp);
+	sp_rem_resp_free(&resp);
+	if (*root == NULL || !json_object_object_get_ex(*root, "table", table)) {
+		json_object_put(*root);
+		*root = NULL;
+		return cli_err("%s: the runtime info does not parse", addr);
+	}
+	return 0;
+}
+
+static int
+cluster_list(struct cli *c)
+{
+	struct cli_broker *b;
+	size_t n;
+	struct cli_table t;
+	json_object *arr = json_object_new_array();
+	int rc = CLI_OK;
+
+	if (cli_brokers(c, &b, &n) != 0) {
+		json_object_put(arr);
+		return CLI_FAIL;
+	}
+	cli_table_init(&t, 9, "CLUSTER", "BROKER", "ID", "ADDRESS", "VERSION", "IN TPS", "OUT TPS",
+		       "IN TODAY", "OUT TODAY");
+	for (size_t i = 0; i < n; i++) {
+		json_object *kv = NULL, *root = NULL, *o = json_object_new_object();
+		char id[24];
+		char in[32] = "-", out[32] = "-";
+
+		if (runtime(c, b[i].addr, &kv, &root) != 0)
+			rc = CLI_FAIL;
+		/* "putTps" is "10s 1min 10min": the first figure */
+		if (kv && cli_js(kv, "putTps"))
+			sscanf(cli_js(kv, "putTps"), "%31s", in);
+		if (kv && cli_js(kv, "getTransferedTps"))
+			sscanf(cli_js(kv, "getTransferedTps"), "%31s", out);
+		cli_table_row(&t, b[i].cluster, b[i].name,
+			      cli_fmt(id, sizeof(id), "%" PRId64, b[i].id), b[i].addr,
+			      kv ? cli_js(kv, "brokerVersionDesc") : "unreachable", in, out,
+			      kv ? cli_js(kv, "msgPutTotalTodayNow") : "-",
+			      kv ? cli_js(kv, "msgGetTotalTodayNow") : "-");
+		json_object_object_add(o, "cluster", json_object_new_string(b[i].cluster));
+		json_object_object_add(o, "brokerName", json_object_new_string(b[i].name));
+		json_object_object_add(o, "brokerId", json_object_new_int64(b[i].id));
+		json_object_object_add(o, "addr", json_object_new_string(b[i].addr));
+		json_object_object_add(o, "runtime", kv ? json_object_get(kv) : NULL);
+		json_object_array_add(arr, o);
+		json_object_put(root);
+	}
+	free(b);
+	if (c->json) {
+		cli_table_free(&t);
+		cli_json_print(arr);
+	} else {
+		json_object_put(arr);
+		cli_table_print(&t);
+	}
+	return rc;
+}
+
+static int
+cluster_health(struct cli *c)
+{
+	struct cli_broker *b;
+	size_t n, bad = 0, masters = 0;
+	json_object *arr = json_object_new_array();
+
+	if (cli_brokers(c, &b, &n) != 0) {
+		json_object_put(arr);
+		return CLI_FAIL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *kv = NULL, *root = NULL, *o = json_object_new_object();
+		bool ok = runtime(c, b[i].addr, &kv, &root) == 0;
+		const char *perm = kv ? cli_js(kv, "brokerPermission") : NULL;
+		bool writable = perm && (atoi(perm) & 2);
+
+		masters += b[i].id == 0;
+		bad += !ok;
+		if (!c->json)
+			printf("%-12s %-16s id %-3" PRId64 " %-22s %s%s\n", b[i].cluster, b[i].name,
+			       b[i].id, b[i].addr, ok ? "ok" : "UNREACHABLE",
+			       ok && b[i].id == 0 && !writable ? " (write-protected)" : "");
+		json_object_object_add(o, "brokerName", json_object_new_string(b[i].name));
+		json_object_object_add(o, "brokerId", json_object_new_int64(b[i].id));
+		json_object_object_add(o, "addr", json_object_new_string(b[i].addr));
+		json_object_object_add(o, "ok", json_object_new_boolean(ok));
+		json_object_object_add(o, "writable", json_object_new_boolean(writable));
+		json_object_array_add(arr, o);
+		json_object_put(root);
+	}
+	free(b);
+	if (c->json) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "healthy",
+				       json_object_new_boolean(bad == 0 && masters > 0));
+		json_object_object_add(o, "brokers", arr);
+		cli_json_print(o);
+	} else {
+		json_object_put(arr);
+		printf("%s: %zu broker address(es), %zu master(s), %zu unreachable\n",
+		       bad == 0 && masters > 0 ? "healthy" : "NOT HEALTHY", n, masters, bad);
+	}
+	return bad == 0 && masters > 0 ? CLI_OK : CLI_FAIL;
+}
+
+/* ---- broker ---- */
+
+static int
+broker_status(struct cli *c)
+{
+	struct cli_broker *b;
+	size_t n;
+	int rc = CLI_OK;
+
+	if (select_brokers(c, c->npos ? c->pos[0] : NULL, false, &b, &n) != 0)
+		return CLI_FAIL;
+	for (size_t i = 0; i < n; i++) {
+		json_object *kv, *root;
+
+		if (runtime(c, b[i].addr, &kv, &root) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		if (c->json) {
+			json_object_object_add(kv, "addr", json_object_new_string(b[i].addr));
+			cli_json_print(json_object_get(kv));
+		} else {
+			struct cli_table t;
+
+			printf("%s %s (%s)\n", b[i].name, b[i].id == 0 ? "master" : "slave",
+			       b[i].addr);
+			cli_table_init(&t, 2, "KEY", "VALUE");
+			json_object_object_foreach(kv, k, v)
+				cli_table_row(&t, k, json_object_get_string(v));
+			cli_table_print(&t);
+		}
+		json_object_put(root);
+	}
+	free(b);
+	return rc;
+}
+
+static int
+broker_config_get(struct cli *c)
+{
+	struct cli_broker *b;
+	size_t n;
+	int rc = CLI_OK;
+
+	if (select_brokers(c, c->npos ? c->pos[0] : NULL, false, &b, &n) != 0)
+		return CLI_FAIL;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_rem_resp resp;
+
+		if (cli_call_ok(c, b[i].addr, WIRE_REQ_GET_BROKER_CONFIG, NULL, NULL, 0, &resp) !=
+		    0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		if (c->json) {
+			json_object *o = json_object_new_object();
+			const char *p = (const char *)resp.cmd.body, *end = p + resp.cmd.body_len;
+
+			json_object_object_add(o, "addr", json_object_new_string(b[i].addr));
+			while (p < end) {
+				const char *eol = memchr(p, '\n', (size_t)(end - p));
+				const char *eq;
+				size_t l = eol ? (size_t)(eol - p) : (size_t)(end - p);
+				char k[256];
+
+				eq = memchr(p, '=', l);
+				if (eq && (size_t)(eq - p) < sizeof(k)) {
+					memcpy(k, p, (size_t)(eq - p));
+					k[eq - p] = '\0';
+					json_object_object_add(
+						o, k,
+						json_object_new_string_len(
+							eq + 1, (int)(l - (size_t)(eq - p) - 1)));
+				}
+				p += l + 1;
+			}
+			cli_json_print(o);
+		} else {
+			if (n > 1)
+				printf("# %s %s\n", b[i].name, b[i].addr);
+			fwrite(resp.cmd.body, 1, resp.cmd.body_len, stdout);
+		}
+		sp_rem_resp_free(&resp);
+	}
+	free(b);
+	return rc;
+}
+
+/* @body: key=value lines. */
+static int
+config_set_on(const struct cli *c, const struct cli_broker *b, size_t n, const char *body)
+{
+	int rc = CLI_OK;
+
+	for (size_t i = 0; i < n; i++) {
+		struct sp_rem_resp resp;
+
+		if (cli_call_ok(c, b[i].addr, WIRE_REQ_UPDATE_BROKER_CONFIG, NULL, body,
+				strlen(body), &resp) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		sp_rem_resp_free(&resp);
+		if (!c->json)
+			printf("%s %s: updated\n", b[i].name, b[i].addr);
+	}
+	return rc;
+}
+
+static int
+broker_config_set(struct cli *c)
+{
+	struct cli_broker *b;
+	size_t n, len = 0;
+	char body[4096];
+	int rc;
+
+	if (c->npos < 2)
+		return cli_usage(c, "BROKER and at least one KEY=VALUE");
+	for (size_t i = 1; i < c->npos; i++) {
+		if (!strchr(c->pos[i], '=') || c->pos[i][0] == '=')
+			return cli_usage(c, "'%s' is not KEY=VALUE", c->pos[i]);
+		len += (size_t)snprintf(body + len, sizeof(body) - len, "%s\n", c->pos[i]);
+		if (len >= sizeof(body))
+			return cli_usage(c, "too much to set at once");
+	}
+	if (select_brokers(c, c->pos[0], false, &b, &n) != 0)
+		return CLI_FAIL;
+	rc = config_set_on(c, b, n, body);
+	free(b);
+	return rc;
+}
+
+/* wipe: the NameServers drop the write bit from its routes, and the broker refuses SENDs. */
+static int
+broker_perm(struct cli *c, bool add)
+{
+	struct cli_broker *b;
+	size_t n;
+	const char *name;
+	const char *ext[3] = {"brokerName", NULL, NULL};
+	char list[1024];
+	char *save = NULL;
+	int rc = CLI_OK;
+
+	if (c->npos != 1)
+		return cli_usage(c, "one BROKER_NAME");
+	name = c->pos[0];
+	ext[1] = name;
+	if (select_brokers(c, name, true, &b, &n) != 0)
+		return CLI_FAIL;
+	/* the broker itself first: it refuses SENDs at once and registers the new permission */
+	if (config_set_on(c, b, n, add ? "brokerPermission=6\n" : "brokerPermission=4\n") != 0)
+		rc = CLI_FAIL;
+	free(b);
+	snprintf(list, sizeof(list), "%s", c->namesrv);
+	for (char *a = strtok_r(list, ";", &save); a; a = strtok_r(NULL, ";", &save)) {
+		struct sp_rem_resp resp;
+		const char *cnt;
+
+		if (cli_call_ok(c, a,
+				add ? WIRE_REQ_ADD_WRITE_PERM_OF_BROKER
+				    : WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER,
+				ext, NULL, 0, &resp) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		cnt = NULL;
+		for (unsigned k = 0; k < resp.cmd.n_ext; k++)
+			if (strcmp(resp.cmd.ext[k].key, add ? "addTopicCount" : "wipeTopicCount") ==
+			    0)
+				cnt = resp.cmd.ext[k].val;
+		if (!c->json)
+			printf("namesrv %s: %s topics %s\n", a, cnt ? cnt : "?",
+			       add ? "writable again" : "write-protected");
+		sp_rem_resp_free(&resp);
+	}
+	return rc;
+}
+
+static int
+broker_perm_wipe(struct cli *c)
+{
+	return broker_perm(c, false);
+}
+
+static int
+broker_perm_add(struct cli *c)
+{
+	return broker_perm(c, true);
+}
+
+/* ---- topics ---- */
+
+/* A group's retry or DLQ topic, or one RocketMQ (or sprocket) keeps for itself. */
+static bool
+internal_topic(const char *t)
+{
+	static const char *const names[] = {"TBW102",
+					    "SCHEDULE_TOPIC_XXXX",
+					    "BenchmarkTest",
+					    "OFFSET_MOVED_EVENT",
+					    "TRANS_CHECK_MAX_TIME_TOPIC",
+					    "SELF_TEST_TOPIC"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(t, names[i]) == 0)
+			return true;
+	return strncmp(t, "%RETRY%", 7) == 0 || strncmp(t, "%DLQ%", 5) == 0 ||
+	       strncasecmp(t, "rmq_sys_", 8) == 0;
+}
+
+static int
+topic_list(struct cli *c)
+{
+	struct sp_rem_resp resp;
+	json_object *j, *list;
+	const char *ext[] = {"cluster", cli_opt(c, "cluster"), NULL};
+	bool by_cluster = ext[1] && *ext[1];
+	int rc;
+
+	rc = cli_ns_call(c,
+			 by_cluster ? WIRE_REQ_GET_TOPICS_BY_CLUSTER
+				    : WIRE_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+			 by_cluster ? ext : NULL, NULL, 0, &resp);
+	if (rc != 0)
+		return CLI_FAIL;
+	if (resp.cmd.code != WIRE_RSP_SUCCESS) {
+		rc = cli_said_no("the NameServer", &resp);
+		sp_rem_resp_free(&resp);
+		return rc;
+	}
+	j = cli_body_json(&resp);
+	sp_rem_resp_free(&resp);
+	if (j == NULL || !json_object_object_get_ex(j, "topicList", &list)) {
+		json_object_put(j);
+		return cli_err("the topic list does not parse");
+	}
+	if (c->json) {
+		cli_json_print(json_object_get(list));
+	} else {
+		bool all = cli_flag(c, "all");
+
+		for (size_t i = 0; i < json_object_array_length(list); i++) {
+			const char *t = json_object_get_string(json_object_array_get_idx(list, i));
+
+			/* groups' retry and dead-letter topics, and the brokers' own, with --all */
+			if (all || !internal_topic(t))
+				puts(t);
+		}
+	}
+	json_object_put(j);
+	return CLI_OK;
+}
+
+static int
+route_json(const struct cli *c, const char *topic, json_object **out)
+{
+	const char *ext[] = {"topic", topic, NULL};
+	struct sp_rem_resp resp;
+
+	*out = NULL;
+	if (cli_ns_call(c, WIRE_REQ_GET_ROUTEINFO_BY_TOPIC, ext, NULL, 0, &resp) != 0)
+		return CLI_FAIL;
+	if (resp.cmd.code != WIRE_RSP_SUCCESS) {
+		int rc = resp.cmd.code == WIRE_RSP_TOPIC_NOT_EXIST
+				 ? cli_err("topic %s does not exist", topic)
+				 : cli_said_no("the NameServer", &resp);
+
+		sp_rem_resp_free(&resp);
+		return rc;
+	}
+	*out = cli_body_json(&resp);
+	sp_rem_resp_free(&resp);
+	return *out ? 0 : cli_err("the route of %s does not parse", topic);
+}
+
+static int
+topic_route(struct cli *c)
+{
+	json_object *j, *qds;
+	struct cli_table t;
+
+	if (c->npos != 1)
+		return cli_usage(c, "one TOPIC");
+	if (route_json(c, c->pos[0], &j) != 0)
+		return CLI_FAIL;
+	if (c->json) {
+		cli_json_print(j);
+		return CLI_OK;
+	}
+	cli_table_init(&t, 5, "BROKER", "READ QUEUES", "WRITE QUEUES", "PERM", "ADDRESSES");
+	if (json_object_object_get_ex(j, "queueDatas", &qds))
+		for (size_t i = 0; i < json_object_array_length(qds); i++) {
+			json_object *q = json_object_array_get_idx(qds, i), *bds, *addrs;
+			const char *bn = cli_js(q, "brokerName");
+			char r[16], w[16], p[16], a[512] = "";
+
+			if (json_object_object_get_ex(j, "brokerDatas", &bds))
+				for (size_t k = 0; k < json_object_array_length(bds); k++) {
+					json_object *bd = json_object_array_get_idx(bds, k);
+
+					if (bn && cli_js(bd, "brokerName") &&
+					    strcmp(cli_js(bd, "brokerName"), bn) == 0 &&
+					    json_object_object_get_ex(bd, "brokerAddrs", &addrs)) {
+						json_object_object_foreach(addrs, id, ad)
+						{
+							size_t l = strlen(a);
+
+							snprintf(a + l, sizeof(a) - l, "%s%s=%s",
+								 l ? " " : "", id,
+								 json_object_get_string(ad));
+						}
+					}
+				}
+			cli_table_row(
+				&t, bn,
+				cli_fmt(r, sizeof(r), "%" PRId64, cli_ji(q, "readQueueNums")),
+				cli_fmt(w, sizeof(w), "%" PRId64, cli_ji(q, "writeQueueNums")),
+				cli_fmt(p, sizeof(p), "%" PRId64, cli_ji(q, "perm")), a);
+		}
+	cli_table_print(&t);
+	json_object_put(j);
+	return CLI_OK;
+}
+
+static int
+topic_describe(struct cli *c)
+{
+	struct cli_broker *b;
+	size_t n;
+	struct cli_table t;
+	json_object *all = json_object_new_array();
+	int rc = CLI_OK;
+
+	if (c->npos != 1) {
+		json_object_put(all);
+		return cli_usage(c, "one TOPIC");
+	}
+	if (cli_topic_masters(c, c->pos[0], &b, &n) != 0) {
+		json_object_put(all);
+		return CLI_FAIL;
+	}
+	cli_table_init(&t, 6, "BROKER", "QUEUE", "MIN OFFSET", "MAX OFFSET", "MESSAGES",
+		       "LAST STORED");
+	for (size_t i = 0; i < n; i++) {
+		const char *ext[] = {"topic", c->pos[0], NULL};
+		struct sp_rem_resp resp;
+		json_object *j, *tab;
+
+		if (cli_call_ok(c, b[i].addr, WIRE_REQ_GET_TOPIC_STATS_INFO, ext, NULL, 0, &resp) !=
+		    0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		j = cli_body_json(&resp);
+		sp_rem_resp_free(&resp);
+		if (j == NULL || !json_object_object_get_ex(j, "offsetTable", &tab)) {
+			json_object_put(j);
+			rc = cli_err("%s: the topic stats do not parse", b[i].addr);
+			continue;
+		}
+		json_object_object_foreach(tab, mqs, off)
+		{
+			json_object *mq = json_tokener_parse(mqs);
+			char q[16], mn[24], mx[24], cnt[24], ts[40];
+			json_object *row = json_object_new_object();
+
+			cli_table_row(&t, b[i].name,
+				      cli_fmt(q, sizeof(q), "%" PRId64, cli_ji(mq, "queueId")),
+				      cli_fmt(mn, sizeof(mn), "%" PRId64, cli_ji(off, "minOffset")),
+				      cli_fmt(mx, sizeof(mx), "%" PRId64, cli_ji(off, "maxOffset")),
+				      cli_fmt(cnt, sizeof(cnt), "%" PRId64,
+					      cli_ji(off, "maxOffset") - cli_ji(off, "minOffset")),
+				      cli_time(ts, sizeof(ts), cli_ji(off, "lastUpdateTimestamp")));
+			json_object_object_add(row, "brokerName",
+					       json_object_new_string(b[i].name));
+			json_object_object_add(row, "queueId",
+					       json_object_new_int64(cli_ji(mq, "queueId")));
+			json_object_object_add(row, "minOffset",
+					       json_object_new_int64(cli_ji(off, "minOffset")));
+			json_object_object_add(row, "maxOffset",
+					       json_object_new_int64(cli_ji(off, "maxOffset")));
+			json_object_object_add(
+				row, "lastUpdateTimestamp",
+				json_object_new_int64(cli_ji(off, "lastUpdateTimestamp")));
+			json_object_array_add(all, row);
+			json_object_put(mq);
+		}
+		json_object_put(j);
+	}
+	free(b);
+	if (c->json) {
+		cli_table_free(&t);
+		cli_json_print(all);
+	} else {
+		json_object_put(all);
+		cli_table_print(&t);
+	}
+	return rc;
+}
+
+/* UPDATE_AND_CREATE_TOPIC to each of @b. */
+static int
+topic_put(const struct cli *c, const struct cli_broker *b, size_t n, const char *topic, int64_t rq,
+	  int64_t wq, int64_t perm, bool order)
+{
+	char r[24], w[24], p[24];
+	const char *ext[] = {"topic",
+			     topic,
+			     "defaultTopic",
+			     "TBW102",
+			     "readQueueNums",
+			     cli_fmt(r, sizeof(r), "%" PRId64, rq),
+			     "writeQueueNums",
+			     cli_fmt(w, sizeof(w), "%" PRId64, wq),
+			     "perm",
+			     cli_fmt(p, sizeof(p), "%" PRId64, perm),
+			     "topicFilterType",
+			     "SINGLE_TAG",
+			     "topicSysFlag",
+			     "0",
+			     "order",
+			     order ? "true" : "false",
+			     NULL};
+	int rc = CLI_OK;
+
+	for (size_t i = 0; i < n; i++) {
+		struct sp_rem_resp resp;
+
+		if (cli_call_ok(c, b[i].addr, WIRE_REQ_UPDATE_AND_CREATE_TOPIC, ext, NULL, 0,
+				&resp) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		sp_rem_resp_free(&resp);
+		if (!c->json)
+			printf("%s on %s (%s): %" PRId64 " read / %" PRId64
+			       " write queues, perm %" PRId64 "\n",
+			       topic, b[i].name, b[i].addr, rq, wq, perm);
+	}
+	return rc;
+}
+
+static int
+topic_create(struct cli *c)
+{
+	int64_t q = 8, rq, wq, perm = 6;
+	struct cli_broker *b;
+	size_t n;
+	int rc;
+
+	if (c->npos != 1)
+		return cli_usage(c, "one TOPIC");
+	if (cli_opt_i64(c, "queues", &q) || (rq = q, wq = q, cli_opt_i64(c, "read-queues", &rq)) ||
+	    cli_opt_i64(c, "write-queues", &wq) || cli_opt_i64(c, "perm", &perm))
+		return CLI_USAGE;
+	if (rq < 1 || wq < 1 || rq > 1024 || wq > 1024)
+		return cli_usage(c, "queues must be 1..1024");
+	if (perm < 0 || perm > 7)
+		return cli_usage(c, "--perm is 2 write, 4 read, 6 both");
+	/* every master, or those of --cluster / --broker (a name or an address) */
+	if (select_brokers(c, cli_opt(c, "broker") ? cli_opt(c, "broker") : cli_opt(c, "cluster"),
+			   true, &b, &n) != 0)
+		return CLI_FAIL;
+	rc = topic_put(c, b, n, c->pos[0], rq, wq, perm, cli_flag(c, "order"));
+	free(b);
+	return rc;
+}
+
+static int
+topic_alter(struct cli *c)
+{
+	json_object *j, *qds;
+	struct cli_broker *b;
+	size_t n;
+	int rc = CLI_OK;
+
+	if (c->npos != 1)
+		return cli_usage(c, "one TOPIC");
+	if (!cli_opt(c, "perm") && !cli_opt(c, "read-queues") && !cli_opt(c, "write-queues"))
+		return cli_usage(c, "--perm, --read-queues or --write-queues");
+	if (route_json(c, c->pos[0], &j) != 0)
+		return CLI_FAIL;
+	if (cli_topic_masters(c, c->pos[0], &b, &n) != 0) {
+		json_object_put(j);
+		return CLI_FAIL;
+	}
+	json_object_object_get_ex(j, "queueDatas", &qds);
+	for (size_t i = 0; i < n; i++) {
+		int64_t rq = 0, wq = 0, perm = 6;
+
+		for (size_t k = 0; qds && k < json_object_array_length(qds); k++) {
+			json_object *q = json_object_array_get_idx(qds, k);
+
+			if (cli_js(q, "brokerName") &&
+			    strcmp(cli_js(q, "brokerName"), b[i].name) == 0) {
+				rq = cli_ji(q, "readQueueNums");
+				wq = cli_ji(q, "writeQueueNums");
+				perm = cli_ji(q, "perm");
+			}
+		}
+		if (cli_opt_i64(c, "read-queues", &rq) || cli_opt_i64(c, "write-queues", &wq) ||
+		    cli_opt_i64(c, "perm", &perm)) {
+			rc = CLI_USAGE;
+			break;
+		}
+		if (topic_put(c, &b[i], 1, c->pos[0], rq, wq, perm, false) != 0)
+			rc = CLI_FAIL;
+	}
+	free(b);
+	json_object_put(j);
+	return rc;
+}
+
+static int
+topic_delete(struct cli *c)
+{
+	const char *ext[] = {"topic", NULL, NULL};
+	struct cli_broker *b;
+	size_t n;
+	char list[1024];
+	char *save = NULL;
+	int rc = CLI_OK;
+
+	if (c->npos != 1)
+		return cli_usage(c, "one TOPIC");
+	ext[1] = c->pos[0];
+	/* every broker (slaves too: they keep their master's topics), then every NameServer */
+	if (select_brokers(c, cli_opt(c, "cluster"), false, &b, &n) != 0)
+		return CLI_FAIL;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_rem_resp resp;
+
+		if (cli_call_ok(c, b[i].addr, WIRE_REQ_DELETE_TOPIC_IN_BROKER, ext, NULL, 0,
+				&resp) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		sp_rem_resp_free(&resp);
+		if (!c->json)
+			printf("%s deleted on %s (%s)\n", c->pos[0], b[i].name, b[i].addr);
+	}
+	free(b);
+	if (rc != CLI_OK)
+		return cli_err("%s was not deleted everywhere: the NameServers keep its route",
+			       c->pos[0]);
+	snprintf(list, sizeof(list), "%s", c->namesrv);
+	for (char *a = strtok_r(list, ";", &save); a; a = strtok_r(NULL, ";", &save)) {
+		struct sp_rem_resp resp;
+
+		if (cli_call_ok(c, a, WIRE_REQ_DELETE_TOPIC_IN_NAMESRV, ext, NULL, 0, &resp) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		sp_rem_resp_free(&resp);
+		if (!c->json)
+			printf("%s deleted on namesrv %s\n", c->pos[0], a);
+	}
+	return rc;
+}
+
+static const char *const NO_OPTS[] = {NULL};
+static const char *const CLUSTER_OPTS[] = {"cluster", NULL};
+static const char *const LIST_OPTS[] = {"cluster", "all", NULL};
+static const char *const CREATE_OPTS[] = {"queues", "read-queues", "write-queues", "perm",
+					  "order",  "cluster",	   "broker",	   NULL};
+static const char *const ALTER_OPTS[] = {"read-queues", "write-queues", "perm", NULL};
+
+const struct cli_cmd cli_admin_cmds[] = {
+	{"cluster list", "", "every broker: address, version, rates, messages today", NO_OPTS,
+	 cluster_list},
+	{"cluster health", "", "is every broker reachable, is there a master (exit 1 if not)",
+	 NO_OPTS, cluster_health},
+	{"broker status", "[ADDR|NAME]", "a broker's runtime figures (GET_BROKER_RUNTIME_INFO)",
+	 NO_OPTS, broker_status},
+	{"broker config get", "[ADDR|NAME]", "a broker's configuration (properties)", NO_OPTS,
+	 broker_config_get},
+	{"broker config set", "ADDR|NAME KEY=VALUE...",
+	 "change keys a running broker allows (brokerPermission, logLevel)", NO_OPTS,
+	 broker_config_set},
+	{"broker perm wipe", "NAME",
+	 "write-protect a broker group: SENDs refused, routes read-only", NO_OPTS,
+	 broker_perm_wipe},
+	{"broker perm add", "NAME", "undo `broker perm wipe`", NO_OPTS, broker_perm_add},
+	{"topic list", "[--cluster=C] [--all]", "topics (--all: retry and DLQ topics too)",
+	 LIST_OPTS, topic_list},
+	{"topic route", "TOPIC", "brokers, queues and permissions of a topic", NO_OPTS,
+	 topic_route},
+	{"topic describe", "TOPIC", "every queue: min and max offset, last store time", NO_OPTS,
+	 topic_describe},
+	{"topic create", "TOPIC [--queues=8] [--perm=6] [--order] [--cluster=C|--broker=NAME|ADDR]",
+	 "create or update a topic on every master (or those named)", CREATE_OPTS, topic_create},
+	{"topic alter", "TOPIC [--perm=N] [--read-queues=N] [--write-queues=N]",
+	 "change a topic's permission or queue counts where it lives", ALTER_OPTS, topic_alter},
+	{"topic delete", "TOPIC [--cluster=C]", "delete a topic on every broker and NameServer",
+	 CLUSTER_OPTS, topic_delete},
+};
+const size_t cli_admin_ncmds = sizeof(cli_admin_cmds) / sizeof(cli_admin_cmds[0]);
