@@ -977,6 +977,7 @@ bk_rmt_destroy(struct bk_rmt *r)
 	free(r->groups);
 	free(r->locks);
 	free(r->producers);
+	free(r->resets);
 	free(r->conns);
 	free(r->scratch);
 	free(r->inflight);

@@ -265,6 +265,27 @@ bk_rmt__do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		pull_error(r, c, q, t ? WIRE_RSP_SYSTEM_ERROR : WIRE_RSP_TOPIC_NOT_EXIST, remark);
 		return;
 	}
+	if (r->nresets) {
+		int64_t to;
+
+		if (bk_rmt__reset_take(r, group, topic, (uint32_t)qid, qoff, &to)) {
+			/* an offset reset this consumer may not know of: it moves (its commit is dropped) */
+			struct rresp o = {.code = WIRE_RSP_PULL_OFFSET_MOVED,
+					  .opaque = q->opaque,
+					  .serialize = q->serialize,
+					  .remark = "the group's offset was reset"};
+			char nb[24];
+
+			snprintf(nb, sizeof(nb), "%" PRId64, to);
+			bk_rmt__resp_ext(&o, "nextBeginOffset", nb);
+			bk_rmt__resp_ext(&o, "minOffset", "0");
+			bk_rmt__resp_ext(&o, "maxOffset", nb);
+			bk_rmt__resp_ext(&o, "suggestWhichBrokerId", "0");
+			if (!(q->flag & WIRE_REM_FLAG_ONEWAY))
+				bk_rmt__conn_send(r, c, &o);
+			return;
+		}
+	}
 	if ((sysflag & WIRE_DP_PULL_SUBSCRIPTION) && expr) {
 		ncodes = bk_rmt__expr_codes(expr, el, codes, SUB_CODES_MAX, &many);
 	} else {

@@ -142,9 +142,25 @@ struct bk_rmt {
 	size_t producer_rr;
 	bool tx_checking[BK_CORES_MAX]; /* a BK_ROP_TX_CHECK at the core */
 	uint64_t next_tx_ms;
+	/* offsets reset by INVOKE_BROKER_TO_RESET_OFFSET, not yet seen by the group's pulls */
+	struct rreset *resets;
+	size_t nresets, resets_cap;
 	/* the configuration's DataVersion (GET_BROKER_CONFIG's header) */
 	uint64_t config_version;
 	int64_t config_version_ms;
+};
+
+/*
+ * A queue's offset reset for a group: the group's next PULL there at another
+ * offset is answered PULL_OFFSET_MOVED with this one as nextBeginOffset, so a
+ * live consumer that ignores RESET_CONSUMER_CLIENT_OFFSET (ali-ons) moves too.
+ */
+struct rreset {
+	char group[META_GROUP_MAX + 1];
+	char topic[META_TOPIC_MAX + 1];
+	uint32_t qid;
+	int64_t offset;
+	uint64_t expire_ms;
 };
 
 /* A producer group's connection, from its HEART_BEAT (RocketMQ's ProducerManager). */
@@ -270,6 +286,15 @@ void bk_rmt__do_reset_offset(struct bk_rmt *r, struct rconn *c, const struct wir
 void bk_rmt__agg_done(struct bk_rmt *r, struct rjob *j);
 /* @j, part of an admin request, is freed without an answer (teardown). */
 void bk_rmt__agg_drop(struct rjob *j);
+/* Notes a reset of (@group, @topic, @qid) to @offset for the group's next pull there. */
+void bk_rmt__reset_note(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
+			int64_t offset);
+/*
+ * A PULL of @group at @qoff: a reset waits for it (taken: a pull sees it once).
+ * Return: true with *@to when the pull must move there instead.
+ */
+bool bk_rmt__reset_take(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
+			int64_t qoff, int64_t *to);
 /* Has @group a live member? */
 bool bk_rmt__group_online(struct bk_rmt *r, const char *group);
 /* Groups with a live member subscribed to @topic, into @out. Return: count (<= @max). */

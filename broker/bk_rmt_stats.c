@@ -494,6 +494,68 @@ reset_body(struct bk_rmt *r, const struct ragg *a, struct jbuf *b)
 	jbuf_lit(b, "}}");
 }
 
+#define RESETS_MAX 65536
+#define RESET_KEEP_MS 120000 /* a consumer that did not pull for 2 min reads the committed offset */
+
+void
+bk_rmt__reset_note(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
+		   int64_t offset)
+{
+	struct rreset *e = NULL;
+
+	for (size_t i = 0; i < r->nresets && e == NULL; i++)
+		if (r->resets[i].qid == qid && strcmp(r->resets[i].group, group) == 0 &&
+		    strcmp(r->resets[i].topic, topic) == 0)
+			e = &r->resets[i];
+	if (e == NULL) {
+		if (r->nresets == r->resets_cap) {
+			size_t cap = r->resets_cap ? r->resets_cap * 2 : 16;
+			struct rreset *n;
+
+			if (cap > RESETS_MAX) {
+				/* full: the oldest goes (its consumer reads the committed offset) */
+				memmove(r->resets, r->resets + 1,
+					(r->nresets - 1) * sizeof(*r->resets));
+				r->nresets--;
+			} else {
+				n = realloc(r->resets, cap * sizeof(*n));
+				if (n == NULL)
+					return;
+				r->resets = n;
+				r->resets_cap = cap;
+			}
+		}
+		e = &r->resets[r->nresets++];
+		snprintf(e->group, sizeof(e->group), "%s", group);
+		snprintf(e->topic, sizeof(e->topic), "%s", topic);
+		e->qid = qid;
+	}
+	e->offset = offset;
+	e->expire_ms = r->now_ms + RESET_KEEP_MS;
+}
+
+bool
+bk_rmt__reset_take(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
+		   int64_t qoff, int64_t *to)
+{
+	for (size_t i = 0; i < r->nresets;) {
+		struct rreset *e = &r->resets[i];
+		bool hit = e->qid == qid && strcmp(e->group, group) == 0 &&
+			   strcmp(e->topic, topic) == 0;
+		bool old = e->expire_ms < r->now_ms;
+
+		if (!hit && !old) {
+			i++;
+			continue;
+		}
+		*to = e->offset;
+		r->resets[i] = r->resets[--r->nresets];
+		if (hit)
+			return !old && *to != qoff;
+	}
+	return false;
+}
+
 static void
 reset_finish(struct bk_rmt *r, struct ragg *a, struct rconn *c)
 {
@@ -509,6 +571,7 @@ reset_finish(struct bk_rmt *r, struct ragg *a, struct rconn *c)
 		if (bk_rmt_offset_put(r, w->topic, a->group, w->qid, reset_target(a, w), false) !=
 		    0)
 			failed++;
+		bk_rmt__reset_note(r, a->group, w->topic, w->qid, reset_target(a, w));
 	}
 	jbuf_init(&b);
 	reset_body(r, a, &b);
