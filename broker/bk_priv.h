@@ -470,6 +470,8 @@ bk_topic_broker_only(const struct bk_topic *t)
 }
 
 /* ---- topic table (bk_topics.c) ---- */
+/* A RocketMQ system topic (TBW102, SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, ...): the broker's own. */
+bool bk_topic_is_system(const char *name);
 uint32_t bk_name_hash(const char *s, size_t len);
 /* Core side: the topic @name, or NULL. Caller is an RCU reader (QSBR online). */
 const struct bk_topic *bk_topic_find(const struct bk *bk, const char *name, size_t len);

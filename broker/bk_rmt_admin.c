@@ -24,27 +24,6 @@
 
 /* ---- topic creation ---- */
 
-/*
- * RocketMQ's system topics (TopicValidator): the broker creates and writes
- * them itself; an admin request must never create or overwrite one.
- */
-bool
-bk_rmt__topic_is_system(const char *name)
-{
-	static const char *const names[] = {"TBW102",
-					    "SCHEDULE_TOPIC_XXXX",
-					    "BenchmarkTest",
-					    "OFFSET_MOVED_EVENT",
-					    "TRANS_CHECK_MAX_TIME_TOPIC",
-					    "SELF_TEST_TOPIC",
-					    BK_TIMER_TOPIC};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(name, names[i]) == 0)
-			return true;
-	return strncmp(name, "RMQ_SYS_", 8) == 0 || strncmp(name, "rmq_sys_", 8) == 0;
-}
-
 void
 bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
@@ -60,7 +39,7 @@ bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the topic name is not valid");
 		return;
 	}
-	if (bk_rmt__topic_is_system(name)) {
+	if (bk_topic_is_system(name)) {
 		char why[META_TOPIC_MAX + 64];
 
 		snprintf(why, sizeof(why), "The topic[%s] is conflict with system topic.", name);

@@ -240,9 +240,6 @@ void bk_rmt__do_consumer_list(struct bk_rmt *r, struct rconn *c, const struct wi
 
 void bk_rmt__do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, bool lock);
 
-/* A RocketMQ system topic (TBW102, SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, ...): never created by a request. */
-bool bk_rmt__topic_is_system(const char *name);
-
 void bk_rmt__do_create_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 
 /* GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET: the whole table as JSON. */

@@ -714,7 +714,7 @@ bk_rmt__do_delete_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "the topic name is not valid");
 		return;
 	}
-	if (bk_rmt__topic_is_system(topic)) {
+	if (bk_topic_is_system(topic)) {
 		char why[META_TOPIC_MAX + 64];
 
 		snprintf(why, sizeof(why), "The topic[%s] is conflict with system topic.", topic);

@@ -92,9 +92,41 @@ delays_apply(struct bk_ctl *x, const char *json, size_t len)
 		memcpy(x->delay_synced, json, len);
 }
 
+/* Topics the master deleted (DELETE_TOPIC_IN_BROKER) go here too; the broker's own stay. */
+static void
+topics_gone(struct bk_ctl *x, const struct meta_topic *ts, size_t n)
+{
+	char(*gone)[META_TOPIC_MAX + 1] = NULL;
+	size_t ng = 0;
+
+	if (n == 0)
+		return; /* an empty table is no reason to delete everything */
+	pthread_mutex_lock(&x->mu);
+	gone = calloc(x->nreg ? x->nreg : 1, sizeof(*gone));
+	for (size_t i = 0; gone && i < x->nreg; i++) {
+		bool kept = bk_topic_is_system(x->reg[i].name);
+
+		for (size_t k = 0; k < n && !kept; k++)
+			kept = strcmp(ts[k].name, x->reg[i].name) == 0;
+		if (!kept)
+			memcpy(gone[ng++], x->reg[i].name, sizeof(gone[0]));
+	}
+	pthread_mutex_unlock(&x->mu);
+	for (size_t i = 0; i < ng; i++) {
+		int err = bk_ctl_topic_delete(x, gone[i]);
+
+		if (err && err != -ENOENT)
+			log_warn(BK_TAG, "deleting topic %s as the master did: %s", gone[i],
+				 strerror(-err));
+		else
+			log_info(BK_TAG, "topic %s deleted as on the master", gone[i]);
+	}
+	free(gone);
+}
+
 /*
- * A slave applies what its sync fetched from the master: topics created or
- * updated as the master has them; a committed offset raised where the
+ * A slave applies what its sync fetched from the master: topics created,
+ * updated or deleted as the master has them; a committed offset raised where the
  * master's is ahead (never lowered: consumers that committed here while the
  * master was away keep their progress; docs/replication.md).
  */
@@ -127,6 +159,7 @@ bk_slave_sync_apply(struct bk_ctl *x)
 				log_info(BK_TAG, "topic %s %s as on the master", ts[i].name,
 					 t ? "updated" : "created");
 		}
+		topics_gone(x, ts, n);
 	} else if (tj != NULL) {
 		log_warn_ratelimited(BK_TAG, "the master's topic configs do not parse");
 	}

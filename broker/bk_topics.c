@@ -36,6 +36,27 @@ bk_topic_name_ok(const char *s, size_t len)
 	return len <= META_TOPIC_MAX && wire_topic_name_ok(s, len);
 }
 
+/*
+ * RocketMQ's system topics (TopicValidator): the broker creates and writes
+ * them itself; an admin request must never create or overwrite one.
+ */
+bool
+bk_topic_is_system(const char *name)
+{
+	static const char *const names[] = {"TBW102",
+					    "SCHEDULE_TOPIC_XXXX",
+					    "BenchmarkTest",
+					    "OFFSET_MOVED_EVENT",
+					    "TRANS_CHECK_MAX_TIME_TOPIC",
+					    "SELF_TEST_TOPIC",
+					    BK_TIMER_TOPIC};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return strncmp(name, "RMQ_SYS_", 8) == 0 || strncmp(name, "rmq_sys_", 8) == 0;
+}
+
 static const struct bk_topic *
 tab_find(const struct bk_ttab *t, const char *name, size_t len, uint32_t h)
 {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "wire/remoting.h"
@@ -572,6 +573,69 @@ topic_describe(struct cli *c)
 	return rc;
 }
 
+/* Has the broker at @addr topic @topic (GET_ALL_TOPIC_CONFIG)? Return: 1, 0, -1 no answer. */
+static int
+has_topic(const struct cli *c, const char *addr, const char *topic)
+{
+	struct sp_rem_resp resp;
+	json_object *j, *tab;
+	int has = -1;
+
+	if (cli_call(c, addr, WIRE_REQ_GET_ALL_TOPIC_CONFIG, NULL, NULL, 0, &resp) != 0)
+		return -1;
+	j = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp) : NULL;
+	sp_rem_resp_free(&resp);
+	if (j && json_object_object_get_ex(j, "topicConfigTable", &tab))
+		has = json_object_object_get_ex(tab, topic, NULL);
+	json_object_put(j);
+	return has;
+}
+
+/*
+ * The slaves of the masters @m follow a creation or deletion (@present) with
+ * their next sync (a few seconds): wait for it, so that the command returns
+ * with the whole cluster agreeing, and a topic created again at once never
+ * meets its old queues on a slave.
+ */
+static int
+slaves_follow(const struct cli *c, const struct cli_broker *m, size_t nm, const char *topic,
+	      bool present)
+{
+	struct cli_broker *all;
+	size_t na;
+	int rc = CLI_OK;
+
+	if (cli_brokers(c, &all, &na) != 0)
+		return CLI_FAIL;
+	for (size_t i = 0; i < na; i++) {
+		bool mine = false;
+		int has = 1;
+
+		for (size_t k = 0; k < nm; k++)
+			mine |= all[i].id != 0 && strcmp(all[i].name, m[k].name) == 0;
+		if (!mine)
+			continue;
+		for (int t = 0; t < 150; t++) {
+			has = has_topic(c, all[i].addr, topic);
+			if (has == (present ? 1 : 0))
+				break;
+			usleep(100000);
+		}
+		if (has != (present ? 1 : 0)) {
+			rc = cli_err("%s's slave %" PRId64 " (%s) %s %s after 15 s", all[i].name,
+				     all[i].id, all[i].addr,
+				     present ? "does not have" : "still has", topic);
+			continue;
+		}
+		if (!c->json)
+			printf("%s %s on %s's slave %" PRId64 " (%s)\n", topic,
+			       present ? "followed" : "deleted", all[i].name, all[i].id,
+			       all[i].addr);
+	}
+	free(all);
+	return rc;
+}
+
 /* UPDATE_AND_CREATE_TOPIC to each of @b. */
 static int
 topic_put(const struct cli *c, const struct cli_broker *b, size_t n, const char *topic, int64_t rq,
@@ -636,6 +700,8 @@ topic_create(struct cli *c)
 			   true, &b, &n) != 0)
 		return CLI_FAIL;
 	rc = topic_put(c, b, n, c->pos[0], rq, wq, perm, cli_flag(c, "order"));
+	if (rc == CLI_OK)
+		rc = slaves_follow(c, b, n, c->pos[0], true);
 	free(b);
 	return rc;
 }
@@ -698,8 +764,8 @@ topic_delete(struct cli *c)
 	if (c->npos != 1)
 		return cli_usage(c, "one TOPIC");
 	ext[1] = c->pos[0];
-	/* every broker (slaves too: they keep their master's topics), then every NameServer */
-	if (select_brokers(c, cli_opt(c, "cluster"), false, &b, &n) != 0)
+	/* every master (their slaves follow), then every NameServer */
+	if (select_brokers(c, cli_opt(c, "cluster"), true, &b, &n) != 0)
 		return CLI_FAIL;
 	for (size_t i = 0; i < n; i++) {
 		struct sp_rem_resp resp;
@@ -713,6 +779,8 @@ topic_delete(struct cli *c)
 		if (!c->json)
 			printf("%s deleted on %s (%s)\n", c->pos[0], b[i].name, b[i].addr);
 	}
+	if (rc == CLI_OK)
+		rc = slaves_follow(c, b, n, c->pos[0], false);
 	free(b);
 	if (rc != CLI_OK)
 		return cli_err("%s was not deleted everywhere: the NameServers keep its route",
