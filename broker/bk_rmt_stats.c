@@ -226,6 +226,12 @@ mq_key(struct jbuf *b, const char *broker, const char *topic, uint32_t qid)
 	jbuf_lit(b, "}:");
 }
 
+static const char *
+bname(const struct bk_rmt *r)
+{
+	return r->bk->conf.broker_name ? r->bk->conf.broker_name : "";
+}
+
 static int64_t
 nonneg(uint64_t v)
 {
@@ -244,7 +250,7 @@ topic_stats_finish(struct bk_rmt *r, struct ragg *a, struct rconn *c)
 	for (size_t i = 0; i < a->n; i++) {
 		const struct ragg_row *w = &a->rows[i];
 
-		mq_key(&b, r->bk->conf.broker_name, w->topic, w->qid);
+		mq_key(&b, bname(r), w->topic, w->qid);
 		jbuf_lit(&b, "{\"lastUpdateTimestamp\":");
 		jbuf_i64(&b, w->st.last_ms);
 		jbuf_lit(&b, ",\"maxOffset\":");
@@ -344,7 +350,7 @@ consume_stats_finish(struct bk_rmt *r, struct ragg *a, struct rconn *c)
 	for (size_t i = 0; i < a->n; i++) {
 		const struct ragg_row *w = &a->rows[i];
 
-		mq_key(&b, r->bk->conf.broker_name, w->topic, w->qid);
+		mq_key(&b, bname(r), w->topic, w->qid);
 		jbuf_lit(&b, "{\"brokerOffset\":");
 		jbuf_i64(&b, nonneg(w->st.max));
 		jbuf_lit(&b, ",\"consumerOffset\":");
@@ -486,7 +492,7 @@ reset_body(struct bk_rmt *r, const struct ragg *a, struct jbuf *b)
 	for (size_t i = 0; i < a->n; i++) {
 		const struct ragg_row *w = &a->rows[i];
 
-		mq_key(b, r->bk->conf.broker_name, w->topic, w->qid);
+		mq_key(b, bname(r), w->topic, w->qid);
 		jbuf_i64(b, reset_target(a, w));
 		jbuf_lit(b, ",");
 	}

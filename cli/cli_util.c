@@ -220,8 +220,8 @@ quote_raw(const char *s, size_t a, size_t b, char *o, size_t *n)
 char *
 cli_fastjson_to_json(const char *s, size_t len)
 {
-	/* at most every byte doubles, plus two quotes per key */
-	char *o = malloc(len * 2 + 16);
+	/* a key's bytes may double ('"', '\\') and it gains two quotes: 4x bounds it */
+	char *o = len > SIZE_MAX / 4 - 16 ? NULL : malloc(len * 4 + 16);
 	bool key[256] = {false}; /* per depth: an object waiting for a key */
 	bool obj[256] = {false};
 	unsigned d = 0;

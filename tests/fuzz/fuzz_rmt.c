@@ -164,6 +164,27 @@ topic_put(void *arg, const struct meta_topic *mt)
 	return 0;
 }
 
+/* bk_rmt_ops.topic_delete: bk_topic_ctl.c's delete without persistence. */
+static int
+topic_delete(void *arg, const char *name)
+{
+	struct bk_ttab *nt;
+	struct bk_topic *old;
+	int err;
+
+	(void)arg;
+	err = bk_ttab_without(bk.ttab, name, strlen(name), &nt, &old);
+	if (err)
+		return err;
+	bk_ttab_free(bk.ttab);
+	bk.ttab = nt;
+	if (old == NULL)
+		return -ENOENT;
+	topic_free(old);
+	(void)store_queue_retire(bk.store, name);
+	return 0;
+}
+
 static void
 add_topic(const char *name, uint32_t nq)
 {
@@ -231,7 +252,7 @@ setup(void)
 				 .max_conns = 4,
 				 .client_expire_ms = 120000,
 				 .lock_expire_ms = 60000};
-	struct bk_rmt_ops ro = {.topic_put = topic_put};
+	struct bk_rmt_ops ro = {.topic_put = topic_put, .topic_delete = topic_delete};
 
 	clk_init();
 	log_set_level(LOG_LVL_ERR);

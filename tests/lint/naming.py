@@ -17,6 +17,7 @@ PREFIXES = {
     "libsp_ctl.a": ("ns_", "ctl_", "route_"),
     "libsprocket.a": ("sp_",),
     "libsp_bk.a": ("bk_",),
+    "libsp_cli.a": ("cli_",),
 }
 
 
