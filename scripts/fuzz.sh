@@ -14,7 +14,7 @@ secs=${1:-600}
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-	targets=(remoting record dp config namesrv route broker rmt)
+	targets=(remoting record dp config meta_delay meta_timer namesrv route broker rmt fastjson)
 fi
 
 if [ ! -d build-fuzz ]; then
