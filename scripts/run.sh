@@ -170,9 +170,8 @@ dpdk)
 esac
 
 if [ -n "${TOPICS:-}" ]; then
-	# Created before the broker starts. A running broker takes RocketMQ's
-	# UPDATE_AND_CREATE_TOPIC (mqadmin updateTopic) on its remoting port; sprocket
-	# has no CLI of its own yet.
+	# Created before the broker starts (a running broker takes
+	# `sprocket topic create`, or mqadmin updateTopic, on its remoting port).
 	mkdir -p "$work/store/config"
 	{
 		printf '{"topicConfigTable":{'
