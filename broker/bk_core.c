@@ -793,6 +793,14 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	if (!(t->perm & META_PERM_READ) || !(atomic_load_relaxed(&c->bk->perm) & META_PERM_READ))
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_NO_PERMISSION, 0);
+	if (r.group_len) {
+		/* a subscription group switched off (consumeEnable=false) reads nothing */
+		const struct bk_group *g = bk_group_find(c->bk, r.group, r.group_len);
+
+		if (g && !g->consume_enable)
+			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+						  WIRE_DP_ST_NO_PERMISSION, 0);
+	}
 	if (!queue_is_mine(c, req, t, r.queue_id, t->read_queues))
 		return 0;
 	if ((r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0 && r.group_len) {
@@ -972,8 +980,16 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &orig) < 0)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_ERROR, 0);
-	max_re = r.max_reconsume_times > 0 ? (uint32_t)r.max_reconsume_times
-					   : c->bk->conf.max_reconsume;
+	/* the request's maxReconsumeTimes, else its group's retryMaxTimes, else the broker's */
+	max_re = c->bk->conf.max_reconsume;
+	if (r.max_reconsume_times > 0) {
+		max_re = (uint32_t)r.max_reconsume_times;
+	} else {
+		const struct bk_group *g = bk_group_find(c->bk, r.group, r.group_len);
+
+		if (g)
+			max_re = g->retry_max;
+	}
 	dlq = (uint32_t)orig.reconsume_times + 1 > max_re || r.delay_level < 0;
 	tl = dlq ? 5 : 7;
 	memcpy(topic, dlq ? BK_DLQ_PREFIX : BK_RETRY_PREFIX, tl);

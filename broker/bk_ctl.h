@@ -72,6 +72,12 @@ struct bk_ctl {
 	pthread_t persist;
 	_Atomic bool persist_stop;
 	struct bk_admin admin;
+	/* subscription groups (bk_group_ctl.c): control thread only */
+	struct bk_subgroup *groups;
+	size_t ngroups;
+	uint64_t gdv_counter;
+	int64_t gdv_ts;
+	char groups_path[PATH_MAX];
 };
 
 /* Every broker key (bk_keys.c). */
@@ -83,6 +89,26 @@ int bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist
 /* A topic the broker writes itself, created (persisted) with @nq queues unless it has as many. Return: 0, -errno. */
 int bk_ctl_topic_ensure(struct bk_ctl *x, const char *name, uint32_t nq,
 			const struct bk_topic **out);
+
+/*
+ * bk_group_ctl.c: subscription groups. Setup loads subscriptionGroup.json and
+ * publishes the cores' table (Return: 0, -errno, logged); put (replace or
+ * add), put from a SubscriptionGroupConfig body, delete (-ENOENT): each
+ * saves and republishes; a group's first heartbeat creates it with the
+ * defaults; GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body (malloc'd); a slave
+ * takes its master's table whole; everything freed at exit.
+ */
+int bk_group_setup(struct bk_ctl *x);
+void bk_subgroup_default(struct bk_subgroup *g, const char *name);
+const struct bk_subgroup *bk_ctl_group_get(struct bk_ctl *x, const char *name);
+int bk_ctl_group_put(struct bk_ctl *x, const struct bk_subgroup *g);
+int bk_ctl_group_put_json(struct bk_ctl *x, const char *body, size_t len, char *why,
+			  size_t why_len);
+int bk_ctl_group_delete(struct bk_ctl *x, const char *name);
+void bk_ctl_group_seen(struct bk_ctl *x, const char *name);
+int bk_ctl_groups_json(struct bk_ctl *x, char **out, size_t *len);
+void bk_group_sync_apply(struct bk_ctl *x, const char *json, size_t len);
+void bk_group_fini(struct bk_ctl *x);
 
 /*
  * bk_topic_ctl.c: delete a topic: unpublished, its queues retired (files

@@ -440,6 +440,7 @@ struct bk {
 	struct bk_conf conf;
 	struct store *store;
 	struct bk_ttab *ttab;  /* RCU */
+	struct bk_gtab *gtab;  /* RCU: subscription group settings the cores apply; NULL none */
 	_Atomic uint32_t perm; /* brokerPermission: writable/readable */
 	uint32_t ncores;
 	struct bk_core *cores;
@@ -468,6 +469,32 @@ bk_topic_broker_only(const struct bk_topic *t)
 	       (t->name_len == sizeof(STORE_TX_OP_TOPIC) - 1 &&
 		memcmp(t->name, STORE_TX_OP_TOPIC, t->name_len) == 0);
 }
+
+/*
+ * A subscription group's settings the cores apply (RocketMQ's
+ * SubscriptionGroupConfig; the control thread keeps the whole config,
+ * bk_group_ctl.c). Published as one immutable table with rcu_assign_pointer.
+ */
+struct bk_group {
+	char name[META_GROUP_MAX + 1];
+	uint32_t name_len;
+	uint32_t hash;
+	bool consume_enable; /* false: PULLs answer NO_PERMISSION */
+	uint32_t
+		retry_max; /* retryMaxTimes: SEND_BACK to the DLQ past it (unless the request says) */
+};
+
+struct bk_gtab {
+	uint32_t mask; /* open addressing, power of two slots */
+	uint32_t n;
+	struct bk_group *slot; /* name_len 0: empty */
+};
+
+/* Core side: @name's settings, or NULL (defaults). Caller is an RCU reader. */
+const struct bk_group *bk_group_find(const struct bk *bk, const char *name, size_t len);
+/* Control side: a table of @n groups (copied). Return: 0, -ENOMEM. */
+MUST_CHECK int bk_gtab_build(const struct bk_group *g, size_t n, struct bk_gtab **out);
+void bk_gtab_free(struct bk_gtab *t);
 
 /* ---- topic table (bk_topics.c) ---- */
 /* A RocketMQ system topic (TBW102, SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, ...): the broker's own. */

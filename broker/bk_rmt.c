@@ -542,7 +542,11 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	case WIRE_REQ_GET_ALL_TOPIC_CONFIG:
 	case WIRE_REQ_GET_ALL_CONSUMER_OFFSET:
 	case WIRE_REQ_GET_ALL_DELAY_OFFSET:
+	case WIRE_REQ_GET_ALL_SUBSCRIPTIONGROUP_CONFIG:
 		bk_rmt__do_get_all(r, c, q);
+		return;
+	case WIRE_REQ_UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
+		bk_rmt__do_group_put(r, c, q);
 		return;
 	case WIRE_REQ_GET_TOPIC_STATS_INFO:
 		bk_rmt__do_topic_stats(r, c, q);

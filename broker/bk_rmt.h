@@ -36,11 +36,25 @@ struct bk_rmt_conf {
 	struct cidr_list admin_addrs; /* adminAllowedAddrs */
 };
 
+/* RocketMQ's SubscriptionGroupConfig (bk_group_ctl.c keeps them). */
+struct bk_subgroup {
+	char name[META_GROUP_MAX + 1];
+	int64_t broker_id;
+	bool consume_broadcast;
+	bool consume_enable;
+	bool consume_from_min;
+	bool notify_ids_changed;
+	int64_t retry_max;
+	int64_t retry_queues;
+	int64_t slow_broker; /* whichBrokerWhenConsumeSlowly */
+};
+
 struct bk_rmt_ops {
 	/* Creates or updates a topic, publishes and persists it. Control thread. */
 	int (*topic_put)(void *arg, const struct meta_topic *mt);
 	/*
-	 * The body of GET_ALL_TOPIC_CONFIG or GET_ALL_CONSUMER_OFFSET (@code):
+	 * The body of GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
+	 * GET_ALL_DELAY_OFFSET or GET_ALL_SUBSCRIPTIONGROUP_CONFIG (@code):
 	 * malloc'd JSON in *@json (the caller frees). Control thread.
 	 */
 	int (*dump)(void *arg, int32_t code, char **json, size_t *len);
@@ -51,6 +65,12 @@ struct bk_rmt_ops {
 			     size_t why_len);
 	/* DELETE_TOPIC_IN_BROKER: unpublish, retire its queues, persist. 0, -ENOENT, -errno. */
 	int (*topic_delete)(void *arg, const char *name);
+	/* Subscription groups: the config of @name (NULL: none); a SubscriptionGroupConfig body
+	 * (0, or -errno with @why); delete (0, -ENOENT); a group's heartbeat (auto-creation). */
+	const struct bk_subgroup *(*group_get)(void *arg, const char *name);
+	int (*group_put)(void *arg, const char *body, size_t len, char *why, size_t why_len);
+	int (*group_delete)(void *arg, const char *name);
+	void (*group_seen)(void *arg, const char *name);
 	/* GET_BROKER_RUNTIME_INFO's KVTable into @b (common/jbuf.h). */
 	int (*runtime_info)(void *arg, struct jbuf *b);
 	void *arg;

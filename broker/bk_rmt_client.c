@@ -48,6 +48,12 @@ group_find(struct bk_rmt *r, const char *g, bool create)
 static void
 group_notify(struct bk_rmt *r, const struct rgroup *g)
 {
+	const struct bk_subgroup *cfg =
+		r->ops.group_get ? r->ops.group_get(r->ops.arg, g->name) : NULL;
+
+	/* notifyConsumerIdsChangedEnable=false: members find out at their next rebalance */
+	if (cfg && !cfg->notify_ids_changed)
+		return;
 	for (size_t i = 0; i < g->n; i++) {
 		struct rconn *c = bk_rmt__conn_get(r, g->m[i].conn, g->m[i].gen);
 		struct rresp o = {.code = WIRE_REQ_NOTIFY_CONSUMER_IDS_CHANGED, .request = true};
@@ -292,8 +298,16 @@ bk_rmt__do_heartbeat(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cm
 			*m = nm;
 			/* Its retry topic, as RocketMQ: one queue, read and write. */
 			if (strlen(gname) + 7 <= META_TOPIC_MAX) {
+				const struct bk_subgroup *cfg;
+
+				/* autoCreateSubscriptionGroup: the group exists from its first heartbeat */
+				if (r->ops.group_seen)
+					r->ops.group_seen(r->ops.arg, gname);
+				cfg = r->ops.group_get ? r->ops.group_get(r->ops.arg, gname) : NULL;
 				snprintf(retry, sizeof(retry), "%s%s", BK_RETRY_PREFIX, gname);
-				(void)bk_rmt__topic_get(r, retry, strlen(retry), 1, &code, &why);
+				(void)bk_rmt__topic_get(r, retry, strlen(retry),
+							cfg ? (uint32_t)cfg->retry_queues : 1,
+							&code, &why);
 			}
 			if (changed)
 				group_notify(r, g);
@@ -467,6 +481,14 @@ bk_rmt__do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
 }
 
 /* ---- admin views of the groups (bk_rmt_stats.c, GET_*_CONNECTION_LIST) ---- */
+
+bool
+bk_rmt__group_broadcasting(struct bk_rmt *r, const char *group)
+{
+	const struct rgroup *g = group_find(r, group, false);
+
+	return g != NULL && strcmp(g->message_model, "BROADCASTING") == 0;
+}
 
 bool
 bk_rmt__group_online(struct bk_rmt *r, const char *group)

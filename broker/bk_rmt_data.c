@@ -265,6 +265,19 @@ bk_rmt__do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		pull_error(r, c, q, t ? WIRE_RSP_SYSTEM_ERROR : WIRE_RSP_TOPIC_NOT_EXIST, remark);
 		return;
 	}
+	if (r->ops.group_get) {
+		const struct bk_subgroup *cfg = r->ops.group_get(r->ops.arg, group);
+
+		/* consumeBroadcastEnable=false: members that heartbeat BROADCASTING read nothing */
+		if (cfg && !cfg->consume_broadcast && bk_rmt__group_broadcasting(r, group)) {
+			char remark[META_GROUP_MAX + 64];
+
+			snprintf(remark, sizeof(remark),
+				 "the consumer group[%s] can not consume by broadcast way", group);
+			pull_error(r, c, q, WIRE_RSP_NO_PERMISSION, remark);
+			return;
+		}
+	}
 	if (r->nresets) {
 		int64_t to;
 

@@ -292,6 +292,8 @@ void bk_rmt__reset_note(struct bk_rmt *r, const char *group, const char *topic, 
  */
 bool bk_rmt__reset_take(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
 			int64_t qoff, int64_t *to);
+/* Do @group's members heartbeat BROADCASTING? */
+bool bk_rmt__group_broadcasting(struct bk_rmt *r, const char *group);
 /* Has @group a live member? */
 bool bk_rmt__group_online(struct bk_rmt *r, const char *group);
 /* Groups with a live member subscribed to @topic, into @out. Return: count (<= @max). */
@@ -302,6 +304,7 @@ size_t bk_rmt__group_tell_reset(struct bk_rmt *r, const char *group, const char 
 				const char *ts, bool force, const uint8_t *body, size_t len);
 void bk_rmt__do_delete_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_delete_group(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__do_group_put(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 /* A slave answers SYSTEM_ERROR to topic and group changes (RocketMQ's guard). Return: it did. */
 bool bk_rmt__slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 /* GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG, GET_BROKER_RUNTIME_INFO */

@@ -744,6 +744,27 @@ bk_rmt__do_delete_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 }
 
 void
+bk_rmt__do_group_put(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	char why[160] = "";
+	int err;
+
+	if (bk_rmt__slave_refuses(r, c, q))
+		return;
+	if (r->ops.group_put == NULL) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "not available");
+		return;
+	}
+	err = r->ops.group_put(r->ops.arg, (const char *)q->body, q->body_len, why, sizeof(why));
+	if (err) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR,
+			      why[0] ? why : "not saved (see the log)");
+		return;
+	}
+	bk_rmt__reply(r, c, q, WIRE_RSP_SUCCESS, NULL);
+}
+
+void
 bk_rmt__do_delete_group(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
 	size_t gl;
@@ -758,6 +779,8 @@ bk_rmt__do_delete_group(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 	}
 	if (wire_rem_ext_bool(q, "removeOffset", &remove) != 0)
 		remove = false;
+	if (r->ops.group_delete)
+		(void)r->ops.group_delete(r->ops.arg, group); /* absent: fine, as RocketMQ */
 	log_info(TAG, "group %s deleted by %s%s", group, c->peer_s,
 		 remove ? ", with its offsets" : "");
 	if (!remove) {

@@ -126,7 +126,7 @@ topics_gone(struct bk_ctl *x, const struct meta_topic *ts, size_t n)
 
 /*
  * A slave applies what its sync fetched from the master: topics created,
- * updated or deleted as the master has them; a committed offset raised where the
+ * updated or deleted as the master has them; its subscription groups; a committed offset raised where the
  * master's is ahead (never lowered: consumers that committed here while the
  * master was away keep their progress; docs/replication.md).
  */
@@ -135,14 +135,15 @@ bk_slave_sync_apply(struct bk_ctl *x)
 {
 	struct meta_topic *ts = NULL;
 	struct meta_offset *os = NULL;
-	size_t tl, ol, dl, n = 0;
-	char *tj, *oj, *dj;
+	size_t tl, ol, dl, gl, n = 0;
+	char *tj, *oj, *dj, *gj;
 
 	if (x->sync == NULL)
 		return;
 	bk_sync_take(x->sync, BK_SYNC_TOPICS, &tj, &tl);
 	bk_sync_take(x->sync, BK_SYNC_OFFSETS, &oj, &ol);
 	bk_sync_take(x->sync, BK_SYNC_DELAYS, &dj, &dl);
+	bk_sync_take(x->sync, BK_SYNC_GROUPS, &gj, &gl);
 	if (tj != NULL && meta_topics_parse(tj, tl, &ts, &n, NULL) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			const struct bk_topic *t =
@@ -188,6 +189,9 @@ bk_slave_sync_apply(struct bk_ctl *x)
 	free(oj);
 	delays_apply(x, dj, dl);
 	free(dj);
+	if (gj != NULL)
+		bk_group_sync_apply(x, gj, gl);
+	free(gj);
 }
 
 /* A slave learns its master from the NameServer unless haMasterAddress names it. */

@@ -48,6 +48,7 @@ static const int32_t sync_codes[BK_SYNC_KINDS] = {
 	[BK_SYNC_TOPICS] = WIRE_REQ_GET_ALL_TOPIC_CONFIG,
 	[BK_SYNC_OFFSETS] = WIRE_REQ_GET_ALL_CONSUMER_OFFSET,
 	[BK_SYNC_DELAYS] = WIRE_REQ_GET_ALL_DELAY_OFFSET,
+	[BK_SYNC_GROUPS] = WIRE_REQ_GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
 };
 
 /* Ask @code; on SUCCESS put a copy of the body in *@slot (under mu). Return: 0, -errno. */

@@ -57,6 +57,68 @@ bk_topic_is_system(const char *name)
 	return strncmp(name, "RMQ_SYS_", 8) == 0 || strncmp(name, "rmq_sys_", 8) == 0;
 }
 
+const struct bk_group *
+bk_group_find(const struct bk *bk, const char *name, size_t len)
+{
+	/* pairs with rcu_assign_pointer() in bk_group_ctl.c's publish */
+	const struct bk_gtab *t = rcu_dereference(bk->gtab);
+	uint32_t h;
+
+	if (t == NULL)
+		return NULL;
+	h = bk_name_hash(name, len);
+	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		const struct bk_group *g = &t->slot[i];
+
+		if (g->name_len == 0)
+			return NULL;
+		if (g->hash == h && g->name_len == len && memcmp(g->name, name, len) == 0)
+			return g;
+	}
+}
+
+int
+bk_gtab_build(const struct bk_group *g, size_t n, struct bk_gtab **out)
+{
+	uint32_t slots = 16;
+	struct bk_gtab *t;
+
+	while (slots < n * 2)
+		slots <<= 1;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return -ENOMEM;
+	t->slot = calloc(slots, sizeof(*t->slot));
+	if (t->slot == NULL) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->mask = slots - 1;
+	for (size_t k = 0; k < n; k++) {
+		uint32_t h = bk_name_hash(g[k].name, g[k].name_len);
+
+		for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+			if (t->slot[i].name_len == 0) {
+				t->slot[i] = g[k];
+				t->slot[i].hash = h;
+				t->n++;
+				break;
+			}
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+void
+bk_gtab_free(struct bk_gtab *t)
+{
+	if (t == NULL)
+		return;
+	free(t->slot);
+	free(t);
+}
+
 static const struct bk_topic *
 tab_find(const struct bk_ttab *t, const char *name, size_t len, uint32_t h)
 {

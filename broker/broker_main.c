@@ -82,6 +82,8 @@ rmt_dump(void *arg, int32_t code, char **json, size_t *len)
 	}
 	if (code == WIRE_REQ_GET_ALL_DELAY_OFFSET)
 		return bk_delay_json(x, json, len);
+	if (code == WIRE_REQ_GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+		return bk_ctl_groups_json(x, json, len);
 	err = offsets_collect(x, &o, &n);
 	if (err == 0)
 		err = meta_offsets_json(o, n, json, len);
@@ -100,6 +102,30 @@ rmt_config_update(void *arg, const char *body, size_t len, const char *by, char 
 		  size_t why_len)
 {
 	return bk_ctl_config_update(arg, body, len, by, why, why_len);
+}
+
+static const struct bk_subgroup *
+rmt_group_get(void *arg, const char *name)
+{
+	return bk_ctl_group_get(arg, name);
+}
+
+static int
+rmt_group_put(void *arg, const char *body, size_t len, char *why, size_t why_len)
+{
+	return bk_ctl_group_put_json(arg, body, len, why, why_len);
+}
+
+static int
+rmt_group_delete(void *arg, const char *name)
+{
+	return bk_ctl_group_delete(arg, name);
+}
+
+static void
+rmt_group_seen(void *arg, const char *name)
+{
+	bk_ctl_group_seen(arg, name);
 }
 
 static int
@@ -821,6 +847,10 @@ main(int argc, char **argv)
 					.config_update = rmt_config_update,
 					.runtime_info = rmt_runtime_info,
 					.topic_delete = rmt_topic_delete,
+					.group_get = rmt_group_get,
+					.group_put = rmt_group_put,
+					.group_delete = rmt_group_delete,
+					.group_seen = rmt_group_seen,
 					.arg = x};
 		char why[160];
 
@@ -895,7 +925,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
-	    bk_timer_setup(x) != 0 || bk_tx_setup(x) != 0)
+	    bk_timer_setup(x) != 0 || bk_tx_setup(x) != 0 || bk_group_setup(x) != 0)
 		goto out_cores;
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		x->bk.cores[i].repl_base_end = clog_written(store_clog(x->bk.store, i));
@@ -1003,6 +1033,7 @@ out_ports:
 out_cores:
 	bk_timer_fini(x);
 	bk_tx_fini(x);
+	bk_group_fini(x);
 	for (uint32_t i = 0; x->bk.cores && i < x->bk.ncores; i++)
 		bk_core_fini(&x->bk.cores[i]);
 	free(x->bk.cores);

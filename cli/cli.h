@@ -112,6 +112,10 @@ int cli_brokers(const struct cli *c, struct cli_broker **out, size_t *n);
 /* The masters of @topic's route (GET_ROUTEINFO_BY_TOPIC), addresses only. */
 int cli_topic_masters(const struct cli *c, const char *topic, struct cli_broker **out, size_t *n);
 
+/* Deletes @topic on every master (of @cluster, NULL all), waits for their slaves, then on
+ * every NameServer (cli_admin.c). Return: 0, CLI_FAIL (said). */
+int cli_topic_delete(const struct cli *c, const char *topic, const char *cluster);
+
 /* ---- output ---- */
 struct cli_table {
 	size_t ncols, nrows, cap;

@@ -751,21 +751,18 @@ topic_alter(struct cli *c)
 	return rc;
 }
 
-static int
-topic_delete(struct cli *c)
+int
+cli_topic_delete(const struct cli *c, const char *topic, const char *cluster)
 {
-	const char *ext[] = {"topic", NULL, NULL};
+	const char *ext[] = {"topic", topic, NULL};
 	struct cli_broker *b;
 	size_t n;
 	char list[1024];
 	char *save = NULL;
 	int rc = CLI_OK;
 
-	if (c->npos != 1)
-		return cli_usage(c, "one TOPIC");
-	ext[1] = c->pos[0];
 	/* every master (their slaves follow), then every NameServer */
-	if (select_brokers(c, cli_opt(c, "cluster"), true, &b, &n) != 0)
+	if (select_brokers(c, cluster, true, &b, &n) != 0)
 		return CLI_FAIL;
 	for (size_t i = 0; i < n; i++) {
 		struct sp_rem_resp resp;
@@ -777,14 +774,14 @@ topic_delete(struct cli *c)
 		}
 		sp_rem_resp_free(&resp);
 		if (!c->json)
-			printf("%s deleted on %s (%s)\n", c->pos[0], b[i].name, b[i].addr);
+			printf("%s deleted on %s (%s)\n", topic, b[i].name, b[i].addr);
 	}
 	if (rc == CLI_OK)
-		rc = slaves_follow(c, b, n, c->pos[0], false);
+		rc = slaves_follow(c, b, n, topic, false);
 	free(b);
 	if (rc != CLI_OK)
 		return cli_err("%s was not deleted everywhere: the NameServers keep its route",
-			       c->pos[0]);
+			       topic);
 	snprintf(list, sizeof(list), "%s", c->namesrv);
 	for (char *a = strtok_r(list, ";", &save); a; a = strtok_r(NULL, ";", &save)) {
 		struct sp_rem_resp resp;
@@ -795,9 +792,17 @@ topic_delete(struct cli *c)
 		}
 		sp_rem_resp_free(&resp);
 		if (!c->json)
-			printf("%s deleted on namesrv %s\n", c->pos[0], a);
+			printf("%s deleted on namesrv %s\n", topic, a);
 	}
 	return rc;
+}
+
+static int
+topic_delete(struct cli *c)
+{
+	if (c->npos != 1)
+		return cli_usage(c, "one TOPIC");
+	return cli_topic_delete(c, c->pos[0], cli_opt(c, "cluster"));
 }
 
 static const char *const NO_OPTS[] = {NULL};

@@ -86,10 +86,27 @@ group_list(struct cli *c)
 				name_add(set, t + strlen(RETRY));
 		}
 	json_object_put(j);
-	/* and one that committed offsets has them on a master ("topic@group" keys) */
+	/* and one that committed offsets has them on a master ("topic@group" keys), and one
+	 * configured there (subscription groups) */
 	if (cli_brokers(c, &b, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			json_object *tab;
+
+			if (b[i].id == 0 &&
+			    cli_call(c, b[i].addr, WIRE_REQ_GET_ALL_SUBSCRIPTIONGROUP_CONFIG, NULL,
+				     NULL, 0, &resp) == 0) {
+				j = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp) : NULL;
+				sp_rem_resp_free(&resp);
+				if (j &&
+				    json_object_object_get_ex(j, "subscriptionGroupTable", &tab)) {
+					json_object_object_foreach(tab, gname, gv)
+					{
+						(void)gv;
+						name_add(set, gname);
+					}
+				}
+				json_object_put(j);
+			}
 
 			if (b[i].id != 0 || cli_call(c, b[i].addr, WIRE_REQ_GET_ALL_CONSUMER_OFFSET,
 						     NULL, NULL, 0, &resp) != 0)
@@ -485,10 +502,138 @@ group_delete(struct cli *c)
 			       b[i].name, b[i].addr);
 	}
 	free(b);
+	/* and its retry and dead-letter topics, as mqadmin deleteSubGroup does */
+	for (int k = 0; k < 2 && rc == CLI_OK; k++) {
+		char t[512];
+		const char *ext[] = {"topic", t, NULL};
+		struct sp_rem_resp resp;
+		bool exists;
+
+		snprintf(t, sizeof(t), "%s%s", k ? "%DLQ%" : RETRY, group);
+		if (cli_ns_call(c, WIRE_REQ_GET_ROUTEINFO_BY_TOPIC, ext, NULL, 0, &resp) != 0)
+			return CLI_FAIL;
+		exists = resp.cmd.code == WIRE_RSP_SUCCESS;
+		sp_rem_resp_free(&resp);
+		if (exists)
+			rc = cli_topic_delete(c, t, NULL);
+	}
+	return rc;
+}
+
+/* @group's SubscriptionGroupConfig on @addr (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), or NULL. */
+static json_object *
+group_config(const struct cli *c, const char *addr, const char *group)
+{
+	struct sp_rem_resp resp;
+	json_object *j, *tab, *g = NULL;
+
+	if (cli_call(c, addr, WIRE_REQ_GET_ALL_SUBSCRIPTIONGROUP_CONFIG, NULL, NULL, 0, &resp) != 0)
+		return NULL;
+	j = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp) : NULL;
+	sp_rem_resp_free(&resp);
+	if (j && json_object_object_get_ex(j, "subscriptionGroupTable", &tab) &&
+	    json_object_object_get_ex(tab, group, &g))
+		json_object_get(g);
+	json_object_put(j);
+	return g;
+}
+
+static int
+bool_opt(const struct cli *c, const char *name, json_object *cfg, const char *field)
+{
+	const char *v = cli_opt(c, name);
+
+	if (v == NULL)
+		return 0;
+	if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0 && *v)
+		return cli_usage(c, "--%s=true|false", name);
+	json_object_object_add(cfg, field, json_object_new_boolean(!*v || strcmp(v, "true") == 0));
+	return 0;
+}
+
+static int
+group_update(struct cli *c)
+{
+	const char *group;
+	struct cli_broker *b;
+	size_t n;
+	int rc = CLI_OK;
+
+	if (c->npos != 1)
+		return cli_usage(c, "one GROUP");
+	group = c->pos[0];
+	if (cli_brokers(c, &b, &n) != 0)
+		return CLI_FAIL;
+	for (size_t i = 0; i < n; i++) {
+		json_object *cfg;
+		int64_t v;
+		const char *body;
+		struct sp_rem_resp resp;
+
+		if (b[i].id != 0)
+			continue; /* slaves follow their master */
+		/* what the broker has, changed by what is given (RocketMQ's defaults for a new one) */
+		cfg = group_config(c, b[i].addr, group);
+		if (cfg == NULL) {
+			cfg = json_object_new_object();
+			json_object_object_add(cfg, "brokerId", json_object_new_int64(0));
+			json_object_object_add(cfg, "consumeBroadcastEnable",
+					       json_object_new_boolean(1));
+			json_object_object_add(cfg, "consumeEnable", json_object_new_boolean(1));
+			json_object_object_add(cfg, "consumeFromMinEnable",
+					       json_object_new_boolean(1));
+			json_object_object_add(cfg, "groupName", json_object_new_string(group));
+			json_object_object_add(cfg, "notifyConsumerIdsChangedEnable",
+					       json_object_new_boolean(1));
+			json_object_object_add(cfg, "retryMaxTimes", json_object_new_int64(16));
+			json_object_object_add(cfg, "retryQueueNums", json_object_new_int64(1));
+			json_object_object_add(cfg, "whichBrokerWhenConsumeSlowly",
+					       json_object_new_int64(1));
+		}
+		if (bool_opt(c, "consume", cfg, "consumeEnable") ||
+		    bool_opt(c, "broadcast", cfg, "consumeBroadcastEnable") ||
+		    bool_opt(c, "notify", cfg, "notifyConsumerIdsChangedEnable")) {
+			json_object_put(cfg);
+			free(b);
+			return CLI_USAGE;
+		}
+		v = -1;
+		if (cli_opt_i64(c, "retry-max", &v) != 0) {
+			json_object_put(cfg);
+			free(b);
+			return CLI_USAGE;
+		}
+		if (v >= 0)
+			json_object_object_add(cfg, "retryMaxTimes", json_object_new_int64(v));
+		v = -1;
+		if (cli_opt_i64(c, "retry-queues", &v) != 0) {
+			json_object_put(cfg);
+			free(b);
+			return CLI_USAGE;
+		}
+		if (v >= 0)
+			json_object_object_add(cfg, "retryQueueNums", json_object_new_int64(v));
+		body = json_object_to_json_string_ext(cfg, JSON_C_TO_STRING_PLAIN);
+		if (cli_call_ok(c, b[i].addr, WIRE_REQ_UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, NULL,
+				body, strlen(body), &resp) != 0) {
+			rc = CLI_FAIL;
+		} else {
+			sp_rem_resp_free(&resp);
+			if (c->json)
+				cli_json_print(json_object_get(cfg));
+			else
+				printf("group %s on %s (%s): %s\n", group, b[i].name, b[i].addr,
+				       body);
+		}
+		json_object_put(cfg);
+	}
+	free(b);
 	return rc;
 }
 
 static const char *const NO_OPTS[] = {NULL};
+static const char *const UPDATE_OPTS[] = {"consume",   "broadcast",    "notify",
+					  "retry-max", "retry-queues", NULL};
 static const char *const DESCRIBE_OPTS[] = {"topic", NULL};
 static const char *const RESET_OPTS[] = {"topic",     "to-time", "to-earliest",
 					 "to-latest", "force",	 NULL};
@@ -499,9 +644,15 @@ const struct cli_cmd cli_group_cmds[] = {
 	{"group describe", "GROUP [--topic=T]",
 	 "per queue: broker offset, consumer offset, lag, last consumed, client", DESCRIBE_OPTS,
 	 group_describe},
+	{"group update",
+	 "GROUP [--consume=true|false] [--broadcast=true|false] [--retry-max=N] "
+	 "[--retry-queues=N] [--notify=true|false]",
+	 "create or change a subscription group's settings on every master", UPDATE_OPTS,
+	 group_update},
 	{"group reset", "GROUP --topic=T --to-time=TIME|--to-earliest|--to-latest [--force=false]",
 	 "move a group's offsets (live consumers are told)", RESET_OPTS, group_reset},
-	{"group delete", "GROUP [--force]", "delete a group and its offsets on every master",
-	 DELETE_OPTS, group_delete},
+	{"group delete", "GROUP [--force]",
+	 "delete a group: its settings, offsets, retry and DLQ topics on every master", DELETE_OPTS,
+	 group_delete},
 };
 const size_t cli_group_ncmds = sizeof(cli_group_cmds) / sizeof(cli_group_cmds[0]);

@@ -358,6 +358,44 @@ def case_cli():
     rc, _, err = cli("broker", "perm", "add", "broker-b")
     check(rc == 0 and wait_until(lambda: perm_b() == 6), f"broker perm add broker-b: route perm 6 again {err}")
 
+    # subscription groups: consumeEnable and retryMaxTimes applied; slaves follow; persisted
+    rc, out, err = cli("group", "update", "G2", "--consume=false", "--retry-max=0")
+    check(rc == 0 and len(out) == 2 and all(o["consumeEnable"] is False and o["retryMaxTimes"] == 0
+                                            for o in out),
+          f"group update G2 --consume=false --retry-max=0 on both masters (rc {rc}) {err}")
+    rc, got, err = cli("consume", "TA", "--group=G2", "--from=first", "-n", "1")
+    check(rc == 1 and "NO_PERMISSION" in err and not got,
+          f"... G2 reads nothing: rc {rc} ({err.strip()[:80]})")
+    code, _, body = rmt_call.call(addr_a, 201)
+    check_shape("GET_ALL_SUBSCRIPTIONGROUP_CONFIG", "get_all_subscriptiongroup_config", body)
+    slave_addr = f"127.0.0.1:{rmt_port('as')}"
+    check(wait_until(lambda: b'"G2":{' in rmt_call.call(slave_addr, 201)[2] and
+                     b'"consumeEnable":false' in rmt_call.call(slave_addr, 201)[2], 15),
+          "... broker-a's slave has G2's settings (its sync)")
+    check(b'"G2"' in open(f"{TMP}/a/config/subscriptionGroup.json", "rb").read(),
+          "... saved in config/subscriptionGroup.json")
+    m = sent1[0]
+    maddr = addr_a if m["brokerName"] == "broker-a" else addr_b
+    rc, q, _ = cli("message", "query", f"--id={m['msgId']}")
+    back = {"group": "G2", "offset": str(q[0]["commitLogOffset"]), "delayLevel": "0",
+            "originMsgId": m["msgId"], "originTopic": "TA"}
+    code, remark, _ = rmt_call.call(maddr, 36, back)
+    check(code == 0, f"SEND_BACK for G2: {code} {remark}")
+    code, remark, _ = rmt_call.call(maddr, 36, dict(back, group="G3"))
+    check(code == 0, f"SEND_BACK for G3 (defaults): {code} {remark}")
+    count = lambda t: (lambda r: sum(x["maxOffset"] for x in r[1][0]) if r[0] == 0 and r[1] else -1)(
+        cli("topic", "describe", t))
+    check(wait_until(lambda: count("%DLQ%G2") == 1) and count("%RETRY%G2") in (0, -1),
+          f"... G2's retryMaxTimes 0 sends it to %DLQ%G2 ({count('%DLQ%G2')})")
+    check(wait_until(lambda: count("%RETRY%G3") == 1),
+          f"... G3's default (16) to %RETRY%G3 ({count('%RETRY%G3')})")
+    rc, _, err = cli("group", "update", "G2", "--consume=true")
+    rc2, got, err2 = cli("consume", "TA", "--group=G2", "--from=first", "-n", "1")
+    check(rc == 0 and rc2 == 0 and len(got) == 1, f"group update --consume=true: G2 reads again {err}{err2}")
+    rc, _, err = cli("group", "delete", "G2", "--force")
+    code, _, body = rmt_call.call(addr_a, 201)
+    check(rc == 0 and b'"G2"' not in body, f"group delete G2: its settings are gone {err}")
+
     # the JSON of each admin answer, as RocketMQ writes it
     code, _, body = rmt_call.call(addr_a, 202, {"topic": "TA"})
     check_shape("GET_TOPIC_STATS_INFO", "get_topic_stats_info", body)
@@ -402,7 +440,9 @@ def case_cli():
     rc, _, err = cli("group", "delete", "G1")
     check(rc == 0, f"group delete G1 (rc {rc}) {err}")
     rc, out, _ = cli("group", "list")
-    check(rc == 0 and out and "G1" not in out[0], f"... not listed any more ({out})")
+    check(rc == 0 and out and not {"G1", "G2"} & set(out[0]), f"... not listed any more ({out})")
+    rc, _, err = cli("topic", "route", "%DLQ%G2")
+    check(rc == 1, f"... G2's DLQ topic went with it ({err.strip()})")
     rc, txt, _ = cli_text("completion", "bash")
     check(rc == 0 and "complete -o nospace -F _sprocket sprocket" in txt and "topic" in txt,
           "completion bash: a completion script")
