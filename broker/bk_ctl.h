@@ -117,6 +117,8 @@ void bk_group_fini(struct bk_ctl *x);
  */
 int bk_ctl_topic_delete(struct bk_ctl *x, const char *name);
 void bk_ctl_ttab_destroy(struct bk_ttab *t);
+/* CLEAN_EXPIRED_CONSUMEQUEUE: retire store queues of topics that do not exist. Return: topics, -errno. */
+long bk_ctl_clean_queues(struct bk_ctl *x);
 void bk_ctl_reg_clear(struct bk_ctl *x);
 
 /* bk_slave.c: brokerRole and brokerId; a slave's master, sync and exit report. */

@@ -548,6 +548,9 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	case WIRE_REQ_UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
 		bk_rmt__do_group_put(r, c, q);
 		return;
+	case WIRE_REQ_CLEAN_EXPIRED_CONSUMEQUEUE:
+		bk_rmt__do_clean_queues(r, c, q);
+		return;
 	case WIRE_REQ_GET_TOPIC_STATS_INFO:
 		bk_rmt__do_topic_stats(r, c, q);
 		return;

@@ -63,6 +63,8 @@ struct bk_rmt_ops {
 	/* UPDATE_BROKER_CONFIG: 0, or -errno with the reason in @why. */
 	int (*config_update)(void *arg, const char *body, size_t len, const char *by, char *why,
 			     size_t why_len);
+	/* CLEAN_EXPIRED_CONSUMEQUEUE: queues of topics that do not exist retired. Topics or -errno. */
+	long (*clean_queues)(void *arg);
 	/* DELETE_TOPIC_IN_BROKER: unpublish, retire its queues, persist. 0, -ENOENT, -errno. */
 	int (*topic_delete)(void *arg, const char *name);
 	/* Subscription groups: the config of @name (NULL: none); a SubscriptionGroupConfig body

@@ -743,6 +743,28 @@ bk_rmt__do_delete_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 	drop_offsets(r, c, q, 'T', topic);
 }
 
+/* CLEAN_EXPIRED_CONSUMEQUEUE (306): ConsumeQueues of topics that do not exist go. */
+void
+bk_rmt__do_clean_queues(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	long n;
+
+	/* a slave's queues may belong to a topic its next sync brings: only a master cleans */
+	if (bk_rmt__slave_refuses(r, c, q))
+		return;
+	if (r->ops.clean_queues == NULL) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "not available");
+		return;
+	}
+	n = r->ops.clean_queues(r->ops.arg);
+	if (n < 0) {
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "cleaning failed (see the log)");
+		return;
+	}
+	log_info(TAG, "cleanExpiredCQ by %s: %ld topics' queues deleted", c->peer_s, n);
+	bk_rmt__reply(r, c, q, WIRE_RSP_SUCCESS, NULL);
+}
+
 void
 bk_rmt__do_group_put(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {

@@ -248,3 +248,33 @@ bk_ctl_topic_delete(struct bk_ctl *x, const char *name)
 		 name, n);
 	return err;
 }
+
+long
+bk_ctl_clean_queues(struct bk_ctl *x)
+{
+	size_t max = 4096;
+	char(*names)[WIRE_TOPIC_MAX + 1] = NULL;
+	long n, done = 0;
+
+	for (;;) {
+		names = calloc(max, sizeof(*names));
+		if (names == NULL)
+			return -ENOMEM;
+		n = store_queue_topics(x->bk.store, names, max);
+		if (n != -ENOSPC)
+			break;
+		free(names);
+		max *= 4;
+	}
+	/* a queue whose topic is gone: recovery re-dispatched a deleted topic's records */
+	for (long i = 0; i < n; i++) {
+		if (bk_topic_find(&x->bk, names[i], strlen(names[i])) != NULL)
+			continue;
+		if (store_queue_retire(x->bk.store, names[i]) > 0) {
+			log_info(BK_TAG, "ConsumeQueues of %s deleted: no such topic", names[i]);
+			done++;
+		}
+	}
+	free(names);
+	return n < 0 ? n : done;
+}

@@ -128,6 +128,12 @@ rmt_group_seen(void *arg, const char *name)
 	bk_ctl_group_seen(arg, name);
 }
 
+static long
+rmt_clean_queues(void *arg)
+{
+	return bk_ctl_clean_queues(arg);
+}
+
 static int
 rmt_topic_delete(void *arg, const char *name)
 {
@@ -847,6 +853,7 @@ main(int argc, char **argv)
 					.config_update = rmt_config_update,
 					.runtime_info = rmt_runtime_info,
 					.topic_delete = rmt_topic_delete,
+					.clean_queues = rmt_clean_queues,
 					.group_get = rmt_group_get,
 					.group_put = rmt_group_put,
 					.group_delete = rmt_group_delete,

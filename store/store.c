@@ -235,6 +235,32 @@ queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid, u
 	return 0;
 }
 
+long
+store_queue_topics(struct store *s, char (*out)[WIRE_TOPIC_MAX + 1], size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+		bool dup = false;
+
+		for (size_t i = 0; i < n && !dup; i++)
+			dup = strlen(out[i]) == q->topic_len &&
+			      memcmp(out[i], q->topic, q->topic_len) == 0;
+		if (dup)
+			continue;
+		if (n == max) {
+			pthread_mutex_unlock(&s->qlock);
+			return -ENOSPC;
+		}
+		memcpy(out[n], q->topic, q->topic_len);
+		out[n][q->topic_len] = '\0';
+		n++;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	return (long)n;
+}
+
 static int rm_rf(const char *path);
 
 long

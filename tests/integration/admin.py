@@ -396,6 +396,14 @@ def case_cli():
     code, _, body = rmt_call.call(addr_a, 201)
     check(rc == 0 and b'"G2"' not in body, f"group delete G2: its settings are gone {err}")
 
+    code, remark, _ = rmt_call.call(addr_a, 306)
+    check(code == 0, f"CLEAN_EXPIRED_CONSUMEQUEUE on a master: SUCCESS ({code} {remark})")
+    code, remark, _ = rmt_call.call(slave_addr, 306)
+    check(code == 1 and "slave" in remark, f"... refused by a slave: {code} {remark}")
+    rc, out, _ = cli("topic", "describe", "TA")
+    check(rc == 0 and sum(q["maxOffset"] - q["minOffset"] for q in out[0]) == 44,
+          "... TA's queues are all still there (44 messages)")
+
     # the JSON of each admin answer, as RocketMQ writes it
     code, _, body = rmt_call.call(addr_a, 202, {"topic": "TA"})
     check_shape("GET_TOPIC_STATS_INFO", "get_topic_stats_info", body)

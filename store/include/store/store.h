@@ -136,6 +136,10 @@ MUST_CHECK int store_queue_get(struct store *s, const char *topic, uint32_t qid,
  */
 long store_queue_retire(struct store *s, const char *topic);
 
+/* The distinct topic names that have queues, into @out. Context: control thread.
+ * Return: how many, -ENOSPC more than @max. */
+long store_queue_topics(struct store *s, char (*out)[WIRE_TOPIC_MAX + 1], size_t max);
+
 struct store_put_res {
 	int64_t phys;	 /* PHYSICALOFFSET (global) */
 	int64_t qoff;	 /* queue offset */
