@@ -138,7 +138,9 @@ bk_rmt__conn_send(struct bk_rmt *r, struct rconn *c, const struct rresp *o)
 	struct wire_rem_cmd cmd = {
 		.code = o->code,
 		.opaque = o->opaque,
-		.flag = o->request ? WIRE_REM_FLAG_ONEWAY : WIRE_REM_FLAG_RESPONSE,
+		.flag = o->request_sync ? 0
+			: o->request	? WIRE_REM_FLAG_ONEWAY
+					: WIRE_REM_FLAG_RESPONSE,
 		.version = WIRE_REM_VERSION_V4_9_8,
 		.language = WIRE_LANG_JAVA,
 		.serialize = o->serialize,
@@ -467,6 +469,7 @@ admin_code(int32_t code)
 	case WIRE_REQ_GET_CONSUME_STATS:
 	case WIRE_REQ_GET_CONSUMER_CONNECTION_LIST:
 	case WIRE_REQ_GET_PRODUCER_CONNECTION_LIST:
+	case WIRE_REQ_GET_CONSUMER_RUNNING_INFO:
 	case WIRE_REQ_QUERY_TOPIC_CONSUME_BY_WHO:
 	case WIRE_REQ_INVOKE_BROKER_TO_RESET_OFFSET:
 	case WIRE_REQ_DELETE_TOPIC_IN_BROKER:
@@ -484,8 +487,12 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
 	char remark[128];
 
-	if (q->flag & WIRE_REM_FLAG_RESPONSE)
-		return; /* an answer to our oneway notify: nothing expected */
+	if (q->flag & WIRE_REM_FLAG_RESPONSE) {
+		/* a client's answer to a request we relay (GET_CONSUMER_RUNNING_INFO), or to a
+		 * oneway notify (nothing expected) */
+		bk_rmt__proxy_answer(r, c, q);
+		return;
+	}
 	c->lang = q->language;
 	c->version = q->version;
 	if (admin_code(q->code) && !cidr_list_has(&r->conf.admin_addrs, c->peer.ip)) {
@@ -568,6 +575,9 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	case WIRE_REQ_GET_PRODUCER_CONNECTION_LIST:
 		bk_rmt__do_producer_conns(r, c, q);
+		return;
+	case WIRE_REQ_GET_CONSUMER_RUNNING_INFO:
+		bk_rmt__do_running_info(r, c, q);
 		return;
 	case WIRE_REQ_DELETE_TOPIC_IN_BROKER:
 		bk_rmt__do_delete_topic(r, c, q);
@@ -907,6 +917,7 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 	if (now_ms >= r->next_sweep_ms) {
 		r->next_sweep_ms = now_ms + 1000;
 		bk_rmt__groups_sweep(r, false, 0, 0);
+		bk_rmt__proxy_sweep(r);
 		bk_rmt__producers_sweep(r, false, 0, 0, NULL);
 		for (size_t i = 0; i < r->nlocks;) {
 			if (now_ms - r->locks[i].last_ms > r->conf.lock_expire_ms) {
@@ -985,6 +996,7 @@ bk_rmt_destroy(struct bk_rmt *r)
 	free(r->locks);
 	free(r->producers);
 	free(r->resets);
+	free(r->proxies);
 	free(r->conns);
 	free(r->scratch);
 	free(r->inflight);

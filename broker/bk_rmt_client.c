@@ -689,3 +689,117 @@ bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_r
 	jbuf_lit(&b, "]}");
 	send_body(r, c, q, &b);
 }
+
+/* ---- GET_CONSUMER_RUNNING_INFO (307): relayed to the consumer (RocketMQ's callConsumer) ---- */
+
+#define PROXY_TIMEOUT_MS 10000 /* RocketMQ's */
+#define PROXIES_MAX 1024
+
+void
+bk_rmt__do_running_info(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	const char *group = bk_rmt__ext_s(q, "consumerGroup", NULL);
+	const char *cid = bk_rmt__ext_s(q, "clientId", NULL);
+	const struct rgroup *g = group ? group_find(r, group, false) : NULL;
+	struct rconn *mc = NULL;
+	struct rproxy *p;
+	struct rresp o = {.code = WIRE_REQ_GET_CONSUMER_RUNNING_INFO,
+			  .request_sync = true,
+			  .serialize = q->serialize,
+			  .body = q->body,
+			  .body_len = q->body_len};
+	char why[META_GROUP_MAX + 320];
+
+	for (size_t i = 0; g && cid && i < g->n && mc == NULL; i++)
+		if (strcmp(g->m[i].client_id, cid) == 0)
+			mc = bk_rmt__conn_get(r, g->m[i].conn, g->m[i].gen);
+	if (mc == NULL) {
+		snprintf(why, sizeof(why), "The Consumer <%s> <%s> not online", group ? group : "",
+			 cid ? cid : "");
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, why);
+		return;
+	}
+	if (r->nproxies == r->proxies_cap) {
+		size_t cap = r->proxies_cap ? r->proxies_cap * 2 : 8;
+		struct rproxy *n =
+			cap <= PROXIES_MAX ? realloc(r->proxies, cap * sizeof(*n)) : NULL;
+
+		if (n == NULL) {
+			bk_rmt__busy(r, c, q);
+			return;
+		}
+		r->proxies = n;
+		r->proxies_cap = cap;
+	}
+	p = &r->proxies[r->nproxies++];
+	p->client = mc->id;
+	p->client_gen = mc->gen;
+	p->client_opaque = mc->next_opaque++;
+	p->admin = c->id;
+	p->admin_gen = c->gen;
+	p->admin_opaque = q->opaque;
+	p->serialize = q->serialize;
+	p->deadline_ms = r->now_ms + PROXY_TIMEOUT_MS;
+	snprintf(p->what, sizeof(p->what), "%s %s", group, cid);
+	/* the same extFields and body, as RocketMQ relays them */
+	o.opaque = p->client_opaque;
+	for (uint16_t i = 0; i < q->n_ext && i < 16; i++)
+		bk_rmt__resp_ext(&o, q->ext[i].key, q->ext[i].val);
+	bk_rmt__conn_send(r, mc, &o);
+}
+
+void
+bk_rmt__proxy_answer(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	for (size_t i = 0; i < r->nproxies; i++) {
+		struct rproxy *p = &r->proxies[i];
+		struct rconn *ac;
+
+		if (p->client != c->id || p->client_gen != c->gen || p->client_opaque != q->opaque)
+			continue;
+		ac = bk_rmt__conn_get(r, p->admin, p->admin_gen);
+		if (ac != NULL) {
+			struct rresp o = {.code = q->code,
+					  .opaque = p->admin_opaque,
+					  .serialize = p->serialize,
+					  .remark = q->remark,
+					  .body = q->body,
+					  .body_len = q->body_len};
+
+			for (uint16_t k = 0; k < q->n_ext && k < 16; k++)
+				bk_rmt__resp_ext(&o, q->ext[k].key, q->ext[k].val);
+			bk_rmt__conn_send(r, ac, &o);
+		}
+		r->proxies[i] = r->proxies[--r->nproxies];
+		return;
+	}
+}
+
+void
+bk_rmt__proxy_sweep(struct bk_rmt *r)
+{
+	for (size_t i = 0; i < r->nproxies;) {
+		struct rproxy *p = &r->proxies[i];
+		bool gone = bk_rmt__conn_get(r, p->client, p->client_gen) == NULL;
+		struct rconn *ac;
+
+		if (!gone && r->now_ms < p->deadline_ms) {
+			i++;
+			continue;
+		}
+		ac = bk_rmt__conn_get(r, p->admin, p->admin_gen);
+		if (ac != NULL) {
+			char why[sizeof(p->what) + 64];
+			struct rresp o = {.code = gone ? WIRE_RSP_SYSTEM_ERROR
+						       : WIRE_RSP_CONSUME_MSG_TIMEOUT,
+					  .opaque = p->admin_opaque,
+					  .serialize = p->serialize,
+					  .remark = why};
+
+			snprintf(why, sizeof(why), "invoke consumer %s %s", p->what,
+				 gone ? "Exception: its connection closed" : "timeout");
+			bk_rmt__conn_send(r, ac, &o);
+		}
+		r->proxies[i] = r->proxies[--r->nproxies];
+	}
+}

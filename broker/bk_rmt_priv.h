@@ -142,6 +142,9 @@ struct bk_rmt {
 	size_t producer_rr;
 	bool tx_checking[BK_CORES_MAX]; /* a BK_ROP_TX_CHECK at the core */
 	uint64_t next_tx_ms;
+	/* requests relayed to clients, waiting for their answers (GET_CONSUMER_RUNNING_INFO) */
+	struct rproxy *proxies;
+	size_t nproxies, proxies_cap;
 	/* offsets reset by INVOKE_BROKER_TO_RESET_OFFSET, not yet seen by the group's pulls */
 	struct rreset *resets;
 	size_t nresets, resets_cap;
@@ -163,6 +166,17 @@ struct rreset {
 	uint64_t expire_ms;
 };
 
+/* A request relayed to a client; its answer goes back to the admin connection. */
+struct rproxy {
+	uint32_t client, client_gen;
+	int32_t client_opaque;
+	uint32_t admin, admin_gen;
+	int32_t admin_opaque;
+	uint8_t serialize;
+	uint64_t deadline_ms;
+	char what[META_GROUP_MAX + 300]; /* "<group> <clientId>", for errors */
+};
+
 /* A producer group's connection, from its HEART_BEAT (RocketMQ's ProducerManager). */
 struct rproducer {
 	char group[META_GROUP_MAX + 1];
@@ -175,7 +189,8 @@ struct rresp {
 	int32_t code;
 	int32_t opaque;
 	uint8_t serialize;
-	bool request; /* a oneway request from us */
+	bool request;	   /* a oneway request from us */
+	bool request_sync; /* a request from us that the peer answers (relayed) */
 	const char *remark;
 	uint16_t n_ext;
 	const char *ext[16][2];
@@ -310,6 +325,12 @@ void bk_rmt__do_group_put(struct bk_rmt *r, struct rconn *c, const struct wire_r
 bool bk_rmt__slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 /* GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG, GET_BROKER_RUNTIME_INFO */
 void bk_rmt__do_config(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+/* GET_CONSUMER_RUNNING_INFO: relayed to the member; its answer comes back through proxy_answer. */
+void bk_rmt__do_running_info(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+/* A response frame from @c: a relayed request's answer is passed on. */
+void bk_rmt__proxy_answer(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+/* Relayed requests past their deadline (or whose client left) are answered with an error. */
+void bk_rmt__proxy_sweep(struct bk_rmt *r);
 void bk_rmt__do_consumer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 

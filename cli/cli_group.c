@@ -631,6 +631,72 @@ group_update(struct cli *c)
 	return rc;
 }
 
+/* mqadmin consumerStatus: each live member's own report (GET_CONSUMER_RUNNING_INFO, relayed). */
+static int
+group_status(struct cli *c)
+{
+	const char *group;
+	struct cli_broker *b;
+	size_t n;
+	json_object *conns = NULL, *set;
+	const char *addr = NULL;
+	int rc = CLI_OK;
+
+	if (c->npos != 1)
+		return cli_usage(c, "one GROUP");
+	group = c->pos[0];
+	if (group_masters(c, group, &b, &n) != 0)
+		return CLI_FAIL;
+	for (size_t i = 0; i < n && conns == NULL; i++) {
+		const char *ext[] = {"consumerGroup", group, NULL};
+		struct sp_rem_resp resp;
+
+		if (cli_call(c, b[i].addr, WIRE_REQ_GET_CONSUMER_CONNECTION_LIST, ext, NULL, 0,
+			     &resp) != 0)
+			continue;
+		if (resp.cmd.code == WIRE_RSP_SUCCESS) {
+			conns = cli_body_json(&resp);
+			addr = b[i].addr;
+		}
+		sp_rem_resp_free(&resp);
+	}
+	if (conns == NULL || !json_object_object_get_ex(conns, "connectionSet", &set)) {
+		json_object_put(conns);
+		free(b);
+		return cli_err("group %s has no consumer online", group);
+	}
+	for (size_t k = 0; k < json_object_array_length(set); k++) {
+		const char *cid = cli_js(json_object_array_get_idx(set, k), "clientId");
+		const char *ext[] = {"consumerGroup", group,   "clientId", cid,
+				     "jstackEnable",  "false", NULL};
+		struct sp_rem_resp resp;
+		struct cli sc = *c;
+
+		sc.timeout_ms = c->timeout_ms < 15000 ? 15000 : c->timeout_ms;
+		if (cid == NULL || cli_call(&sc, addr, WIRE_REQ_GET_CONSUMER_RUNNING_INFO, ext,
+					    NULL, 0, &resp) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
+		if (resp.cmd.code != WIRE_RSP_SUCCESS) {
+			rc = cli_said_no(addr, &resp);
+		} else if (c->json) {
+			json_object *o = json_object_new_object(), *info = cli_body_json(&resp);
+
+			json_object_object_add(o, "clientId", json_object_new_string(cid));
+			json_object_object_add(o, "runningInfo", info);
+			cli_json_print(o);
+		} else {
+			printf("# %s\n%.*s\n", cid, (int)resp.cmd.body_len,
+			       (const char *)resp.cmd.body);
+		}
+		sp_rem_resp_free(&resp);
+	}
+	json_object_put(conns);
+	free(b);
+	return rc;
+}
+
 static const char *const NO_OPTS[] = {NULL};
 static const char *const UPDATE_OPTS[] = {"consume",   "broadcast",    "notify",
 					  "retry-max", "retry-queues", NULL};
@@ -649,6 +715,9 @@ const struct cli_cmd cli_group_cmds[] = {
 	 "[--retry-queues=N] [--notify=true|false]",
 	 "create or change a subscription group's settings on every master", UPDATE_OPTS,
 	 group_update},
+	{"group status", "GROUP",
+	 "each live consumer's own report (mqadmin consumerStatus; Java clients answer it)",
+	 NO_OPTS, group_status},
 	{"group reset", "GROUP --topic=T --to-time=TIME|--to-earliest|--to-latest [--force=false]",
 	 "move a group's offsets (live consumers are told)", RESET_OPTS, group_reset},
 	{"group delete", "GROUP [--force]",

@@ -13,6 +13,9 @@ Cases (each starts its own NameServer and brokers on 127.0.0.1, udp):
           the groups that consumed them, broker config get/set (path keys refused), write
           protection (wipe and add) seen in routes and SENDs, group delete; then the JSON
           of each admin answer compared with RocketMQ's (tests/vectors/admin).
+  running_info  GET_CONSUMER_RUNNING_INFO relayed to a consumer and its answer back (a remoting
+          client that answers as Java's does: ali-ons answers no broker request), and
+          `sprocket group status`.
   gate    adminAllowedAddrs: a broker and a NameServer that allow no local address refuse
           every admin request with NO_PERMISSION and its reason, and keep serving clients.
 """
@@ -22,9 +25,11 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
@@ -458,6 +463,74 @@ def case_cli():
     check(rc == 2, f"an unknown verb: rc 2 ({err.strip()[:60]})")
 
 
+class FakeConsumer:
+    """A remoting client that heartbeats a consumer group and answers GET_CONSUMER_RUNNING_INFO
+    as a Java consumer does (ali-ons answers no broker request)."""
+
+    def __init__(self, addr, group, cid):
+        host, port = addr.rsplit(":", 1)
+        self.s = socket.create_connection((host, int(port)), timeout=5)
+        self.group, self.cid, self.asked = group, cid, []
+        body = json.dumps({"clientID": cid, "producerDataSet": [], "consumerDataSet": [{
+            "groupName": group, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+            "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": False,
+            "subscriptionDataSet": [{"topic": "TA", "subString": "*", "tagsSet": [], "codeSet": [],
+                                     "subVersion": 1, "expressionType": "TAG",
+                                     "classFilterMode": False}]}]}).encode()
+        self.send({"code": 34, "language": "JAVA", "version": 409, "opaque": 1, "flag": 0,
+                   "extFields": {}}, body)
+        self.read()  # the heartbeat's answer
+
+    def send(self, hdr, body=b""):
+        h = json.dumps(hdr).encode()
+        self.s.sendall(struct.pack(">II", 4 + len(h) + len(body), len(h)) + h + body)
+
+    def read(self):
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+            chunk = self.s.recv(65536)
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
+        return json.loads(buf[8:8 + hl]), buf[8 + hl:]
+
+    def serve(self):
+        try:
+            while True:
+                hdr, _ = self.read()
+                if hdr.get("code") != 307 or hdr.get("flag", 0) & 1:
+                    continue
+                self.asked.append(hdr.get("extFields", {}))
+                info = json.dumps({"properties": {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                                                  "PROP_CLIENT_VERSION": "V4_9_8"},
+                                   "mqTable": {}, "statusTable": {}, "subscriptionSet": []})
+                self.send({"code": 0, "language": "JAVA", "version": 409,
+                           "opaque": hdr["opaque"], "flag": 1, "extFields": {}}, info.encode())
+        except (EOFError, OSError):
+            pass
+
+
+def case_running_info():
+    namesrv()
+    broker("a", "broker-a", "ASYNC_MASTER", 0, BASE + 10)
+    addr = f"127.0.0.1:{rmt_port('a')}"
+    fake = FakeConsumer(addr, "GS", "127.0.0.1@fake")
+    threading.Thread(target=fake.serve, daemon=True).start()
+    code, remark, body = rmt_call.call(addr, 307, {"consumerGroup": "GS", "clientId": "127.0.0.1@fake",
+                                                   "jstackEnable": "false"})
+    check(code == 0 and b"PROP_CONSUME_TYPE" in body,
+          f"GET_CONSUMER_RUNNING_INFO relayed to the consumer and back: {code} {remark} {body[:60]!r}")
+    check(fake.asked and fake.asked[0].get("clientId") == "127.0.0.1@fake",
+          f"... with the request's extFields ({fake.asked})")
+    rc, out, err = cli("group", "status", "GS")
+    check(rc == 0 and out and out[0]["runningInfo"]["properties"]["PROP_CLIENT_VERSION"] == "V4_9_8",
+          f"sprocket group status GS: the client's report (rc {rc}) {err}")
+    code, remark, _ = rmt_call.call(addr, 307, {"consumerGroup": "GS", "clientId": "nobody"})
+    check(code == 1 and "not online" in remark, f"an unknown client: {code} {remark}")
+    fake.s.close()
+
+
 def case_gate():
     namesrv(["--adminAllowedAddrs=10.1.2.3"])
     broker("a", "broker-a", "ASYNC_MASTER", 0, BASE + 10, ["--adminAllowedAddrs=10.1.2.0/24"])
@@ -484,7 +557,7 @@ def case_gate():
 
 def main():
     try:
-        {"cli": case_cli, "gate": case_gate}[CASE]()
+        {"cli": case_cli, "gate": case_gate, "running_info": case_running_info}[CASE]()
     finally:
         for p in PROCS:
             if p.poll() is None:
