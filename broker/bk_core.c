@@ -753,6 +753,11 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 	if (rl < 0)
 		return true;
 	c->st.msgs_out += cnt;
+	if (p->off) {
+		/* single writer (this core): relaxed load and store, no read-modify-write */
+		atomic_store_relaxed(&p->off->pulls, atomic_load_relaxed(&p->off->pulls) + 1);
+		atomic_store_relaxed(&p->off->pulled, atomic_load_relaxed(&p->off->pulled) + cnt);
+	}
 	/*
 	 * Pass 2: copy what pass 1 chose. The pointers stay valid for this
 	 * call: retention unmaps a segment only after a grace period, and a
@@ -803,12 +808,12 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	}
 	if (!queue_is_mine(c, req, t, r.queue_id, t->read_queues))
 		return 0;
-	if ((r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0 && r.group_len) {
-		struct bk_off *o = off_find(c, r.topic, r.topic_len, r.group, r.group_len,
-					    (uint32_t)r.queue_id, true);
-
-		if (o)
-			atomic_store_relaxed(&o->offset, r.commit_offset);
+	if (r.group_len) {
+		/* the group's slot: its commit, and what it pulls (GROUP_GET_NUMS) */
+		p.off = off_find(c, r.topic, r.topic_len, r.group, r.group_len,
+				 (uint32_t)r.queue_id, true);
+		if (p.off && (r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0)
+			atomic_store_relaxed(&p.off->offset, r.commit_offset);
 	}
 	p.sq = t->sq[r.queue_id];
 	p.offset = r.queue_offset;

@@ -28,6 +28,8 @@ struct bk_follow;
 struct bk_sync;
 struct bk_timer;
 
+struct jbuf;
+
 /* GET_BROKER_RUNTIME_INFO's figures (bk_admin_ctl.c). */
 #define BK_ADMIN_SAMPLES 601 /* one a second: rates over 10 s, 1 min, 10 min */
 struct bk_admin {
@@ -78,6 +80,7 @@ struct bk_ctl {
 	uint64_t gdv_counter;
 	int64_t gdv_ts;
 	char groups_path[PATH_MAX];
+	struct bk_stats *stats; /* bk_stats_ctl.c: control thread only */
 };
 
 /* Every broker key (bk_keys.c). */
@@ -109,6 +112,19 @@ void bk_ctl_group_seen(struct bk_ctl *x, const char *name);
 int bk_ctl_groups_json(struct bk_ctl *x, char **out, size_t *len);
 void bk_group_sync_apply(struct bk_ctl *x, const char *json, size_t len);
 void bk_group_fini(struct bk_ctl *x);
+
+/*
+ * bk_stats_ctl.c: per-topic put and per-group get counts, sampled every
+ * minute (every loop, acts once a minute); VIEW_BROKER_STATS_DATA's
+ * BrokerStatsData for TOPIC_PUT_NUMS/GROUP_GET_NUMS (Return: 0, -ENOENT
+ * unknown name or key); a group's messages per second on a topic over the
+ * last minute (ConsumeStats' consumeTps); freed at exit.
+ */
+struct bk_stats;
+void bk_stats_tick(struct bk_ctl *x, uint64_t now_ms);
+int bk_stats_data(struct bk_ctl *x, const char *name, const char *key, struct jbuf *b);
+double bk_stats_group_tps(struct bk_ctl *x, const char *group, const char *topic);
+void bk_stats_fini(struct bk_ctl *x);
 
 /*
  * bk_topic_ctl.c: delete a topic: unpublished, its queues retired (files
@@ -190,7 +206,6 @@ int bk_ctl_config_text(struct bk_ctl *x, char **out, size_t *len);
 int bk_ctl_config_update(struct bk_ctl *x, const char *body, size_t len, const char *by, char *why,
 			 size_t why_len);
 void bk_ctl_admin_tick(struct bk_ctl *x, uint64_t now_ms);
-struct jbuf;
 int bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b);
 
 #endif /* SP_BROKER_BK_CTL_H */

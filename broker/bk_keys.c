@@ -81,6 +81,9 @@ const struct cfg_key bk_keys[] = {
 	 "SYNC_MASTER: a slave further behind than this many bytes is not in sync "
 	 "(SLAVE_NOT_AVAILABLE)"},
 	{"brokerPermission", CFG_INT, "6", 0, 7, NULL, "2 write, 4 read (6 both)"},
+	{"statsSampleMillis", CFG_INT, "60000", 1000, 3600000, NULL,
+	 "how often per-topic and per-group counts are sampled: one \"minute\" of statsAll's "
+	 "figures (VIEW_BROKER_STATS_DATA) and consumeTps; shorter only for tests"},
 	{"adminAllowedAddrs", CFG_STRING, "127.0.0.1", 0, 0, NULL,
 	 "who may send admin requests on listenPort (topics, groups, config, stats, resets): "
 	 "IPv4 addresses and ADDR/BITS networks, comma-separated, * for anyone; a slave's sync "

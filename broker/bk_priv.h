@@ -82,6 +82,9 @@ struct bk_off {
 	char topic[META_TOPIC_MAX + 1];
 	char group[META_GROUP_MAX + 1];
 	_Atomic int64_t offset; /* written by the owning core, read relaxed by control */
+	/* PULLs of the group that found messages, and the messages (statsAll's GROUP_GET_NUMS) */
+	_Atomic uint64_t pulls;
+	_Atomic uint64_t pulled;
 };
 
 /* A SEND waiting for its flush (SYNC_FLUSH) or a slave (SYNC_MASTER). FIFO per core: tickets grow. */
@@ -114,6 +117,7 @@ struct bk_park {
 	uint32_t max_bytes;
 	uint16_t tag_count; /* 0: no filter */
 	int32_t tags[BK_PULL_TAGS_MAX];
+	struct bk_off *off; /* the group's slot for this queue (counts), or NULL */
 };
 
 /*

@@ -476,6 +476,7 @@ admin_code(int32_t code)
 	case WIRE_REQ_UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
 	case WIRE_REQ_DELETE_SUBSCRIPTIONGROUP:
 	case WIRE_REQ_CLEAN_EXPIRED_CONSUMEQUEUE:
+	case WIRE_REQ_VIEW_BROKER_STATS_DATA:
 		return true;
 	default:
 		return false;
@@ -557,6 +558,9 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	case WIRE_REQ_CLEAN_EXPIRED_CONSUMEQUEUE:
 		bk_rmt__do_clean_queues(r, c, q);
+		return;
+	case WIRE_REQ_VIEW_BROKER_STATS_DATA:
+		bk_rmt__do_stats_data(r, c, q);
 		return;
 	case WIRE_REQ_GET_TOPIC_STATS_INFO:
 		bk_rmt__do_topic_stats(r, c, q);

@@ -63,6 +63,10 @@ struct bk_rmt_ops {
 	/* UPDATE_BROKER_CONFIG: 0, or -errno with the reason in @why. */
 	int (*config_update)(void *arg, const char *body, size_t len, const char *by, char *why,
 			     size_t why_len);
+	/* VIEW_BROKER_STATS_DATA's body into @b (0, -ENOENT unknown); a group's pulled messages
+	 * per second on a topic, the last minute (ConsumeStats' consumeTps). */
+	int (*stats_data)(void *arg, const char *name, const char *key, struct jbuf *b);
+	double (*group_tps)(void *arg, const char *group, const char *topic);
 	/* CLEAN_EXPIRED_CONSUMEQUEUE: queues of topics that do not exist retired. Topics or -errno. */
 	long (*clean_queues)(void *arg);
 	/* DELETE_TOPIC_IN_BROKER: unpublish, retire its queues, persist. 0, -ENOENT, -errno. */

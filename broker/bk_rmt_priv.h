@@ -319,6 +319,7 @@ size_t bk_rmt__group_tell_reset(struct bk_rmt *r, const char *group, const char 
 				const char *ts, bool force, const uint8_t *body, size_t len);
 void bk_rmt__do_delete_topic(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_delete_group(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+void bk_rmt__do_stats_data(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_clean_queues(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_group_put(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 /* A slave answers SYSTEM_ERROR to topic and group changes (RocketMQ's guard). Return: it did. */

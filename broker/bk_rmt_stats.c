@@ -338,6 +338,23 @@ offset_names(const struct bk *bk, const char *group, const char *topic, char (*o
 
 /* ---- GET_CONSUME_STATS (208): ConsumeStats ---- */
 
+/* The group's pulled messages per second over the last minute, on the topics in @a. */
+static double
+consume_tps(struct bk_rmt *r, const struct ragg *a)
+{
+	double tps = 0.0;
+
+	for (size_t i = 0; r->ops.group_tps && i < a->n; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(a->rows[k].topic, a->rows[i].topic) == 0;
+		if (!seen)
+			tps += r->ops.group_tps(r->ops.arg, a->group, a->rows[i].topic);
+	}
+	return tps;
+}
+
 static void
 consume_stats_finish(struct bk_rmt *r, struct ragg *a, struct rconn *c)
 {
@@ -345,7 +362,7 @@ consume_stats_finish(struct bk_rmt *r, struct ragg *a, struct rconn *c)
 
 	jbuf_init(&b);
 	jbuf_lit(&b, "{\"consumeTps\":");
-	jbuf_lit(&b, "0.0");
+	jbuf_double(&b, consume_tps(r, a));
 	jbuf_lit(&b, ",\"offsetTable\":{");
 	for (size_t i = 0; i < a->n; i++) {
 		const struct ragg_row *w = &a->rows[i];
@@ -389,6 +406,7 @@ bk_rmt__do_consume_stats(struct bk_rmt *r, struct rconn *c, const struct wire_re
 		return;
 	}
 	a->finish = consume_stats_finish;
+	memcpy(a->group, group, gl + 1);
 	if (topic && tl > 0 && tl <= META_TOPIC_MAX) {
 		snprintf(names[0], sizeof(names[0]), "%s", topic);
 		n = 1;
@@ -649,6 +667,41 @@ bk_rmt__do_reset_offset(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 		return;
 	}
 	agg_start(r, c, q, a, ts < 0 ? -1 : ts);
+}
+
+/* ---- VIEW_BROKER_STATS_DATA (315): BrokerStatsData ---- */
+
+void
+bk_rmt__do_stats_data(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+{
+	const char *name = bk_rmt__ext_s(q, "statsName", NULL);
+	const char *key = bk_rmt__ext_s(q, "statsKey", NULL);
+	struct jbuf b;
+	int err;
+
+	jbuf_init(&b);
+	err = name && key && r->ops.stats_data ? r->ops.stats_data(r->ops.arg, name, key, &b)
+					       : -ENOENT;
+	if (err) {
+		char why[META_TOPIC_MAX + META_GROUP_MAX + 64];
+
+		jbuf_free(&b);
+		snprintf(why, sizeof(why), "The stats <%s> <%s> not exist", name ? name : "",
+			 key ? key : "");
+		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, why);
+		return;
+	}
+	{
+		struct rresp o = {
+			.code = WIRE_RSP_SUCCESS, .opaque = q->opaque, .serialize = q->serialize};
+		size_t len;
+		uint8_t *body = jbuf_take(&b, &len);
+
+		o.body = body;
+		o.body_len = (uint32_t)len;
+		bk_rmt__conn_send(r, c, &o);
+		free(body);
+	}
 }
 
 /* ---- DELETE_TOPIC_IN_BROKER (215), DELETE_SUBSCRIPTIONGROUP (207) ---- */

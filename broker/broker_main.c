@@ -128,6 +128,18 @@ rmt_group_seen(void *arg, const char *name)
 	bk_ctl_group_seen(arg, name);
 }
 
+static int
+rmt_stats_data(void *arg, const char *name, const char *key, struct jbuf *b)
+{
+	return bk_stats_data(arg, name, key, b);
+}
+
+static double
+rmt_group_tps(void *arg, const char *group, const char *topic)
+{
+	return bk_stats_group_tps(arg, group, topic);
+}
+
 static long
 rmt_clean_queues(void *arg)
 {
@@ -687,6 +699,7 @@ run(struct bk_ctl *x, int sfd)
 		/* Also on the timer: a core's eventfd write may have failed. */
 		creates_poll(x);
 		bk_ctl_admin_tick(x, clk_mono_ns() / 1000000);
+		bk_stats_tick(x, clk_mono_ns() / 1000000);
 		bk_slave_follow_poll(x);
 		bk_slave_sync_apply(x);
 		if (atomic_load(&x->bk.restart)) {
@@ -854,6 +867,8 @@ main(int argc, char **argv)
 					.runtime_info = rmt_runtime_info,
 					.topic_delete = rmt_topic_delete,
 					.clean_queues = rmt_clean_queues,
+					.stats_data = rmt_stats_data,
+					.group_tps = rmt_group_tps,
 					.group_get = rmt_group_get,
 					.group_put = rmt_group_put,
 					.group_delete = rmt_group_delete,
@@ -1041,6 +1056,7 @@ out_cores:
 	bk_timer_fini(x);
 	bk_tx_fini(x);
 	bk_group_fini(x);
+	bk_stats_fini(x);
 	for (uint32_t i = 0; x->bk.cores && i < x->bk.ncores; i++)
 		bk_core_fini(&x->bk.cores[i]);
 	free(x->bk.cores);

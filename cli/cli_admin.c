@@ -805,7 +805,151 @@ topic_delete(struct cli *c)
 	return cli_topic_delete(c, c->pos[0], cli_opt(c, "cluster"));
 }
 
+static bool internal_topic(const char *t);
+
+/* One BrokerStatsData figure: @item's "sum" or "tps" of a window, summed over @b. */
+static void
+stats_of(const struct cli *c, const struct cli_broker *b, size_t n, const char *name,
+	 const char *key, double *tps_min, int64_t *sum_day)
+{
+	*tps_min = 0;
+	*sum_day = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *ext[] = {"statsName", name, "statsKey", key, NULL};
+		struct sp_rem_resp resp;
+		json_object *j, *w;
+
+		if (cli_call(c, b[i].addr, WIRE_REQ_VIEW_BROKER_STATS_DATA, ext, NULL, 0, &resp) !=
+		    0)
+			continue;
+		j = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp) : NULL;
+		sp_rem_resp_free(&resp);
+		if (j && json_object_object_get_ex(j, "statsMinute", &w))
+			*tps_min += json_object_get_double(json_object_object_get(w, "tps"));
+		if (j && json_object_object_get_ex(j, "statsDay", &w))
+			*sum_day += cli_ji(w, "sum");
+		json_object_put(j);
+	}
+}
+
+/* mqadmin statsAll: per topic and consuming group, rates and 24-hour counts. */
+static int
+cluster_stats(struct cli *c)
+{
+	struct sp_rem_resp resp;
+	json_object *j, *list, *all = json_object_new_array();
+	struct cli_table t;
+	const char *only = cli_opt(c, "topic");
+
+	if (cli_ns_call(c, WIRE_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER, NULL, NULL, 0, &resp) !=
+	    0) {
+		json_object_put(all);
+		return CLI_FAIL;
+	}
+	j = cli_body_json(&resp);
+	sp_rem_resp_free(&resp);
+	if (j == NULL || !json_object_object_get_ex(j, "topicList", &list)) {
+		json_object_put(j);
+		json_object_put(all);
+		return cli_err("the topic list does not parse");
+	}
+	cli_table_init(&t, 7, "TOPIC", "GROUP", "LAG", "IN TPS", "OUT TPS", "IN 24H", "OUT 24H");
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		const char *topic = json_object_get_string(json_object_array_get_idx(list, i));
+		struct cli_broker *b;
+		size_t n;
+		double in_tps;
+		int64_t in_day;
+		char s1[32], s2[32];
+		json_object *groups = NULL, *gl;
+
+		if (internal_topic(topic) || (only && strcmp(only, topic) != 0) ||
+		    cli_topic_masters(c, topic, &b, &n) != 0)
+			continue;
+		stats_of(c, b, n, "TOPIC_PUT_NUMS", topic, &in_tps, &in_day);
+		/* the groups that read it, from each master */
+		for (size_t k = 0; k < n && groups == NULL; k++) {
+			const char *ext[] = {"topic", topic, NULL};
+
+			if (cli_call(c, b[k].addr, WIRE_REQ_QUERY_TOPIC_CONSUME_BY_WHO, ext, NULL,
+				     0, &resp) == 0) {
+				groups = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp)
+									   : NULL;
+				sp_rem_resp_free(&resp);
+			}
+		}
+		if (groups == NULL || !json_object_object_get_ex(groups, "groupList", &gl) ||
+		    json_object_array_length(gl) == 0) {
+			json_object *o = json_object_new_object();
+
+			cli_table_row(&t, topic, "-", "-", cli_fmt(s1, sizeof(s1), "%.2f", in_tps),
+				      "-", cli_fmt(s2, sizeof(s2), "%lld", (long long)in_day), "-");
+			json_object_object_add(o, "topic", json_object_new_string(topic));
+			json_object_object_add(o, "inTps", json_object_new_double(in_tps));
+			json_object_object_add(o, "inMsg24Hour", json_object_new_int64(in_day));
+			json_object_array_add(all, o);
+		}
+		for (size_t g = 0; groups && gl && g < json_object_array_length(gl); g++) {
+			const char *group =
+				json_object_get_string(json_object_array_get_idx(gl, g));
+			char key[512], s3[32], s4[32], s5[32];
+			double out_tps;
+			int64_t out_day, lag = 0;
+			json_object *o = json_object_new_object();
+
+			snprintf(key, sizeof(key), "%s@%s", topic, group);
+			stats_of(c, b, n, "GROUP_GET_NUMS", key, &out_tps, &out_day);
+			for (size_t k = 0; k < n; k++) {
+				const char *ext[] = {"consumerGroup", group, "topic", topic, NULL};
+				json_object *cs, *tab;
+
+				if (cli_call(c, b[k].addr, WIRE_REQ_GET_CONSUME_STATS, ext, NULL, 0,
+					     &resp) != 0)
+					continue;
+				cs = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp)
+								       : NULL;
+				sp_rem_resp_free(&resp);
+				if (cs && json_object_object_get_ex(cs, "offsetTable", &tab)) {
+					json_object_object_foreach(tab, mq, ow)
+					{
+						(void)mq;
+						lag += cli_ji(ow, "brokerOffset") -
+						       cli_ji(ow, "consumerOffset");
+					}
+				}
+				json_object_put(cs);
+			}
+			cli_table_row(&t, topic, group,
+				      cli_fmt(s1, sizeof(s1), "%lld", (long long)lag),
+				      cli_fmt(s2, sizeof(s2), "%.2f", in_tps),
+				      cli_fmt(s3, sizeof(s3), "%.2f", out_tps),
+				      cli_fmt(s4, sizeof(s4), "%lld", (long long)in_day),
+				      cli_fmt(s5, sizeof(s5), "%lld", (long long)out_day));
+			json_object_object_add(o, "topic", json_object_new_string(topic));
+			json_object_object_add(o, "group", json_object_new_string(group));
+			json_object_object_add(o, "lag", json_object_new_int64(lag));
+			json_object_object_add(o, "inTps", json_object_new_double(in_tps));
+			json_object_object_add(o, "outTps", json_object_new_double(out_tps));
+			json_object_object_add(o, "inMsg24Hour", json_object_new_int64(in_day));
+			json_object_object_add(o, "outMsg24Hour", json_object_new_int64(out_day));
+			json_object_array_add(all, o);
+		}
+		json_object_put(groups);
+		free(b);
+	}
+	json_object_put(j);
+	if (c->json) {
+		cli_table_free(&t);
+		cli_json_print(all);
+	} else {
+		json_object_put(all);
+		cli_table_print(&t);
+	}
+	return CLI_OK;
+}
+
 static const char *const NO_OPTS[] = {NULL};
+static const char *const STATS_OPTS[] = {"topic", NULL};
 static const char *const CLUSTER_OPTS[] = {"cluster", NULL};
 static const char *const LIST_OPTS[] = {"cluster", "all", NULL};
 static const char *const CREATE_OPTS[] = {"queues", "read-queues", "write-queues", "perm",
@@ -817,6 +961,10 @@ const struct cli_cmd cli_admin_cmds[] = {
 	 cluster_list},
 	{"cluster health", "", "is every broker reachable, is there a master (exit 1 if not)",
 	 NO_OPTS, cluster_health},
+	{"cluster stats", "[--topic=T]",
+	 "per topic and group: lag, put/get rates (last minute), messages in 24 h (mqadmin "
+	 "statsAll)",
+	 STATS_OPTS, cluster_stats},
 	{"broker status", "[ADDR|NAME]", "a broker's runtime figures (GET_BROKER_RUNTIME_INFO)",
 	 NO_OPTS, broker_status},
 	{"broker config get", "[ADDR|NAME]", "a broker's configuration (properties)", NO_OPTS,

@@ -7,6 +7,7 @@
  * name round-trips byte for byte.
  */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,40 @@ jbuf_i64(struct jbuf *b, int64_t v)
 	int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v);
 
 	jbuf_raw(b, tmp, (size_t)n);
+}
+
+void
+jbuf_double(struct jbuf *b, double v)
+{
+	double m = fabs(v);
+	char s[80];
+
+	if (isnan(v) || isinf(v)) {
+		jbuf_lit(b, "null");
+		return;
+	}
+	if (m == 0.0 || (m >= 1e-3 && m < 1e7)) {
+		/* Java's Double.toString (fastjson's form): plain, the fewest decimals that read back */
+		for (int d = 1; d <= 17; d++) {
+			snprintf(s, sizeof(s), "%.*f", d, v);
+			if (strtod(s, NULL) == v)
+				break;
+		}
+	} else {
+		/* scientific: 1.0E20, 1.5E-5 */
+		char t[48], *e;
+		int p;
+
+		for (p = 0; p < 17; p++) {
+			snprintf(t, sizeof(t), "%.*e", p, v);
+			if (strtod(t, NULL) == v)
+				break;
+		}
+		e = strchr(t, 'e');
+		*e = '\0';
+		snprintf(s, sizeof(s), "%s%sE%d", t, strchr(t, '.') ? "" : ".0", atoi(e + 1));
+	}
+	jbuf_raw(b, s, strlen(s));
 }
 
 uint8_t *

@@ -255,9 +255,10 @@ def check_shape(what, fixture_name, body):
 
 def case_cli():
     namesrv()
-    broker("a", "broker-a", "ASYNC_MASTER", 0, BASE + 10)
-    broker("as", "broker-a", "SLAVE", 1, BASE + 20)
-    broker("b", "broker-b", "ASYNC_MASTER", 0, BASE + 30)
+    fast = ["--statsSampleMillis=1000"]  # statsAll's "minute" is a second here
+    broker("a", "broker-a", "ASYNC_MASTER", 0, BASE + 10, fast)
+    broker("as", "broker-a", "SLAVE", 1, BASE + 20, fast)
+    broker("b", "broker-b", "ASYNC_MASTER", 0, BASE + 30, fast)
     check(all(wait_log("as", f"shard {i}: session to master") for i in (0, 1)),
           "the slave of broker-a follows")
     addr_a, addr_b = f"127.0.0.1:{rmt_port('a')}", f"127.0.0.1:{rmt_port('b')}"
@@ -307,6 +308,25 @@ def case_cli():
           "... per queue, lag = broker offset - consumer offset")
     rc, out, _ = cli("group", "list")
     check(rc == 0 and out and "G1" in out[0], f"group list has G1: {out}")
+    time.sleep(2.5)  # two samples of the counters
+    puts = gets = 0
+    for addr, name in ((addr_a, "broker-a"), (addr_b, "broker-b")):
+        here = sum(q["maxOffset"] for q in qs if q["brokerName"] == name)
+        code, remark, body = rmt_call.call(addr, 315, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "TA"})
+        day = json.loads(body)["statsDay"] if code == 0 else {}
+        check(code == 0 and day.get("sum") == here,
+              f"VIEW_BROKER_STATS_DATA TOPIC_PUT_NUMS TA on {name}: {day.get('sum')} of {here} {remark}")
+        puts += day.get("sum", 0)
+        code, remark, body = rmt_call.call(addr, 315, {"statsName": "GROUP_GET_NUMS", "statsKey": "TA@G1"})
+        gets += json.loads(body)["statsDay"]["sum"] if code == 0 else 0
+    check_shape("VIEW_BROKER_STATS_DATA", "view_broker_stats_data", body)
+    check(puts == 40 and gets == 25, f"... 40 put, 25 got by G1 ({puts}, {gets})")
+    rc, out, err = cli("cluster", "stats", "--topic=TA")
+    row = next((r for r in (out[0] if out else []) if r.get("group") == "G1"), {})
+    check(rc == 0 and row.get("inMsg24Hour") == 40 and row.get("outMsg24Hour") == 25
+          and row.get("lag") == 15, f"cluster stats (statsAll): TA/G1 in 40, out 25, lag 15 ({row}) {err}")
+    code, remark, _ = rmt_call.call(addr_a, 315, {"statsName": "TOPIC_PUT_SIZE", "statsKey": "TA"})
+    check(code == 1 and "not exist" in remark, f"... an item not kept: {code} {remark}")
 
     rc, out, err = cli("group", "reset", "G1", "--topic=TA", "--to-earliest")
     check(rc == 0 and len(out) == 8 and all(o["offset"] == 0 for o in out),

@@ -34,6 +34,8 @@ void jbuf_raw(struct jbuf *b, const void *s, size_t n);
 /* A JSON string: quotes, escapes for '"', '\\' and control bytes. */
 void jbuf_str(struct jbuf *b, const char *s, size_t n);
 void jbuf_i64(struct jbuf *b, int64_t v);
+/* fastjson's double: the shortest round-trip form, always with a fraction ("0.0", "9.95"); NaN and infinities are null. */
+void jbuf_double(struct jbuf *b, double v);
 /* Return: the bytes (malloc'd, caller frees) and their length; @b is reset. */
 uint8_t *jbuf_take(struct jbuf *b, size_t *len);
 
