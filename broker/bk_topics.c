@@ -155,25 +155,36 @@ tab_put(struct bk_ttab *t, struct bk_topic *p)
 	}
 }
 
-int
-bk_ttab_without(const struct bk_ttab *cur, const char *name, size_t len, struct bk_ttab **out,
-		struct bk_topic **old)
+/* An empty table with room for @n topics at most half full. */
+static struct bk_ttab *
+tab_new(uint32_t n)
 {
 	uint32_t slots = 16;
 	struct bk_ttab *nt;
 
-	*old = NULL;
-	while (cur && slots < cur->n * 2)
+	while (slots < n * 2)
 		slots <<= 1;
 	nt = calloc(1, sizeof(*nt));
 	if (nt == NULL)
-		return -ENOMEM;
+		return NULL;
 	nt->slot = calloc(slots, sizeof(*nt->slot));
 	if (nt->slot == NULL) {
 		free(nt);
-		return -ENOMEM;
+		return NULL;
 	}
 	nt->mask = slots - 1;
+	return nt;
+}
+
+int
+bk_ttab_without(const struct bk_ttab *cur, const char *name, size_t len, struct bk_ttab **out,
+		struct bk_topic **old)
+{
+	struct bk_ttab *nt = tab_new(cur ? cur->n : 0);
+
+	*old = NULL;
+	if (nt == NULL)
+		return -ENOMEM;
 	for (uint32_t i = 0; cur && i <= cur->mask; i++) {
 		struct bk_topic *p = cur->slot[i];
 
@@ -193,22 +204,11 @@ int
 bk_ttab_with(const struct bk_ttab *cur, struct bk_topic *t, struct bk_ttab **out,
 	     struct bk_topic **old)
 {
-	uint32_t n = (cur ? cur->n : 0) + 1;
-	uint32_t slots = 16;
-	struct bk_ttab *nt;
+	struct bk_ttab *nt = tab_new((cur ? cur->n : 0) + 1);
 
 	*old = NULL;
-	while (slots < n * 2)
-		slots <<= 1;
-	nt = calloc(1, sizeof(*nt));
 	if (nt == NULL)
 		return -ENOMEM;
-	nt->slot = calloc(slots, sizeof(*nt->slot));
-	if (nt->slot == NULL) {
-		free(nt);
-		return -ENOMEM;
-	}
-	nt->mask = slots - 1;
 	if (cur) {
 		for (uint32_t i = 0; i <= cur->mask; i++) {
 			struct bk_topic *p = cur->slot[i];

@@ -85,6 +85,12 @@ int cli_call(const struct cli *c, const char *addr, int32_t code, const char *co
 /* As cli_call(), and a code other than SUCCESS is said too (naming @addr); the response is freed. */
 int cli_call_ok(const struct cli *c, const char *addr, int32_t code, const char *const *ext,
 		const void *body, size_t len, struct sp_rem_resp *resp);
+/*
+ * cli_call_ok() and the body's JSON member @member in *@out (owned by *@root,
+ * which the caller puts). Return: 0, CLI_FAIL (said).
+ */
+int cli_call_json(const struct cli *c, const char *addr, int32_t code, const char *const *ext,
+		  const char *member, json_object **root, json_object **out);
 /* To the first NameServer that answers. */
 int cli_ns_call(const struct cli *c, int32_t code, const char *const *ext, const void *body,
 		size_t len, struct sp_rem_resp *resp);
@@ -125,6 +131,8 @@ void cli_table_init(struct cli_table *t, size_t ncols, ...); /* the header row *
 void cli_table_row(struct cli_table *t, ...);		     /* ncols strings */
 void cli_table_print(struct cli_table *t);		     /* and free */
 void cli_table_free(struct cli_table *t);
+/* --json: prints @o (a JSON document) and drops @t; else prints @t and drops @o. */
+void cli_output(const struct cli *c, struct cli_table *t, json_object *o);
 const char *cli_fmt(char *buf, size_t len, const char *fmt, ...) /* buf, formatted */
 	__attribute__((format(printf, 3, 4)));
 /* Prints @o on one line (--json output) and drops the reference. */

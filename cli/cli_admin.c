@@ -58,19 +58,7 @@ select_brokers(const struct cli *c, const char *sel, bool masters_only, struct c
 static int
 runtime(const struct cli *c, const char *addr, json_object **table, json_object **root)
 {
-	struct sp_rem_resp resp;
-
-	*table = *root = NULL;
-	if (cli_call_ok(c, addr, WIRE_REQ_GET_BROKER_RUNTIME_INFO, NULL, NULL, 0, &resp) != 0)
-		return CLI_FAIL;
-	*root = cli_body_json(&resp);
-	sp_rem_resp_free(&resp);
-	if (*root == NULL || !json_object_object_get_ex(*root, "table", table)) {
-		json_object_put(*root);
-		*root = NULL;
-		return cli_err("%s: the runtime info does not parse", addr);
-	}
-	return 0;
+	return cli_call_json(c, addr, WIRE_REQ_GET_BROKER_RUNTIME_INFO, NULL, "table", root, table);
 }
 
 static int
@@ -114,13 +102,7 @@ cluster_list(struct cli *c)
 		json_object_put(root);
 	}
 	free(b);
-	if (c->json) {
-		cli_table_free(&t);
-		cli_json_print(arr);
-	} else {
-		json_object_put(arr);
-		cli_table_print(&t);
-	}
+	cli_output(c, &t, arr);
 	return rc;
 }
 
@@ -518,19 +500,11 @@ topic_describe(struct cli *c)
 		       "LAST STORED");
 	for (size_t i = 0; i < n; i++) {
 		const char *ext[] = {"topic", c->pos[0], NULL};
-		struct sp_rem_resp resp;
 		json_object *j, *tab;
 
-		if (cli_call_ok(c, b[i].addr, WIRE_REQ_GET_TOPIC_STATS_INFO, ext, NULL, 0, &resp) !=
-		    0) {
+		if (cli_call_json(c, b[i].addr, WIRE_REQ_GET_TOPIC_STATS_INFO, ext, "offsetTable",
+				  &j, &tab) != 0) {
 			rc = CLI_FAIL;
-			continue;
-		}
-		j = cli_body_json(&resp);
-		sp_rem_resp_free(&resp);
-		if (j == NULL || !json_object_object_get_ex(j, "offsetTable", &tab)) {
-			json_object_put(j);
-			rc = cli_err("%s: the topic stats do not parse", b[i].addr);
 			continue;
 		}
 		json_object_object_foreach(tab, mqs, off)
@@ -563,13 +537,7 @@ topic_describe(struct cli *c)
 		json_object_put(j);
 	}
 	free(b);
-	if (c->json) {
-		cli_table_free(&t);
-		cli_json_print(all);
-	} else {
-		json_object_put(all);
-		cli_table_print(&t);
-	}
+	cli_output(c, &t, all);
 	return rc;
 }
 
@@ -938,13 +906,7 @@ cluster_stats(struct cli *c)
 		free(b);
 	}
 	json_object_put(j);
-	if (c->json) {
-		cli_table_free(&t);
-		cli_json_print(all);
-	} else {
-		json_object_put(all);
-		cli_table_print(&t);
-	}
+	cli_output(c, &t, all);
 	return CLI_OK;
 }
 

@@ -221,19 +221,11 @@ group_describe(struct cli *c)
 		return CLI_FAIL;
 	for (size_t i = 0; i < n; i++) {
 		const char *ext[] = {"consumerGroup", group, topic ? "topic" : NULL, topic, NULL};
-		struct sp_rem_resp resp;
 		json_object *j, *tab;
 
-		if (cli_call_ok(c, b[i].addr, WIRE_REQ_GET_CONSUME_STATS, ext, NULL, 0, &resp) !=
-		    0) {
+		if (cli_call_json(c, b[i].addr, WIRE_REQ_GET_CONSUME_STATS, ext, "offsetTable", &j,
+				  &tab) != 0) {
 			rc = CLI_FAIL;
-			continue;
-		}
-		j = cli_body_json(&resp);
-		sp_rem_resp_free(&resp);
-		if (j == NULL || !json_object_object_get_ex(j, "offsetTable", &tab)) {
-			json_object_put(j);
-			rc = cli_err("%s: the consume stats do not parse", b[i].addr);
 			continue;
 		}
 		json_object_object_foreach(tab, mqs, ow)

@@ -497,6 +497,37 @@ cli_table_row(struct cli_table *t, ...)
 }
 
 void
+cli_output(const struct cli *c, struct cli_table *t, json_object *o)
+{
+	if (c->json) {
+		cli_table_free(t);
+		cli_json_print(o);
+	} else {
+		json_object_put(o);
+		cli_table_print(t);
+	}
+}
+
+int
+cli_call_json(const struct cli *c, const char *addr, int32_t code, const char *const *ext,
+	      const char *member, json_object **root, json_object **out)
+{
+	struct sp_rem_resp resp;
+
+	*root = *out = NULL;
+	if (cli_call_ok(c, addr, code, ext, NULL, 0, &resp) != 0)
+		return CLI_FAIL;
+	*root = cli_body_json(&resp);
+	sp_rem_resp_free(&resp);
+	if (*root == NULL || !json_object_object_get_ex(*root, member, out)) {
+		json_object_put(*root);
+		*root = *out = NULL;
+		return cli_err("%s: the answer to request %d has no %s", addr, code, member);
+	}
+	return 0;
+}
+
+void
 cli_table_free(struct cli_table *t)
 {
 	for (size_t i = 0; i < t->nrows * t->ncols; i++)

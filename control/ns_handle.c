@@ -379,8 +379,9 @@ h_unregister(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_repl
 	return 0;
 }
 
+/* WIPE_WRITE_PERM_OF_BROKER (@add false) and ADD_WRITE_PERM_OF_BROKER: the count of topics. */
 static int
-h_wipe(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
+h_write_perm(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r, bool add)
 {
 	const char *bname;
 	uint32_t count = 0;
@@ -390,14 +391,15 @@ h_wipe(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
 		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "brokerName is required");
 		return 0;
 	}
-	rc = route_db_wipe_write(st->db, bname, &count);
+	rc = route_db_write_perm(st->db, bname, add, &count);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc == 0)
-		log_info(NS_TAG, "write permission of broker %s wiped (%u topics)", bname, count);
+		log_info(NS_TAG, "write permission of broker %s %s (%u topics)", bname,
+			 add ? "restored" : "wiped", count);
 	reply_set(r, WIRE_RSP_SUCCESS, NULL);
 	snprintf(r->ext_val[0], sizeof(r->ext_val[0]), "%u", count);
-	return wire_rem_ext_add(&r->cmd, "wipeTopicCount", r->ext_val[0]);
+	return wire_rem_ext_add(&r->cmd, add ? "addTopicCount" : "wipeTopicCount", r->ext_val[0]);
 }
 
 static int
@@ -552,28 +554,6 @@ h_topic_list(struct ns_state *st, struct ns_reply *r)
 }
 
 /* ---- admin requests (mqadmin, the sprocket CLI) ---- */
-
-static int
-h_add_write(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
-{
-	const char *bname;
-	uint32_t count = 0;
-	int rc;
-
-	if (ext_str(req, "brokerName", ROUTE_NAME_MAX, &bname) != 0) {
-		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "brokerName is required");
-		return 0;
-	}
-	rc = route_db_add_write(st->db, bname, &count);
-	if (rc == -ENOMEM)
-		return rc;
-	if (rc == 0)
-		log_info(NS_TAG, "write permission of broker %s restored (%u topics)", bname,
-			 count);
-	reply_set(r, WIRE_RSP_SUCCESS, NULL);
-	snprintf(r->ext_val[0], sizeof(r->ext_val[0]), "%u", count);
-	return wire_rem_ext_add(&r->cmd, "addTopicCount", r->ext_val[0]);
-}
 
 static int
 h_delete_topic(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
@@ -787,9 +767,9 @@ dispatch_write(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct
 	case WIRE_REQ_UNREGISTER_BROKER:
 		return h_unregister(st, req, r);
 	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
-		return h_wipe(st, req, r);
+		return h_write_perm(st, req, r, false);
 	case WIRE_REQ_ADD_WRITE_PERM_OF_BROKER:
-		return h_add_write(st, req, r);
+		return h_write_perm(st, req, r, true);
 	case WIRE_REQ_DELETE_TOPIC_IN_NAMESRV:
 		return h_delete_topic(st, req, r);
 	case WIRE_REQ_UPDATE_NAMESRV_CONFIG:

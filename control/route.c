@@ -816,7 +816,7 @@ route_db_expire(struct route_db *db, uint64_t now_ms, uint64_t expire_ms)
 }
 
 int
-route_db_wipe_write(struct route_db *db, const char *bname, uint32_t *count)
+route_db_write_perm(struct route_db *db, const char *bname, bool add, uint32_t *count)
 {
 	struct route_bname *b;
 	struct route_txn tx;
@@ -830,6 +830,9 @@ route_db_wipe_write(struct route_db *db, const char *bname, uint32_t *count)
 		txn_abort(&tx);
 		return rc;
 	}
+	/* wipe counts the topics that were writable, add those writable now (RocketMQ's) */
+	if (add)
+		b->perm_clear &= (uint8_t)~ROUTE_PERM_WRITE;
 	if (b->topics != NULL) {
 		for (uint32_t i = 0; i < b->topics->n; i++) {
 			const struct route_topic *t = &b->topics->topics[i];
@@ -838,35 +841,8 @@ route_db_wipe_write(struct route_db *db, const char *bname, uint32_t *count)
 				(*count)++;
 		}
 	}
-	b->perm_clear |= ROUTE_PERM_WRITE;
-	txn_commit(&tx);
-	return 0;
-}
-
-int
-route_db_add_write(struct route_db *db, const char *bname, uint32_t *count)
-{
-	struct route_bname *b;
-	struct route_txn tx;
-	int rc;
-
-	*count = 0;
-	if ((rc = txn_begin(db, &tx)) != 0)
-		return rc;
-	b = txn_edit(&tx, bname, false, &rc);
-	if (b == NULL) {
-		txn_abort(&tx);
-		return rc;
-	}
-	b->perm_clear &= (uint8_t)~ROUTE_PERM_WRITE;
-	if (b->topics != NULL) {
-		for (uint32_t i = 0; i < b->topics->n; i++) {
-			const struct route_topic *t = &b->topics->topics[i];
-
-			if (t->name_len != 0 && (t->perm & ~b->perm_clear & ROUTE_PERM_WRITE))
-				(*count)++;
-		}
-	}
+	if (!add)
+		b->perm_clear |= ROUTE_PERM_WRITE;
 	txn_commit(&tx);
 	return 0;
 }

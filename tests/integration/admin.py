@@ -33,7 +33,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rmt_call  # noqa: E402
+from ports import free_base  # noqa: E402
 
 NS, BK, CLI, VEC, CASE = sys.argv[1:6]
 TMP = tempfile.mkdtemp(prefix="admin-")
@@ -42,28 +44,7 @@ PROCS = []
 FAILED = []
 
 
-def free_base(span=40):
-    """A base port with @span free ports above it, below the ephemeral range (32768 up)."""
-    for _ in range(200):
-        b = 10000 + RND.randrange(0, 220) * 100
-        ok = True
-        for port in range(b, b + span):
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                s = socket.socket(socket.AF_INET, kind)
-                try:
-                    s.bind(("0.0.0.0", port))
-                except OSError:
-                    ok = False
-                finally:
-                    s.close()
-            if not ok:
-                break
-        if ok:
-            return b
-    raise SystemExit("no 40 free ports below 32768")
-
-
-BASE = free_base()
+BASE = free_base(RND)
 NSADDR = f"127.0.0.1:{BASE}"
 
 

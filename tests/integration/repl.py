@@ -36,14 +36,15 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rmt_call  # noqa: E402
+from ports import free_base  # noqa: E402
 
 NS, BK, XT = sys.argv[1], sys.argv[2], sys.argv[3]
 CASE = sys.argv[4]
@@ -51,29 +52,7 @@ TMP = tempfile.mkdtemp(prefix="repl-")
 RND = random.Random(os.getpid())
 
 
-def free_base(span=40):
-    """A base port with @span free ports above it (TCP and UDP), below the kernel's
-    ephemeral range (32768 up), where a client's outgoing connection could take it."""
-    for _ in range(200):
-        b = 10000 + RND.randrange(0, 220) * 100
-        ok = True
-        for port in range(b, b + span):
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                s = socket.socket(socket.AF_INET, kind)
-                try:
-                    s.bind(("0.0.0.0", port))
-                except OSError:
-                    ok = False
-                finally:
-                    s.close()
-            if not ok:
-                break
-        if ok:
-            return b
-    raise SystemExit("no 40 free ports below 32768")
-
-
-BASE = free_base()
+BASE = free_base(RND)
 NS_PORT = BASE
 NSADDR = f"127.0.0.1:{NS_PORT}"
 PROCS = []

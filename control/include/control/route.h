@@ -172,15 +172,14 @@ MUST_CHECK int route_db_conn_closed(struct route_db *db, uint64_t conn);
 MUST_CHECK int route_db_expire(struct route_db *db, uint64_t now_ms, uint64_t expire_ms);
 
 /**
- * route_db_wipe_write() - clear WRITE from every topic of @bname until its
- * master registers a new topic set.
- * @count: topics that were writable.
+ * route_db_write_perm() - clear WRITE from every topic of @bname until its
+ * master registers a new topic set (@add false: WIPE_WRITE_PERM_OF_BROKER),
+ * or give it back (ADD_WRITE_PERM_OF_BROKER).
+ * @count: topics that were writable (wipe) or are writable now (add).
  * Context: writer. Return: 0, -ENOENT unknown brokerName, -ENOMEM.
  */
-MUST_CHECK int route_db_wipe_write(struct route_db *db, const char *bname, uint32_t *count);
-
-/* Undo route_db_wipe_write(); @count: topics writable now. As route_db_wipe_write(). */
-MUST_CHECK int route_db_add_write(struct route_db *db, const char *bname, uint32_t *count);
+MUST_CHECK int route_db_write_perm(struct route_db *db, const char *bname, bool add,
+				   uint32_t *count);
 
 /**
  * route_db_delete_topic() - remove @topic from every brokerName's topic set

@@ -127,12 +127,20 @@ test_liveness(void)
 	T_ASSERT(route(db, "A0") == NULL);
 	free(route(db, "B0"));
 	/* Wipe, then the connection closes. */
-	T_ASSERT_EQ(route_db_wipe_write(db, "broker-b", &wiped), 0);
+	T_ASSERT_EQ(route_db_write_perm(db, "broker-b", false, &wiped), 0);
 	T_ASSERT_EQ(wiped, 1);
 	s = route(db, "B0");
 	T_ASSERT(strstr(s, "\"perm\":4") != NULL);
 	free(s);
-	T_ASSERT_EQ(route_db_wipe_write(db, "nope", &wiped), -ENOENT);
+	/* and back (ADD_WRITE_PERM_OF_BROKER) */
+	T_ASSERT_EQ(route_db_write_perm(db, "broker-b", true, &wiped), 0);
+	T_ASSERT_EQ(wiped, 1);
+	s = route(db, "B0");
+	T_ASSERT(strstr(s, "\"perm\":6") != NULL);
+	free(s);
+	T_ASSERT_EQ(route_db_write_perm(db, "broker-b", false, &wiped), 0);
+	T_ASSERT_EQ(route_db_write_perm(db, "nope", false, &wiped), -ENOENT);
+	T_ASSERT_EQ(route_db_write_perm(db, "nope", true, &wiped), -ENOENT);
 	T_ASSERT_EQ(route_db_conn_closed(db, 9), 0);
 	T_ASSERT_EQ(route_db_conn_closed(db, 8), 1);
 	T_ASSERT(route(db, "B0") == NULL);
