@@ -218,10 +218,14 @@ off_hash(const char *topic, size_t tl, const char *group, size_t gl, uint32_t qi
 	return (h ^ qid) * 16777619u;
 }
 
-/* Return: the slot for the key; with @create a new one, or NULL (not found / full). */
+/*
+ * Return: the slot for the key; with @create a new one, or NULL (not found /
+ * full). @pull_only: made for a pull's counters, not a commit: only while the
+ * table is at most half full.
+ */
 static struct bk_off *
-off_find(struct bk_core *c, const char *topic, size_t tl, const char *group, size_t gl,
-	 uint32_t qid, bool create)
+off_find_ex(struct bk_core *c, const char *topic, size_t tl, const char *group, size_t gl,
+	    uint32_t qid, bool create, bool pull_only)
 {
 	uint32_t h = off_hash(topic, tl, group, gl, qid);
 
@@ -230,6 +234,9 @@ off_find(struct bk_core *c, const char *topic, size_t tl, const char *group, siz
 
 		if (!atomic_load_relaxed(&o->used)) {
 			if (!create || (c->off_n + 1) * 4 > (c->off_mask + 1) * 3)
+				return NULL;
+			/* a pull without a commit may take only half the table: commits keep room */
+			if (pull_only && (c->off_n + 1) * 2 > c->off_mask + 1)
 				return NULL;
 			o->qid = qid;
 			o->hash = h;
@@ -249,6 +256,13 @@ off_find(struct bk_core *c, const char *topic, size_t tl, const char *group, siz
 		    memcmp(o->topic, topic, tl) == 0 && memcmp(o->group, group, gl) == 0)
 			return o;
 	}
+}
+
+static struct bk_off *
+off_find(struct bk_core *c, const char *topic, size_t tl, const char *group, size_t gl,
+	 uint32_t qid, bool create)
+{
+	return off_find_ex(c, topic, tl, group, gl, qid, create, false);
 }
 
 int
@@ -809,10 +823,15 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	if (!queue_is_mine(c, req, t, r.queue_id, t->read_queues))
 		return 0;
 	if (r.group_len) {
-		/* the group's slot: its commit, and what it pulls (GROUP_GET_NUMS) */
-		p.off = off_find(c, r.topic, r.topic_len, r.group, r.group_len,
-				 (uint32_t)r.queue_id, true);
-		if (p.off && (r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0)
+		/*
+		 * The group's slot: its commit, and what it pulls (GROUP_GET_NUMS). Slots
+		 * are never reclaimed: pulls alone may fill only half the table.
+		 */
+		bool commit = (r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0;
+
+		p.off = off_find_ex(c, r.topic, r.topic_len, r.group, r.group_len,
+				    (uint32_t)r.queue_id, true, !commit);
+		if (p.off && commit)
 			atomic_store_relaxed(&p.off->offset, r.commit_offset);
 	}
 	p.sq = t->sq[r.queue_id];
@@ -1236,10 +1255,14 @@ offset_drop(struct bk_core *c, struct bk_rcmd *cmd)
 	size_t len = cmd->req_len - 1;
 	bool topic = cmd->req[0] == 'T';
 
+	uint64_t from = cmd->value < 0 ? 0 : (uint64_t)cmd->value;
+	uint64_t to = from + BK_OFF_DROP_SPAN;
+
 	cmd->status = WIRE_DP_ST_BAD_REQUEST;
 	if (cmd->req_len < 2 || (cmd->req[0] != 'T' && cmd->req[0] != 'G'))
 		return;
-	for (uint32_t k = 0; k <= c->off_mask; k++) {
+	/* one span of the table per command: a 64K-slot table is 16 short commands */
+	for (uint64_t k = from; k <= c->off_mask && k < to; k++) {
 		struct bk_off *o = &c->offs[k];
 		bool hit = topic ? o->topic_len == len && memcmp(o->topic, name, len) == 0
 				 : o->group_len == len && memcmp(o->group, name, len) == 0;

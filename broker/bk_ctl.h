@@ -80,7 +80,9 @@ struct bk_ctl {
 	uint64_t gdv_counter;
 	int64_t gdv_ts;
 	char groups_path[PATH_MAX];
-	struct bk_stats *stats; /* bk_stats_ctl.c: control thread only */
+	bool groups_dirty;	 /* a group made by a heartbeat, not saved yet */
+	uint64_t groups_save_ms; /* not before (ms, monotonic) */
+	struct bk_stats *stats;	 /* bk_stats_ctl.c: control thread only */
 };
 
 /* Every broker key (bk_keys.c). */
@@ -111,6 +113,7 @@ int bk_ctl_group_delete(struct bk_ctl *x, const char *name);
 void bk_ctl_group_seen(struct bk_ctl *x, const char *name);
 int bk_ctl_groups_json(struct bk_ctl *x, char **out, size_t *len);
 void bk_group_sync_apply(struct bk_ctl *x, const char *json, size_t len);
+void bk_group_tick(struct bk_ctl *x, uint64_t now_ms);
 void bk_group_fini(struct bk_ctl *x);
 
 /*

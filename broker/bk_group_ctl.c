@@ -170,17 +170,23 @@ publish(struct bk_ctl *x)
 {
 	struct bk_group *g = calloc(x->ngroups ? x->ngroups : 1, sizeof(*g));
 	struct bk_gtab *nt = NULL, *old = x->bk.gtab;
+	size_t n = 0;
 	int err;
 
 	if (g == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < x->ngroups; i++) {
-		g[i].name_len = (uint32_t)strlen(x->groups[i].name);
-		memcpy(g[i].name, x->groups[i].name, g[i].name_len + 1);
-		g[i].consume_enable = x->groups[i].consume_enable;
-		g[i].retry_max = (uint32_t)x->groups[i].retry_max;
+		/* what the cores do anyway needs no entry */
+		if (x->groups[i].consume_enable &&
+		    x->groups[i].retry_max == (int64_t)x->bk.conf.max_reconsume)
+			continue;
+		g[n].name_len = (uint32_t)strlen(x->groups[i].name);
+		memcpy(g[n].name, x->groups[i].name, g[n].name_len + 1);
+		g[n].consume_enable = x->groups[i].consume_enable;
+		g[n].retry_max = (uint32_t)x->groups[i].retry_max;
+		n++;
 	}
-	err = x->ngroups ? bk_gtab_build(g, x->ngroups, &nt) : 0;
+	err = n ? bk_gtab_build(g, n, &nt) : 0;
 	free(g);
 	if (err)
 		return err;
@@ -195,6 +201,7 @@ publish(struct bk_ctl *x)
 static int
 save(struct bk_ctl *x)
 {
+	x->groups_dirty = false;
 	char *json;
 	size_t len;
 	int err = bk_ctl_groups_json(x, &json, &len);
@@ -313,10 +320,18 @@ bk_ctl_group_seen(struct bk_ctl *x, const char *name)
 
 	if (find(x, name) != NULL || x->bk.conf.role == BK_ROLE_SLAVE)
 		return; /* a slave has its master's groups (bk_group_sync_apply()) */
-	/* autoCreateSubscriptionGroup (RocketMQ's default): the group's first heartbeat */
+	/*
+	 * autoCreateSubscriptionGroup (RocketMQ's default): the group's first
+	 * heartbeat. Defaults change nothing the cores apply, so no RCU grace
+	 * period here, and the file is written by bk_group_tick() (a burst of new
+	 * groups is one write, off the request that made them).
+	 */
 	bk_subgroup_default(&g, name);
-	if (bk_ctl_group_put(x, &g) == 0)
+	g.retry_max = x->bk.conf.max_reconsume; /* the broker's maxReconsumeTimes */
+	if (put_mem(x, &g) == 0) {
+		x->groups_dirty = true;
 		log_info(BK_TAG, "subscription group %s created (defaults)", name);
+	}
 }
 
 static bool
@@ -330,9 +345,13 @@ group_eq(const struct bk_subgroup *a, const struct bk_subgroup *b)
 	       a->retry_queues == b->retry_queues && a->slow_broker == b->slow_broker;
 }
 
-/* Replaces the table with the subscriptionGroupTable of @json. Return: 0, -EINVAL, -ENOMEM. */
+/*
+ * Replaces the table with the subscriptionGroupTable of @json; with @gone the
+ * offsets of groups it no longer has are dropped (a slave following its
+ * master). Return: 0, -EINVAL, -ENOMEM.
+ */
 static int
-table_from_json(struct bk_ctl *x, const char *json, size_t len, bool *changed)
+table_from_json(struct bk_ctl *x, const char *json, size_t len, bool *changed, bool gone)
 {
 	json_object *o = NULL, *tab, *dv;
 	struct json_tokener *tok = json_tokener_new();
@@ -369,6 +388,16 @@ table_from_json(struct bk_ctl *x, const char *json, size_t len, bool *changed)
 	*changed = n != x->ngroups;
 	for (size_t i = 0; i < n && !*changed; i++)
 		*changed = !group_eq(&gs[i], &x->groups[i]);
+	/* groups the master deleted: their offsets go too (a slave's sync only raises them) */
+	for (size_t i = 0; gone && i < x->ngroups; i++) {
+		bool kept = false;
+
+		for (size_t m = 0; m < n && !kept; m++)
+			kept = strcmp(gs[m].name, x->groups[i].name) == 0;
+		if (!kept && x->rmt && bk_rmt_offsets_drop(x->rmt, 'G', x->groups[i].name) != 0)
+			log_warn(BK_TAG, "group %s: some consumer offsets kept (a core was busy)",
+				 x->groups[i].name);
+	}
 	free(x->groups);
 	x->groups = gs;
 	x->ngroups = n;
@@ -404,7 +433,7 @@ bk_group_setup(struct bk_ctl *x)
 		log_err(BK_TAG, "%s: %s", x->groups_path, strerror(-err));
 		return err;
 	}
-	err = table_from_json(x, json, len, &changed);
+	err = table_from_json(x, json, len, &changed, false);
 	free(json);
 	if (err) {
 		log_err(BK_TAG, "%s: not a subscription group table", x->groups_path);
@@ -419,7 +448,7 @@ bk_group_sync_apply(struct bk_ctl *x, const char *json, size_t len)
 {
 	bool changed = false;
 
-	if (table_from_json(x, json, len, &changed) != 0) {
+	if (table_from_json(x, json, len, &changed, true) != 0) {
 		log_warn_ratelimited(BK_TAG, "the master's subscription groups do not parse");
 		return;
 	}
@@ -430,8 +459,20 @@ bk_group_sync_apply(struct bk_ctl *x, const char *json, size_t len)
 }
 
 void
+bk_group_tick(struct bk_ctl *x, uint64_t now_ms)
+{
+	if (!x->groups_dirty || now_ms < x->groups_save_ms)
+		return;
+	x->groups_save_ms = now_ms + 1000;
+	if (save(x) == 0)
+		x->groups_dirty = false;
+}
+
+void
 bk_group_fini(struct bk_ctl *x)
 {
+	if (x->groups_dirty)
+		(void)save(x);
 	bk_gtab_free(x->bk.gtab);
 	x->bk.gtab = NULL;
 	free(x->groups);

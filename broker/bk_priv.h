@@ -166,9 +166,13 @@ enum bk_rop {
 	BK_ROP_TX_CHECK = 104,
 	/* resp: struct bk_qstat[resp_len / sizeof]; control fills sq, the core the rest */
 	BK_ROP_QSTAT = 105,
-	/* req: 'T' + topic or 'G' + group (req_len bytes): forget every consumer offset of it */
+	/* req: 'T' + topic or 'G' + group (req_len bytes): forget every consumer offset of it
+	 * in slots [value, value + BK_OFF_DROP_SPAN) */
 	BK_ROP_OFFSET_DROP = 106,
 };
+
+#define BK_OFF_DROP_SPAN 4096u /* offset slots one BK_ROP_OFFSET_DROP looks at */
+#define BK_QSTAT_ROWS 16u      /* queues one BK_ROP_QSTAT reads (bounds a core's pause) */
 
 /* One queue's figures for the admin requests (BK_ROP_QSTAT). */
 struct bk_qstat {

@@ -110,6 +110,15 @@ void bk_rmt_destroy(struct bk_rmt *r);
 MUST_CHECK int bk_rmt_offset_put(struct bk_rmt *r, const char *topic, const char *group,
 				 uint32_t qid, int64_t offset, bool raise);
 
+/**
+ * bk_rmt_offsets_drop() - forget every committed offset of topic @name
+ * (@kind 'T') or group @name ('G') on every core: a slave following its
+ * master's deletions.
+ * Context: control thread. Return: 0, -EAGAIN a core's ring was full (some
+ * slots kept: the next sync tries again), -ENOMEM.
+ */
+MUST_CHECK int bk_rmt_offsets_drop(struct bk_rmt *r, char kind, const char *name);
+
 /* For the fuzz target: feeds @len bytes as if read from one connection. */
 void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);
 

@@ -230,3 +230,45 @@ bk_rmt__do_config(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *
 		send_owned(r, c, q, &o, body, len);
 	}
 }
+
+int
+bk_rmt_offsets_drop(struct bk_rmt *r, char kind, const char *name)
+{
+	size_t len = strlen(name);
+	int err = 0;
+
+	for (uint32_t core = 0; core < r->bk->ncores; core++) {
+		for (uint32_t from = 0; from <= r->bk->cores[core].off_mask;
+		     from += BK_OFF_DROP_SPAN) {
+			struct rjob *j = calloc(1, sizeof(*j));
+
+			if (j == NULL)
+				return -ENOMEM;
+			j->reqbuf = malloc(len + 1);
+			j->c.resp = malloc(16);
+			if (!j->reqbuf || !j->c.resp) {
+				free(j->reqbuf);
+				free(j->c.resp);
+				free(j);
+				return -ENOMEM;
+			}
+			/* no connection: the answer is dropped (bk_rmt__job_done() finds none) */
+			j->conn = UINT32_MAX;
+			j->oneway = true;
+			j->c.op = BK_ROP_OFFSET_DROP;
+			j->c.resp_cap = 16;
+			j->c.req = j->reqbuf;
+			j->reqbuf[0] = (uint8_t)kind;
+			memcpy(j->reqbuf + 1, name, len);
+			j->c.req_len = (uint32_t)len + 1;
+			j->c.value = from;
+			j->next = r->jobs;
+			if (r->jobs)
+				r->jobs->prev = j;
+			r->jobs = j;
+			if (bk_rmt__job_post(r, j, (uint16_t)core) != 0)
+				err = -EAGAIN;
+		}
+	}
+	return err;
+}

@@ -665,7 +665,7 @@ bk_rmt__do_consumer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_r
 	send_body(r, c, q, &b);
 }
 
-/* GET_PRODUCER_CONNECTION_LIST (204): ProducerConnection (empty when none, as RocketMQ). */
+/* GET_PRODUCER_CONNECTION_LIST (204): ProducerConnection; SYSTEM_ERROR for a group with none (RocketMQ). */
 void
 bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
@@ -675,6 +675,20 @@ bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_r
 	if (group == NULL) {
 		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, "producerGroup is missing");
 		return;
+	}
+	{
+		bool any = false;
+
+		for (size_t i = 0; i < r->nproducers && !any; i++)
+			any = strcmp(r->producers[i].group, group) == 0 &&
+			      bk_rmt__conn_get(r, r->producers[i].conn, r->producers[i].gen);
+		if (!any) {
+			char why[META_GROUP_MAX + 40];
+
+			snprintf(why, sizeof(why), "the producer group[%s] not exist", group);
+			bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, why);
+			return;
+		}
 	}
 	jbuf_init(&b);
 	jbuf_lit(&b, "{\"connectionSet\":[");

@@ -159,6 +159,7 @@ struct bk_rmt {
  * live consumer that ignores RESET_CONSUMER_CLIENT_OFFSET (ali-ons) moves too.
  */
 struct rreset {
+	uint32_t hash; /* of group, topic and qid */
 	char group[META_GROUP_MAX + 1];
 	char topic[META_TOPIC_MAX + 1];
 	uint32_t qid;

@@ -125,36 +125,41 @@ agg_post(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, struct
 	 int64_t value)
 {
 	for (uint32_t core = 0; core < r->bk->ncores; core++) {
-		struct bk_qstat *st;
-		struct rjob *j;
-		size_t k = 0, cnt = 0;
+		/* at most BK_QSTAT_ROWS queues per command: each is a short pause of the core */
+		for (size_t next = 0; next < a->n;) {
+			struct bk_qstat *st;
+			struct rjob *j;
+			size_t k = 0, i;
 
-		for (size_t i = 0; i < a->n; i++)
-			cnt += a->rows[i].core == core;
-		if (cnt == 0)
-			continue;
-		j = bk_rmt__job_new(r, c, q, BK_ROP_QSTAT, 0, (uint32_t)(cnt * sizeof(*st)));
-		if (j == NULL) {
-			a->failed = true;
-			continue;
+			while (next < a->n && a->rows[next].core != core)
+				next++;
+			if (next == a->n)
+				break;
+			j = bk_rmt__job_new(r, c, q, BK_ROP_QSTAT, 0,
+					    BK_QSTAT_ROWS * (uint32_t)sizeof(*st));
+			if (j == NULL) {
+				a->failed = true;
+				break;
+			}
+			st = (struct bk_qstat *)j->c.resp;
+			for (i = next; i < a->n && k < BK_QSTAT_ROWS; i++) {
+				if (a->rows[i].core != core)
+					continue;
+				st[k] = a->rows[i].st;
+				st[k].sq = a->rows[i].sq;
+				st[k].idx = (uint32_t)i;
+				k++;
+			}
+			next = i;
+			j->c.resp_len = (uint32_t)(k * sizeof(*st));
+			j->c.value = value;
+			if (bk_rmt__job_post(r, j, (uint16_t)core) != 0) {
+				a->failed = true;
+				break;
+			}
+			j->agg = a;
+			a->pending++;
 		}
-		st = (struct bk_qstat *)j->c.resp;
-		for (size_t i = 0; i < a->n; i++) {
-			if (a->rows[i].core != core)
-				continue;
-			st[k] = a->rows[i].st;
-			st[k].sq = a->rows[i].sq;
-			st[k].idx = (uint32_t)i;
-			k++;
-		}
-		j->c.resp_len = (uint32_t)(cnt * sizeof(*st));
-		j->c.value = value;
-		if (bk_rmt__job_post(r, j, (uint16_t)core) != 0) {
-			a->failed = true;
-			continue;
-		}
-		j->agg = a;
-		a->pending++;
 	}
 }
 
@@ -518,8 +523,16 @@ reset_body(struct bk_rmt *r, const struct ragg *a, struct jbuf *b)
 	jbuf_lit(b, "}}");
 }
 
-#define RESETS_MAX 65536
+#define RESETS_MAX 4096
 #define RESET_KEEP_MS 120000 /* a consumer that did not pull for 2 min reads the committed offset */
+
+/* A PULL checks every pending reset: the hash keeps that to a compare each. */
+static uint32_t
+reset_hash(const char *group, const char *topic, uint32_t qid)
+{
+	return (bk_name_hash(group, strlen(group)) * 31u + bk_name_hash(topic, strlen(topic))) ^
+	       qid;
+}
 
 void
 bk_rmt__reset_note(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
@@ -527,8 +540,11 @@ bk_rmt__reset_note(struct bk_rmt *r, const char *group, const char *topic, uint3
 {
 	struct rreset *e = NULL;
 
+	uint32_t h = reset_hash(group, topic, qid);
+
 	for (size_t i = 0; i < r->nresets && e == NULL; i++)
-		if (r->resets[i].qid == qid && strcmp(r->resets[i].group, group) == 0 &&
+		if (r->resets[i].hash == h && r->resets[i].qid == qid &&
+		    strcmp(r->resets[i].group, group) == 0 &&
 		    strcmp(r->resets[i].topic, topic) == 0)
 			e = &r->resets[i];
 	if (e == NULL) {
@@ -550,6 +566,7 @@ bk_rmt__reset_note(struct bk_rmt *r, const char *group, const char *topic, uint3
 			}
 		}
 		e = &r->resets[r->nresets++];
+		e->hash = h;
 		snprintf(e->group, sizeof(e->group), "%s", group);
 		snprintf(e->topic, sizeof(e->topic), "%s", topic);
 		e->qid = qid;
@@ -562,9 +579,11 @@ bool
 bk_rmt__reset_take(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
 		   int64_t qoff, int64_t *to)
 {
+	uint32_t h = reset_hash(group, topic, qid);
+
 	for (size_t i = 0; i < r->nresets;) {
 		struct rreset *e = &r->resets[i];
-		bool hit = e->qid == qid && strcmp(e->group, group) == 0 &&
+		bool hit = e->hash == h && e->qid == qid && strcmp(e->group, group) == 0 &&
 			   strcmp(e->topic, topic) == 0;
 		bool old = e->expire_ms < r->now_ms;
 
@@ -726,22 +745,27 @@ drop_offsets(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, ch
 	}
 	a->finish = done_finish;
 	for (uint32_t core = 0; core < r->bk->ncores; core++) {
-		struct rjob *j =
-			bk_rmt__job_new(r, c, q, BK_ROP_OFFSET_DROP, (uint32_t)len + 1, 16);
+		/* one span of the core's offset table per command (a short pause each) */
+		for (uint32_t from = 0; from <= r->bk->cores[core].off_mask;
+		     from += BK_OFF_DROP_SPAN) {
+			struct rjob *j =
+				bk_rmt__job_new(r, c, q, BK_ROP_OFFSET_DROP, (uint32_t)len + 1, 16);
 
-		if (j == NULL) {
-			a->failed = true;
-			continue;
+			if (j == NULL) {
+				a->failed = true;
+				break;
+			}
+			j->reqbuf[0] = (uint8_t)kind;
+			memcpy(j->reqbuf + 1, name, len);
+			j->c.req_len = (uint32_t)len + 1;
+			j->c.value = from;
+			if (bk_rmt__job_post(r, j, (uint16_t)core) != 0) {
+				a->failed = true;
+				break;
+			}
+			j->agg = a;
+			a->pending++;
 		}
-		j->reqbuf[0] = (uint8_t)kind;
-		memcpy(j->reqbuf + 1, name, len);
-		j->c.req_len = (uint32_t)len + 1;
-		if (bk_rmt__job_post(r, j, (uint16_t)core) != 0) {
-			a->failed = true;
-			continue;
-		}
-		j->agg = a;
-		a->pending++;
 	}
 	if (a->pending == 0)
 		agg_end(r, a);

@@ -115,11 +115,16 @@ topics_gone(struct bk_ctl *x, const struct meta_topic *ts, size_t n)
 	for (size_t i = 0; i < ng; i++) {
 		int err = bk_ctl_topic_delete(x, gone[i]);
 
-		if (err && err != -ENOENT)
+		if (err && err != -ENOENT) {
 			log_warn(BK_TAG, "deleting topic %s as the master did: %s", gone[i],
 				 strerror(-err));
-		else
-			log_info(BK_TAG, "topic %s deleted as on the master", gone[i]);
+			continue;
+		}
+		/* its offsets too: a slave's sync only ever raises them */
+		if (bk_rmt_offsets_drop(x->rmt, 'T', gone[i]) != 0)
+			log_warn(BK_TAG, "topic %s: some consumer offsets kept (a core was busy)",
+				 gone[i]);
+		log_info(BK_TAG, "topic %s deleted as on the master", gone[i]);
 	}
 	free(gone);
 }

@@ -207,8 +207,10 @@ window(const struct bk_stats *st, const struct series *s, uint64_t mins, uint64_
 		m0 = s->hmsgs[j % HOUR_N];
 		c0 = s->hcalls[j % HOUR_N];
 	}
-	*msgs = s->msgs[last % MIN_N] - m0;
-	*calls = s->calls[last % MIN_N] - c0;
+	/* a total that went down (its topic deleted and made again): count from zero */
+	*msgs = s->msgs[last % MIN_N] >= m0 ? s->msgs[last % MIN_N] - m0 : s->msgs[last % MIN_N];
+	*calls =
+		s->calls[last % MIN_N] >= c0 ? s->calls[last % MIN_N] - c0 : s->calls[last % MIN_N];
 	*secs = back * st->sample_ms / 1000;
 }
 

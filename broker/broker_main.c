@@ -700,6 +700,7 @@ run(struct bk_ctl *x, int sfd)
 		creates_poll(x);
 		bk_ctl_admin_tick(x, clk_mono_ns() / 1000000);
 		bk_stats_tick(x, clk_mono_ns() / 1000000);
+		bk_group_tick(x, clk_mono_ns() / 1000000);
 		bk_slave_follow_poll(x);
 		bk_slave_sync_apply(x);
 		if (atomic_load(&x->bk.restart)) {

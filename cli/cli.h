@@ -40,7 +40,7 @@ struct cli {
 	uint32_t timeout_ms;
 	const char *cmd; /* "topic create", for messages */
 	size_t nopt;
-	const char *opt_k[CLI_OPTS_MAX]; /* --k=v, --k v, or a flag (v "") */
+	const char *opt_k[CLI_OPTS_MAX]; /* --k=v, or a flag --k (v ""); -n N */
 	const char *opt_v[CLI_OPTS_MAX];
 	size_t npos;
 	const char *pos[CLI_POS_MAX];

@@ -722,14 +722,14 @@ topic_alter(struct cli *c)
 int
 cli_topic_delete(const struct cli *c, const char *topic, const char *cluster)
 {
-	const char *ext[] = {"topic", topic, NULL};
+	const char *ext[] = {"topic", topic, cluster ? "clusterName" : NULL, cluster, NULL};
 	struct cli_broker *b;
 	size_t n;
 	char list[1024];
 	char *save = NULL;
 	int rc = CLI_OK;
 
-	/* every master (their slaves follow), then every NameServer */
+	/* every master (their slaves follow), then every NameServer (only @cluster's routes) */
 	if (select_brokers(c, cluster, true, &b, &n) != 0)
 		return CLI_FAIL;
 	for (size_t i = 0; i < n; i++) {
@@ -808,6 +808,7 @@ cluster_stats(struct cli *c)
 	json_object *j, *list, *all = json_object_new_array();
 	struct cli_table t;
 	const char *only = cli_opt(c, "topic");
+	int rc = CLI_OK;
 
 	if (cli_ns_call(c, WIRE_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER, NULL, NULL, 0, &resp) !=
 	    0) {
@@ -831,9 +832,12 @@ cluster_stats(struct cli *c)
 		char s1[32], s2[32];
 		json_object *groups = NULL, *gl;
 
-		if (internal_topic(topic) || (only && strcmp(only, topic) != 0) ||
-		    cli_topic_masters(c, topic, &b, &n) != 0)
+		if (internal_topic(topic) || (only && strcmp(only, topic) != 0))
 			continue;
+		if (cli_topic_masters(c, topic, &b, &n) != 0) {
+			rc = CLI_FAIL;
+			continue;
+		}
 		stats_of(c, b, n, "TOPIC_PUT_NUMS", topic, &in_tps, &in_day);
 		/* the groups that read it, from each master */
 		for (size_t k = 0; k < n && groups == NULL; k++) {
@@ -907,7 +911,7 @@ cluster_stats(struct cli *c)
 	}
 	json_object_put(j);
 	cli_output(c, &t, all);
-	return CLI_OK;
+	return rc;
 }
 
 static const char *const NO_OPTS[] = {NULL};

@@ -476,11 +476,11 @@ group_delete(struct cli *c)
 
 			sp_rem_resp_free(&resp);
 			if (online) {
+				rc = cli_err("group %s has consumers online at %s; stop them first "
+					     "(or --force)",
+					     group, b[i].addr);
 				free(b);
-				return cli_err(
-					"group %s has consumers online at %s; stop them first "
-					"(or --force)",
-					group, b[i].addr);
+				return rc;
 			}
 		}
 		if (cli_call_ok(c, b[i].addr, WIRE_REQ_DELETE_SUBSCRIPTIONGROUP, ext, NULL, 0,

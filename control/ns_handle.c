@@ -558,7 +558,7 @@ h_topic_list(struct ns_state *st, struct ns_reply *r)
 static int
 h_delete_topic(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
 {
-	const char *topic;
+	const char *topic, *cluster = NULL;
 	uint32_t count = 0;
 	int rc;
 
@@ -566,7 +566,10 @@ h_delete_topic(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_re
 		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "topic is required");
 		return 0;
 	}
-	rc = route_db_delete_topic(st->db, topic, &count);
+	/* RocketMQ 4.9.4 on: only that cluster's brokers lose it */
+	if (ext_str(req, "clusterName", ROUTE_NAME_MAX, &cluster) != 0)
+		cluster = NULL;
+	rc = route_db_delete_topic(st->db, topic, cluster, &count);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc == 0)

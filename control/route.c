@@ -878,7 +878,7 @@ tset_without(const struct route_tset *ts, const char *name, size_t len, struct r
 }
 
 int
-route_db_delete_topic(struct route_db *db, const char *topic, uint32_t *count)
+route_db_delete_topic(struct route_db *db, const char *topic, const char *cluster, uint32_t *count)
 {
 	size_t len = strlen(topic);
 	uint64_t h = route_hash(topic, len);
@@ -892,7 +892,8 @@ route_db_delete_topic(struct route_db *db, const char *topic, uint32_t *count)
 		struct route_bname *b = tx.nt->b[i];
 		struct route_tset *n;
 
-		if (b->topics == NULL || tset_find(b->topics, topic, len, h) == NULL)
+		if (b->topics == NULL || tset_find(b->topics, topic, len, h) == NULL ||
+		    (cluster && strcmp(b->cluster, cluster) != 0))
 			continue;
 		b = txn_edit(&tx, b->name, false, &rc);
 		if (b == NULL || (rc = tset_without(b->topics, topic, len, &n)) != 0) {

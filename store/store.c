@@ -292,8 +292,11 @@ store_queue_retire(struct store *s, const char *topic)
 		s->n_queues--;
 		n++;
 	}
-	pthread_mutex_unlock(&s->qlock);
-	/* its files go now (still mapped by the retired queues: readers finish safely) */
+	/*
+	 * Its files go now, before anyone can open the name again (a slave's
+	 * replication dispatches under this lock); the retired queues keep their
+	 * mappings, so readers finish safely.
+	 */
 	snprintf(dir, sizeof(dir), "%s/%s", s->cq_dir, topic);
 	{
 		int rc = rm_rf(dir);
@@ -301,6 +304,7 @@ store_queue_retire(struct store *s, const char *topic)
 		if (rc != 0)
 			log_warn(STORE_TAG, "removing %s: %s", dir, strerror(-rc));
 	}
+	pthread_mutex_unlock(&s->qlock);
 	return n;
 }
 

@@ -182,12 +182,14 @@ MUST_CHECK int route_db_write_perm(struct route_db *db, const char *bname, bool 
 				   uint32_t *count);
 
 /**
- * route_db_delete_topic() - remove @topic from every brokerName's topic set
- * (a master that still has it brings it back with its next new topic set).
+ * route_db_delete_topic() - remove @topic from the topic set of every
+ * brokerName of @cluster (NULL: of every cluster); a master that still has it
+ * brings it back with its next new topic set.
  * @count: brokerNames that had it.
  * Context: writer. Return: 0, -ENOENT nowhere, -ENOMEM.
  */
-MUST_CHECK int route_db_delete_topic(struct route_db *db, const char *topic, uint32_t *count);
+MUST_CHECK int route_db_delete_topic(struct route_db *db, const char *topic, const char *cluster,
+				     uint32_t *count);
 
 /**
  * route_db_query_dv() - QUERY_DATA_VERSION: compare @dv with the stored one

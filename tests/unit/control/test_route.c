@@ -295,6 +295,41 @@ test_second_master_refused(void)
 	route_db_destroy(db);
 }
 
-T_MAIN(T_CASE(test_route_json_exact), T_CASE(test_heartbeat_publishes_nothing),
-       T_CASE(test_liveness), T_CASE(test_address_moves_and_limits), T_CASE(test_topic_names),
+/* DELETE_TOPIC_IN_NAMESRV: everywhere, or only in the named cluster's brokers. */
+static void
+test_delete_topic(void)
+{
+	struct route_db *db;
+	struct route_reg r = {.cluster = "C2",
+			      .bname = "broker-c",
+			      .addr = "10.0.0.9:10911",
+			      .ha_addr = "10.0.0.9:10912",
+			      .dv = {.timestamp = 1, .counter = 1},
+			      .conn = 3,
+			      .topics = topics("T", 2, 6)};
+	struct route_reg_out out;
+	uint32_t n = 0;
+	char *s;
+
+	T_ASSERT_EQ(route_db_create(&db), 0);
+	T_ASSERT_EQ(reg(db, "broker-a", "10.0.0.5:10911", 0, 1, topics("T", 2, 6), 1, 1000), 0);
+	T_ASSERT_EQ(route_db_register(db, &r, 1000, &out), 0);
+	/* only C2 loses T0: broker-a (DefaultCluster) keeps its route */
+	T_ASSERT_EQ(route_db_delete_topic(db, "T0", "C2", &n), 0);
+	T_ASSERT_EQ(n, 1);
+	s = route(db, "T0");
+	T_ASSERT(s != NULL && strstr(s, "broker-a") != NULL && strstr(s, "broker-c") == NULL);
+	free(s);
+	/* no cluster: every broker name */
+	T_ASSERT_EQ(route_db_delete_topic(db, "T1", NULL, &n), 0);
+	T_ASSERT_EQ(n, 2);
+	T_ASSERT(route(db, "T1") == NULL);
+	T_ASSERT_EQ(route_db_delete_topic(db, "T1", NULL, &n), -ENOENT);
+	T_ASSERT_EQ(route_db_delete_topic(db, "T0", "nope", &n), -ENOENT);
+	route_db_destroy(db);
+}
+
+T_MAIN(T_CASE(test_route_json_exact), T_CASE(test_delete_topic),
+       T_CASE(test_heartbeat_publishes_nothing), T_CASE(test_liveness),
+       T_CASE(test_address_moves_and_limits), T_CASE(test_topic_names),
        T_CASE(test_readers_race_writer), T_CASE(test_second_master_refused))
