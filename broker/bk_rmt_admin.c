@@ -106,6 +106,37 @@ bk_rmt__do_get_all(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd 
 	free(json);
 }
 
+/*
+ * A job of the control side's own (a slave's sync, a deletion): no connection,
+ * so its answer is dropped (bk_rmt__job_done() finds none). Return: it, NULL.
+ */
+static struct rjob *
+own_job(struct bk_rmt *r, uint16_t op, size_t req_cap, uint32_t resp_cap)
+{
+	struct rjob *j = calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->reqbuf = malloc(req_cap);
+	j->c.resp = malloc(resp_cap);
+	if (!j->reqbuf || !j->c.resp) {
+		free(j->reqbuf);
+		free(j->c.resp);
+		free(j);
+		return NULL;
+	}
+	j->conn = UINT32_MAX;
+	j->oneway = true;
+	j->c.op = op;
+	j->c.resp_cap = resp_cap;
+	j->c.req = j->reqbuf;
+	j->next = r->jobs;
+	if (r->jobs)
+		r->jobs->prev = j;
+	r->jobs = j;
+	return j;
+}
+
 int
 bk_rmt_offset_put(struct bk_rmt *r, const char *topic, const char *group, uint32_t qid,
 		  int64_t offset, bool raise)
@@ -124,27 +155,9 @@ bk_rmt_offset_put(struct bk_rmt *r, const char *topic, const char *group, uint32
 
 	if (t == NULL || qid >= t->nq || gl == 0 || gl > META_GROUP_MAX)
 		return -ENOENT;
-	j = calloc(1, sizeof(*j));
+	j = own_job(r, raise ? BK_ROP_OFFSET_RAISE : WIRE_DP_OP_UPDATE_OFFSET, gl + tl + 64, 256);
 	if (j == NULL)
 		return -ENOMEM;
-	j->reqbuf = malloc(gl + tl + 64);
-	j->c.resp = malloc(256);
-	if (!j->reqbuf || !j->c.resp) {
-		free(j->reqbuf);
-		free(j->c.resp);
-		free(j);
-		return -ENOMEM;
-	}
-	/* No connection: the answer is dropped (bk_rmt__job_done() finds none). */
-	j->conn = UINT32_MAX;
-	j->oneway = true;
-	j->c.op = raise ? BK_ROP_OFFSET_RAISE : WIRE_DP_OP_UPDATE_OFFSET;
-	j->c.resp_cap = 256;
-	j->c.req = j->reqbuf;
-	j->next = r->jobs;
-	if (r->jobs)
-		r->jobs->prev = j;
-	r->jobs = j;
 	len = wire_dp_offset_req_encode(WIRE_DP_OP_UPDATE_OFFSET, &o, j->reqbuf, gl + tl + 64);
 	if (len < 0) {
 		bk_rmt__job_free(r, j);
@@ -240,32 +253,14 @@ bk_rmt_offsets_drop(struct bk_rmt *r, char kind, const char *name)
 	for (uint32_t core = 0; core < r->bk->ncores; core++) {
 		for (uint32_t from = 0; from <= r->bk->cores[core].off_mask;
 		     from += BK_OFF_DROP_SPAN) {
-			struct rjob *j = calloc(1, sizeof(*j));
+			struct rjob *j = own_job(r, BK_ROP_OFFSET_DROP, len + 1, 16);
 
 			if (j == NULL)
 				return -ENOMEM;
-			j->reqbuf = malloc(len + 1);
-			j->c.resp = malloc(16);
-			if (!j->reqbuf || !j->c.resp) {
-				free(j->reqbuf);
-				free(j->c.resp);
-				free(j);
-				return -ENOMEM;
-			}
-			/* no connection: the answer is dropped (bk_rmt__job_done() finds none) */
-			j->conn = UINT32_MAX;
-			j->oneway = true;
-			j->c.op = BK_ROP_OFFSET_DROP;
-			j->c.resp_cap = 16;
-			j->c.req = j->reqbuf;
 			j->reqbuf[0] = (uint8_t)kind;
 			memcpy(j->reqbuf + 1, name, len);
 			j->c.req_len = (uint32_t)len + 1;
 			j->c.value = from;
-			j->next = r->jobs;
-			if (r->jobs)
-				r->jobs->prev = j;
-			r->jobs = j;
 			if (bk_rmt__job_post(r, j, (uint16_t)core) != 0)
 				err = -EAGAIN;
 		}

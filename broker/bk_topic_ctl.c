@@ -96,9 +96,27 @@ bk_ctl_reg_clear(struct bk_ctl *x)
 	x->nreg = 0;
 }
 
+/* topics.json from the registration snapshot, and a new registration at once. Return: 0, -errno. */
+static int
+persist(struct bk_ctl *x)
+{
+	struct meta_version v;
+	int err;
+
+	pthread_mutex_lock(&x->mu);
+	v = (struct meta_version){.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
+	err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
+	pthread_mutex_unlock(&x->mu);
+	if (err)
+		log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
+	if (x->breg)
+		ctl_breg_kick(x->breg);
+	return err;
+}
+
 /* Creates (or updates) topic @mt: store queues, publish, persist, register. */
 int
-bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
+bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool save)
 {
 	struct bk *bk = &x->bk;
 	struct bk_topic *t, *old;
@@ -146,16 +164,9 @@ bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist)
 	err = reg_add(x, t);
 	if (err)
 		return err;
-	if (persist) {
-		pthread_mutex_lock(&x->mu);
-		struct meta_version v = {.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
-
-		err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
-		pthread_mutex_unlock(&x->mu);
-		if (err)
-			log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
-	}
-	if (x->breg)
+	if (save)
+		(void)persist(x); /* logged; the topic serves, it is saved with the next change */
+	else if (x->breg)
 		ctl_breg_kick(x->breg);
 	return 0;
 }
@@ -231,17 +242,7 @@ bk_ctl_topic_delete(struct bk_ctl *x, const char *name)
 	/* no core reaches its queues now */
 	n = store_queue_retire(bk->store, name);
 	reg_remove(x, name);
-	pthread_mutex_lock(&x->mu);
-	{
-		struct meta_version v = {.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
-
-		err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
-	}
-	pthread_mutex_unlock(&x->mu);
-	if (err)
-		log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
-	if (x->breg)
-		ctl_breg_kick(x->breg);
+	err = persist(x);
 	log_info(BK_TAG,
 		 "topic %s deleted (%ld queues; its records stay in the CommitLog until "
 		 "retention)",

@@ -34,6 +34,38 @@ on_sigint(int sig)
 	stop_now = 1;
 }
 
+/* A PULL_MESSAGE header: no suspend, no commit, every tag (its strings live in @h). */
+struct pull_hdr {
+	char qid[16], off[24], max[24];
+	const char *ext[32];
+};
+
+static const char *const *
+pull_ext(struct pull_hdr *h, const char *group, const char *topic, uint32_t qid, int64_t off,
+	 int64_t max)
+{
+	size_t e = 0;
+
+	snprintf(h->qid, sizeof(h->qid), "%u", qid);
+	snprintf(h->off, sizeof(h->off), "%" PRId64, off);
+	snprintf(h->max, sizeof(h->max), "%" PRId64, max);
+#define KV(k, v) (h->ext[e++] = (k), h->ext[e++] = (v))
+	KV("consumerGroup", group);
+	KV("topic", topic);
+	KV("queueId", h->qid);
+	KV("queueOffset", h->off);
+	KV("maxMsgNums", h->max);
+	KV("sysFlag", "0");
+	KV("commitOffset", "0");
+	KV("suspendTimeoutMillis", "0");
+	KV("subscription", "*");
+	KV("subVersion", "0");
+	KV("expressionType", "TAG");
+#undef KV
+	h->ext[e] = NULL;
+	return h->ext;
+}
+
 /* ---- printing a message ---- */
 
 static bool
@@ -259,37 +291,15 @@ message_query(struct cli *c)
 		const char *bname = cli_opt(c, "broker");
 		struct cli_broker *b;
 		size_t n;
-		char qs[16], os[24];
-
 		if (!topic || cli_opt_i64(c, "offset", &o) || cli_opt_i64(c, "queue", &q) ||
 		    o < 0 || q < 0 || !bname)
 			return cli_usage(c, "--offset=N needs --topic=T --broker=NAME --queue=Q");
 		if (cli_topic_masters(c, topic, &b, &n) != 0)
 			return CLI_FAIL;
 		for (size_t i = 0; i < n; i++) {
-			const char *ext[] = {"consumerGroup",
-					     "TOOLS_CONSUMER",
-					     "topic",
-					     topic,
-					     "queueId",
-					     cli_fmt(qs, sizeof(qs), "%" PRId64, q),
-					     "queueOffset",
-					     cli_fmt(os, sizeof(os), "%" PRId64, o),
-					     "maxMsgNums",
-					     "1",
-					     "sysFlag",
-					     "0",
-					     "commitOffset",
-					     "0",
-					     "suspendTimeoutMillis",
-					     "0",
-					     "subscription",
-					     "*",
-					     "subVersion",
-					     "0",
-					     "expressionType",
-					     "TAG",
-					     NULL};
+			struct pull_hdr ph;
+			const char *const *ext =
+				pull_ext(&ph, "TOOLS_CONSUMER", topic, (uint32_t)q, o, 1);
 			struct sp_rem_resp resp;
 
 			if (strcmp(b[i].name, bname) != 0)
@@ -716,36 +726,12 @@ consume(struct cli *c)
 
 		for (size_t i = 0; i < nq && !stop_now && (max < 0 || got < max); i++) {
 			struct tq *q = &qs[i];
-			char qid[16], off[24], nmax[24];
-			const char *ext[] = {"consumerGroup",
-					     group ? group : "TOOLS_CONSUMER",
-					     "topic",
-					     topic,
-					     "queueId",
-					     qid,
-					     "queueOffset",
-					     off,
-					     "maxMsgNums",
-					     nmax,
-					     "sysFlag",
-					     "0",
-					     "commitOffset",
-					     "0",
-					     "suspendTimeoutMillis",
-					     "0",
-					     "subscription",
-					     "*",
-					     "subVersion",
-					     "0",
-					     "expressionType",
-					     "TAG",
-					     NULL};
+			struct pull_hdr ph;
+			const char *const *ext = pull_ext(
+				&ph, group ? group : "TOOLS_CONSUMER", topic, q->qid, q->next,
+				max < 0 || max - got > 32 ? (int64_t)32 : max - got);
 			struct sp_rem_resp resp;
 
-			snprintf(qid, sizeof(qid), "%u", q->qid);
-			snprintf(off, sizeof(off), "%" PRId64, q->next);
-			snprintf(nmax, sizeof(nmax), "%" PRId64,
-				 max < 0 || max - got > 32 ? (int64_t)32 : max - got);
 			if (tq_call(c, q, WIRE_REQ_PULL_MESSAGE, ext, NULL, 0, &resp) != 0) {
 				rc = CLI_FAIL;
 				stop_now = 1;
