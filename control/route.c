@@ -1115,8 +1115,9 @@ route_json_cluster(const struct route_table *t, uint8_t **out, size_t *out_len)
 	return jbuf_finish(&o, out, out_len);
 }
 
-int
-route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_len)
+/* {"topicList":[...]}: each topic once, over the brokerNames of @cluster (NULL: all). */
+static int
+topic_list_json(const struct route_table *t, const char *cluster, uint8_t **out, size_t *out_len)
 {
 	struct jbuf o;
 	bool first = true;
@@ -1126,7 +1127,7 @@ route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_le
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct route_tset *ts = t->b[i]->topics;
 
-		if (ts == NULL)
+		if (ts == NULL || (cluster && strcmp(t->b[i]->cluster, cluster) != 0))
 			continue;
 		for (uint32_t k = 0; k < ts->n; k++) {
 			const struct route_topic *tp = &ts->topics[k];
@@ -1135,12 +1136,12 @@ route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_le
 
 			if (tp->name_len == 0)
 				continue;
-			/* Listed already by an earlier brokerName? */
-			for (uint32_t j = 0; j < i && !dup; j++) {
+			/* Listed already by an earlier brokerName (of that cluster)? */
+			for (uint32_t j = 0; j < i && !dup; j++)
 				dup = t->b[j]->topics != NULL &&
+				      (!cluster || strcmp(t->b[j]->cluster, cluster) == 0) &&
 				      tset_find(t->b[j]->topics, name, tp->name_len, tp->hash) !=
 					      NULL;
-			}
 			if (dup)
 				continue;
 			if (!first)
@@ -1154,41 +1155,16 @@ route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_le
 }
 
 int
+route_json_topic_list(const struct route_table *t, uint8_t **out, size_t *out_len)
+{
+	return topic_list_json(t, NULL, out, out_len);
+}
+
+int
 route_json_cluster_topics(const struct route_table *t, const char *cluster, uint8_t **out,
 			  size_t *out_len)
 {
-	struct jbuf o;
-	bool first = true;
-
-	jbuf_init(&o);
-	jbuf_lit(&o, "{\"topicList\":[");
-	for (uint32_t i = 0; i < t->n; i++) {
-		const struct route_tset *ts = t->b[i]->topics;
-
-		if (ts == NULL || strcmp(t->b[i]->cluster, cluster) != 0)
-			continue;
-		for (uint32_t k = 0; k < ts->n; k++) {
-			const struct route_topic *tp = &ts->topics[k];
-			const char *name = ts->names + tp->name_off;
-			bool dup = false;
-
-			if (tp->name_len == 0)
-				continue;
-			for (uint32_t j = 0; j < i && !dup; j++)
-				dup = t->b[j]->topics != NULL &&
-				      strcmp(t->b[j]->cluster, cluster) == 0 &&
-				      tset_find(t->b[j]->topics, name, tp->name_len, tp->hash) !=
-					      NULL;
-			if (dup)
-				continue;
-			if (!first)
-				jbuf_lit(&o, ",");
-			first = false;
-			jbuf_str(&o, name, tp->name_len);
-		}
-	}
-	jbuf_lit(&o, "]}");
-	return jbuf_finish(&o, out, out_len);
+	return topic_list_json(t, cluster, out, out_len);
 }
 
 int
