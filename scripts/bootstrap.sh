@@ -25,7 +25,7 @@ PKGS=(
 	# build
 	build-essential meson ninja-build pkgconf python3
 	# libraries
-	liburcu-dev libjemalloc-dev zlib1g-dev libisal-dev libjson-c-dev libjansson-dev
+	liburcu-dev libjemalloc-dev zlib1g-dev libisal-dev libjson-c-dev libjansson-dev libyaml-dev libssl-dev
 	dpdk-dev libdpdk-dev
 	libbenchmark-dev
 	# network namespaces and the af_packet port's ICMP guard (af_packet runs)

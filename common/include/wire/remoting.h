@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/hmac.h"
 #include "wire/kv.h"
 
 #define WIRE_REM_FRAME_MAX_DEFAULT (16u << 20) /* Netty's default frameMaxLength */
@@ -226,5 +227,15 @@ MUST_CHECK int wire_rem_ext_add(struct wire_rem_cmd *cmd, const char *key, const
 
 /* Return: the LanguageCode name ("JAVA"), or NULL when out of range. */
 const char *wire_rem_lang_name(unsigned lang);
+
+/**
+ * wire_rem_sign() - RocketMQ's ACL signature of @cmd (its extFields but
+ * Signature and _UNIQUE_KEY_QUERY, sorted by key, values concatenated, then
+ * the body; HmacSHA1 with the secret absorbed in @key; base64) into @out.
+ * A signer adds AccessKey (and the fields it signs) first, then Signature.
+ * Context: any thread, pure, no allocation.
+ */
+void wire_rem_sign(const struct wire_rem_cmd *cmd, const struct hmac_sha1 *key,
+		   char out[HMAC_B64_LEN + 1]);
 
 #endif /* SP_WIRE_REMOTING_H */
