@@ -83,7 +83,16 @@ struct bk_ctl {
 	bool groups_dirty;	 /* a group made by a heartbeat, not saved yet */
 	uint64_t groups_save_ms; /* not before (ms, monotonic) */
 	struct bk_stats *stats;	 /* bk_stats_ctl.c: control thread only */
+	/* the ACL file (bk_acl_ctl.c): control thread only */
+	char acl_path[PATH_MAX];
+	uint64_t acl_sig;
+	uint64_t acl_next_ms;
 };
+
+/* aclEnable/aclFile (bk_acl_ctl.c): load at start (0, -errno logged), watch, free at stop. */
+int bk_acl_start(struct bk_ctl *x);
+void bk_acl_tick(struct bk_ctl *x, uint64_t now_ms);
+void bk_acl_stop(struct bk_ctl *x);
 
 /* Every broker key (bk_keys.c). */
 extern const struct cfg_key bk_keys[];

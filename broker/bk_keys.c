@@ -88,6 +88,16 @@ const struct cfg_key bk_keys[] = {
 	 "who may send admin requests on listenPort (topics, groups, config, stats, resets): "
 	 "IPv4 addresses and ADDR/BITS networks, comma-separated, * for anyone; a slave's sync "
 	 "(GET_ALL_*) is always allowed"},
+	{"aclEnable", CFG_BOOL, "false", 0, 0, NULL,
+	 "check every request on listenPort and every dataplane session against aclFile's "
+	 "accounts (RocketMQ's plain ACL; docs/security.md)"},
+	{"aclFile", CFG_STRING, NULL, 0, 1024, NULL,
+	 "plain_acl.yml (RocketMQ's format), required with aclEnable; must not be readable by "
+	 "others; reloaded within 2 s of a change"},
+	{"accessKey", CFG_STRING, NULL, 0, 256, NULL,
+	 "the account this broker signs its requests to NameServers and (a slave) to its master "
+	 "with"},
+	{"secretKey", CFG_STRING, NULL, 0, 256, NULL, "accessKey's secret (never shown)", true},
 	{"autoCreateTopicEnable", CFG_BOOL, "true", 0, 0, NULL,
 	 "create a topic on its first SEND (defaultTopicQueueNums queues)"},
 	{"defaultTopicQueueNums", CFG_INT, "4", 1, 1024, NULL, "queues of an auto-created topic"},

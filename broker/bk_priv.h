@@ -444,8 +444,25 @@ struct bk_conf {
 	uint64_t timer_roll_ms; /* a timer record is written again this often until due */
 };
 
+/* Why the ACL refused a request (bk_rmt_acl.c, and the cores' CONNECT check). */
+enum bk_acl_reason {
+	BK_ACL_NO_KEY,
+	BK_ACL_UNKNOWN_KEY,
+	BK_ACL_BAD_SIG,
+	BK_ACL_NOT_ADMIN,
+	BK_ACL_NO_PERM,
+	BK_ACL_REASONS,
+};
+
+/* "no_access_key", "bad_signature"... for logs and stats. */
+const char *bk_acl_reason_name(unsigned reason);
+
+struct acl;
+
 struct bk {
 	struct bk_conf conf;
+	/* RCU: aclEnable's accounts (common/acl.h); NULL: ACL off. bk_acl_ctl.c publishes. */
+	struct acl *acl;
 	struct store *store;
 	struct bk_ttab *ttab;  /* RCU */
 	struct bk_gtab *gtab;  /* RCU: subscription group settings the cores apply; NULL none */

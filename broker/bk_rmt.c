@@ -496,6 +496,8 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	}
 	c->lang = q->language;
 	c->version = q->version;
+	if (bk_rmt__acl_refuses(r, c, q, admin_code(q->code)))
+		return;
 	if (admin_code(q->code) && !cidr_list_has(&r->conf.admin_addrs, c->peer.ip)) {
 		snprintf(remark, sizeof(remark),
 			 "admin request %d refused: %s is not in adminAllowedAddrs", q->code,

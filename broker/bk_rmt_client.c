@@ -138,8 +138,8 @@ js(json_object *o, const char *k)
 	return json_object_get_string(v);
 }
 
-static json_object *
-jparse(const uint8_t *b, size_t len)
+json_object *
+bk_rmt__jparse(const uint8_t *b, size_t len)
 {
 	struct json_tokener *tok;
 	json_object *o;
@@ -227,7 +227,7 @@ group_kind(struct rgroup *g, json_object *cd)
 void
 bk_rmt__do_heartbeat(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
-	json_object *o = jparse(q->body, q->body_len), *set;
+	json_object *o = bk_rmt__jparse(q->body, q->body_len), *set;
 	const char *cid;
 
 	if (o == NULL || (cid = js(o, "clientID")) == NULL || strlen(cid) >= 256) {
@@ -405,7 +405,7 @@ lock_find(struct bk_rmt *r, const char *g, const char *t, int32_t qid)
 void
 bk_rmt__do_lock(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, bool lock)
 {
-	json_object *o = jparse(q->body, q->body_len), *set, *ok = NULL, *res = NULL;
+	json_object *o = bk_rmt__jparse(q->body, q->body_len), *set, *ok = NULL, *res = NULL;
 	const char *g = o ? js(o, "consumerGroup") : NULL;
 	const char *cid = o ? js(o, "clientId") : NULL;
 	struct rresp out = {

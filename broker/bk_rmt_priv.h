@@ -13,7 +13,8 @@
  *                    info, a slave's GET_ALL_* (AdminBrokerProcessor);
  *  - bk_rmt_stats.c  the admin requests over every queue of a topic or group:
  *                    topic stats, consume stats, offset reset, consumed by who;
- *  - bk_rmt_tx.c     END_TRANSACTION and check-backs.
+ *  - bk_rmt_tx.c     END_TRANSACTION and check-backs;
+ *  - bk_rmt_acl.c    the ACL check every request passes first (aclEnable).
  * Everything here runs on the control thread (docs/ownership.md).
  */
 #ifndef SP_BROKER_BK_RMT_PRIV_H
@@ -151,6 +152,8 @@ struct bk_rmt {
 	/* the configuration's DataVersion (GET_BROKER_CONFIG's header) */
 	uint64_t config_version;
 	int64_t config_version_ms;
+	/* requests the ACL refused, by reason (bk_rmt_acl.c) */
+	uint64_t acl_denied[BK_ACL_REASONS];
 };
 
 /*
@@ -335,5 +338,15 @@ void bk_rmt__proxy_answer(struct bk_rmt *r, struct rconn *c, const struct wire_r
 void bk_rmt__proxy_sweep(struct bk_rmt *r);
 void bk_rmt__do_consumer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_producer_conns(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
+
+/* A request body as JSON (json-c, strict); NULL if it is not. The caller puts it. */
+struct json_object *bk_rmt__jparse(const uint8_t *b, size_t len);
+
+/*
+ * bk_rmt__acl_refuses() - with aclEnable, is @q refused (then it is answered
+ * NO_PERMISSION and counted)? @admin: an admin request (admin accounts only).
+ */
+bool bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
+			 bool admin);
 
 #endif /* SP_BROKER_BK_RMT_PRIV_H */

@@ -107,6 +107,10 @@ round_once(struct bk_sync *s)
 	}
 	if (s->conn == NULL) {
 		rc = sp_rem_connect(addr, SYNC_TIMEOUT_MS, &s->conn);
+		if (rc == 0 && (rc = ctl_breg_credentials(s->breg, s->conn)) != 0) {
+			sp_rem_close(s->conn);
+			s->conn = NULL;
+		}
 		if (rc != 0) {
 			log_warn_ratelimited(SYNC_TAG, "cannot reach master %s: %s", addr,
 					     strerror(-rc));

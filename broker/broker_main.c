@@ -701,6 +701,7 @@ run(struct bk_ctl *x, int sfd)
 		bk_ctl_admin_tick(x, clk_mono_ns() / 1000000);
 		bk_stats_tick(x, clk_mono_ns() / 1000000);
 		bk_group_tick(x, clk_mono_ns() / 1000000);
+		bk_acl_tick(x, clk_mono_ns() / 1000000);
 		bk_slave_follow_poll(x);
 		bk_slave_sync_apply(x);
 		if (atomic_load(&x->bk.restart)) {
@@ -849,6 +850,8 @@ main(int argc, char **argv)
 		log_err(BK_TAG, "signalfd/eventfd: %s", strerror(errno));
 		goto out;
 	}
+	if (bk_acl_start(x) != 0)
+		goto out;
 	{
 		/* Listen first: listenPort=0 picks a port, and records carry it (STOREHOST). */
 		struct bk_rmt_conf rcf = {
@@ -981,6 +984,8 @@ main(int argc, char **argv)
 			.snapshot = reg_snapshot,
 			.release = reg_release,
 			.arg = x,
+			.access_key = cfg_get_str(cfg, "accessKey"),
+			.secret_key = cfg_get_str(cfg, "secretKey"),
 		};
 
 		snprintf(addr, sizeof(addr), "%s:%u", cfg_get_str(cfg, "brokerIP1"),
@@ -1068,6 +1073,7 @@ out_store:
 		store_close(x->bk.store);
 out:
 	bk_rmt_destroy(x->rmt);
+	bk_acl_stop(x);
 	log_info(BK_TAG, "stopped");
 	if (x->bk.efd > 0)
 		close(x->bk.efd);

@@ -38,6 +38,9 @@ struct cli {
 	const char *namesrv; /* "a:p;b:p" (--namesrv, NAMESRV_ADDR) */
 	bool json;	     /* --json: one JSON document (or one per line) */
 	uint32_t timeout_ms;
+	/* --access-key/--secret-key (SPROCKET_ACCESS_KEY, SPROCKET_SECRET_KEY): sign requests */
+	const char *ak;
+	const char *sk;
 	const char *cmd; /* "topic create", for messages */
 	size_t nopt;
 	const char *opt_k[CLI_OPTS_MAX]; /* --k=v, or a flag --k (v ""); -n N */
@@ -80,6 +83,8 @@ int cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Return: 0 with @resp (free it) whatever its code; CLI_FAIL after saying
  * why the call failed (naming @addr).
  */
+/* sp_rem_connect() and, with --access-key, sp_rem_credentials(). Return: 0, -errno. */
+int cli_connect(const struct cli *c, const char *addr, struct sp_rem **out);
 int cli_call(const struct cli *c, const char *addr, int32_t code, const char *const *ext,
 	     const void *body, size_t len, struct sp_rem_resp *resp);
 /* As cli_call(), and a code other than SUCCESS is said too (naming @addr); the response is freed. */

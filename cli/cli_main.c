@@ -77,7 +77,9 @@ usage_cmd(const struct cli_cmd *c)
 	printf("\noptions:");
 	for (size_t i = 0; c->opts[i]; i++)
 		printf(" --%s", c->opts[i]);
-	printf("\nglobal: --namesrv=ADDR --json --timeout-ms=MS --help\n");
+	printf("\nglobal: --namesrv=ADDR --json --timeout-ms=MS --access-key=AK --secret-key=SK "
+	       "(or SPROCKET_ACCESS_KEY, SPROCKET_SECRET_KEY: brokers and NameServers with ACL on) "
+	       "--help\n");
 }
 
 static bool
@@ -188,6 +190,8 @@ main(int argc, char **argv)
 		}
 		if (!(strcmp(c.opt_k[c.nopt], "namesrv") == 0 ||
 		      strcmp(c.opt_k[c.nopt], "json") == 0 ||
+		      strcmp(c.opt_k[c.nopt], "access-key") == 0 ||
+		      strcmp(c.opt_k[c.nopt], "secret-key") == 0 ||
 		      strcmp(c.opt_k[c.nopt], "timeout-ms") == 0)) {
 			fprintf(stderr, "sprocket: unknown option --%s (sprocket --help)\n",
 				c.opt_k[c.nopt]);
@@ -284,5 +288,15 @@ main(int argc, char **argv)
 	if (cli_opt_i64(&c, "timeout-ms", &t) != 0 || t < 1 || t > 600000)
 		return cli_usage(&c, "--timeout-ms must be 1..600000");
 	c.timeout_ms = (uint32_t)t;
+	c.ak = cli_opt(&c, "access-key");
+	c.sk = cli_opt(&c, "secret-key");
+	if (!c.ak || !*c.ak)
+		c.ak = getenv("SPROCKET_ACCESS_KEY");
+	if (!c.sk || !*c.sk)
+		c.sk = getenv("SPROCKET_SECRET_KEY");
+	if (c.ak && *c.ak && (!c.sk || !*c.sk))
+		return cli_usage(&c, "--access-key needs --secret-key (or SPROCKET_SECRET_KEY)");
+	if (!c.ak || !*c.ak)
+		c.ak = c.sk = NULL;
 	return cmd->run(&c);
 }

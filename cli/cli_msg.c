@@ -456,7 +456,7 @@ tq_call(const struct cli *c, struct tq *q, int32_t code, const char *const *ext,
 		if (wire_rem_ext_add(&r, ext[i], ext[i + 1]) != 0)
 			return cli_err("too many request fields");
 	if (q->conn == NULL) {
-		err = sp_rem_connect(q->addr, c->timeout_ms, &q->conn);
+		err = cli_connect(c, q->addr, &q->conn);
 		if (err)
 			return cli_err("%s: cannot connect: %s", q->addr, strerror(-err));
 	}

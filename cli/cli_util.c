@@ -133,6 +133,18 @@ cli_said_no(const char *addr, const struct sp_rem_resp *resp)
 }
 
 int
+cli_connect(const struct cli *c, const char *addr, struct sp_rem **out)
+{
+	int err = sp_rem_connect(addr, c->timeout_ms, out);
+
+	if (err == 0 && c->ak && (err = sp_rem_credentials(*out, c->ak, c->sk)) != 0) {
+		sp_rem_close(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+int
 cli_call(const struct cli *c, const char *addr, int32_t code, const char *const *ext,
 	 const void *body, size_t len, struct sp_rem_resp *resp)
 {
@@ -146,7 +158,7 @@ cli_call(const struct cli *c, const char *addr, int32_t code, const char *const 
 	for (size_t i = 0; ext && ext[i] && ext[i + 1]; i += 2)
 		if (wire_rem_ext_add(&q, ext[i], ext[i + 1]) != 0)
 			return cli_err("too many request fields");
-	err = sp_rem_connect(addr, c->timeout_ms, &r);
+	err = cli_connect(c, addr, &r);
 	if (err)
 		return cli_err("%s: cannot connect: %s", addr, strerror(-err));
 	err = sp_rem_call(r, &q, body, len, c->timeout_ms, 0, resp);

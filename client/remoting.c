@@ -48,6 +48,9 @@ struct sp_rem {
 	uint8_t *rbuf; /* received bytes not yet consumed, from offset 0 */
 	size_t rlen;
 	size_t rcap;
+	char *ak; /* sp_rem_credentials(): sign requests */
+	struct hmac_sha1 key;
+	char sig[HMAC_B64_LEN + 1];
 };
 
 /* Milliseconds left until @deadline_ns for poll(): 0 when past. */
@@ -194,6 +197,22 @@ sp_rem_connect(const char *addr, uint32_t timeout_ms, struct sp_rem **out)
 	return 0;
 }
 
+int
+sp_rem_credentials(struct sp_rem *c, const char *ak, const char *sk)
+{
+	char *k;
+
+	if (!ak || !sk || !ak[0] || !sk[0] || strlen(ak) > 256 || strlen(sk) > 256)
+		return -EINVAL;
+	k = strdup(ak);
+	if (!k)
+		return -ENOMEM;
+	free(c->ak);
+	c->ak = k;
+	hmac_sha1_key(&c->key, sk, strlen(sk));
+	return 0;
+}
+
 void
 sp_rem_close(struct sp_rem *c)
 {
@@ -201,6 +220,8 @@ sp_rem_close(struct sp_rem *c)
 		return;
 	close(c->fd);
 	free(c->rbuf);
+	free(c->ak);
+	memset(&c->key, 0, sizeof(c->key));
 	free(c);
 }
 
@@ -379,6 +400,7 @@ sp_rem_call(struct sp_rem *c, struct wire_rem_cmd *req, const void *body, size_t
 {
 	uint64_t deadline = clk_mono_ns() + (uint64_t)timeout_ms * 1000000;
 	struct iovec iov[2];
+	uint16_t n_ext;
 	size_t hlen = 0;
 	size_t cap;
 	uint8_t *hdr;
@@ -396,11 +418,25 @@ sp_rem_call(struct sp_rem *c, struct wire_rem_cmd *req, const void *body, size_t
 	req->opaque = c->opaque;
 	req->body = body;
 	req->body_len = (uint32_t)body_len;
+	n_ext = req->n_ext;
+	if (c->ak) {
+		/* the caller's fields, AccessKey, then Signature over all of them */
+		if ((rc = wire_rem_ext_add(req, "AccessKey", c->ak)) != 0)
+			return rc;
+		wire_rem_sign(req, &c->key, c->sig);
+		if ((rc = wire_rem_ext_add(req, "Signature", c->sig)) != 0) {
+			req->n_ext = n_ext;
+			return rc;
+		}
+	}
 	cap = header_cap(req);
 	hdr = malloc(cap);
-	if (hdr == NULL)
+	if (hdr == NULL) {
+		req->n_ext = n_ext;
 		return -ENOMEM;
+	}
 	rc = wire_rem_encode_header(req, hdr, cap, &hlen);
+	req->n_ext = n_ext; /* a retry of @req signs again */
 	if (rc != 0) {
 		/* Nothing was sent: the connection is still usable. */
 		free(hdr);

@@ -81,6 +81,7 @@ range(const char *s, size_t n, struct acl_range *r)
 {
 	unsigned k = 0;
 	size_t at = 0;
+	bool star = false;
 
 	while (n && (s[0] == ' ' || s[0] == '\t')) {
 		s++;
@@ -92,18 +93,21 @@ range(const char *s, size_t n, struct acl_range *r)
 		return false;
 	for (;;) {
 		size_t e = at;
+		bool is_star;
 
 		while (e < n && s[e] != '.')
 			e++;
-		if (k == 4 || !segment(s + at, e - at, &r->lo[k], &r->hi[k]))
-			return false;
+		is_star = e - at == 1 && s[at] == '*';
+		if (k == 4 || (star && !is_star) || !segment(s + at, e - at, &r->lo[k], &r->hi[k]))
+			return false; /* "1.2.*.4" is ambiguous: after a "*" only "*" */
+		star = is_star;
 		k++;
 		if (e == n)
 			break;
 		at = e + 1;
 	}
 	if (k < 4) {
-		if (r->lo[k - 1] != 0 || r->hi[k - 1] != 255)
+		if (!star)
 			return false;
 		for (; k < 4; k++) {
 			r->lo[k] = 0;
@@ -736,6 +740,8 @@ acl_load(const char *path, struct acl **out, uint64_t *st_sig, char *why, size_t
 		say(why, why_len, "cannot stat the ACL file %s: %s", path, strerror(-err));
 		return err;
 	}
+	if (st_sig)
+		*st_sig = st_sig_of(&st); /* also on error: a caller says so once per change */
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		close(fd);
 		say(why, why_len,
@@ -767,7 +773,5 @@ acl_load(const char *path, struct acl **out, uint64_t *st_sig, char *why, size_t
 	err = acl_parse(buf, got, out, why, why_len);
 	memset(buf, 0, got);
 	free(buf);
-	if (err == 0 && st_sig)
-		*st_sig = st_sig_of(&st);
 	return err;
 }

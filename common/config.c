@@ -948,6 +948,8 @@ cfg_to_text(const struct cfg *cfg, char **out, size_t *out_len)
 			break;
 		case CFG_STRING:
 			val = v->s != NULL ? v->s : "";
+			if (k->secret && val[0])
+				val = "******";
 			break;
 		case CFG_ENUM:
 			val = v->choice != NULL ? v->choice : "";

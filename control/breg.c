@@ -99,6 +99,7 @@ struct ctl_breg {
 	ctl_breg_snapshot_fn snapshot;
 	ctl_breg_release_fn release;
 	void *arg;
+	char *ak, *sk; /* accessKey/secretKey, or NULL */
 	pthread_t agent;
 	bool agent_started;
 	uint32_t n_ns;
@@ -327,6 +328,12 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
 			rc = sp_rem_connect(ns->addr, left, &ns->conn);
 			if (rc != 0)
 				return rc;
+			rc = ctl_breg_credentials(ns->b, ns->conn);
+			if (rc != 0) {
+				sp_rem_close(ns->conn);
+				ns->conn = NULL;
+				return rc;
+			}
 			left = ms_until(deadline);
 		}
 		rc = sp_rem_call(ns->conn, cmd, body, len, left, 0, &resp);
@@ -578,6 +585,11 @@ breg_destroy(struct ctl_breg *b)
 	pthread_mutex_destroy(&b->mu);
 	free(b->ns);
 	free(b->strs);
+	free(b->ak);
+	if (b->sk) {
+		memset(b->sk, 0, strlen(b->sk));
+		free(b->sk);
+	}
 	free(b);
 }
 
@@ -674,6 +686,12 @@ ns_parse(struct ctl_breg *b, const char *list)
 }
 
 int
+ctl_breg_credentials(const struct ctl_breg *b, struct sp_rem *c)
+{
+	return b->ak ? sp_rem_credentials(c, b->ak, b->sk) : 0;
+}
+
+int
 ctl_breg_start(const struct ctl_breg_cfg *cfg, struct ctl_breg **out)
 {
 	pthread_condattr_t ca;
@@ -711,6 +729,14 @@ ctl_breg_start(const struct ctl_breg_cfg *cfg, struct ctl_breg **out)
 	b->release = cfg->release;
 	b->arg = cfg->arg;
 	b->kick_gen = 1; /* the first round counts as a kick */
+	if (cfg->access_key && cfg->access_key[0] && cfg->secret_key && cfg->secret_key[0]) {
+		b->ak = strdup(cfg->access_key);
+		b->sk = strdup(cfg->secret_key);
+		if (!b->ak || !b->sk) {
+			rc = -ENOMEM;
+			goto err_destroy;
+		}
+	}
 	if ((rc = info_copy(b, &cfg->info)) != 0 || (rc = ns_parse(b, cfg->namesrv)) != 0)
 		goto err_destroy;
 	for (uint32_t i = 0; i < b->n_ns; i++) {

@@ -59,6 +59,14 @@ MUST_CHECK int sp_rem_call(struct sp_rem *c, struct wire_rem_cmd *req, const voi
 MUST_CHECK int sp_rem_next(struct sp_rem *c, uint32_t timeout_ms, size_t frame_max,
 			   struct sp_rem_resp *resp);
 
+/**
+ * sp_rem_credentials() - sign every later request on @c as RocketMQ's ACL
+ * client does (AccessKey and Signature extFields, HmacSHA1 with @sk;
+ * docs/security.md). @ak is copied; @sk is absorbed and not kept.
+ * Return: 0, -EINVAL (empty or too long), -ENOMEM.
+ */
+MUST_CHECK int sp_rem_credentials(struct sp_rem *c, const char *ak, const char *sk);
+
 void sp_rem_resp_free(struct sp_rem_resp *resp);
 void sp_rem_close(struct sp_rem *c);
 

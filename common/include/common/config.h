@@ -50,6 +50,7 @@ struct cfg_key {
 	int64_t max;
 	const char *const *choices; /* CFG_ENUM only */
 	const char *help;
+	bool secret; /* never shown: cfg_to_text() writes "******" when set */
 };
 
 struct cfg;

@@ -80,6 +80,9 @@ struct ctl_breg_cfg {
 	ctl_breg_snapshot_fn snapshot;
 	ctl_breg_release_fn release;
 	void *arg;
+	/* the broker's accessKey/secretKey: every request to a NameServer is signed (NULL: not) */
+	const char *access_key;
+	const char *secret_key;
 };
 
 struct ctl_breg;
@@ -130,6 +133,15 @@ MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
  * Return: true when an answer named a master (@ha may be "" if it sent none).
  */
 bool ctl_breg_master(struct ctl_breg *b, char *ha, size_t ha_cap, char *addr, size_t addr_cap);
+
+struct sp_rem;
+
+/**
+ * ctl_breg_credentials() - sign what goes out on @c with the broker's
+ * accessKey/secretKey (a slave's sync with its master). No-op without them.
+ * Return: 0, -errno of sp_rem_credentials().
+ */
+MUST_CHECK int ctl_breg_credentials(const struct ctl_breg *b, struct sp_rem *c);
 
 /**
  * ctl_breg_stop() - stop the agent: send UNREGISTER_BROKER to every
