@@ -76,7 +76,8 @@ bk_acl_tick(struct bk_ctl *x, uint64_t now_ms)
 	if (!acl_changed(x->acl_path, x->acl_sig))
 		return;
 	if (acl_load(x->acl_path, &a, &sig, why, sizeof(why)) != 0) {
-		log_err(ACL_TAG, "%s changed but cannot be used, the accounts stay as they were: %s",
+		log_err(ACL_TAG,
+			"%s changed but cannot be used, the accounts stay as they were: %s",
 			x->acl_path, why);
 		x->acl_sig = sig; /* said once per change (0: gone; said when it is back) */
 		return;

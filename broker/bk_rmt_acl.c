@@ -158,8 +158,8 @@ resources(struct needs *ns, const struct wire_rem_cmd *q)
 }
 
 static const char *const reason_names[BK_ACL_REASONS] = {
-	[BK_ACL_NO_KEY] = "no_access_key",   [BK_ACL_UNKNOWN_KEY] = "unknown_access_key",
-	[BK_ACL_BAD_SIG] = "bad_signature",  [BK_ACL_NOT_ADMIN] = "not_admin",
+	[BK_ACL_NO_KEY] = "no_access_key",  [BK_ACL_UNKNOWN_KEY] = "unknown_access_key",
+	[BK_ACL_BAD_SIG] = "bad_signature", [BK_ACL_NOT_ADMIN] = "not_admin",
 	[BK_ACL_NO_PERM] = "no_permission",
 };
 
@@ -221,19 +221,21 @@ bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd
 	sig = wire_rem_ext_get(q, "Signature");
 	wire_rem_sign(q, &acc->key, want);
 	if (!sig || sig->val_len != HMAC_B64_LEN || !hmac_equal(sig->val, want, HMAC_B64_LEN)) {
-		snprintf(remark, sizeof(remark), "Check signature failed for accessKey=%s", acc->ak);
+		snprintf(remark, sizeof(remark), "Check signature failed for accessKey=%s",
+			 acc->ak);
 		return refuse(r, c, q, BK_ACL_BAD_SIG, remark);
 	}
 	if (admin && !acc->admin) {
 		snprintf(remark, sizeof(remark),
-			 "Need admin permission for request code=%d, but accessKey=%s is not", q->code,
-			 acc->ak);
+			 "Need admin permission for request code=%d, but accessKey=%s is not",
+			 q->code, acc->ak);
 		return refuse(r, c, q, BK_ACL_NOT_ADMIN, remark);
 	}
 	resources(&ns, q);
 	/* RocketMQ lets anyone signed publish message traces */
 	if (ns.n == 1 && !ns.v[0].group && ns.v[0].perm == ACL_PUB &&
-	    ns.v[0].len == strlen(TRACE_TOPIC) && memcmp(ns.v[0].name, TRACE_TOPIC, ns.v[0].len) == 0)
+	    ns.v[0].len == strlen(TRACE_TOPIC) &&
+	    memcmp(ns.v[0].name, TRACE_TOPIC, ns.v[0].len) == 0)
 		goto done;
 	if (ns.overflow) {
 		snprintf(remark, sizeof(remark),

@@ -297,8 +297,7 @@ acc_cmp(const void *x, const void *y)
 }
 
 bool
-acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool group,
-	    uint8_t needed)
+acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool group, uint8_t needed)
 {
 	uint32_t lo = 0, hi = acc->nres;
 
@@ -422,8 +421,7 @@ addr_item(struct walk *w, const char *s, void *arg)
 	if (err == -EAFNOSUPPORT) {
 		say(w->why, w->why_len, "address pattern '%.64s': IPv6 is not supported", s);
 		err = -EINVAL;
-	}
-	else if (err == -ENOMEM)
+	} else if (err == -ENOMEM)
 		say(w->why, w->why_len, "out of memory");
 	else if (err)
 		say(w->why, w->why_len,
@@ -520,8 +518,8 @@ account(struct walk *w, yaml_node_t *m, struct acl_account *acc, unsigned idx)
 	if (!ak || !sk || strlen(ak) < ACL_KEY_MIN || strlen(sk) < ACL_KEY_MIN ||
 	    strlen(ak) > ACL_KEY_MAX || strlen(sk) > ACL_KEY_MAX) {
 		say(w->why, w->why_len,
-		    "accounts[%u]: accessKey and secretKey are required, %d to %d characters",
-		    idx, ACL_KEY_MIN, ACL_KEY_MAX);
+		    "accounts[%u]: accessKey and secretKey are required, %d to %d characters", idx,
+		    ACL_KEY_MIN, ACL_KEY_MAX);
 		return -EINVAL;
 	}
 	for (const char *p = ak; *p; p++)
@@ -546,8 +544,8 @@ account(struct walk *w, yaml_node_t *m, struct acl_account *acc, unsigned idx)
 			return err;
 	}
 	s = scalar(map_get(w, m, "admin"));
-	acc->admin = s && (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 ||
-			   strcmp(s, "TRUE") == 0);
+	acc->admin =
+		s && (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0);
 	if (s && !acc->admin && strcmp(s, "false") != 0 && strcmp(s, "False") != 0 &&
 	    strcmp(s, "FALSE") != 0) {
 		say(w->why, w->why_len, "account %s: admin must be true or false", ak);
@@ -556,15 +554,15 @@ account(struct walk *w, yaml_node_t *m, struct acl_account *acc, unsigned idx)
 	s = scalar(map_get(w, m, "defaultTopicPerm"));
 	acc->def_topic = ACL_DENY;
 	if (s && perm_parse(s, &acc->def_topic, true) != 0) {
-		say(w->why, w->why_len, "account %s: defaultTopicPerm must be PUB, SUB, PUB|SUB or DENY",
-		    ak);
+		say(w->why, w->why_len,
+		    "account %s: defaultTopicPerm must be PUB, SUB, PUB|SUB or DENY", ak);
 		return -EINVAL;
 	}
 	s = scalar(map_get(w, m, "defaultGroupPerm"));
 	acc->def_group = ACL_DENY;
 	if (s && perm_parse(s, &acc->def_group, true) != 0) {
-		say(w->why, w->why_len, "account %s: defaultGroupPerm must be PUB, SUB, PUB|SUB or DENY",
-		    ak);
+		say(w->why, w->why_len,
+		    "account %s: defaultGroupPerm must be PUB, SUB, PUB|SUB or DENY", ak);
 		return -EINVAL;
 	}
 	ra.group = false;
@@ -641,7 +639,8 @@ acl_parse(const char *text, size_t len, struct acl **out, char *why, size_t why_
 		goto out;
 	}
 	if (root->type != YAML_MAPPING_NODE) {
-		say(why, why_len, "the ACL file must be a mapping (globalWhiteRemoteAddresses, accounts)");
+		say(why, why_len,
+		    "the ACL file must be a mapping (globalWhiteRemoteAddresses, accounts)");
 		goto out;
 	}
 	err = each_item(&w, map_get(&w, root, "globalWhiteRemoteAddresses"),
@@ -668,7 +667,8 @@ acl_parse(const char *text, size_t len, struct acl **out, char *why, size_t why_
 			goto out;
 		}
 		for (size_t i = 0; i < cnt; i++) {
-			yaml_node_t *m = yaml_document_get_node(&doc, n->data.sequence.items.start[i]);
+			yaml_node_t *m =
+				yaml_document_get_node(&doc, n->data.sequence.items.start[i]);
 
 			a->n++;
 			if (!m || (err = account(&w, m, &a->acc[i], (unsigned)i)) != 0) {
@@ -745,7 +745,8 @@ acl_load(const char *path, struct acl **out, uint64_t *st_sig, char *why, size_t
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		close(fd);
 		say(why, why_len,
-		    "the ACL file %s holds secret keys but others may read or write it (mode %04o): "
+		    "the ACL file %s holds secret keys but others may read or write it (mode "
+		    "%04o): "
 		    "chmod 600 it",
 		    path, (unsigned)(st.st_mode & 07777));
 		return -EACCES;

@@ -6,6 +6,11 @@
  * POSIX makes writes to a pipe atomic up to PIPE_BUF and in practice a file
  * opened O_APPEND or a tty does not interleave single writes either. Lines
  * longer than the buffer are cut and end in "...". Nothing here allocates.
+ *
+ * Messages carry strings from the network (broker and group names, client
+ * ids, addresses): every control character and DEL in the message becomes
+ * \xNN, so no peer can forge a line (a newline) or drive an operator's
+ * terminal (ANSI escapes). A line is always exactly one line.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -63,6 +68,7 @@ static void
 log_vemit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
 {
 	char line[LOG_LINE_MAX];
+	char msg[LOG_LINE_MAX];
 	struct timespec ts;
 	struct tm tm;
 	size_t n;
@@ -75,10 +81,28 @@ log_vemit(enum log_level lvl, const char *tag, const char *fmt, va_list ap)
 		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		     ts.tv_nsec / 1000000, log_lvl_chr[lvl], tag);
 	n = r > 0 ? (size_t)r : 0;
-	if (n < sizeof(line)) {
-		r = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-		if (r > 0)
-			n += (size_t)r;
+	r = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (r > 0) {
+		size_t m = SP_MIN((size_t)r, sizeof(msg) - 1);
+
+		for (size_t i = 0; i < m && n < sizeof(line) - 1; i++) {
+			unsigned char ch = (unsigned char)msg[i];
+
+			if (ch >= 0x20 && ch != 0x7f) {
+				line[n++] = (char)ch;
+			} else if (n + 4 < sizeof(line)) {
+				static const char hex[] = "0123456789abcdef";
+
+				line[n++] = '\\';
+				line[n++] = 'x';
+				line[n++] = hex[ch >> 4];
+				line[n++] = hex[ch & 15];
+			} else {
+				n = sizeof(line) - 1;
+			}
+		}
+		if ((size_t)r >= sizeof(msg))
+			n = sizeof(line) - 1; /* cut: ends in "..." */
 	}
 	if (n >= sizeof(line) - 1) {
 		n = sizeof(line) - 1;

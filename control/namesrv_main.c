@@ -48,6 +48,16 @@ static const struct cfg_key ns_keys[] = {
 	{"orderMessageEnable", CFG_BOOL, "false", 0, 0, NULL,
 	 "add orderTopicConf (KV namespace ORDER_TOPIC_CONFIG) to routes"},
 	{"logLevel", CFG_ENUM, "info", 0, 0, level_choices, "log verbosity"},
+	{"aclEnable", CFG_BOOL, "false", 0, 0, NULL,
+	 "broker registrations, write-permission and KV changes, and admin requests need the "
+	 "signature of an admin account of aclFile (RocketMQ's plain ACL); route reads stay "
+	 "open"},
+	{"aclFile", CFG_STRING, NULL, 0, 1024, NULL,
+	 "plain_acl.yml (RocketMQ's format), required with aclEnable; must not be readable by "
+	 "others; reloaded within 2 s of a change"},
+	{"protectedMode", CFG_BOOL, "true", 0, 0, NULL,
+	 "with aclEnable=false and bindAddress not set: registrations and other route changes "
+	 "from loopback only"},
 	{"adminAllowedAddrs", CFG_STRING, "127.0.0.1", 0, 0, NULL,
 	 "who may send admin requests (KV config, write permission, topic deletion, config): "
 	 "IPv4 addresses and ADDR/BITS networks, comma-separated, * for anyone"},
@@ -127,6 +137,16 @@ main(int argc, char **argv)
 	sc.st.cfg = cfg;
 	sc.st.keys = ns_keys;
 	sc.st.n_keys = sizeof(ns_keys) / sizeof(ns_keys[0]);
+	sc.st.acl_enable = cfg_get_bool(cfg, "aclEnable");
+	sc.st.acl_path = cfg_get_str(cfg, "aclFile");
+	sc.st.protected_mode = !sc.st.acl_enable && cfg_get_bool(cfg, "protectedMode") &&
+			       !cfg_is_set(cfg, "bindAddress");
+	if (sc.st.acl_enable && !sc.st.acl_path[0]) {
+		fprintf(stderr, "sprocket-namesrv: aclEnable=true needs aclFile=PATH (a "
+				"plain_acl.yml)\n");
+		cfg_destroy(cfg);
+		return 2;
+	}
 	{
 		char why[160];
 
@@ -160,6 +180,14 @@ main(int argc, char **argv)
 		 "brokerExpireMs %llu, scan every %llu ms)",
 		 SP_VERSION, sc.bind_addr, ns_server_port(srv), kv_path, sc.frame_max,
 		 (unsigned long long)sc.expire_ms, (unsigned long long)sc.scan_ms);
+	if (sc.st.protected_mode)
+		log_info(
+			NS_TAG,
+			"protected mode: broker registrations and other route changes are accepted "
+			"from loopback only (aclEnable=false, bindAddress not set); to take "
+			"brokers "
+			"of other hosts set aclEnable=true with an aclFile, or bindAddress, or "
+			"protectedMode=false");
 	rc = ns_server_run(srv, sfd);
 	if (rc != 0)
 		log_err(NS_TAG, "io loop failed: %s", err_str(rc));

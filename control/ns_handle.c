@@ -39,7 +39,6 @@
 #include "store/io.h"
 #include "wire/remoting.h"
 
-#define NS_TAG "ctl.ns"
 #define NS_REMARK_MAX 512
 #define NS_ORDER_NS "ORDER_TOPIC_CONFIG"
 #define NS_SCRATCH_KEEP (1u << 20) /* larger decode scratch shrinks on the next small request */
@@ -63,6 +62,7 @@ struct ns_state {
 	struct route_db *db;
 	struct ns_kv *kv;
 	struct ns_role_ctx role[2];
+	struct ns_acl acl;
 };
 
 /* A response being built. */
@@ -101,6 +101,9 @@ ns_state_create(const struct ns_conf *conf, struct ns_state **out)
 			goto err_free;
 		}
 	}
+	if ((rc = ns__acl_init(&st->acl, conf->acl_enable ? conf->acl_path : NULL,
+			       !conf->acl_enable && conf->protected_mode)) != 0)
+		goto err_free;
 	if ((rc = route_db_create(&st->db)) != 0)
 		goto err_free;
 	if ((rc = ns__kv_create(conf->kv_path != NULL ? conf->kv_path : "", &st->kv)) != 0)
@@ -120,6 +123,7 @@ ns_state_destroy(struct ns_state *st)
 		return;
 	route_db_destroy(st->db);
 	ns__kv_destroy(st->kv);
+	ns__acl_fini(&st->acl);
 	for (int i = 0; i < 2; i++)
 		free(st->role[i].scratch);
 	free(st);
@@ -826,7 +830,13 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_i
 	memset(&r->cmd, 0, offsetof(struct wire_rem_cmd, ext));
 	r->body = NULL;
 	r->body_len = 0;
-	if (is_admin_code(req->code) && !cidr_list_has(&st->admin, peer_ip)) {
+	if ((is_write_code(req->code) || is_admin_code(req->code)) &&
+	    ns__acl_check(&st->acl, peer_ip, req, r->remark, sizeof(r->remark)) != 0) {
+		r->cmd.code = WIRE_RSP_NO_PERMISSION;
+		r->cmd.remark = r->remark;
+		r->cmd.remark_len = (uint32_t)strlen(r->remark);
+		rc = 0;
+	} else if (is_admin_code(req->code) && !cidr_list_has(&st->admin, peer_ip)) {
 		char ip[INET_ADDRSTRLEN] = "?";
 
 		inet_ntop(AF_INET, &peer_ip, ip, sizeof(ip));
@@ -863,6 +873,18 @@ int
 ns_conn_closed(struct ns_state *st, uint64_t conn)
 {
 	return route_db_conn_closed(st->db, conn);
+}
+
+uint64_t
+ns_acl_denied(struct ns_state *st, unsigned reason)
+{
+	return reason < NS_ACL_REASONS ? atomic_load_relaxed(&st->acl.denied[reason]) : 0;
+}
+
+void
+ns_tick(struct ns_state *st, uint64_t now_ms)
+{
+	ns__acl_tick(&st->acl, now_ms);
 }
 
 int

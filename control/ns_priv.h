@@ -10,8 +10,51 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <limits.h>
+
+#include "common/atomic.h"
 #include "common/compiler.h"
 #include "control/route.h"
+#include "wire/remoting.h"
+
+#define NS_TAG "ctl.ns"
+
+/*
+ * Who may change routes (ns_acl.c): aclEnable's admin accounts, or, in
+ * protected mode, loopback. ns_state owns one.
+ */
+enum {
+	NS_ACL_NO_KEY,
+	NS_ACL_UNKNOWN_KEY,
+	NS_ACL_BAD_SIG,
+	NS_ACL_NOT_ADMIN,
+	NS_ACL_PROTECTED,
+	NS_ACL_REASONS,
+};
+
+struct acl;
+
+struct ns_acl {
+	struct acl *acl;     /* RCU (urcu-memb); NULL: ACL off */
+	bool protected_mode; /* ACL off, protectedMode, bindAddress unset: loopback only */
+	char path[PATH_MAX];
+	uint64_t sig;	  /* of the file as loaded (acl_changed()) */
+	uint64_t next_ms; /* the writer's next look at the file */
+	_Atomic uint64_t denied[NS_ACL_REASONS];
+};
+
+/* Context: startup. @path "" or NULL: ACL off. Return: 0, -errno (logged with the reason). */
+MUST_CHECK int ns__acl_init(struct ns_acl *a, const char *path, bool protected_mode);
+/* Reload the file if it changed. Context: the writer thread. */
+void ns__acl_tick(struct ns_acl *a, uint64_t now_ms);
+void ns__acl_fini(struct ns_acl *a);
+/*
+ * ns__acl_check() - may @req (a state change or an admin read) come from
+ * @peer_ip? Return: 0, or -EACCES with the reason in @why (counted, logged
+ * rate-limited). Context: any ns_handle() role.
+ */
+MUST_CHECK int ns__acl_check(struct ns_acl *a, uint32_t peer_ip, const struct wire_rem_cmd *req,
+			     char *why, size_t why_len);
 
 /* Largest inflated compressed registration body (zip-bomb guard). */
 #define NS_INFLATE_MAX (256u << 20)

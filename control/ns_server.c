@@ -244,6 +244,7 @@ writer_main(void *arg)
 {
 	struct ns_server *srv = arg;
 	uint64_t next_scan = clk_mono_ns() / 1000000 + srv->conf.scan_ms;
+	uint64_t next_tick = 0;
 
 	/*
 	 * Registrations are background work; lookups are what clients wait on.
@@ -275,9 +276,16 @@ writer_main(void *arg)
 			pthread_mutex_lock(&srv->mu);
 			continue;
 		}
+		if (now >= next_tick) {
+			pthread_mutex_unlock(&srv->mu);
+			ns_tick(srv->st, now);
+			next_tick = now + 1000;
+			pthread_mutex_lock(&srv->mu);
+			continue;
+		}
 		j = srv->jobs;
 		if (j == NULL) {
-			uint64_t wait_ns = (next_scan - now) * 1000000;
+			uint64_t wait_ns = (SP_MIN(next_scan, next_tick) - now) * 1000000;
 			struct timespec ts;
 
 			clock_gettime(CLOCK_MONOTONIC, &ts);

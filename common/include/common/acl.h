@@ -80,8 +80,7 @@ struct acl {
  * Return: 0, -EINVAL (bad YAML, key, permission or address; short or duplicate
  * keys), -E2BIG (over ACL_FILE_MAX), -ENOMEM.
  */
-MUST_CHECK int acl_parse(const char *text, size_t len, struct acl **out, char *why,
-			 size_t why_len);
+MUST_CHECK int acl_parse(const char *text, size_t len, struct acl **out, char *why, size_t why_len);
 
 /**
  * acl_load() - acl_parse() of the file at @path. A file that others than its

@@ -28,6 +28,9 @@ struct ns_conf {
 	bool order_msg;		/* orderMessageEnable: add orderTopicConf to routes */
 	const char *kv_path;	/* KV config file; "" keeps KV in memory only */
 	struct cidr_list admin; /* adminAllowedAddrs: who may send admin requests */
+	bool acl_enable;	/* aclEnable: route changes need an admin account's signature */
+	const char *acl_path;	/* aclFile */
+	bool protected_mode;	/* ACL off and no bindAddress: route changes from loopback only */
 	/* GET/UPDATE_NAMESRV_CONFIG: the daemon's configuration and its keys (NULL: refused) */
 	const struct cfg *cfg;
 	const struct cfg_key *keys;
@@ -82,6 +85,14 @@ MUST_CHECK int ns_expire(struct ns_state *st, uint64_t now_ms, uint64_t expire_m
 
 /* Return: live broker addresses (writer thread). */
 uint32_t ns_live_brokers(const struct ns_state *st);
+
+/* Once a second on the writer thread: the ACL file's reload (docs/security.md). */
+void ns_tick(struct ns_state *st, uint64_t now_ms);
+
+/* Requests the ACL or protected mode refused, by reason (0 .. 4: no_access_key,
+ * unknown_access_key, bad_signature, not_admin, protected_mode). */
+uint64_t ns_acl_denied(struct ns_state *st, unsigned reason);
+const char *ns_acl_reason_name(unsigned reason);
 
 /* The daemon. */
 struct ns_server_conf {

@@ -116,7 +116,7 @@ test_addresses(void)
 		{"10.1-3.*.*", "10.2.200.1", "10.4.0.0"},
 	};
 	static const char *bad[] = {"1.2.3", "1.2.3.4.5", "300.1.1.1", "1.2.3.9-4", "1.2.3.{a}",
-				    "::1", "a.b.c.d", "1.2.*.4", "-1.2.3.4"};
+				    "::1",   "a.b.c.d",	  "1.2.*.4",   "-1.2.3.4"};
 	char buf[512], why[256];
 	struct acl *a;
 
@@ -130,7 +130,8 @@ test_addresses(void)
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(buf, sizeof(buf), "globalWhiteRemoteAddresses:\n  - \"%s\"\n", bad[i]);
-		T_ASSERT_EQ(acl_parse(buf, strlen(buf), &a, why, sizeof(why)), -EINVAL);
+		if (acl_parse(buf, strlen(buf), &a, why, sizeof(why)) != -EINVAL)
+			T_FAIL("'%s' accepted", bad[i]);
 		T_ASSERT(strstr(why, "address pattern") != NULL);
 	}
 }
@@ -143,15 +144,20 @@ test_bad_files(void)
 	} v[] = {
 		{"accounts: [", "YAML error"},
 		{"- a\n- b\n", "must be a mapping"},
-		{"accounts:\n  - accessKey: short\n    secretKey: 1234567890\n", "accessKey and secretKey"},
-		{"accounts:\n  - accessKey: longenough\n    secretKey: s3cr\n", "accessKey and secretKey"},
-		{"accounts:\n  - accessKey: longenough\n    secretKey: verysecret1\n    topicPerms:\n"
+		{"accounts:\n  - accessKey: short\n    secretKey: 1234567890\n",
+		 "accessKey and secretKey"},
+		{"accounts:\n  - accessKey: longenough\n    secretKey: s3cr\n",
+		 "accessKey and secretKey"},
+		{"accounts:\n  - accessKey: longenough\n    secretKey: verysecret1\n    "
+		 "topicPerms:\n"
 		 "      - t=PUBLISH\n",
 		 "PUB, SUB, PUB|SUB or DENY"},
-		{"accounts:\n  - accessKey: longenough\n    secretKey: verysecret1\n    groupPerms:\n"
+		{"accounts:\n  - accessKey: longenough\n    secretKey: verysecret1\n    "
+		 "groupPerms:\n"
 		 "      - nameonly\n",
 		 "name=PERM"},
-		{"accounts:\n  - accessKey: longenough\n    secretKey: verysecret1\n    admin: maybe\n",
+		{"accounts:\n  - accessKey: longenough\n    secretKey: verysecret1\n    admin: "
+		 "maybe\n",
 		 "admin must be"},
 		{"accounts:\n  - accessKey: longenough\n    secretKey: verysecret1\n  - accessKey: "
 		 "longenough\n    secretKey: verysecret2\n",

@@ -83,8 +83,9 @@ test_rfc2202(void)
 		 20, "Test With Truncation", 20, "4c1a03424b55e07fe7f27be1d58bb9324a9a5a04"},
 		{k6, 80, "Test Using Larger Than Block-Size Key - Hash Key First", 54,
 		 "aa4ae5e15272d00e95705637ce8a3b55ed402112"},
-		{k6, 80, "Test Using Larger Than Block-Size Key and Larger Than One Block-Size Data",
-		 73, "e8e99d0f45237d786d6bbaa7965c7808bbff1a91"},
+		{k6, 80,
+		 "Test Using Larger Than Block-Size Key and Larger Than One Block-Size Data", 73,
+		 "e8e99d0f45237d786d6bbaa7965c7808bbff1a91"},
 	};
 
 	memset(k3, 0xaa, sizeof(k3));

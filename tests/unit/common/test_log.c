@@ -99,5 +99,21 @@ test_err_str(void)
 	T_ASSERT_STREQ(err_str(-100000), "unknown error");
 }
 
+/* A peer's string with a newline or an ANSI escape stays on one line, escaped. */
+static void
+test_escapes(void)
+{
+	capture();
+	drain();
+	log_warn("t.esc", "broker %s registered",
+		 "evil\n2026-01-01T00:00:00.000Z I ctl.ns: forged");
+	log_warn("t.esc", "name %s", "\x1b[31mred\x7f\t");
+	T_ASSERT(drain() > 0);
+	T_ASSERT_EQ(count_lines(), 2);
+	T_ASSERT(strstr(out, "evil\\x0a2026-01-01") != NULL);
+	T_ASSERT(strstr(out, "\\x1b[31mred\\x7f\\x09\n") != NULL);
+	T_ASSERT(strchr(out, 0x1b) == NULL);
+}
+
 T_MAIN(T_CASE(test_levels_and_format), T_CASE(test_long_line_cut), T_CASE(test_ratelimited),
-       T_CASE(test_err_str))
+       T_CASE(test_err_str), T_CASE(test_escapes))
