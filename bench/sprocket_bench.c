@@ -47,6 +47,7 @@
 #include "bench_report.h"
 #include "common/clock.h"
 #include "common/hist.h"
+#include "common/hmac.h"
 #include "dp/port.h"
 #include "dp/xport.h"
 #include "sp_config.h"
@@ -158,6 +159,8 @@ usage_to(FILE *f)
 		"  --topic2=T --queues2=N  also measure topic T (first N queues), alternating\n"
 		"                        slices with --topic (e.g. 16 vs 10,000 queues)\n"
 		"  --iface, --ip, --port, --dpdk-args          this side's port\n"
+		"  SPROCKET_ACCESS_KEY, SPROCKET_SECRET_KEY    credentials (brokers with "
+		"aclEnable)\n"
 		"  --peer-iface, --peer-ip, --peer-dpdk-args   the peer's port\n");
 }
 
@@ -732,11 +735,37 @@ xdone(void *arg, int err, const uint8_t *msg, uint32_t len)
 	}
 }
 
+/*
+ * Credentials for brokers with aclEnable, from SPROCKET_ACCESS_KEY and
+ * SPROCKET_SECRET_KEY (as the sprocket CLI): dataplane sessions prove them at
+ * CONNECT, remoting frames are signed (the signing is part of what is timed,
+ * as it is for a real client).
+ */
+static struct {
+	const char *ak; /* NULL: none */
+	const char *sk;
+	struct hmac_sha1 key;
+} cred;
+
+static void
+cred_init(void)
+{
+	const char *ak = getenv("SPROCKET_ACCESS_KEY"), *sk = getenv("SPROCKET_SECRET_KEY");
+
+	if (ak && *ak && sk && *sk) {
+		cred.ak = ak;
+		cred.sk = sk;
+		hmac_sha1_key(&cred.key, sk, strlen(sk));
+	}
+}
+
 static int
 run_xport(const struct opts *o, struct dp_port *port, struct dp_addr peer, double warm, double secs,
 	  struct result *res)
 {
-	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MAX(8u, o->depth)};
+	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MAX(8u, o->depth),
+				 .access_key = cred.ak,
+				 .secret_key = cred.sk};
 	unsigned nreq = o->depth * o->sessions;
 	struct dp_xsess *sess[64];
 	struct xreq *reqs = calloc(nreq, sizeof(*reqs));
@@ -1083,7 +1112,9 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 	struct dp_xsess **csess = NULL;
 	unsigned ncsess = 0;
 	/* every core's session may carry all sends and one pull per queue */
-	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MIN(256u, SP_MAX(8u, o->depth + pt->nq))};
+	struct dp_xcli_cfg cc = {.slots = (uint16_t)SP_MIN(256u, SP_MAX(8u, o->depth + pt->nq)),
+				 .access_key = cred.ak,
+				 .secret_key = cred.sk};
 	unsigned np = o->producers;
 	unsigned nreq =
 		o->depth * np; /* requests in flight in all; producer p has [p*depth, +depth) */
@@ -1304,7 +1335,7 @@ run_produce_slice(const struct opts *o, struct dp_port *port, const struct ptarg
 static int
 produce_prime(const struct opts *o, struct dp_port *port, const struct ptarget *pt)
 {
-	struct dp_xcli_cfg cc = {.slots = 8};
+	struct dp_xcli_cfg cc = {.slots = 8, .access_key = cred.ak, .secret_key = cred.sk};
 	struct dp_xsess *sess[BENCH_CORES_MAX] = {0};
 	struct result r = {.mode = "prime"};
 	struct prun run = {.res = &r};
@@ -1452,6 +1483,18 @@ rmt_encode(const struct opts *o, const char *topic, int32_t qid, int32_t opaque,
 	} else {
 		c.body = body;
 		c.body_len = o->size;
+	}
+	if (cred.ak) {
+		char sig[HMAC_B64_LEN + 1];
+
+		if (wire_rem_ext_add(&c, "AccessKey", cred.ak))
+			return -E2BIG;
+		wire_rem_sign(&c, &cred.key, sig);
+		if (wire_rem_ext_add(&c, "Signature", sig))
+			return -E2BIG;
+		if (wire_rem_encode(&c, buf, cap, &out) != 0)
+			return -ENOBUFS;
+		return (long)out;
 	}
 	if (wire_rem_encode(&c, buf, cap, &out) != 0)
 		return -ENOBUFS;
@@ -2106,6 +2149,7 @@ main(int argc, char **argv)
 
 	if (rc != 0)
 		return rc > 0 ? 0 : 2;
+	cred_init();
 	if (strcmp(o.mode, "echo") == 0) {
 		clk_init();
 		return run_echo(&o);

@@ -54,6 +54,7 @@ bk_acl_start(struct bk_ctl *x)
 		return err;
 	}
 	snprintf(x->acl_path, sizeof(x->acl_path), "%s", path);
+	x->bk.acl_on = true;
 	publish(x, a);
 	log_info(ACL_TAG, "acl on: %u accounts, %u global white address patterns from %s", a->n,
 		 a->global.any ? 1u : a->global.n, path);

@@ -1122,7 +1122,9 @@ bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
 {
 	struct bk_core *c = arg;
 
-	(void)s;
+	/* a transport request (s != NULL); remoting ones were checked on the control thread */
+	if (s && c->bk->acl_on && bk_acl_refuses(c, req))
+		return;
 	switch (req->op) {
 	case WIRE_DP_OP_SEND:
 	case WIRE_DP_OP_SEND_BATCH:

@@ -527,6 +527,8 @@ session_client(struct follow_shard *fs)
 		.slots = 1,
 		.max_msg = fs->f->bk->conf.max_msg_size + WIRE_DP_MSG_OVERHEAD,
 		.client_id = fs->client_id,
+		.access_key = fs->f->bk->conf.access_key,
+		.secret_key = fs->f->bk->conf.secret_key,
 	};
 
 	return dp_xcli_create(&xc, fs->port, &fs->cli);

@@ -218,6 +218,19 @@ struct bk_create_req {
  * A core's counters: written by the core alone, read by control with
  * __atomic_load_n(relaxed) (runtime info; aligned 64-bit words).
  */
+/* Why the ACL refused a request (bk_rmt_acl.c, and the cores' CONNECT check). */
+enum bk_acl_reason {
+	BK_ACL_NO_KEY,
+	BK_ACL_UNKNOWN_KEY,
+	BK_ACL_BAD_SIG,
+	BK_ACL_NOT_ADMIN,
+	BK_ACL_NO_PERM,
+	BK_ACL_REASONS,
+};
+
+/* "no_access_key", "bad_signature"... for logs and stats. */
+const char *bk_acl_reason_name(unsigned reason);
+
 struct bk_core_stats {
 	uint64_t msgs_in;  /* messages stored by SEND and SEND_BATCH */
 	uint64_t msgs_out; /* messages in PULL answers */
@@ -249,6 +262,7 @@ struct bk_core_stats {
 	uint64_t tx_again;     /* END_TRANSACTION for a half already resolved: nothing done */
 	uint64_t tx_checks;    /* check-backs handed to the remoting port */
 	uint64_t tx_discarded; /* unresolved after transactionCheckMax checks */
+	uint64_t acl_denied[BK_ACL_REASONS]; /* dataplane requests the ACL refused (bk_acl.c) */
 };
 
 /*
@@ -415,6 +429,8 @@ enum bk_role {
 };
 
 struct bk_conf {
+	const char *access_key; /* accessKey/secretKey: a slave's replication sessions sign in */
+	const char *secret_key;
 	const char *cluster;
 	const char *broker_name;
 	int64_t broker_id;
@@ -444,23 +460,11 @@ struct bk_conf {
 	uint64_t timer_roll_ms; /* a timer record is written again this often until due */
 };
 
-/* Why the ACL refused a request (bk_rmt_acl.c, and the cores' CONNECT check). */
-enum bk_acl_reason {
-	BK_ACL_NO_KEY,
-	BK_ACL_UNKNOWN_KEY,
-	BK_ACL_BAD_SIG,
-	BK_ACL_NOT_ADMIN,
-	BK_ACL_NO_PERM,
-	BK_ACL_REASONS,
-};
-
-/* "no_access_key", "bad_signature"... for logs and stats. */
-const char *bk_acl_reason_name(unsigned reason);
-
 struct acl;
 
 struct bk {
 	struct bk_conf conf;
+	bool acl_on; /* aclEnable: every transport session and request is checked */
 	/* RCU: aclEnable's accounts (common/acl.h); NULL: ACL off. bk_acl_ctl.c publishes. */
 	struct acl *acl;
 	struct store *store;
@@ -554,6 +558,11 @@ int64_t bk_core_offset_peek(const struct bk_core *c, const char *topic, const ch
 uint8_t *bk_core_ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len);
 bool bk_core_ans_pending(struct bk_core *c, struct dp_xhandle h);
 void bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len);
+/* aclEnable on the dataplane (bk_acl.c): the transport's key function (@arg: struct bk), and
+ * the per-request check of an authenticated session (answers NO_PERMISSION itself). */
+const struct hmac_sha1 *bk_acl_key(void *arg, const char *ak, size_t len);
+bool bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req);
+
 int bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns,
 		       int32_t status, int redirect);
 

@@ -576,6 +576,8 @@ start_cores(struct bk_ctl *x)
 			.max_msg = bk->conf.max_msg_size + WIRE_DP_MSG_OVERHEAD,
 			.core = (uint16_t)i,
 			.raw_echo = cfg_get_bool(cfg, "dataplaneRawEcho"),
+			.key_fn = bk->acl_on ? bk_acl_key : NULL,
+			.key_arg = bk,
 		};
 
 		c->port = x->ports[i];
@@ -778,6 +780,8 @@ main(int argc, char **argv)
 	x->cfg = cfg;
 	pthread_mutex_init(&x->mu, NULL);
 	x->bk.conf = (struct bk_conf){
+		.access_key = cfg_get_str(cfg, "accessKey"),
+		.secret_key = cfg_get_str(cfg, "secretKey"),
 		.cluster = cfg_get_str(cfg, "brokerClusterName"),
 		.broker_name = cfg_get_str(cfg, "brokerName"),
 		.broker_id = cfg_get_int(cfg, "brokerId"),

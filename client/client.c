@@ -611,6 +611,7 @@ sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out)
 		snprintf(c->client_id, sizeof(c->client_id), "sprocket@%d", (int)getpid());
 	c->cfg.client_id = c->client_id;
 	c->cfg.iface = NULL; /* not kept: used only below */
+	c->cfg.access_key = c->cfg.secret_key = NULL;
 	c->cfg.dpdk_args = NULL;
 	if (!c->cfg.connect_timeout_ms)
 		c->cfg.connect_timeout_ms = 1000;
@@ -650,6 +651,8 @@ sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out)
 		goto err_free;
 	xc.slots = cfg->slots;
 	xc.client_id = c->client_id;
+	xc.access_key = cfg->access_key;
+	xc.secret_key = cfg->secret_key;
 	err = dp_xcli_create(&xc, c->port, &c->xcli);
 	if (err)
 		goto err_close_port;

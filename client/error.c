@@ -74,6 +74,9 @@ sp_strerror(int err)
 		return "broker session table full";
 	case -ENOENT:
 		return "no route (topic or queue unknown)";
+	case -EACCES:
+		return "the broker refused the session: credentials missing, unknown or wrong "
+		       "(aclEnable)";
 	default:
 		break;
 	}

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/hmac.h"
 #include "dp/xport.h"
 #include "wire/dp.h"
 #include "xport_priv.h"
@@ -73,6 +74,8 @@ struct dp_xsess {
 	bool connected;
 	bool dead;
 	int conn_err;
+	uint64_t challenge; /* AUTH_CHALLENGE's, to prove the secret over */
+	bool challenged;    /* a challenge arrived: send the proof now */
 	uint16_t slots;
 	uint16_t credits;
 	uint16_t core;
@@ -92,6 +95,8 @@ struct dp_xcli {
 	bool in_poll; /* inside dp_xcli_poll(): callbacks may run */
 	uint64_t now; /* clk_mono_fast_ns() at the start of the last poll */
 	char client_id[64];
+	char ak[WIRE_DP_AK_MAX + 1]; /* "" none */
+	struct hmac_sha1 sk;
 	struct dp_port *port;
 	struct dp_xsess *sessions;
 	uint64_t rng;
@@ -231,8 +236,18 @@ on_connect_resp(struct dp_xcli *c, const struct wire_dp_hdr *h, const uint8_t *p
 	for (struct dp_xsess *s = c->sessions; s; s = s->next) {
 		if (s->connected || s->dead || s->nonce != r.nonce)
 			continue;
+		if (r.head.status == WIRE_DP_ST_AUTH_CHALLENGE && c->ak[0]) {
+			if (!s->challenged && s->challenge != r.token) {
+				s->challenge = r.token;
+				s->challenged = true;
+			}
+			return;
+		}
 		if (r.head.status != WIRE_DP_ST_SUCCESS) {
-			s->conn_err = r.head.status == WIRE_DP_ST_SYSTEM_BUSY ? -EBUSY : -EPROTO;
+			s->conn_err = r.head.status == WIRE_DP_ST_SYSTEM_BUSY	   ? -EBUSY
+				      : r.head.status == WIRE_DP_ST_NO_PERMISSION  ? -EACCES
+				      : r.head.status == WIRE_DP_ST_AUTH_CHALLENGE ? -EACCES
+										   : -EPROTO;
 			s->dead = true;
 			return;
 		}
@@ -622,7 +637,8 @@ dp_xcli_connect(struct dp_xcli *c, struct dp_addr server, uint32_t timeout_ms,
 		struct dp_xsess **out)
 {
 	struct wire_dp_connect_req rq = {0};
-	uint8_t buf[WIRE_DP_CONNECT_REQ_FIXED + WIRE_DP_CLIENT_ID_MAX];
+	uint8_t buf[WIRE_DP_CONNECT_REQ_FIXED + WIRE_DP_CLIENT_ID_MAX + 28 + WIRE_DP_AK_MAX];
+	uint8_t proof[WIRE_DP_PROOF_LEN] = {0};
 	struct dp_xsess *s;
 	uint64_t start = clk_mono_ns();
 	uint64_t next_tx = 0;
@@ -652,6 +668,12 @@ dp_xcli_connect(struct dp_xcli *c, struct dp_addr server, uint32_t timeout_ms,
 	rq.slots = c->cfg.slots;
 	rq.client_id = c->client_id;
 	rq.client_id_len = (uint16_t)strlen(c->client_id);
+	if (c->ak[0]) {
+		/* first attempt: the key only; the broker answers a challenge */
+		rq.ak = c->ak;
+		rq.ak_len = (uint16_t)strlen(c->ak);
+		rq.proof = proof;
+	}
 	n = wire_dp_connect_req_encode(&rq, buf, sizeof(buf));
 	if (n < 0) {
 		err = (int)n;
@@ -673,6 +695,18 @@ dp_xcli_connect(struct dp_xcli *c, struct dp_addr server, uint32_t timeout_ms,
 		if (now - start > (uint64_t)timeout_ms * 1000000ull) {
 			err = -ETIMEDOUT;
 			break;
+		}
+		if (s->challenged) {
+			s->challenged = false;
+			rq.challenge = s->challenge;
+			wire_dp_connect_proof(&rq, &c->sk, proof);
+			n = wire_dp_connect_req_encode(&rq, buf, sizeof(buf));
+			if (n < 0) {
+				err = (int)n;
+				break;
+			}
+			next_tx = 0;
+			rto = c->cfg.rto_us;
 		}
 		if (now >= next_tx) {
 			send_connect(c, s, buf, (uint32_t)n);
@@ -747,6 +781,18 @@ dp_xsess_max_msg(const struct dp_xsess *s)
 	return s->max_msg;
 }
 
+uint32_t
+dp_xsess_id(const struct dp_xsess *s)
+{
+	return s->id;
+}
+
+uint64_t
+dp_xsess_token(const struct dp_xsess *s)
+{
+	return s->token;
+}
+
 bool
 dp_xsess_is_dead(const struct dp_xsess *s)
 {
@@ -782,6 +828,16 @@ dp_xcli_create(const struct dp_xcli_cfg *cfg, struct dp_port *port, struct dp_xc
 		free(c);
 		return -EINVAL;
 	}
+	if (cfg->access_key && cfg->access_key[0]) {
+		if (strlen(cfg->access_key) > WIRE_DP_AK_MAX || !cfg->secret_key ||
+		    !cfg->secret_key[0]) {
+			free(c);
+			return -EINVAL;
+		}
+		snprintf(c->ak, sizeof(c->ak), "%s", cfg->access_key);
+		hmac_sha1_key(&c->sk, cfg->secret_key, strlen(cfg->secret_key));
+	}
+	c->cfg.access_key = c->cfg.secret_key = NULL; /* not kept */
 	if (cfg->client_id)
 		snprintf(c->client_id, sizeof(c->client_id), "%s", cfg->client_id);
 	else

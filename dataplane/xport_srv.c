@@ -19,6 +19,16 @@
  * with SYSTEM_BUSY, never with an allocation. A single-packet request is
  * handed to its handler straight from the RX buffer (no copy).
  *
+ * Session tokens are 64 bits of HMAC-SHA1 under a per-core secret drawn from
+ * getrandom() at create (a client that sees its own tokens learns nothing of
+ * the next), and a session answers only the address that opened it. With a
+ * key function (aclEnable) a CONNECT must carry an access key and prove its
+ * secret: the first attempt gets AUTH_CHALLENGE with a challenge that is an
+ * HMAC of the client's address, its nonce and the current 30 s epoch under
+ * the core's secret (no state is kept for it, so a CONNECT flood fills
+ * nothing); the second attempt carries HMAC(secret key, challenge, nonce,
+ * client id, access key). docs/security.md has the threat model.
+ *
  * The transport never retransmits on its own (the client owns the timers):
  * a duplicate request re-sends the stored response, and a CREDIT flagged
  * RETRANS from a client that lost part of a response re-sends from the
@@ -33,6 +43,7 @@
 
 #include "common/clock.h"
 #include "common/compiler.h"
+#include "common/hmac.h"
 #include "common/log.h"
 #include "dp/xport.h"
 #include "wire/dp.h"
@@ -91,6 +102,9 @@ struct xs_sess {
 	uint64_t last_rx_ns;
 	uint64_t close_at; /* != 0: DISCONNECTed, freed at this time */
 	unsigned processing;
+	uint8_t ak_len; /* 0: opened without credentials */
+	char ak[WIRE_DP_AK_MAX];
+	const void *auth_cache[2];
 	struct xs_slot *slot;
 	uint8_t conn_resp[WIRE_DP_RESP_HEAD_LEN + WIRE_DP_CONNECT_RESP_FIXED];
 	struct xs_sess *next_free;
@@ -113,7 +127,8 @@ struct dp_xsrv {
 	uint64_t req_ids;	  /* requests handed to the handler so far */
 	void *pool;
 	size_t pool_len;
-	uint64_t rng;
+	struct hmac_sha1 secret; /* tokens and challenges */
+	uint64_t token_ctr;
 	uint64_t now;
 	uint64_t next_scan;
 	unsigned scan_pos;
@@ -122,10 +137,37 @@ struct dp_xsrv {
 	struct dp_xsrv_stats st;
 };
 
+/* 64 bits of HMAC(core secret, @what, @a, @b): unpredictable without the secret. */
 static uint64_t
-xs_random(struct dp_xsrv *s)
+xs_prf(const struct dp_xsrv *s, const char *what, uint64_t a, uint64_t b)
 {
-	return dp__splitmix64(&s->rng);
+	struct hmac_sha1 h = s->secret;
+	uint8_t d[SHA1_LEN];
+	uint64_t v[2] = {a, b};
+	uint64_t out;
+
+	hmac_sha1_update(&h, what, strlen(what));
+	hmac_sha1_update(&h, v, sizeof(v));
+	hmac_sha1_final(&h, d);
+	memcpy(&out, d, sizeof(out));
+	return out;
+}
+
+static uint64_t
+xs_token(struct dp_xsrv *s)
+{
+	return xs_prf(s, "token", ++s->token_ctr, 0);
+}
+
+#define XS_EPOCH_NS (30ull * 1000000000ull)
+
+/* The challenge for a CONNECT from @peer with @nonce, in @epoch; never 0. */
+static uint64_t
+xs_challenge(const struct dp_xsrv *s, struct dp_addr peer, uint64_t nonce, uint64_t epoch)
+{
+	return xs_prf(s, "challenge", (uint64_t)peer.ip << 16 | peer.port,
+		      nonce ^ epoch * 0x9E3779B97F4A7C15ull) |
+	       1;
 }
 
 static struct xs_big *
@@ -294,6 +336,9 @@ execute(struct dp_xsrv *s, struct xs_sess *se, uint16_t slot_no, const uint8_t *
 		.ts_recv_ns = sl->ts_recv,
 		.h = {.session_id = se->id, .slot = slot_no, .seq = sl->seq},
 		.peer = se->peer,
+		.ak = se->ak_len ? se->ak : NULL,
+		.ak_len = se->ak_len,
+		.auth_cache = se->auth_cache,
 	};
 
 	sl->state = XS_PROC;
@@ -499,6 +544,51 @@ send_conn_resp(struct dp_xsrv *s, struct xs_sess *se)
 		  pl, sizeof(se->conn_resp));
 }
 
+/* A CONNECT refused (@status), or AUTH_CHALLENGE (rs->token holds it): no session kept. */
+static void
+connect_refuse(struct dp_xsrv *s, const struct dp_rx *rx, struct wire_dp_connect_resp *rs,
+	       uint16_t status)
+{
+	struct xs_sess tmp = {0};
+	uint8_t *out;
+	long n;
+
+	rs->head.status = status;
+	tmp.peer = rx->src;
+	out = dp__txq_scratch(&s->txq, s->port, sizeof(tmp.conn_resp));
+	n = wire_dp_connect_resp_encode(rs, out, sizeof(tmp.conn_resp));
+	if (n > 0)
+		send_ctrl(s, &tmp, WIRE_DP_T_RESP, 0, WIRE_DP_OP_CONNECT, 0, 0, 1, 0, (uint32_t)n,
+			  out, (uint32_t)n);
+}
+
+/*
+ * With a key function: SUCCESS if @rq proves the secret of its access key over a
+ * challenge this core gave @rx's address for its nonce in this or the last
+ * epoch; AUTH_CHALLENGE if it carries a key but no valid challenge yet;
+ * NO_PERMISSION otherwise.
+ */
+static uint16_t
+connect_auth(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_connect_req *rq)
+{
+	const struct hmac_sha1 *key;
+	uint8_t want[WIRE_DP_PROOF_LEN];
+	uint64_t epoch = s->now / XS_EPOCH_NS;
+
+	if (rq->ak_len == 0)
+		return WIRE_DP_ST_NO_PERMISSION;
+	if (rq->challenge == 0 ||
+	    (rq->challenge != xs_challenge(s, rx->src, rq->nonce, epoch) &&
+	     (epoch == 0 || rq->challenge != xs_challenge(s, rx->src, rq->nonce, epoch - 1))))
+		return WIRE_DP_ST_AUTH_CHALLENGE;
+	key = s->cfg.key_fn(s->cfg.key_arg, rq->ak, rq->ak_len);
+	if (!key)
+		return WIRE_DP_ST_NO_PERMISSION;
+	wire_dp_connect_proof(rq, key, want);
+	return hmac_equal(want, rq->proof, sizeof(want)) ? WIRE_DP_ST_SUCCESS
+							 : WIRE_DP_ST_NO_PERMISSION;
+}
+
 static void
 connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_hdr *h,
 	       const uint8_t *pl)
@@ -506,8 +596,6 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 	struct wire_dp_connect_req rq;
 	struct wire_dp_connect_resp rs = {0};
 	struct xs_sess *se = NULL;
-	struct xs_sess tmp = {0};
-	uint8_t *out;
 	long n;
 
 	if (wire_dp_connect_req_decode(pl, h->payload_len, &rq) != 0) {
@@ -531,25 +619,37 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 	}
 	rs.nonce = rq.nonce;
 	rs.head.ts_recv_ns = s->now;
+	if (s->cfg.key_fn) {
+		uint16_t st = connect_auth(s, rx, &rq);
+
+		if (st != WIRE_DP_ST_SUCCESS) {
+			if (st == WIRE_DP_ST_AUTH_CHALLENGE) {
+				s->st.challenges++;
+				rs.token = xs_challenge(s, rx->src, rq.nonce, s->now / XS_EPOCH_NS);
+			} else {
+				s->st.sessions_unauth++;
+			}
+			connect_refuse(s, rx, &rs, st);
+			return;
+		}
+	}
 	se = s->free_sess;
 	if (!se) {
 		s->st.sessions_refused++;
-		rs.head.status = WIRE_DP_ST_SYSTEM_BUSY;
-		tmp.peer = rx->src;
-		out = dp__txq_scratch(&s->txq, s->port, sizeof(tmp.conn_resp));
-		n = wire_dp_connect_resp_encode(&rs, out, sizeof(tmp.conn_resp));
-		if (n > 0)
-			send_ctrl(s, &tmp, WIRE_DP_T_RESP, 0, WIRE_DP_OP_CONNECT, 0, 0, 1, 0,
-				  (uint32_t)n, out, (uint32_t)n);
+		connect_refuse(s, rx, &rs, WIRE_DP_ST_SYSTEM_BUSY);
 		return;
 	}
 	s->free_sess = se->next_free;
 	se->gen++;
 	se->id = (uint32_t)se->gen << 16 | (uint32_t)(se - s->sess + 1);
 	do
-		se->token = xs_random(s);
+		se->token = xs_token(s);
 	while (se->token == 0);
 	se->nonce = rq.nonce;
+	se->ak_len = (uint8_t)(s->cfg.key_fn ? rq.ak_len : 0);
+	if (se->ak_len)
+		memcpy(se->ak, rq.ak, se->ak_len);
+	se->auth_cache[0] = se->auth_cache[1] = NULL;
 	se->peer = rx->src;
 	se->last_rx_ns = s->now;
 	se->close_at = 0;
@@ -638,6 +738,10 @@ rx_one(struct dp_xsrv *s, const struct dp_rx *rx)
 	}
 	if (se->token != h.token) {
 		s->st.rx_bad_token++;
+		return;
+	}
+	if (se->peer.ip != rx->src.ip || se->peer.port != rx->src.port) {
+		s->st.rx_bad_peer++;
 		return;
 	}
 	if (h.slot >= se->slots) {
@@ -871,8 +975,14 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 		s->sess[i].next_free = s->free_sess;
 		s->free_sess = &s->sess[i];
 	}
-	if (getrandom(&s->rng, sizeof(s->rng), GRND_NONBLOCK) != sizeof(s->rng))
-		s->rng = clk_mono_fast_ns() ^ (uint64_t)(uintptr_t)s;
+	{
+		uint8_t k[32];
+
+		if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
+			goto err_free; /* no entropy, no unguessable tokens */
+		hmac_sha1_key(&s->secret, k, sizeof(k));
+		memset(k, 0, sizeof(k));
+	}
 	dp__txq_init(&s->txq);
 	*out = s;
 	return 0;

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "common/compiler.h"
+#include "common/hmac.h"
 #include "wire/dp.h"
 
 #include "bytes_priv.h"
@@ -901,7 +902,26 @@ connect_req_ok(const struct wire_dp_connect_req *r)
 	return r->max_msg >= WIRE_DP_MSG_MIN && r->max_msg <= WIRE_DP_MSG_LIMIT &&
 	       r->mtu >= WIRE_DP_MTU_MIN && r->mtu <= WIRE_DP_MTU_MAX && r->slots >= 1 &&
 	       r->slots <= WIRE_DP_SLOTS_MAX &&
-	       str_ok(r->client_id, r->client_id_len, 1, WIRE_DP_CLIENT_ID_MAX);
+	       str_ok(r->client_id, r->client_id_len, 1, WIRE_DP_CLIENT_ID_MAX) &&
+	       str_ok(r->ak, r->ak_len, 0, WIRE_DP_AK_MAX) && (r->ak_len == 0 || r->proof != NULL);
+}
+
+#define CONNECT_AUTH_FIXED (8u + WIRE_DP_PROOF_LEN)
+
+void
+wire_dp_connect_proof(const struct wire_dp_connect_req *r, const struct hmac_sha1 *key,
+		      uint8_t out[WIRE_DP_PROOF_LEN])
+{
+	struct hmac_sha1 h = *key;
+	uint8_t n[16];
+
+	wire_st_le64(n, r->challenge);
+	wire_st_le64(n + 8, r->nonce);
+	hmac_sha1_update(&h, "sprocket-connect-v1", 19);
+	hmac_sha1_update(&h, n, sizeof(n));
+	hmac_sha1_update(&h, r->client_id, r->client_id_len);
+	hmac_sha1_update(&h, r->ak, r->ak_len);
+	hmac_sha1_final(&h, out);
 }
 
 long
@@ -912,6 +932,8 @@ wire_dp_connect_req_encode(const struct wire_dp_connect_req *r, uint8_t *buf, si
 	if (!connect_req_ok(r))
 		return -EINVAL;
 	total = (size_t)WIRE_DP_CONNECT_REQ_FIXED + r->client_id_len;
+	if (r->ak_len)
+		total += CONNECT_AUTH_FIXED + r->ak_len;
 	if (cap < total)
 		return -ENOBUFS;
 	wire_st_le64(buf + 0, r->nonce);
@@ -919,8 +941,14 @@ wire_dp_connect_req_encode(const struct wire_dp_connect_req *r, uint8_t *buf, si
 	wire_st_le32(buf + 12, r->mtu);
 	wire_st_le16(buf + 16, r->slots);
 	wire_st_le16(buf + 18, r->client_id_len);
-	wire_st_le32(buf + 20, 0);
-	put_bytes(buf + WIRE_DP_CONNECT_REQ_FIXED, r->client_id, r->client_id_len);
+	wire_st_le16(buf + 20, r->ak_len);
+	wire_st_le16(buf + 22, 0);
+	buf = put_bytes(buf + WIRE_DP_CONNECT_REQ_FIXED, r->client_id, r->client_id_len);
+	if (r->ak_len) {
+		wire_st_le64(buf, r->challenge);
+		buf = put_bytes(buf + 8, r->proof, WIRE_DP_PROOF_LEN);
+		put_bytes(buf, r->ak, r->ak_len);
+	}
 	return (long)total;
 }
 
@@ -936,9 +964,21 @@ wire_dp_connect_req_decode(const uint8_t *msg, size_t len, struct wire_dp_connec
 	r->mtu = wire_ld_le32(msg + 12);
 	r->slots = wire_ld_le16(msg + 16);
 	r->client_id_len = wire_ld_le16(msg + 18);
-	if (!reserved_zero(msg + 20, 4) || pos + r->client_id_len != len)
+	r->ak_len = wire_ld_le16(msg + 20);
+	r->ak = NULL;
+	r->proof = NULL;
+	r->challenge = 0;
+	if (!reserved_zero(msg + 22, 2) ||
+	    pos + r->client_id_len + (r->ak_len ? CONNECT_AUTH_FIXED + r->ak_len : 0u) != len)
 		return -EBADMSG;
 	r->client_id = take(msg, &pos, r->client_id_len);
+	if (r->ak_len) {
+		r->challenge = wire_ld_le64(msg + pos);
+		pos += 8;
+		r->proof = msg + pos;
+		pos += WIRE_DP_PROOF_LEN;
+		r->ak = take(msg, &pos, r->ak_len);
+	}
 	return connect_req_ok(r) ? 0 : -EBADMSG;
 }
 
@@ -946,9 +986,9 @@ static bool
 connect_resp_ok(const struct wire_dp_connect_resp *r)
 {
 	if (r->head.status != WIRE_DP_ST_SUCCESS)
-		return r->token == 0 && r->session_id == 0 && r->max_msg == 0 &&
-		       r->idle_timeout_ms == 0 && r->slots == 0 && r->credits == 0 &&
-		       r->max_payload == 0 && r->core == 0;
+		return (r->token == 0) == (r->head.status != WIRE_DP_ST_AUTH_CHALLENGE) &&
+		       r->session_id == 0 && r->max_msg == 0 && r->idle_timeout_ms == 0 &&
+		       r->slots == 0 && r->credits == 0 && r->max_payload == 0 && r->core == 0;
 	return r->session_id != 0 && r->max_msg >= WIRE_DP_MSG_MIN &&
 	       r->max_msg <= WIRE_DP_MSG_LIMIT && r->slots >= 1 && r->slots <= WIRE_DP_SLOTS_MAX &&
 	       r->credits >= 1 && r->max_payload >= WIRE_DP_PAYLOAD_MIN;

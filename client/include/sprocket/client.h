@@ -89,6 +89,10 @@ struct sp_client_cfg {
 	sp_log_fn log;	       /* NULL: the library stays silent */
 	void *log_arg;
 	enum sp_log_level log_level; /* most verbose level passed to @log (default INFO) */
+	/* brokers with aclEnable: an account of their ACL file (NULL: none); the secret is
+	 * absorbed at create and not kept (docs/security.md) */
+	const char *access_key;
+	const char *secret_key;
 };
 
 struct sp_client;

@@ -105,6 +105,8 @@ enum wire_dp_status {
 	/* sprocket's own */
 	WIRE_DP_ST_REDIRECT = 1000,
 	WIRE_DP_ST_BAD_REQUEST = 1001,
+	/* CONNECT with credentials: prove them over this challenge (the response's token) */
+	WIRE_DP_ST_AUTH_CHALLENGE = 1002,
 };
 
 /* PULL sysflag (RocketMQ PullSysFlag). */
@@ -439,6 +441,9 @@ MUST_CHECK int wire_dp_send_back_req_decode(const uint8_t *msg, size_t len,
 
 /* ---- CONNECT (§5.9, §5.10) ---- */
 
+#define WIRE_DP_AK_MAX 64    /* accessKey bytes a CONNECT carries */
+#define WIRE_DP_PROOF_LEN 20 /* HMAC-SHA1 */
+
 struct wire_dp_connect_req {
 	uint64_t nonce;
 	uint32_t max_msg; /* WIRE_DP_MSG_MIN..WIRE_DP_MSG_LIMIT */
@@ -446,7 +451,22 @@ struct wire_dp_connect_req {
 	uint16_t slots;	  /* 1..WIRE_DP_SLOTS_MAX */
 	const char *client_id;
 	uint16_t client_id_len;
+	/* credentials (docs/protocol.md §5.9, docs/security.md); ak_len 0: none */
+	const char *ak;
+	uint16_t ak_len;      /* 0..WIRE_DP_AK_MAX */
+	uint64_t challenge;   /* 0 in the first attempt; then the server's AUTH_CHALLENGE */
+	const uint8_t *proof; /* WIRE_DP_PROOF_LEN bytes (wire_dp_connect_proof()) */
 };
+
+struct hmac_sha1;
+
+/*
+ * wire_dp_connect_proof() - a CONNECT's proof of the secret: HMAC-SHA1 with
+ * the secret (absorbed in @key) over "sprocket-connect-v1", the challenge
+ * and nonce (little-endian u64), the client id and the access key.
+ */
+void wire_dp_connect_proof(const struct wire_dp_connect_req *r, const struct hmac_sha1 *key,
+			   uint8_t out[WIRE_DP_PROOF_LEN]);
 
 MUST_CHECK long wire_dp_connect_req_encode(const struct wire_dp_connect_req *r, uint8_t *buf,
 					   size_t cap);
@@ -456,7 +476,7 @@ MUST_CHECK int wire_dp_connect_req_decode(const uint8_t *msg, size_t len,
 struct wire_dp_connect_resp {
 	struct wire_dp_resp_head head;
 	uint64_t nonce; /* the request's, echoed (also on failure) */
-	uint64_t token;
+	uint64_t token; /* AUTH_CHALLENGE: the challenge (every other op field 0) */
 	uint32_t session_id;
 	uint32_t max_msg;
 	uint32_t idle_timeout_ms;

@@ -37,6 +37,15 @@ struct dp_xhandle {
 
 /* ---- server ---- */
 
+struct hmac_sha1;
+
+/*
+ * The prepared secret of @ak (@len bytes), or NULL if no account has that
+ * key (docs/security.md). Set: every CONNECT must prove a secret.
+ * Context: the owning core (QSBR online), non-blocking.
+ */
+typedef const struct hmac_sha1 *(*dp_xsrv_key_fn)(void *arg, const char *ak, size_t len);
+
 struct dp_xsrv_cfg {
 	unsigned max_sessions;	  /* maxSessionsPerCore (default 1024) */
 	uint16_t slots;		  /* slots granted at most per session (default 8) */
@@ -46,6 +55,8 @@ struct dp_xsrv_cfg {
 	uint32_t idle_timeout_ms; /* sessions idle this long are dropped (default 30000) */
 	uint16_t core;		  /* this core's number, told to clients */
 	bool raw_echo;		  /* reflect DP_RAW_MAGIC datagrams (benchmark floor) */
+	dp_xsrv_key_fn key_fn;	  /* NULL: sessions need no credentials */
+	void *key_arg;
 };
 
 /*
@@ -63,6 +74,11 @@ struct dp_xreq {
 	uint64_t ts_recv_ns; /* the request's last packet arrived */
 	struct dp_xhandle h;
 	struct dp_addr peer;
+	/* the session's accessKey (NULL: opened without credentials), and two words the
+	 * handler may keep per session (its lookup of the account) */
+	const char *ak;
+	uint8_t ak_len;
+	const void **auth_cache;
 };
 
 struct dp_xsrv;
@@ -98,6 +114,9 @@ struct dp_xsrv_stats {
 	uint64_t sessions_opened;
 	uint64_t sessions_refused; /* table full */
 	uint64_t sessions_expired;
+	uint64_t sessions_unauth; /* CONNECTs refused: no, unknown or wrong credentials */
+	uint64_t challenges;	  /* AUTH_CHALLENGEs sent */
+	uint64_t rx_bad_peer;	  /* a session's id and token from another address */
 };
 
 /**
@@ -172,6 +191,9 @@ struct dp_xcli_cfg {
 	uint32_t rto_max_us;   /* backoff cap (default 200000) */
 	unsigned max_retries;  /* unanswered retransmissions before the session is dead (12) */
 	const char *client_id; /* default "sprocket@<pid>" */
+	/* credentials for brokers with aclEnable (NULL: none); copied/absorbed at create */
+	const char *access_key; /* at most WIRE_DP_AK_MAX bytes */
+	const char *secret_key;
 };
 
 struct dp_xcli;
@@ -210,7 +232,8 @@ void dp_xcli_destroy(struct dp_xcli *c);
  * Polls the port until the CONNECT answer arrives (retransmitting) or
  * @timeout_ms passes.
  * Context: the client's thread; busy-polls.
- * Return: 0; -ETIMEDOUT; -EBUSY server full; -EPROTO bad answer; -ENOMEM.
+ * Return: 0; -ETIMEDOUT; -EBUSY server full; -EACCES credentials missing,
+ * unknown or wrong (aclEnable); -EPROTO bad answer; -ENOMEM.
  */
 MUST_CHECK int dp_xcli_connect(struct dp_xcli *c, struct dp_addr server, uint32_t timeout_ms,
 			       struct dp_xsess **out);
@@ -247,6 +270,9 @@ unsigned dp_xsess_inflight(const struct dp_xsess *s);
 uint16_t dp_xsess_slots(const struct dp_xsess *s);
 uint32_t dp_xsess_max_msg(const struct dp_xsess *s);
 bool dp_xsess_is_dead(const struct dp_xsess *s);
+/* The session's id and token (diagnostics, tests). */
+uint32_t dp_xsess_id(const struct dp_xsess *s);
+uint64_t dp_xsess_token(const struct dp_xsess *s);
 
 const struct dp_xcli_stats *dp_xcli_stats(const struct dp_xcli *c);
 

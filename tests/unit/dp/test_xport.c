@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "dp/port.h"
 #include "dp/port_fault.h"
+#include "common/hmac.h"
 #include "dp/xport.h"
 #include "harness.h"
 #include "wire/dp.h"
@@ -650,5 +651,95 @@ test_same_session_id_two_servers(void)
 	cp->ops->close(cp);
 }
 
-T_MAIN(T_CASE(test_echo_sizes), T_CASE(test_same_session_id_two_servers),
+/* aclEnable's session setup: one account "dp-user-1" with secret "dp-secret-1". */
+static struct hmac_sha1 acc_key;
+
+static const struct hmac_sha1 *
+key_of(void *arg, const char *ak, size_t len)
+{
+	(void)arg;
+	return len == 9 && memcmp(ak, "dp-user-1", 9) == 0 ? &acc_key : NULL;
+}
+
+static const char *last_ak;
+
+static void
+ak_handler(struct dp_xsrv *s, const struct dp_xreq *r, void *arg)
+{
+	last_ak = r->ak;
+	handler(s, r, arg);
+}
+
+/*
+ * A server with a key function opens sessions only for a CONNECT that proves
+ * the account's secret over its challenge: no key, an unknown key and a wrong
+ * secret are refused (-EACCES), the right one works and its requests carry the
+ * key; a packet with a live session's id and token from another address is
+ * dropped (rx_bad_peer).
+ */
+static void
+test_auth(void)
+{
+	struct dp_xsrv_cfg cfg = {.max_sessions = 8, .key_fn = key_of};
+	struct dp_xcli_cfg none = {.rto_us = 1000};
+	struct dp_xcli_cfg unknown = {
+		.rto_us = 1000, .access_key = "dp-user-2", .secret_key = "dp-secret-1"};
+	struct dp_xcli_cfg wrong = {
+		.rto_us = 1000, .access_key = "dp-user-1", .secret_key = "dp-secret-2"};
+	struct dp_xcli_cfg right = {
+		.rto_us = 1000, .access_key = "dp-user-1", .secret_key = "dp-secret-1"};
+	const struct dp_xcli_cfg *bad[] = {&none, &unknown, &wrong};
+	struct dp_port *cp = udp_port(0), *other = udp_port(0);
+	struct dp_xcli *cli;
+	struct dp_xsess *se;
+	struct srv sv;
+	struct call c;
+	uint8_t ping[8] = {0};
+
+	hmac_sha1_key(&acc_key, "dp-secret-1", 11);
+	memset(&sv, 0, sizeof(sv));
+	sv.port = udp_port(0);
+	T_ASSERT_EQ(dp_xsrv_create(&cfg, sv.port, ak_handler, &sv, &sv.x), 0);
+	T_ASSERT_EQ(pthread_create(&sv.th, NULL, srv_main, &sv), 0);
+	for (size_t i = 0; i < 3; i++) {
+		T_ASSERT_EQ(dp_xcli_create(bad[i], cp, &cli), 0);
+		T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 3000, &se), -EACCES);
+		dp_xcli_destroy(cli);
+	}
+	T_ASSERT_EQ(dp_xcli_create(&right, cp, &cli), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 3000, &se), 0);
+	T_ASSERT_EQ(call(cli, se, WIRE_DP_OP_PING, ping, 8, &c), 0);
+	free(c.resp);
+	T_ASSERT(last_ak != NULL && memcmp(last_ak, "dp-user-1", 9) == 0);
+	{
+		/* the session's own PING, byte for byte, from another address */
+		struct wire_dp_hdr h = {.type = WIRE_DP_T_REQ,
+					.op = WIRE_DP_OP_PING,
+					.session_id = dp_xsess_id(se),
+					.token = dp_xsess_token(se),
+					.pkt_cnt = 1,
+					.msg_len = 8,
+					.payload_len = 8,
+					.seq = 99};
+		uint8_t pkt[WIRE_DP_HDR_LEN + 8] = {0};
+		struct dp_tx tx = {.hdr = pkt, .hdr_len = sizeof(pkt), .dst = sv.port->local};
+		uint64_t before = dp_xsrv_stats(sv.x)->rx_bad_peer;
+
+		T_ASSERT_EQ(wire_dp_hdr_encode(&h, pkt, WIRE_DP_HDR_LEN), WIRE_DP_HDR_LEN);
+		T_ASSERT_EQ(dp_port_tx_burst(other, &tx, 1), 1u);
+		for (int i = 0; i < 200 && dp_xsrv_stats(sv.x)->rx_bad_peer == before; i++)
+			usleep(5000);
+		T_ASSERT(dp_xsrv_stats(sv.x)->rx_bad_peer > before);
+	}
+	dp_xcli_close(se, 1000);
+	srv_stop(&sv);
+	T_ASSERT(dp_xsrv_stats(sv.x)->sessions_unauth >= 3);
+	T_ASSERT(dp_xsrv_stats(sv.x)->challenges >= 3);
+	dp_xcli_destroy(cli);
+	cp->ops->close(cp);
+	other->ops->close(other);
+	srv_free(&sv);
+}
+
+T_MAIN(T_CASE(test_auth), T_CASE(test_echo_sizes), T_CASE(test_same_session_id_two_servers),
        T_CASE(test_faults_exactly_once), T_CASE(test_garbage), T_CASE(test_limits_and_expiry))

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_acl.c - the ACL on the dataplane (aclEnable; docs/security.md), on the
+ * owning core: the key a CONNECT proves (bk_acl_key(), the transport's key
+ * function) and, per request of an authenticated session, RocketMQ's
+ * permissions on the topic and group it names: SEND and SEND_BATCH the
+ * topic PUB (a retry topic: its group SUB), PULL the topic and the group
+ * SUB, QUERY/UPDATE_OFFSET the group and the topic SUB, SEND_BACK the group
+ * SUB, REPL (a slave's replication) an admin account.
+ *
+ * Lock-free: the accounts are read under QSBR (bk->acl, published by
+ * bk_acl_ctl.c); a session keeps the account it found with the table it
+ * found it in (dp_xreq.auth_cache), so a request costs a pointer compare and
+ * a binary search over the account's own entries, and a reload is picked up
+ * by the next request. Requests from the remoting port were checked on the
+ * control thread (bk_rmt_acl.c) and are not checked again here.
+ */
+#include <string.h>
+
+#include <urcu/urcu-qsbr.h>
+
+#include "bk_priv.h"
+#include "common/acl.h"
+#include "wire/dp.h"
+
+#define TRACE_TOPIC "RMQ_SYS_TRACE_TOPIC"
+
+const struct hmac_sha1 *
+bk_acl_key(void *arg, const char *ak, size_t len)
+{
+	struct bk *bk = arg;
+	/* pairs with rcu_assign_pointer() in bk_acl_ctl.c's publish() */
+	const struct acl *acl = rcu_dereference(bk->acl);
+	const struct acl_account *acc = acl ? acl_find(acl, ak, len) : NULL;
+
+	return acc ? &acc->key : NULL;
+}
+
+static const struct acl_account *
+account(struct bk_core *c, const struct dp_xreq *req)
+{
+	const struct acl *acl = rcu_dereference(c->bk->acl);
+	const struct acl_account *acc;
+
+	if (!acl || !req->ak)
+		return NULL;
+	if (req->auth_cache[0] == acl)
+		return req->auth_cache[1];
+	acc = acl_find(acl, req->ak, req->ak_len);
+	req->auth_cache[0] = acl;
+	req->auth_cache[1] = acc;
+	return acc;
+}
+
+static bool
+is_retry(const char *t, size_t n)
+{
+	return n > 7 && memcmp(t, "%RETRY%", 7) == 0;
+}
+
+bool
+bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
+{
+	const struct acl_account *acc;
+	bool ok = true;
+
+	switch (req->op) {
+	case WIRE_DP_OP_PING:
+	case WIRE_DP_OP_DISCONNECT:
+	case WIRE_DP_OP_GET_MIN_OFFSET:
+	case WIRE_DP_OP_GET_MAX_OFFSET:
+	case WIRE_DP_OP_SEARCH_OFFSET:
+		return false; /* RocketMQ checks none of these */
+	default:
+		break;
+	}
+	acc = account(c, req);
+	if (!acc) {
+		c->st.acl_denied[BK_ACL_UNKNOWN_KEY]++;
+		goto refuse;
+	}
+	switch (req->op) {
+	case WIRE_DP_OP_SEND:
+	case WIRE_DP_OP_SEND_BATCH: {
+		struct wire_dp_send_req r;
+
+		if (wire_dp_send_req_decode(req->op, req->msg, req->len, &r) != 0)
+			return false; /* the handler answers BAD_REQUEST */
+		if (is_retry(r.topic, r.topic_len))
+			ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB);
+		else
+			ok = (r.topic_len == strlen(TRACE_TOPIC) &&
+			      memcmp(r.topic, TRACE_TOPIC, r.topic_len) == 0) ||
+			     acl_allowed(acc, r.topic, r.topic_len, false, ACL_PUB);
+		break;
+	}
+	case WIRE_DP_OP_PULL: {
+		struct wire_dp_pull_req r;
+
+		if (wire_dp_pull_req_decode(req->msg, req->len, &r) != 0)
+			return false;
+		ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB) &&
+		     (!r.group_len || acl_allowed(acc, r.group, r.group_len, true, ACL_SUB));
+		break;
+	}
+	case WIRE_DP_OP_QUERY_OFFSET:
+	case WIRE_DP_OP_UPDATE_OFFSET: {
+		struct wire_dp_offset_req r;
+
+		if (wire_dp_offset_req_decode(req->op, req->msg, req->len, &r) != 0)
+			return false;
+		ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB) &&
+		     acl_allowed(acc, r.group, r.group_len, true, ACL_SUB);
+		break;
+	}
+	case WIRE_DP_OP_SEND_BACK: {
+		struct wire_dp_send_back_req r;
+
+		if (wire_dp_send_back_req_decode(req->msg, req->len, &r) != 0)
+			return false;
+		ok = acl_allowed(acc, r.group, r.group_len, true, ACL_SUB);
+		break;
+	}
+	case WIRE_DP_OP_REPL:
+		ok = acc->admin;
+		if (!ok) {
+			c->st.acl_denied[BK_ACL_NOT_ADMIN]++;
+			goto refuse;
+		}
+		break;
+	default:
+		break;
+	}
+	if (ok)
+		return false;
+	c->st.acl_denied[BK_ACL_NO_PERM]++;
+refuse:
+	(void)bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_NO_PERMISSION, 0);
+	return true;
+}
