@@ -1372,6 +1372,10 @@ produce_prime(const struct opts *o, struct dp_port *port, const struct ptarget *
 			qid++;
 			continue;
 		}
+		if (run.last_status == WIRE_DP_ST_NO_PERMISSION) {
+			err = -EACCES; /* aclEnable: this account may not publish to the topic */
+			goto out;
+		}
 		if (clk_mono_ns() - t0 > 30000000000ull) {
 			err = -ETIMEDOUT;
 			goto out;
@@ -1785,7 +1789,16 @@ run_produce(const struct opts *o)
 		}
 		dp_port_wait(port, 1000);
 	}
-	if (produce_prime(o, port, &pt[0]) != 0 || (two && produce_prime(&o2, port, &pt[1]) != 0)) {
+	int err = produce_prime(o, port, &pt[0]);
+	if (err == 0 && two)
+		err = produce_prime(&o2, port, &pt[1]);
+	if (err == -EACCES) {
+		fprintf(stderr, "sprocket-bench: the broker refused: NO_PERMISSION (aclEnable: set "
+				"SPROCKET_ACCESS_KEY and SPROCKET_SECRET_KEY to an account that may "
+				"publish to the topic)\n");
+		goto out;
+	}
+	if (err) {
 		fprintf(stderr, "sprocket-bench: a topic did not accept a message on every queue "
 				"within 30 s\n");
 		goto out;

@@ -7,14 +7,17 @@
  * (bk->acl). docs/security.md.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <urcu/urcu-qsbr.h>
 
 #include "bk_ctl.h"
+#include "bk_rmt.h"
 #include "common/acl.h"
 #include "common/log.h"
+#include "dp/xport.h"
 
 #define ACL_TAG "broker.acl"
 #define ACL_WATCH_MS 1000
@@ -92,4 +95,40 @@ void
 bk_acl_stop(struct bk_ctl *x)
 {
 	publish(x, NULL);
+}
+
+void
+bk_acl_report(const struct bk_ctl *x)
+{
+	if (!x->bk.acl_on)
+		return;
+	log_info(ACL_TAG,
+		 "remoting: acl refused %" PRIu64 " requests (no_access_key %" PRIu64
+		 ", unknown_access_key %" PRIu64 ", bad_signature %" PRIu64 ", not_admin %" PRIu64
+		 ", no_permission %" PRIu64 ")",
+		 bk_rmt_acl_denied(x->rmt, BK_ACL_NO_KEY) +
+			 bk_rmt_acl_denied(x->rmt, BK_ACL_UNKNOWN_KEY) +
+			 bk_rmt_acl_denied(x->rmt, BK_ACL_BAD_SIG) +
+			 bk_rmt_acl_denied(x->rmt, BK_ACL_NOT_ADMIN) +
+			 bk_rmt_acl_denied(x->rmt, BK_ACL_NO_PERM),
+		 bk_rmt_acl_denied(x->rmt, BK_ACL_NO_KEY),
+		 bk_rmt_acl_denied(x->rmt, BK_ACL_UNKNOWN_KEY),
+		 bk_rmt_acl_denied(x->rmt, BK_ACL_BAD_SIG), bk_rmt_acl_denied(x->rmt, BK_ACL_NOT_ADMIN),
+		 bk_rmt_acl_denied(x->rmt, BK_ACL_NO_PERM));
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		const struct bk_core *c = &x->bk.cores[i];
+		const struct dp_xsrv_stats *xs = c->xs ? dp_xsrv_stats(c->xs) : NULL;
+
+		log_info(ACL_TAG,
+			 "core %u: acl refused sessions %" PRIu64 " (challenges %" PRIu64
+			 ", other-address packets %" PRIu64 "), requests %" PRIu64
+			 " (no_permission %" PRIu64 ", unknown_access_key %" PRIu64
+			 ", not_admin %" PRIu64 ")",
+			 i, xs ? xs->sessions_unauth : 0, xs ? xs->challenges : 0,
+			 xs ? xs->rx_bad_peer : 0,
+			 c->st.acl_denied[BK_ACL_NO_PERM] + c->st.acl_denied[BK_ACL_UNKNOWN_KEY] +
+				 c->st.acl_denied[BK_ACL_NOT_ADMIN],
+			 c->st.acl_denied[BK_ACL_NO_PERM], c->st.acl_denied[BK_ACL_UNKNOWN_KEY],
+			 c->st.acl_denied[BK_ACL_NOT_ADMIN]);
+	}
 }

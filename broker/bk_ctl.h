@@ -93,6 +93,8 @@ struct bk_ctl {
 int bk_acl_start(struct bk_ctl *x);
 void bk_acl_tick(struct bk_ctl *x, uint64_t now_ms);
 void bk_acl_stop(struct bk_ctl *x);
+/* At stop, before the cores and the remoting port go: refusals by reason, per core. */
+void bk_acl_report(const struct bk_ctl *x);
 
 /* Every broker key (bk_keys.c). */
 extern const struct cfg_key bk_keys[];

@@ -122,4 +122,7 @@ MUST_CHECK int bk_rmt_offsets_drop(struct bk_rmt *r, char kind, const char *name
 /* For the fuzz target: feeds @len bytes as if read from one connection. */
 void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);
 
+/* Requests the ACL refused on the remoting port, by enum bk_acl_reason. Context: control. */
+uint64_t bk_rmt_acl_denied(const struct bk_rmt *r, unsigned reason);
+
 #endif /* SP_BROKER_BK_RMT_H */

@@ -259,3 +259,9 @@ done:
 	json_object_put(ns.owned);
 	return out;
 }
+
+uint64_t
+bk_rmt_acl_denied(const struct bk_rmt *r, unsigned reason)
+{
+	return r && reason < BK_ACL_REASONS ? r->acl_denied[reason] : 0;
+}

@@ -1048,6 +1048,7 @@ out_breg:
 		ctl_breg_stop(x->breg);
 	x->breg = NULL;
 out_run:
+	bk_acl_report(x);
 	bk_timer_stop(x);
 	stop_cores(x);
 	bk_rmt_destroy(x->rmt);
