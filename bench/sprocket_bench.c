@@ -1793,9 +1793,10 @@ run_produce(const struct opts *o)
 	if (err == 0 && two)
 		err = produce_prime(&o2, port, &pt[1]);
 	if (err == -EACCES) {
-		fprintf(stderr, "sprocket-bench: the broker refused: NO_PERMISSION (aclEnable: set "
-				"SPROCKET_ACCESS_KEY and SPROCKET_SECRET_KEY to an account that may "
-				"publish to the topic)\n");
+		fprintf(stderr,
+			"sprocket-bench: the broker refused: NO_PERMISSION (aclEnable: set "
+			"SPROCKET_ACCESS_KEY and SPROCKET_SECRET_KEY to an account that may "
+			"publish to the topic)\n");
 		goto out;
 	}
 	if (err) {

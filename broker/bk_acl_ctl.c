@@ -113,7 +113,8 @@ bk_acl_report(const struct bk_ctl *x)
 			 bk_rmt_acl_denied(x->rmt, BK_ACL_NO_PERM),
 		 bk_rmt_acl_denied(x->rmt, BK_ACL_NO_KEY),
 		 bk_rmt_acl_denied(x->rmt, BK_ACL_UNKNOWN_KEY),
-		 bk_rmt_acl_denied(x->rmt, BK_ACL_BAD_SIG), bk_rmt_acl_denied(x->rmt, BK_ACL_NOT_ADMIN),
+		 bk_rmt_acl_denied(x->rmt, BK_ACL_BAD_SIG),
+		 bk_rmt_acl_denied(x->rmt, BK_ACL_NOT_ADMIN),
 		 bk_rmt_acl_denied(x->rmt, BK_ACL_NO_PERM));
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
 		const struct bk_core *c = &x->bk.cores[i];

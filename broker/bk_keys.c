@@ -11,6 +11,7 @@ static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
 static const char *const role_choices[] = {"ASYNC_MASTER", "SYNC_MASTER", "SLAVE", NULL};
 static const char *const backend_choices[] = {"udp", "af_packet", "dpdk", NULL};
 static const char *const warm_choices[] = {"auto", "true", "false", NULL};
+static const char *const tls_choices[] = {"disabled", "permissive", "enforcing", NULL};
 static const char *const level_choices[] = {"err", "warn", "info", "debug", NULL};
 
 const struct cfg_key bk_keys[] = {
@@ -25,6 +26,8 @@ const struct cfg_key bk_keys[] = {
 	 "remoting TCP port for RocketMQ clients, advertised as brokerIP1:port (0: any free port)"},
 	{"remotingMaxConnections", CFG_INT, "65536", 1, 1 << 20, NULL,
 	 "remoting connections open at once (more are refused)"},
+	{"remotingMaxConnectionsPerAddr", CFG_INT, "4096", 0, 1 << 20, NULL,
+	 "remoting connections open at once from one source address (0: no cap of its own)"},
 	{"remotingMaxFrameSize", CFG_INT, "16777216", 65536, 1 << 30, NULL,
 	 "largest remoting frame (RocketMQ's frameMaxLength); a bigger one closes the connection"},
 	{"clientChannelExpiredMillis", CFG_INT, "120000", 1000, 3600000, NULL,
@@ -98,6 +101,20 @@ const struct cfg_key bk_keys[] = {
 	 "the account this broker signs its requests to NameServers and (a slave) to its master "
 	 "with"},
 	{"secretKey", CFG_STRING, NULL, 0, 256, NULL, "accessKey's secret (never shown)", true},
+	{"tlsServerMode", CFG_ENUM, "disabled", 0, 0, tls_choices,
+	 "TLS on listenPort: disabled, permissive (TLS and plain TCP, told apart by the first "
+	 "byte) or enforcing (TLS only); RocketMQ's tls.server.mode"},
+	{"tlsEnable", CFG_BOOL, "false", 0, 0, NULL,
+	 "true: tlsServerMode=enforcing unless tlsServerMode is set"},
+	{"tlsServerCertPath", CFG_STRING, NULL, 0, 1024, NULL,
+	 "the server certificate chain (PEM)"},
+	{"tlsServerKeyPath", CFG_STRING, NULL, 0, 1024, NULL, "its private key (PEM)"},
+	{"tlsServerKeyPassword", CFG_STRING, NULL, 0, 1024, NULL,
+	 "the private key's password, if it has one (never shown)", true},
+	{"tlsServerAuthClient", CFG_BOOL, "false", 0, 0, NULL,
+	 "TLS clients must present a certificate signed by tlsServerTrustCertPath"},
+	{"tlsServerTrustCertPath", CFG_STRING, NULL, 0, 1024, NULL,
+	 "CA certificates (PEM) that sign the clients' certificates"},
 	{"autoCreateTopicEnable", CFG_BOOL, "true", 0, 0, NULL,
 	 "create a topic on its first SEND (defaultTopicQueueNums queues)"},
 	{"defaultTopicQueueNums", CFG_INT, "4", 1, 1024, NULL, "queues of an auto-created topic"},

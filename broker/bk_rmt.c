@@ -47,7 +47,8 @@
 static void
 conn_events(struct bk_rmt *r, struct rconn *c)
 {
-	struct epoll_event ev = {.events = (c->paused ? 0 : EPOLLIN) | (c->want_out ? EPOLLOUT : 0),
+	struct epoll_event ev = {.events = (c->paused ? 0 : EPOLLIN) |
+					   (c->want_out || c->tls_want_out ? EPOLLOUT : 0),
 				 .data.u32 = c->id};
 
 	if (c->fd >= 0)
@@ -60,6 +61,8 @@ static void conn_close(struct bk_rmt *r, struct rconn *c, const char *why);
 static int
 conn_flush(struct bk_rmt *r, struct rconn *c)
 {
+	char why[160];
+
 	if (c->closing)
 		return -1;
 	while (c->out_off < c->out_len) {
@@ -69,13 +72,12 @@ conn_flush(struct bk_rmt *r, struct rconn *c)
 			c->out_off = c->out_len;
 			break;
 		}
-		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		n = bk_rmt__io_send(r, c, c->out + c->out_off, c->out_len - c->out_off, why,
+				    sizeof(why));
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (n == -EAGAIN)
 				break;
-			conn_close(r, c, strerror(errno));
+			conn_close(r, c, n == -EPROTO ? why : strerror((int)-n));
 			return -1;
 		}
 		c->out_off += (size_t)n;
@@ -655,6 +657,8 @@ conn_frames(struct bk_rmt *r, struct rconn *c)
 static void
 conn_read(struct bk_rmt *r, struct rconn *c)
 {
+	char why[160];
+
 	for (int rounds = 0; rounds < 16; rounds++) {
 		ssize_t n;
 
@@ -677,16 +681,19 @@ conn_read(struct bk_rmt *r, struct rconn *c)
 			c->in = b;
 			c->in_cap = cap;
 		}
-		n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+		n = bk_rmt__io_recv(r, c, c->in + c->in_len, c->in_cap - c->in_len, why,
+				    sizeof(why));
 		if (n == 0) {
 			conn_close(r, c, NULL);
 			return;
 		}
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				conn_close(r, c, strerror(errno));
+			if (n == -EAGAIN) {
+				if (c->tls_want_out)
+					conn_events(r, c);
+				return;
+			}
+			conn_close(r, c, n == -EPROTO ? why : strerror((int)-n));
 			return;
 		}
 		c->in_len += (size_t)n;
@@ -698,6 +705,7 @@ conn_read(struct bk_rmt *r, struct rconn *c)
 static void
 conn_free(struct rconn *c)
 {
+	bk_rmt__tls_free(c);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -734,6 +742,8 @@ conn_teardown(struct bk_rmt *r, struct rconn *c)
 			close(c->fd);
 		}
 		r->conns[id] = NULL;
+		if (c->counted)
+			ipcount_sub(&r->per_addr, c->peer.ip);
 		conn_free(c);
 	}
 	bk_rmt__groups_sweep(r, true, id, gen);
@@ -770,6 +780,19 @@ srv_accept(struct bk_rmt *r)
 				log_warn_ratelimited(TAG, "accept: %s", strerror(errno));
 			return;
 		}
+		if (r->conf.max_conns_per_addr &&
+		    ipcount_get(&r->per_addr, a.sin_addr.s_addr) >= r->conf.max_conns_per_addr) {
+			char ip[INET_ADDRSTRLEN] = "?";
+
+			inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip));
+			r->refused_per_addr++;
+			log_warn_ratelimited(TAG,
+					     "refusing a connection from %s: %u open from it "
+					     "(remotingMaxConnectionsPerAddr)",
+					     ip, r->conf.max_conns_per_addr);
+			close(fd);
+			continue;
+		}
 		for (id = 0; id < r->nconns && r->conns[id]; id++)
 			;
 		if (id == r->nconns) {
@@ -797,6 +820,7 @@ srv_accept(struct bk_rmt *r)
 		c->fd = fd;
 		c->id = id;
 		c->gen = ++r->serial;
+		c->tls_state = r->tls ? RTLS_UNDECIDED : RTLS_PLAIN;
 		c->peer.ip = a.sin_addr.s_addr;
 		c->peer.port = ntohs(a.sin_port);
 		inet_ntop(AF_INET, &a.sin_addr, c->peer_s, sizeof(c->peer_s));
@@ -810,6 +834,8 @@ srv_accept(struct bk_rmt *r)
 			continue;
 		}
 		r->conns[id] = c;
+		c->counted = true;
+		(void)ipcount_add(&r->per_addr, c->peer.ip);
 	}
 }
 
@@ -835,7 +861,9 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 	r->hdr_cap = HDR_MIN;
 	r->hdr = malloc(r->hdr_cap);
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
-	if (r->inflight == NULL || r->hdr == NULL || r->ep < 0) {
+	if (ipcount_init(&r->per_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
+		r->per_addr.v = NULL;
+	if (r->inflight == NULL || r->hdr == NULL || r->ep < 0 || r->per_addr.v == NULL) {
 		err = r->ep < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -866,6 +894,7 @@ fail:
 		close(r->ep);
 	free(r->inflight);
 	free(r->hdr);
+	ipcount_fini(&r->per_addr);
 	free(r);
 	return err;
 }
@@ -912,6 +941,14 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 		c = id < r->nconns ? r->conns[id] : NULL;
 		if (c == NULL)
 			continue;
+		if ((ev[i].events & EPOLLOUT) && c->tls_want_out) {
+			/* OpenSSL wrote what it had to: read on */
+			c->tls_want_out = false;
+			conn_events(r, c);
+			conn_read(r, c);
+			if (c->closing)
+				continue;
+		}
 		if ((ev[i].events & EPOLLOUT) && conn_flush(r, c) != 0)
 			continue;
 		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
@@ -1004,6 +1041,8 @@ bk_rmt_destroy(struct bk_rmt *r)
 	free(r->resets);
 	free(r->proxies);
 	free(r->conns);
+	ipcount_fini(&r->per_addr);
+	bk_rmt_tls_fini(r);
 	free(r->scratch);
 	free(r->inflight);
 	free(r->hdr);

@@ -25,12 +25,29 @@
 struct bk_rmt;
 struct jbuf;
 
+/* TLS on listenPort (bk_rmt_tls.c): RocketMQ's tlsServerMode. */
+enum bk_tls_mode {
+	BK_TLS_DISABLED,
+	BK_TLS_PERMISSIVE, /* TLS and plain TCP, told apart by the first byte */
+	BK_TLS_ENFORCING,  /* TLS only */
+};
+
+struct bk_rmt_tls {
+	enum bk_tls_mode mode;
+	const char *cert;	  /* tlsServerCertPath: PEM chain */
+	const char *key;	  /* tlsServerKeyPath: PEM */
+	const char *key_password; /* tlsServerKeyPassword, or NULL/"" */
+	bool auth_client;	  /* tlsServerAuthClient: clients need a certificate... */
+	const char *trust;	  /* ... signed by tlsServerTrustCertPath */
+};
+
 struct bk_rmt_conf {
 	const char *ip; /* listen address (IPv4) */
 	uint16_t port;	/* 0: any free port */
 	uint32_t max_frame;
 	uint32_t inflight_per_core; /* commands at one core at most (< its ring) */
 	uint32_t max_conns;
+	uint32_t max_conns_per_addr;  /* remotingMaxConnectionsPerAddr (0: no cap) */
 	uint64_t client_expire_ms;    /* consumers silent this long leave their group (120 s) */
 	uint64_t lock_expire_ms;      /* LOCK_BATCH_MQ locks (60 s) */
 	struct cidr_list admin_addrs; /* adminAllowedAddrs */
@@ -124,5 +141,14 @@ void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);
 
 /* Requests the ACL refused on the remoting port, by enum bk_acl_reason. Context: control. */
 uint64_t bk_rmt_acl_denied(const struct bk_rmt *r, unsigned reason);
+
+/*
+ * bk_rmt_tls_init() - TLS on the remoting port as @t says (before any
+ * connection). Return: 0, -EINVAL (the reason in @why: a file missing or not
+ * matching), -ENOMEM. Context: control thread, startup.
+ */
+MUST_CHECK int bk_rmt_tls_init(struct bk_rmt *r, const struct bk_rmt_tls *t, char *why,
+			       size_t why_len);
+void bk_rmt_tls_fini(struct bk_rmt *r);
 
 #endif /* SP_BROKER_BK_RMT_H */

@@ -23,8 +23,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "bk_rmt.h"
+#include "common/ipcount.h"
 #include "wire/remoting.h"
 
 #define TAG "broker.remoting"
@@ -42,6 +44,12 @@
 #define CONN_JOBS_MAX 1024u
 /* ---- state ---- */
 
+enum rtls_state {
+	RTLS_PLAIN,	/* plain TCP */
+	RTLS_UNDECIDED, /* TLS on the port: the client's first byte decides */
+	RTLS_ON,
+};
+
 struct rconn {
 	int fd;
 	uint32_t id;  /* slot in r->conns */
@@ -57,6 +65,10 @@ struct rconn {
 	bool paused;	     /* EPOLLIN off: too much unsent */
 	bool closing;	     /* closed: torn down by conns_reap(), never used again */
 	bool want_out;	     /* EPOLLOUT on */
+	bool counted;	     /* in r->per_addr */
+	uint8_t tls_state;   /* enum rtls_state */
+	bool tls_want_out;   /* OpenSSL wants to write before it can read on: EPOLLOUT */
+	struct ssl_st *ssl;  /* TLS (bk_rmt_tls.c); NULL: plain TCP */
 	uint8_t lang;	     /* of its last request (enum wire_rem_lang): connection lists */
 	int32_t version;
 };
@@ -152,6 +164,14 @@ struct bk_rmt {
 	/* the configuration's DataVersion (GET_BROKER_CONFIG's header) */
 	uint64_t config_version;
 	int64_t config_version_ms;
+	/* TLS (bk_rmt_tls.c): the server context, NULL when disabled */
+	struct ssl_ctx_st *tls;
+	enum bk_tls_mode tls_mode;
+	uint64_t tls_conns;  /* connections that spoke TLS */
+	uint64_t tls_failed; /* handshakes or records that failed */
+	/* connections open per source address (remotingMaxConnectionsPerAddr) */
+	struct ipcount per_addr;
+	uint64_t refused_per_addr;
 	/* requests the ACL refused, by reason (bk_rmt_acl.c) */
 	uint64_t acl_denied[BK_ACL_REASONS];
 };
@@ -348,5 +368,16 @@ struct json_object *bk_rmt__jparse(const uint8_t *b, size_t len);
  */
 bool bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
 			 bool admin);
+
+/*
+ * The connection's bytes in and out, plain or TLS (bk_rmt_tls.c). Return:
+ * bytes (> 0), 0 the peer closed (recv), -EAGAIN wait for epoll, -EPROTO a
+ * TLS failure or plain TCP on a TLS-only port (the reason in @why), -errno.
+ */
+ssize_t bk_rmt__io_recv(struct bk_rmt *r, struct rconn *c, void *buf, size_t n, char *why,
+			size_t why_len);
+ssize_t bk_rmt__io_send(struct bk_rmt *r, struct rconn *c, const void *buf, size_t n, char *why,
+			size_t why_len);
+void bk_rmt__tls_free(struct rconn *c);
 
 #endif /* SP_BROKER_BK_RMT_PRIV_H */

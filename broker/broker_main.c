@@ -864,6 +864,8 @@ main(int argc, char **argv)
 			.max_frame = (uint32_t)cfg_get_int(cfg, "remotingMaxFrameSize"),
 			.inflight_per_core = RMT_RING - 64,
 			.max_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections"),
+			.max_conns_per_addr =
+				(uint32_t)cfg_get_int(cfg, "remotingMaxConnectionsPerAddr"),
 			.client_expire_ms =
 				(uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
 			.lock_expire_ms = 60000,
@@ -894,6 +896,31 @@ main(int argc, char **argv)
 			rcf.max_frame = x->bk.conf.max_msg_size + (64u << 10);
 		if (bk_rmt_create(&x->bk, &rcf, &ro, &x->rmt) != 0)
 			goto out;
+		{
+			const char *m = cfg_get_str(cfg, "tlsServerMode");
+			struct bk_rmt_tls tls = {
+				.mode = strcmp(m, "permissive") == 0  ? BK_TLS_PERMISSIVE
+					: strcmp(m, "enforcing") == 0 ? BK_TLS_ENFORCING
+								      : BK_TLS_DISABLED,
+				.cert = cfg_get_str(cfg, "tlsServerCertPath"),
+				.key = cfg_get_str(cfg, "tlsServerKeyPath"),
+				.key_password = cfg_get_str(cfg, "tlsServerKeyPassword"),
+				.auth_client = cfg_get_bool(cfg, "tlsServerAuthClient"),
+				.trust = cfg_get_str(cfg, "tlsServerTrustCertPath"),
+			};
+
+			if (cfg_get_bool(cfg, "tlsEnable") && !cfg_is_set(cfg, "tlsServerMode"))
+				tls.mode = BK_TLS_ENFORCING;
+			if (bk_rmt_tls_init(x->rmt, &tls, why, sizeof(why)) != 0) {
+				log_err(BK_TAG, "TLS: %s", why);
+				goto out;
+			}
+			if (tls.mode != BK_TLS_DISABLED)
+				log_info(BK_TAG, "TLS on listenPort: %s%s, certificate %s",
+					 tls.mode == BK_TLS_ENFORCING ? "enforcing" : "permissive",
+					 tls.auth_client ? ", client certificates required" : "",
+					 tls.cert);
+		}
 		x->bk.store_host.port = bk_rmt_port(x->rmt);
 	}
 

@@ -8,7 +8,6 @@
  * ignores them (its own writer adds dataVersion). Every error names the key
  * and, where there is one, the account, but never a secret.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -205,9 +204,9 @@ addrs_parse(const char *s, struct acl_addrs *l)
 bool
 acl_addrs_match(const struct acl_addrs *l, uint32_t ip)
 {
-	uint32_t h = ntohl(ip);
-	uint8_t o[4] = {(uint8_t)(h >> 24), (uint8_t)(h >> 16), (uint8_t)(h >> 8), (uint8_t)h};
+	uint8_t o[4]; /* network order: the first octet first in memory */
 
+	memcpy(o, &ip, sizeof(o));
 	if (l->any)
 		return true;
 	for (uint32_t i = 0; i < l->n; i++) {

@@ -43,6 +43,8 @@ static const struct cfg_key ns_keys[] = {
 	{"frameMaxLength", CFG_INT, "67108864", 1024, 1073741824, NULL,
 	 "largest remoting frame accepted (bytes)"},
 	{"maxConnections", CFG_INT, "10000", 1, 1000000, NULL, "concurrent connections"},
+	{"maxConnectionsPerAddr", CFG_INT, "1024", 0, 1000000, NULL,
+	 "concurrent connections from one source address (0: no cap of its own)"},
 	{"serverChannelMaxIdleTimeSeconds", CFG_INT, "120", 0, 86400, NULL,
 	 "close connections idle this long (0: never)"},
 	{"orderMessageEnable", CFG_BOOL, "false", 0, 0, NULL,
@@ -129,6 +131,7 @@ main(int argc, char **argv)
 	sc.port = (uint16_t)cfg_get_int(cfg, "listenPort");
 	sc.frame_max = (size_t)cfg_get_int(cfg, "frameMaxLength");
 	sc.max_conns = (uint32_t)cfg_get_int(cfg, "maxConnections");
+	sc.max_conns_per_addr = (uint32_t)cfg_get_int(cfg, "maxConnectionsPerAddr");
 	sc.scan_ms = (uint64_t)cfg_get_int(cfg, "scanNotActiveBrokerInterval");
 	sc.expire_ms = (uint64_t)cfg_get_int(cfg, "brokerExpireMs");
 	sc.idle_ms = (uint64_t)cfg_get_int(cfg, "serverChannelMaxIdleTimeSeconds") * 1000;

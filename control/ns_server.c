@@ -63,6 +63,7 @@
 #include "common/atomic.h"
 #include "common/clock.h"
 #include "common/err.h"
+#include "common/ipcount.h"
 #include "common/log.h"
 #include "control/ns.h"
 #include "wire/remoting.h"
@@ -141,7 +142,8 @@ struct ns_server {
 	_Atomic bool stop;
 
 	/* io thread only */
-	struct ns_conn **conns; /* by fd */
+	struct ipcount per_addr; /* connections per source address */
+	struct ns_conn **conns;	 /* by fd */
 	size_t conns_cap;
 	uint32_t n_conns;
 	uint64_t next_id;
@@ -477,6 +479,7 @@ conn_close(struct ns_server *srv, struct ns_conn *c, const char *why)
 	close(c->fd);
 	srv->conns[c->fd] = NULL;
 	srv->n_conns--;
+	ipcount_sub(&srv->per_addr, c->ip);
 	free(c->rbuf);
 	free(c->wbuf);
 	free(c);
@@ -785,6 +788,19 @@ srv_accept(struct ns_server *srv)
 			close(fd);
 			continue;
 		}
+		if (srv->conf.max_conns_per_addr &&
+		    ipcount_get(&srv->per_addr, sa.sin_addr.s_addr) >=
+			    srv->conf.max_conns_per_addr) {
+			char ip[INET_ADDRSTRLEN] = "?";
+
+			inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+			log_warn_ratelimited(NS_TAG,
+					     "refusing a connection from %s: %u open from it "
+					     "(maxConnectionsPerAddr)",
+					     ip, srv->conf.max_conns_per_addr);
+			close(fd);
+			continue;
+		}
 		if ((size_t)fd >= srv->conns_cap) {
 			size_t cap = SP_MAX((size_t)fd + 1, srv->conns_cap * 2);
 			struct ns_conn **nc = realloc(srv->conns, cap * sizeof(*nc));
@@ -819,6 +835,7 @@ srv_accept(struct ns_server *srv)
 		}
 		srv->conns[fd] = c;
 		srv->n_conns++;
+		(void)ipcount_add(&srv->per_addr, c->ip);
 	}
 }
 
@@ -922,6 +939,8 @@ ns_server_create(const struct ns_server_conf *conf, struct ns_server **out)
 	pthread_cond_init(&srv->cv, &ca);
 	pthread_condattr_destroy(&ca);
 
+	if ((rc = ipcount_init(&srv->per_addr, conf->max_conns)) != 0)
+		goto err;
 	stc = srv->conf.st;
 	if ((rc = ns_state_create(&stc, &srv->st)) != 0)
 		goto err;
@@ -1090,6 +1109,7 @@ ns_server_destroy(struct ns_server *srv)
 		conn_close(srv, c, NULL);
 	}
 	free(srv->conns);
+	ipcount_fini(&srv->per_addr);
 	while ((j = srv->jobs) != NULL) {
 		srv->jobs = j->next;
 		job_free(j);

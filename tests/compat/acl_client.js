@@ -8,10 +8,30 @@
  *                                                   -> {"got": n, "errors": [...]}
  *
  * One JSON line on stdout; ali-ons' own errors are collected, not thrown.
+ * SP_TLS_PORT/SP_TLS_CA: the broker's port speaks TLS (below).
  */
 'use strict';
 
+const net = require('net');
 const path = require('path');
+const tls = require('tls');
+
+/*
+ * SP_TLS_PORT=P SP_TLS_CA=FILE: connections to port P speak TLS (node's tls module under
+ * ali-ons' own socket code), trusting the CA in FILE.
+ */
+if (process.env.SP_TLS_PORT) {
+  const fs = require('fs');
+  const port = Number(process.env.SP_TLS_PORT);
+  const ca = fs.readFileSync(process.env.SP_TLS_CA);
+  const plain = net.connect;
+  net.connect = net.createConnection = function (...args) {
+    const o = typeof args[0] === 'object' ? args[0] : { port: args[0], host: args[1] };
+    if (Number(o.port) !== port) return plain.apply(net, args);
+    return tls.connect({ host: o.host, port, ca, servername: undefined, checkServerIdentity: () => undefined });
+  };
+}
+
 const { Producer, Consumer, Message } = require(path.join(__dirname, 'node_modules', 'ali-ons'));
 
 const quiet = { info() {}, warn() {}, debug() {}, error() {} };

@@ -53,6 +53,7 @@
 
 #include "bk_priv.h"
 #include "bk_rmt.h"
+#include "common/acl.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/ring.h"
@@ -87,6 +88,25 @@ static unsigned topics_made;
 static char root[] = "/tmp/sp-fuzz-rmt-XXXXXX";
 static char *scratch; /* header strings of the frame being split */
 static size_t scratch_cap;
+
+/*
+ * ACL inputs (one in five, by length: the corpus keeps its meaning): the
+ * broker has aclEnable with the accounts below, and every whole frame is
+ * signed here as fuzzuser1 before it is fed, so the permission checks of
+ * bk_rmt_acl.c see what the fuzzer wrote (heartbeats included); a frame that
+ * cannot be re-encoded goes as it came (refused: no key).
+ */
+static const char fuzz_acl_yml[] = "accounts:\n"
+				   "  - accessKey: fuzzuser1\n"
+				   "    secretKey: fuzzsecret1\n"
+				   "    defaultTopicPerm: SUB\n"
+				   "    defaultGroupPerm: SUB\n"
+				   "    topicPerms: [T=PUB|SUB, X=DENY]\n"
+				   "    groupPerms: [D=DENY]\n";
+static struct acl *fuzz_acl;
+static struct hmac_sha1 fuzz_key;
+static uint8_t *signed_buf;
+static size_t signed_cap, signed_len;
 
 /* Commands a core holds: taken off a command ring, not completed yet. */
 static const struct bk_rcmd *held[FUZZ_INFLIGHT_MAX];
@@ -297,6 +317,13 @@ setup(void)
 		if (ring_create(FUZZ_RING, &lc->cmd) != 0 || ring_create(FUZZ_RING, &lc->cpl) != 0)
 			abort();
 	}
+	{
+		char why[128];
+
+		if (acl_parse(fuzz_acl_yml, strlen(fuzz_acl_yml), &fuzz_acl, why, sizeof(why)) != 0)
+			abort();
+		hmac_sha1_key(&fuzz_key, "fuzzsecret1", 11);
+	}
 	add_topic("T", 4);
 	add_topic("%RETRY%G", 1);
 	if (bk_rmt_create(&bk, &rc, &ro, &rmt) != 0)
@@ -420,6 +447,39 @@ settle(void)
 		abort();
 }
 
+static int frame_flag(const uint8_t *frame, size_t len, int32_t *flag);
+
+static void
+sign_append(const uint8_t *frame, size_t len)
+{
+	static struct wire_rem_cmd q;
+	char sig[HMAC_B64_LEN + 1];
+	size_t need = len + 4096, out;
+	int32_t flag;
+
+	if (signed_len + need > signed_cap) {
+		uint8_t *b = realloc(signed_buf, signed_len + need);
+
+		if (b == NULL)
+			abort();
+		signed_buf = b;
+		signed_cap = signed_len + need;
+	}
+	if (frame_flag(frame, len, &flag) != 0 ||
+	    wire_rem_decode(frame, len, &q, scratch, scratch_cap) != 0 ||
+	    wire_rem_ext_add(&q, "AccessKey", "fuzzuser1") != 0)
+		goto as_is;
+	wire_rem_sign(&q, &fuzz_key, sig);
+	if (wire_rem_ext_add(&q, "Signature", sig) != 0 ||
+	    wire_rem_encode(&q, signed_buf + signed_len, signed_cap - signed_len, &out) != 0)
+		goto as_is;
+	signed_len += out;
+	return;
+as_is:
+	memcpy(signed_buf + signed_len, frame, len);
+	signed_len += len;
+}
+
 /* Return: 0 and *@flag when @frame (whole) decodes, else -1: the server closes there. */
 static int
 frame_flag(const uint8_t *frame, size_t len, int32_t *flag)
@@ -449,6 +509,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (rmt == NULL)
 		setup();
+	bk.acl = size % 5 == 2 ? fuzz_acl : NULL;
+	if (bk.acl) {
+		/* sign each whole frame, then feed the signed stream the same way */
+		signed_len = 0;
+		while (at < size) {
+			size_t flen;
+
+			if (wire_rem_frame_len(data + at, size - at, FUZZ_MAX_FRAME, &flen) != 0)
+				break;
+			sign_append(data + at, flen);
+			at += flen;
+		}
+		if (signed_len)
+			bk_rmt_feed(rmt, signed_buf, signed_len);
+		settle();
+		bk_rmt_feed(rmt, reset, sizeof(reset));
+		settle();
+		bk.acl = NULL;
+		return 0;
+	}
 	/*
 	 * Feed up to each FUZZ_FLAG_WAIT frame and settle there; cut the stream
 	 * after its last whole frame; past a frame the server finds malformed,

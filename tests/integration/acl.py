@@ -20,6 +20,10 @@ Cases (each starts its own NameServer and broker on 127.0.0.1, udp, aclEnable on
   dataplane sessions: no credentials, an unknown key and a wrong secret are refused at
             CONNECT; the right account produces over the dataplane (sprocket-bench), and
             a topic it may not publish to is refused per request.
+  tls       TLS on the remoting port (OpenSSL): permissive takes a TLS client (Python's ssl)
+            and plain TCP on the same port; ali-ons produces and consumes through node's tls
+            module; enforcing refuses plain TCP with a log line and takes TLS; a wrong key file
+            stops the broker at start with the reason.
   protected a NameServer without ACL and without bindAddress (protected mode) refuses a
             REGISTER_BROKER from another address (network namespaces and a veth pair) and
             takes it from loopback; with protectedMode=false it takes both. Root only (77).
@@ -153,9 +157,9 @@ def cli(*args, ak=None, sk=None):
     return r.returncode, r.stdout, r.stderr
 
 
-def node(*args):
+def node(*args, env=None):
     r = subprocess.run(["node", os.path.join(NODE_DIR, "acl_client.js")] + [str(a) for a in args],
-                       capture_output=True, text=True, timeout=90)
+                       capture_output=True, text=True, timeout=90, env=env)
     for line in r.stdout.splitlines():
         if line.startswith("{"):
             return json.loads(line)
@@ -367,6 +371,74 @@ def case_dataplane():
           f"request ({m[-1:]})")
 
 
+def case_tls():
+    key, cert = os.path.join(TMP, "key.pem"), os.path.join(TMP, "cert.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True, text=True)
+    if not check(r.returncode == 0, f"a self-signed certificate (openssl rc {r.returncode})"):
+        return
+    start("namesrv", [NS, f"--listenPort={BASE}", f"--kvConfigPath={TMP}/kv.json"])
+    if not wait_log("namesrv", " listening on ", timeout=10):
+        raise SystemExit("the NameServer did not start")
+    tls = [f"--tlsServerCertPath={cert}", f"--tlsServerKeyPath={key}"]
+    plain = [a for a in ("--aclEnable=false",)]
+
+    def tls_broker(name, mode, extra=()):
+        args = [BK, f"--namesrvAddr={NSADDR}", "--listenPort=0", f"--dataplanePort={BASE + 20}",
+                "--dataplaneCores=1", f"--storePathRootDir={TMP}/store", "--mapedFileSizeCommitLog=1048576",
+                "--mapedFileSizeConsumeQueue=20000", "--storeBufferDir=" + TMP,
+                f"--tlsServerMode={mode}"] + tls + plain + list(extra)
+        return start(name, args)
+
+    p = tls_broker("broker", "permissive")
+    if not wait_log("broker", " ready: "):
+        print(log_of("broker"))
+        raise SystemExit("broker did not start")
+    check("TLS on listenPort: permissive" in log_of("broker"), "the start-up log says TLS permissive")
+    addr = f"127.0.0.1:{rmt_port()}"
+    c, remark, _ = rmt_call.call(addr, 30, {"topic": "TBW102", "queueId": "0"}, tls_ca=cert)
+    check(c == 0, f"permissive: a TLS client (Python ssl) is answered ({c} {remark})")
+    c, remark, _ = rmt_call.call(addr, 30, {"topic": "TBW102", "queueId": "0"})
+    check(c == 0, f"permissive: plain TCP on the same port is answered ({c} {remark})")
+    rc, out, err = cli("topic", "create", "TopicT", "--queues=2")
+    check(rc == 0, f"topic created over plain TCP ({err.strip()[:80]})")
+    env = dict(os.environ, SP_TLS_PORT=addr.rsplit(":", 1)[1], SP_TLS_CA=cert)
+    r = node("produce", NSADDR, "TopicT", 10, env=env)
+    check(r["ok"] == 10, f"ali-ons over TLS (node's tls module): 10 of 10 SEND_OK ({r['ok']}, {r['errors'][:2]})")
+    r = node("consume", NSADDR, "TopicT", "GroupT", 10, 30, env=env)
+    check(r["got"] >= 10, f"ali-ons consumes over TLS ({r['got']}, {r['errors'][:1]})")
+    p.send_signal(signal.SIGTERM)
+    p.wait(30)
+    m = [ln for ln in log_of("broker").splitlines() if "connections spoke TLS" in ln]
+    g = re.search(r"TLS: (\d+) connections spoke TLS, (\d+) failed", m[-1]) if m else None
+    check(g is not None and int(g.group(1)) >= 3 and int(g.group(2)) == 0,
+          f"the broker counts 3 TLS connections (Python, ali-ons' producer and consumer), none "
+          f"failed ({m[-1:]})")
+    p = tls_broker("broker_enf", "enforcing")
+    if not wait_log("broker_enf", " ready: "):
+        print(log_of("broker_enf"))
+        raise SystemExit("broker did not start")
+    addr = f"127.0.0.1:{rmt_port('broker_enf')}"
+    c, remark, _ = rmt_call.call(addr, 30, {"topic": "TopicT", "queueId": "0"}, tls_ca=cert)
+    check(c == 0, f"enforcing: a TLS client is answered ({c})")
+    try:
+        c = rmt_call.call(addr, 30, {"topic": "TopicT", "queueId": "0"})[0]
+    except (ConnectionError, OSError) as e:
+        c = f"closed ({e.__class__.__name__})"
+    check(isinstance(c, str), f"enforcing: plain TCP gets no answer: {c}")
+    check(wait_log("broker_enf", "plain TCP on a TLS-only port", 5), "... and the broker says why")
+    p = tls_broker("broker_bad", "enforcing", [f"--tlsServerKeyPath={cert}",
+                                              f"--storePathRootDir={TMP}/store2",
+                                              f"--dataplanePort={BASE + 30}"])
+    try:
+        rc = p.wait(30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc not in (None, 0) and "tlsServerKeyPath" in log_of("broker_bad"),
+          f"a key file that is not the key stops the broker with the reason (rc {rc})")
+
+
 def netns(cmd):
     subprocess.run(["ip"] + cmd.split(), check=True, capture_output=True)
 
@@ -425,7 +497,7 @@ def case_protected():
 def main():
     try:
         {"remoting": case_remoting, "attacks": case_attacks, "dataplane": case_dataplane,
-         "protected": case_protected}[CASE]()
+         "tls": case_tls, "protected": case_protected}[CASE]()
     finally:
         for p in PROCS:
             if p.poll() is None:

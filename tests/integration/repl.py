@@ -362,7 +362,8 @@ def case_af_packet():
            f" && ip -n {a} link set rv{pid}a up && ip -n {b} link set rv{pid}b up"
            f" && ip -n {a} link set lo up && ip -n {b} link set lo up")
         NSADDR = f"{ip_b}:{NS_PORT}"
-        start("namesrv", ["ip", "netns", "exec", b, NS, f"--listenPort={NS_PORT}"])
+        start("namesrv", ["ip", "netns", "exec", b, NS, f"--listenPort={NS_PORT}",
+                                 "--bindAddress=0.0.0.0"])
         time.sleep(0.3)
         ex_b = ["ip", "netns", "exec", b]
         ex_a = ["ip", "netns", "exec", a]

@@ -96,13 +96,14 @@ const char *ns_acl_reason_name(unsigned reason);
 
 /* The daemon. */
 struct ns_server_conf {
-	const char *bind_addr; /* IPv4 literal, "0.0.0.0" for all */
-	uint16_t port;	       /* 0: the kernel picks (tests) */
-	size_t frame_max;      /* largest frame, length field included */
-	uint32_t max_conns;    /* connections beyond this are closed at accept */
-	uint64_t scan_ms;      /* expiry scan interval */
-	uint64_t expire_ms;    /* broker silence before it is dropped */
-	uint64_t idle_ms;      /* close connections idle this long; 0: never */
+	const char *bind_addr;	     /* IPv4 literal, "0.0.0.0" for all */
+	uint16_t port;		     /* 0: the kernel picks (tests) */
+	size_t frame_max;	     /* largest frame, length field included */
+	uint32_t max_conns;	     /* connections beyond this are closed at accept */
+	uint32_t max_conns_per_addr; /* ... and beyond this many from one address (0: no cap) */
+	uint64_t scan_ms;	     /* expiry scan interval */
+	uint64_t expire_ms;	     /* broker silence before it is dropped */
+	uint64_t idle_ms;	     /* close connections idle this long; 0: never */
 	struct ns_conf st;
 };
 
