@@ -278,6 +278,9 @@ client_open(const struct xt_opts *o, struct sp_client **out)
 		.iface = o->iface,
 		.dpdk_args = o->dpdk_args,
 		.connect_timeout_ms = 5000,
+		/* brokers with aclEnable (docs/security.md) */
+		.access_key = getenv("SPROCKET_ACCESS_KEY"),
+		.secret_key = getenv("SPROCKET_SECRET_KEY"),
 		.log = log_cb,
 		.log_level = o->verbose ? SP_LOG_DEBUG : SP_LOG_WARN,
 	};
