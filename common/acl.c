@@ -25,8 +25,7 @@
 #define ACL_RES_MAX 65536u
 #define ACL_ADDRS_MAX 4096u
 
-static void
-say(char *why, size_t why_len, const char *fmt, ...)
+static void SP_PRINTF(3, 4) say(char *why, size_t why_len, const char *fmt, ...)
 {
 	va_list ap;
 
