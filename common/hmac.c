@@ -1,115 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * hmac.c - SHA-1 (FIPS 180-4), HMAC (RFC 2104) and base64 (RFC 4648) for
+ * hmac.c - HMAC (RFC 2104) over OpenSSL's SHA-1, and base64 (RFC 4648), for
  * request signatures (hmac.h).
+ *
+ * SHA-1 is OpenSSL's low-level SHA1_Init/Update/Final: a plain struct on the
+ * caller's stack, no allocation, and libcrypto's assembly (SHA-NI, AVX2)
+ * picked for the CPU at run time - 10x the portable C this file had
+ * (docs/benchmarks.md). OpenSSL 3 marks these calls deprecated in favour of
+ * EVP, whose contexts are allocated: not for a dataplane core.
  */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <string.h>
 
+#include <openssl/sha.h>
+
 #include "common/hmac.h"
-
-static inline uint32_t
-rol(uint32_t x, unsigned n)
-{
-	return x << n | x >> (32 - n);
-}
-
-static void
-sha1_block(uint32_t h[5], const uint8_t *p)
-{
-	uint32_t w[80];
-	uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
-
-	for (int i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-	for (int i = 16; i < 80; i++)
-		w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-	for (int i = 0; i < 80; i++) {
-		uint32_t f, k, t;
-
-		if (i < 20) {
-			f = (b & c) | (~b & d);
-			k = 0x5A827999u;
-		} else if (i < 40) {
-			f = b ^ c ^ d;
-			k = 0x6ED9EBA1u;
-		} else if (i < 60) {
-			f = (b & c) | (b & d) | (c & d);
-			k = 0x8F1BBCDCu;
-		} else {
-			f = b ^ c ^ d;
-			k = 0xCA62C1D6u;
-		}
-		t = rol(a, 5) + f + e + k + w[i];
-		e = d;
-		d = c;
-		c = rol(b, 30);
-		b = a;
-		a = t;
-	}
-	h[0] += a;
-	h[1] += b;
-	h[2] += c;
-	h[3] += d;
-	h[4] += e;
-}
 
 void
 sha1_init(struct sha1 *c)
 {
-	c->h[0] = 0x67452301u;
-	c->h[1] = 0xEFCDAB89u;
-	c->h[2] = 0x98BADCFEu;
-	c->h[3] = 0x10325476u;
-	c->h[4] = 0xC3D2E1F0u;
-	c->len = 0;
+	SHA1_Init(&c->ctx);
 }
 
 void
 sha1_update(struct sha1 *c, const void *p, size_t n)
 {
-	const uint8_t *s = p;
-	size_t have = (size_t)(c->len % 64);
-
-	c->len += n;
-	if (have) {
-		size_t take = 64 - have < n ? 64 - have : n;
-
-		memcpy(c->buf + have, s, take);
-		s += take;
-		n -= take;
-		if (have + take < 64)
-			return;
-		sha1_block(c->h, c->buf);
-	}
-	for (; n >= 64; s += 64, n -= 64)
-		sha1_block(c->h, s);
-	if (n)
-		memcpy(c->buf, s, n);
+	SHA1_Update(&c->ctx, p, n);
 }
 
 void
 sha1_final(struct sha1 *c, uint8_t out[SHA1_LEN])
 {
-	uint64_t bits = c->len * 8;
-	size_t have = (size_t)(c->len % 64);
-
-	c->buf[have++] = 0x80;
-	if (have > 56) {
-		memset(c->buf + have, 0, 64 - have);
-		sha1_block(c->h, c->buf);
-		have = 0;
-	}
-	memset(c->buf + have, 0, 56 - have);
-	for (int i = 0; i < 8; i++)
-		c->buf[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha1_block(c->h, c->buf);
-	for (int i = 0; i < 5; i++) {
-		out[4 * i] = (uint8_t)(c->h[i] >> 24);
-		out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
-		out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
-		out[4 * i + 3] = (uint8_t)c->h[i];
-	}
+	SHA1_Final(out, &c->ctx);
 }
 
 void

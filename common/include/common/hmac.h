@@ -4,12 +4,12 @@
  * with (AclSigner: HmacSHA1 over the request content, base64), and what a
  * dataplane session proves its credentials with (docs/security.md).
  *
- * Written here rather than taken from OpenSSL because a dataplane core uses
- * it: no allocation, no locks, no global state, state on the caller's
- * stack. A keyed state (hmac_sha1_key) is prepared once per secret and
- * copied per message, so a verification costs two SHA-1 passes over the
- * content and no re-keying. Checked against RFC 2202's vectors and against
- * Java's javax.crypto HmacSHA1 (tests/vectors/acl/).
+ * A dataplane core uses it: no allocation, no locks, no global state, state
+ * on the caller's stack (SHA-1 is OpenSSL's low-level API, hmac.c). A keyed
+ * state (hmac_sha1_key) is prepared once per secret and copied per message,
+ * so a verification costs one SHA-1 pass over the content, one block more,
+ * and no re-keying. Checked against RFC 2202's vectors and against Java's
+ * javax.crypto HmacSHA1 (tests/vectors/acl/).
  */
 #ifndef SP_COMMON_HMAC_H
 #define SP_COMMON_HMAC_H
@@ -18,13 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/sha.h>
+
 #define SHA1_LEN 20
 #define HMAC_B64_LEN 28 /* base64 of a SHA-1 digest, without the NUL */
 
 struct sha1 {
-	uint32_t h[5];
-	uint64_t len; /* bytes hashed so far */
-	uint8_t buf[64];
+	SHA_CTX ctx;
 };
 
 void sha1_init(struct sha1 *c);
