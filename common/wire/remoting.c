@@ -27,6 +27,7 @@
 #include <json-c/json.h>
 
 #include "bytes_priv.h"
+#include "rem_priv.h"
 #include "wire/remoting.h"
 
 #define REM_JSON_DEPTH 8
@@ -297,6 +298,13 @@ int
 wire_rem_decode(const uint8_t *frame, size_t len, struct wire_rem_cmd *cmd, char *scratch,
 		size_t scratch_len)
 {
+	return wire__rem_decode_mode(frame, len, cmd, scratch, scratch_len, 1);
+}
+
+int
+wire__rem_decode_mode(const uint8_t *frame, size_t len, struct wire_rem_cmd *cmd, char *scratch,
+		      size_t scratch_len, int fast)
+{
 	struct rem_scratch s = {.p = scratch, .cap = scratch_len, .used = 0};
 	uint32_t length;
 	uint32_t word;
@@ -321,6 +329,15 @@ wire_rem_decode(const uint8_t *frame, size_t len, struct wire_rem_cmd *cmd, char
 	cmd->body_len = length - 4 - hlen;
 	switch (cmd->serialize) {
 	case WIRE_REM_JSON:
+		/* the common form without json-c (rem_json.c); anything else, or a bail: json-c */
+		if (fast &&
+		    wire__rem_json_fast(frame + 8, hlen, cmd, scratch, scratch_len, &s.used) == 0)
+			return 0;
+		memset(cmd, 0, offsetof(struct wire_rem_cmd, ext));
+		cmd->serialize = WIRE_REM_JSON;
+		cmd->body = frame + 8 + hlen;
+		cmd->body_len = length - 4 - hlen;
+		s.used = 0;
 		return rem_decode_json(frame + 8, hlen, cmd, &s);
 	case WIRE_REM_ROCKETMQ:
 		return rem_decode_bin(frame + 8, hlen, cmd, &s);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "wire/remoting.h"
+#include "../../common/wire/rem_priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,6 +54,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (wire_rem_frame_len(data, size, WIRE_REM_FRAME_MAX_DEFAULT, &flen) != 0)
 		flen = size;
+	{
+		/*
+		 * The fast JSON reader (common/wire/rem_json.c) against json-c alone: the
+		 * same answer, and on success the same command (language and remark too).
+		 */
+		char *ref = malloc(scratch_len);
+		int rf, rs;
+
+		if (ref == NULL)
+			goto out;
+		rf = wire__rem_decode_mode(data, flen, &a, scratch, scratch_len, 1);
+		rs = wire__rem_decode_mode(data, flen, &b, ref, scratch_len, 0);
+		if (rf != rs)
+			abort();
+		if (rf == 0) {
+			check_same(&a, &b);
+			if (a.language != b.language || a.version != b.version ||
+			    a.serialize != b.serialize ||
+			    (a.remark_len && memcmp(a.remark, b.remark, a.remark_len) != 0))
+				abort();
+		}
+		free(ref);
+	}
 	if (wire_rem_decode(data, flen, &a, scratch, scratch_len) != 0)
 		goto out;
 	for (unsigned i = 0; i < a.n_ext; i++) {
