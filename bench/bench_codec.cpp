@@ -199,7 +199,7 @@ BM_remoting_sign_send(benchmark::State &st)
 {
 	static struct wire_rem_cmd c;
 	static char scratch[4096];
-	std::vector<uint8_t> f(8 + sizeof(send_hdr) - 1 + 1024, 'b');
+	std::vector<uint8_t> f(8 + sizeof(send_hdr) - 1 + (size_t)st.range(0), 'b');
 	uint32_t hl = sizeof(send_hdr) - 1;
 	uint32_t len = (uint32_t)(f.size() - 4);
 	struct hmac_sha1 key;
@@ -222,7 +222,7 @@ BM_remoting_sign_send(benchmark::State &st)
 		benchmark::DoNotOptimize(sig);
 	}
 }
-BENCHMARK(BM_remoting_sign_send);
+BENCHMARK(BM_remoting_sign_send)->Arg(64)->Arg(1024);
 
 static void
 BM_remoting_encode_send_response(benchmark::State &st)

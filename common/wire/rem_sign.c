@@ -18,7 +18,12 @@ static int
 key_cmp(const struct wire_kv *a, const struct wire_kv *b)
 {
 	uint32_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
-	int c = memcmp(a->key, b->key, n);
+	int c;
+
+	/* RocketMQ's keys mostly differ in their first byte ("a".."n", "AccessKey") */
+	if (n && a->key[0] != b->key[0])
+		return (unsigned char)a->key[0] < (unsigned char)b->key[0] ? -1 : 1;
+	c = memcmp(a->key, b->key, n);
 
 	if (c)
 		return c;
@@ -26,11 +31,9 @@ key_cmp(const struct wire_kv *a, const struct wire_kv *b)
 }
 
 static bool
-is_key(const struct wire_kv *kv, const char *k)
+is_key(const struct wire_kv *kv, const char *k, size_t n)
 {
-	size_t n = strlen(k);
-
-	return kv->key_len == n && memcmp(kv->key, k, n) == 0;
+	return kv->key_len == n && kv->key[0] == k[0] && memcmp(kv->key, k, n) == 0;
 }
 
 void
@@ -46,7 +49,7 @@ wire_rem_sign(const struct wire_rem_cmd *cmd, const struct hmac_sha1 *key,
 		const struct wire_kv *kv = &cmd->ext[i];
 		unsigned j;
 
-		if (is_key(kv, "Signature") || is_key(kv, "_UNIQUE_KEY_QUERY"))
+		if (is_key(kv, "Signature", 9) || is_key(kv, "_UNIQUE_KEY_QUERY", 17))
 			continue;
 		/* insertion sort: a header has a dozen fields */
 		for (j = n; j > 0 && key_cmp(v[j - 1], kv) > 0; j--)
@@ -54,8 +57,26 @@ wire_rem_sign(const struct wire_rem_cmd *cmd, const struct hmac_sha1 *key,
 		v[j] = kv;
 		n++;
 	}
-	for (unsigned i = 0; i < n; i++)
-		hmac_sha1_update(&h, v[i]->val, v[i]->val_len);
+	/* values gathered, then hashed in one call: a call per short value costs more */
+	{
+		uint8_t buf[1024];
+		size_t used = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			if (used + v[i]->val_len > sizeof(buf)) {
+				hmac_sha1_update(&h, buf, used);
+				used = 0;
+			}
+			if (v[i]->val_len > sizeof(buf)) {
+				hmac_sha1_update(&h, v[i]->val, v[i]->val_len);
+				continue;
+			}
+			memcpy(buf + used, v[i]->val, v[i]->val_len);
+			used += v[i]->val_len;
+		}
+		if (used)
+			hmac_sha1_update(&h, buf, used);
+	}
 	if (cmd->body_len)
 		hmac_sha1_update(&h, cmd->body, cmd->body_len);
 	hmac_sha1_final(&h, mac);
