@@ -135,12 +135,11 @@ static const char send_hdr_signed[] =
 	"\"Signature\":\"yleJRo47BO05SrT78ffIeuf18U0=\"},"
 	"\"flag\":0,\"language\":\"JAVA\",\"opaque\":7,\"version\":121}";
 
-static void
-decode_send(benchmark::State &st, const char *hdr, size_t hdr_len)
+/* A remoting frame: JSON header @hdr, then @body_len bytes of body. */
+static std::vector<uint8_t>
+frame_of(const char *hdr, size_t hdr_len, size_t body_len)
 {
-	static struct wire_rem_cmd c;
-	static char scratch[4096];
-	std::vector<uint8_t> f(8 + hdr_len + 1024, 'b');
+	std::vector<uint8_t> f(8 + hdr_len + body_len, 'b');
 	uint32_t hl = (uint32_t)hdr_len;
 	uint32_t len = (uint32_t)(f.size() - 4);
 
@@ -153,6 +152,16 @@ decode_send(benchmark::State &st, const char *hdr, size_t hdr_len)
 	f[6] = (uint8_t)(hl >> 8);
 	f[7] = (uint8_t)hl;
 	std::memcpy(f.data() + 8, hdr, hl);
+	return f;
+}
+
+static void
+decode_send(benchmark::State &st, const char *hdr, size_t hdr_len)
+{
+	static struct wire_rem_cmd c;
+	static char scratch[4096];
+	std::vector<uint8_t> f = frame_of(hdr, hdr_len, 1024);
+
 	for (auto _ : st) {
 		int rc = wire_rem_decode(f.data(), f.size(), &c, scratch, sizeof(scratch));
 		benchmark::DoNotOptimize(rc);
@@ -199,21 +208,10 @@ BM_remoting_sign_send(benchmark::State &st)
 {
 	static struct wire_rem_cmd c;
 	static char scratch[4096];
-	std::vector<uint8_t> f(8 + sizeof(send_hdr) - 1 + (size_t)st.range(0), 'b');
-	uint32_t hl = sizeof(send_hdr) - 1;
-	uint32_t len = (uint32_t)(f.size() - 4);
+	std::vector<uint8_t> f = frame_of(send_hdr, sizeof(send_hdr) - 1, (size_t)st.range(0));
 	struct hmac_sha1 key;
 	char sig[HMAC_B64_LEN + 1];
 
-	f[0] = (uint8_t)(len >> 24);
-	f[1] = (uint8_t)(len >> 16);
-	f[2] = (uint8_t)(len >> 8);
-	f[3] = (uint8_t)len;
-	f[4] = 0;
-	f[5] = 0;
-	f[6] = (uint8_t)(hl >> 8);
-	f[7] = (uint8_t)hl;
-	std::memcpy(f.data() + 8, send_hdr, hl);
 	if (wire_rem_decode(f.data(), f.size(), &c, scratch, sizeof(scratch)) != 0)
 		st.SkipWithError("decode");
 	hmac_sha1_key(&key, "appsecret1", 10);

@@ -51,12 +51,11 @@ bk_acl_start(struct bk_ctl *x)
 		log_err(ACL_TAG, "aclEnable=true needs aclFile=PATH (a plain_acl.yml)");
 		return -EINVAL;
 	}
-	err = acl_load(path, &a, &x->acl_sig, why, sizeof(why));
+	err = acl_watch_start(&x->acl_watch, path, &a, why, sizeof(why));
 	if (err) {
 		log_err(ACL_TAG, "%s", why);
 		return err;
 	}
-	snprintf(x->acl_path, sizeof(x->acl_path), "%s", path);
 	x->bk.acl_on = true;
 	publish(x, a);
 	log_info(ACL_TAG, "acl on: %u accounts, %u global white address patterns from %s", a->n,
@@ -71,24 +70,20 @@ void
 bk_acl_tick(struct bk_ctl *x, uint64_t now_ms)
 {
 	struct acl *a;
-	uint64_t sig = 0;
 	char why[256];
+	int rc;
 
-	if (!x->bk.acl || now_ms < x->acl_next_ms)
+	if (!x->bk.acl_on)
 		return;
-	x->acl_next_ms = now_ms + ACL_WATCH_MS;
-	if (!acl_changed(x->acl_path, x->acl_sig))
-		return;
-	if (acl_load(x->acl_path, &a, &sig, why, sizeof(why)) != 0) {
+	rc = acl_watch_poll(&x->acl_watch, now_ms, ACL_WATCH_MS, &a, why, sizeof(why));
+	if (rc < 0)
 		log_err(ACL_TAG,
 			"%s changed but cannot be used, the accounts stay as they were: %s",
-			x->acl_path, why);
-		x->acl_sig = sig; /* said once per change (0: gone; said when it is back) */
+			x->acl_watch.path, why);
+	if (rc <= 0)
 		return;
-	}
-	x->acl_sig = sig;
 	publish(x, a);
-	log_info(ACL_TAG, "reloaded %s: %u accounts", x->acl_path, a->n);
+	log_info(ACL_TAG, "reloaded %s: %u accounts", x->acl_watch.path, a->n);
 }
 
 void

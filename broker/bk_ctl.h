@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "bk_priv.h"
+#include "common/acl.h"
 #include "common/config.h"
 
 #define BK_TAG "broker"
@@ -84,9 +85,7 @@ struct bk_ctl {
 	uint64_t groups_save_ms; /* not before (ms, monotonic) */
 	struct bk_stats *stats;	 /* bk_stats_ctl.c: control thread only */
 	/* the ACL file (bk_acl_ctl.c): control thread only */
-	char acl_path[PATH_MAX];
-	uint64_t acl_sig;
-	uint64_t acl_next_ms;
+	struct acl_watch acl_watch;
 };
 
 /* aclEnable/aclFile (bk_acl_ctl.c): load at start (0, -errno logged), watch, free at stop. */

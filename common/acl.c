@@ -774,3 +774,32 @@ acl_load(const char *path, struct acl **out, uint64_t *st_sig, char *why, size_t
 	free(buf);
 	return err;
 }
+
+int
+acl_watch_start(struct acl_watch *w, const char *path, struct acl **out, char *why, size_t why_len)
+{
+	if (strlen(path) >= sizeof(w->path)) {
+		say(why, why_len, "the ACL file's path is too long");
+		return -ENAMETOOLONG;
+	}
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->next_ms = 0;
+	return acl_load(path, out, &w->sig, why, why_len);
+}
+
+int
+acl_watch_poll(struct acl_watch *w, uint64_t now_ms, uint32_t every_ms, struct acl **out, char *why,
+	       size_t why_len)
+{
+	uint64_t sig = 0;
+	int err;
+
+	if (!w->path[0] || now_ms < w->next_ms)
+		return 0;
+	w->next_ms = now_ms + every_ms;
+	if (!acl_changed(w->path, w->sig))
+		return 0;
+	err = acl_load(w->path, out, &sig, why, why_len);
+	w->sig = sig; /* a bad file is said once per change (0: gone; said when it is back) */
+	return err ? err : 1;
+}

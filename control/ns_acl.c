@@ -137,12 +137,11 @@ ns__acl_init(struct ns_acl *a, const char *path, bool protected_mode)
 	a->protected_mode = protected_mode;
 	if (!path || !path[0])
 		return 0;
-	rc = acl_load(path, &n, &a->sig, why, sizeof(why));
+	rc = acl_watch_start(&a->w, path, &n, why, sizeof(why));
 	if (rc) {
 		log_err(NS_TAG, "%s", why);
 		return rc;
 	}
-	snprintf(a->path, sizeof(a->path), "%s", path);
 	a->acl = n;
 	log_info(NS_TAG,
 		 "acl on: %u accounts from %s; broker registrations and admin requests "
@@ -155,23 +154,16 @@ void
 ns__acl_tick(struct ns_acl *a, uint64_t now_ms)
 {
 	struct acl *n;
-	uint64_t sig = 0;
 	char why[256];
+	int rc = acl_watch_poll(&a->w, now_ms, ACL_WATCH_MS, &n, why, sizeof(why));
 
-	if (!a->path[0] || now_ms < a->next_ms)
-		return;
-	a->next_ms = now_ms + ACL_WATCH_MS;
-	if (!acl_changed(a->path, a->sig))
-		return;
-	if (acl_load(a->path, &n, &sig, why, sizeof(why)) != 0) {
+	if (rc < 0)
 		log_err(NS_TAG, "%s changed but cannot be used, the accounts stay as they were: %s",
-			a->path, why);
-		a->sig = sig;
+			a->w.path, why);
+	if (rc <= 0)
 		return;
-	}
-	a->sig = sig;
 	publish(a, n);
-	log_info(NS_TAG, "reloaded %s: %u accounts", a->path, n->n);
+	log_info(NS_TAG, "reloaded %s: %u accounts", a->w.path, n->n);
 }
 
 void

@@ -12,6 +12,7 @@
 
 #include <limits.h>
 
+#include "common/acl.h"
 #include "common/atomic.h"
 #include "common/compiler.h"
 #include "control/route.h"
@@ -32,14 +33,10 @@ enum {
 	NS_ACL_REASONS,
 };
 
-struct acl;
-
 struct ns_acl {
 	struct acl *acl;     /* RCU (urcu-memb); NULL: ACL off */
 	bool protected_mode; /* ACL off, protectedMode, bindAddress unset: loopback only */
-	char path[PATH_MAX];
-	uint64_t sig;	  /* of the file as loaded (acl_changed()) */
-	uint64_t next_ms; /* the writer's next look at the file */
+	struct acl_watch w;  /* the file (the writer thread polls it) */
 	_Atomic uint64_t denied[NS_ACL_REASONS];
 };
 

@@ -302,6 +302,14 @@ def case_attacks():
     c, remark, _ = rmt_call.call(NSADDR, 100, signed({"namespace": "ns1", "key": "k", "value": "v"},
                                                      b"", "adminuser", "adminsecret"))
     check(c == 0, f"PUT_KV_CONFIG signed by the admin account: accepted ({c} {remark})")
+    # the NameServer reloads its file: a new admin account works within seconds
+    e = signed({"namespace": "ns1", "key": "k2", "value": "v"}, b"", "opsadmin1", "opssecret1")
+    c, remark, _ = rmt_call.call(NSADDR, 100, e)
+    check(c == 16, f"an account not in the file yet: refused ({c})")
+    write_acl(ACL_TEXT + "  - accessKey: opsadmin1\n    secretKey: opssecret1\n    admin: true\n")
+    check(wait_log("namesrv", "reloaded", 10), "the NameServer reloads its ACL file when it changes")
+    c, remark, _ = rmt_call.call(NSADDR, 100, e)
+    check(c == 0, f"... and takes the new admin account ({c} {remark})")
     # broker: overwrite a topic with perm 0, and a SEND with bogus credentials
     c, remark, _ = rmt_call.call(addr, 17, {"topic": "TopicA", "defaultTopic": "TBW102",
                                             "readQueueNums": "1", "writeQueueNums": "1",

@@ -97,6 +97,29 @@ bool acl_changed(const char *path, uint64_t st_sig);
 
 void acl_free(struct acl *a);
 
+/*
+ * A daemon's ACL file, watched: acl_watch_start() loads it (acl_load()),
+ * acl_watch_poll() at most once per @every_ms loads it again when it changed.
+ * Context: the thread that owns the watch.
+ */
+struct acl_watch {
+	char path[4096];
+	uint64_t sig;
+	uint64_t next_ms;
+};
+
+/* Return: 0 and the first acl in *@out, or as acl_load() (the reason in @why). */
+MUST_CHECK int acl_watch_start(struct acl_watch *w, const char *path, struct acl **out, char *why,
+			       size_t why_len);
+
+/*
+ * Return: 0 nothing new; 1 the file changed and *@out is its new acl; < 0 it
+ * changed and cannot be used (the reason in @why; said once per change, the
+ * caller keeps what it has).
+ */
+int acl_watch_poll(struct acl_watch *w, uint64_t now_ms, uint32_t every_ms, struct acl **out,
+		   char *why, size_t why_len);
+
 /* Return: the account of @ak (@len bytes), or NULL. Context: any thread, read-only. */
 const struct acl_account *acl_find(const struct acl *a, const char *ak, size_t len);
 
