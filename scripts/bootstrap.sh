@@ -28,6 +28,8 @@ PKGS=(
 	liburcu-dev libjemalloc-dev zlib1g-dev libisal-dev libjson-c-dev libjansson-dev libyaml-dev libssl-dev
 	dpdk-dev libdpdk-dev
 	libbenchmark-dev
+	# the TLS test makes its certificate with the openssl tool
+	openssl
 	# network namespaces and the af_packet port's ICMP guard (af_packet runs)
 	iproute2 nftables
 	# peers side by side (bench/compare.sh): servers, client libraries, the plot
