@@ -13,6 +13,7 @@
 #   bench/ab.sh /tmp/a /tmp/b 5 dpdk          # DURATION=8 by default
 #   MODE=throughput BENCH_ARGS="--batch=64 --depth=8" bench/ab.sh /tmp/a /tmp/b 3 dpdk
 #                                             # msg/s and SYSTEM_BUSY answers instead
+#   BENCH_ARGS=--remoting bench/ab.sh /tmp/a /tmp/b 5 dpdk   # and the remoting SEND (TCP)
 #
 # build/'s own two binaries are put back at the end.
 set -euo pipefail
@@ -43,7 +44,9 @@ if "ping-raw" not in rows:
 r, p = rows["ping-raw"], rows["produce"]
 print(sys.argv[1], "raw p50", r["p50_ns"], "p99", r["p99_ns"], "| produce p50", p["p50_ns"],
       "p99", p["p99_ns"], "server_mean", p["server_mean_ns"],
-      "| p50 ratio %.3f p99 ratio %.2f" % (p["p50_ns"] / r["p50_ns"], p["p99_ns"] / r["p99_ns"]))
+      "| p50 ratio %.3f p99 ratio %.2f" % (p["p50_ns"] / r["p50_ns"], p["p99_ns"] / r["p99_ns"]),
+      *(["| remoting p50", rows["produce-tcp"]["p50_ns"], "p99", rows["produce-tcp"]["p99_ns"]]
+        if "produce-tcp" in rows else []))
 ' "$d"
 	done
 done

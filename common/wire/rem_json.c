@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * rem_json.c - a fast reader for the JSON headers RocketMQ clients send.
+ * rem_json.c - a fast reader and writer for the JSON headers RocketMQ
+ * clients send.
  *
  * json-c builds an object per member and a hash table per object: 5 us for
  * a SEND_MESSAGE_V2 header on this machine, a quarter of a remoting SEND's
@@ -17,7 +18,16 @@
  * wire_rem_decode() runs json-c on the header, which decides. The fuzzer
  * (tests/fuzz/fuzz_remoting.c) holds it to that: whenever this reader
  * accepts a header, json-c accepts it too and yields the same command.
+ *
+ * The writer (wire__rem_json_write) prints what json-c prints for a command,
+ * byte for byte (the same member order, the same escapes), without building
+ * json-c's objects: 3.4 us a SEND response header before it. A command it
+ * cannot print as json-c would (a key twice, a NUL inside a key, a header
+ * bigger than the buffer) goes back to the json-c writer; the fuzzer
+ * compares the two on every command it decodes.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "rem_priv.h"
@@ -47,6 +57,13 @@ hexv(uint8_t c)
 	return -1;
 }
 
+/* A byte that ends a plain run inside a string: the quote, the backslash, a control, non-ASCII. */
+static inline bool
+plain_stop(uint8_t c)
+{
+	return c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+}
+
 /*
  * A string at r->p (the opening quote) into the scratch area, NUL-terminated.
  * Escapes: the two-character ones and \uXXXX of a character from U+0001 to
@@ -63,7 +80,17 @@ str(struct rd *r, const char **out, uint32_t *len)
 	for (;;) {
 		uint8_t c;
 
-		if (r->p >= r->end || r->used + 4 >= r->cap)
+		const uint8_t *q = r->p;
+
+		/* A run of plain characters, copied at once. */
+		while (q < r->end && !plain_stop(*q))
+			q++;
+		if ((size_t)(q - r->p) + 4 >= r->cap - r->used)
+			return REM_FAST_BAIL;
+		memcpy(r->out + r->used, r->p, (size_t)(q - r->p));
+		r->used += (size_t)(q - r->p);
+		r->p = q;
+		if (r->p >= r->end)
 			return REM_FAST_BAIL;
 		c = *r->p++;
 		if (c == '"')
@@ -253,6 +280,7 @@ ext(struct rd *r, struct wire_rem_cmd *cmd)
 		}
 		for (unsigned i = 0; i < cmd->n_ext; i++)
 			if (cmd->ext[i].key_len == kv.key_len &&
+			    (kv.key_len == 0 || cmd->ext[i].key[0] == kv.key[0]) &&
 			    memcmp(cmd->ext[i].key, kv.key, kv.key_len) == 0)
 				return REM_FAST_BAIL; /* json-c keeps the last: let it */
 		if (kv.val) {
@@ -371,5 +399,151 @@ end:
 	if (r.p != r.end)
 		return REM_FAST_BAIL;
 	*used = r.used;
+	return 0;
+}
+
+/* ---- the writer ---- */
+
+struct wr {
+	uint8_t *p, *end;
+	bool full;
+};
+
+static void
+put(struct wr *w, const void *b, size_t n)
+{
+	if ((size_t)(w->end - w->p) < n) {
+		w->full = true;
+		w->p = w->end;
+		return;
+	}
+	memcpy(w->p, b, n);
+	w->p += n;
+}
+
+#define PUTS(w, lit) put((w), (lit), sizeof(lit) - 1)
+
+static void
+put_i32(struct wr *w, int32_t v)
+{
+	char b[12];
+	char *e = b + sizeof(b), *q = e;
+	uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+
+	do {
+		*--q = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--q = '-';
+	put(w, q, (size_t)(e - q));
+}
+
+/* A byte json-c escapes (with JSON_C_TO_STRING_NOSLASHESCAPE): a control, the quote, the backslash. */
+static inline bool
+esc_stop(uint8_t c)
+{
+	return c < 0x20 || c == '"' || c == '\\';
+}
+
+/* A JSON string as json-c's json_escape_str() writes it. */
+static void
+put_str(struct wr *w, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *p = (const uint8_t *)s, *e = p + n;
+
+	PUTS(w, "\"");
+	while (p < e) {
+		const uint8_t *q = p;
+
+		while (q < e && !esc_stop(*q))
+			q++;
+		put(w, p, (size_t)(q - p));
+		if (q == e)
+			break;
+		switch (*q) {
+		case '\b':
+			PUTS(w, "\\b");
+			break;
+		case '\n':
+			PUTS(w, "\\n");
+			break;
+		case '\r':
+			PUTS(w, "\\r");
+			break;
+		case '\t':
+			PUTS(w, "\\t");
+			break;
+		case '\f':
+			PUTS(w, "\\f");
+			break;
+		case '"':
+			PUTS(w, "\\\"");
+			break;
+		case '\\':
+			PUTS(w, "\\\\");
+			break;
+		default: {
+			char u[6] = {'\\', 'u', '0', '0', hex[*q >> 4], hex[*q & 15]};
+
+			put(w, u, sizeof(u));
+		}
+		}
+		p = q + 1;
+	}
+	PUTS(w, "\"");
+}
+
+int
+wire__rem_json_write(const struct wire_rem_cmd *cmd, const char *lang, uint8_t *out, size_t cap,
+		     size_t *hlen)
+{
+	struct wr w = {.p = out, .end = out + cap};
+
+	/* json-c keeps one entry per key (and reads a key up to its NUL): leave those to it. */
+	for (unsigned i = 0; i < cmd->n_ext; i++) {
+		const struct wire_kv *a = &cmd->ext[i];
+
+		if (memchr(a->key, 0, a->key_len) != NULL)
+			return REM_FAST_BAIL;
+		for (unsigned j = 0; j < i; j++) {
+			const struct wire_kv *b = &cmd->ext[j];
+
+			if (a->key_len == b->key_len &&
+			    (a->key_len == 0 || a->key[0] == b->key[0]) &&
+			    memcmp(a->key, b->key, a->key_len) == 0)
+				return REM_FAST_BAIL;
+		}
+	}
+	/* fastjson's order, as the json-c writer adds them: keys sorted alphabetically. */
+	PUTS(&w, "{\"code\":");
+	put_i32(&w, cmd->code);
+	PUTS(&w, ",\"extFields\":{");
+	for (unsigned i = 0; i < cmd->n_ext; i++) {
+		if (i)
+			PUTS(&w, ",");
+		put_str(&w, cmd->ext[i].key, cmd->ext[i].key_len);
+		PUTS(&w, ":");
+		put_str(&w, cmd->ext[i].val, cmd->ext[i].val_len);
+	}
+	PUTS(&w, "},\"flag\":");
+	put_i32(&w, cmd->flag);
+	PUTS(&w, ",\"language\":");
+	put_str(&w, lang, strlen(lang));
+	PUTS(&w, ",\"opaque\":");
+	put_i32(&w, cmd->opaque);
+	if (cmd->remark != NULL) {
+		PUTS(&w, ",\"remark\":");
+		put_str(&w, cmd->remark, cmd->remark_len);
+	}
+	PUTS(&w, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
+	put_i32(&w, cmd->version);
+	PUTS(&w, "}");
+	if (w.full)
+		return REM_FAST_BAIL; /* json-c says which: -EINVAL past the limit, else -ENOBUFS */
+	if ((size_t)(w.p - out) > WIRE_REM_HDR_MAX)
+		return -EINVAL;
+	*hlen = (size_t)(w.p - out);
 	return 0;
 }

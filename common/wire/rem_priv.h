@@ -22,6 +22,18 @@
 int wire__rem_json_fast(const uint8_t *hdr, size_t hlen, struct wire_rem_cmd *cmd, char *scratch,
 			size_t cap, size_t *used);
 
+/*
+ * wire__rem_json_write() - @cmd's JSON header as json-c would print it, @lang
+ * its language's name (rem_json.c). Return: 0 with *@hlen bytes at @out,
+ * -EINVAL past WIRE_REM_HDR_MAX, or REM_FAST_BAIL: json-c's writer decides.
+ */
+int wire__rem_json_write(const struct wire_rem_cmd *cmd, const char *lang, uint8_t *out, size_t cap,
+			 size_t *hlen);
+
+/* The JSON header writer: the fast one (@fast) falling back to json-c, or json-c alone. */
+int wire__rem_encode_json_mode(const struct wire_rem_cmd *cmd, uint8_t *out, size_t cap,
+			       size_t *hlen, int fast);
+
 /* wire_rem_decode() without the fast reader (@fast false): the reference, for the fuzzer. */
 int wire__rem_decode_mode(const uint8_t *frame, size_t len, struct wire_rem_cmd *cmd, char *scratch,
 			  size_t scratch_len, int fast);

@@ -346,8 +346,9 @@ wire__rem_decode_mode(const uint8_t *frame, size_t len, struct wire_rem_cmd *cmd
 	}
 }
 
+/* json-c's writer: the reference wire__rem_json_write() matches, and its fallback. */
 static int
-rem_encode_json(const struct wire_rem_cmd *cmd, uint8_t *out, size_t cap, size_t *hlen)
+rem_encode_json_c(const struct wire_rem_cmd *cmd, uint8_t *out, size_t cap, size_t *hlen)
 {
 	struct json_object *root;
 	struct json_object *ext;
@@ -406,6 +407,19 @@ rem_encode_json(const struct wire_rem_cmd *cmd, uint8_t *out, size_t cap, size_t
 out:
 	json_object_put(root);
 	return rc;
+}
+
+int
+wire__rem_encode_json_mode(const struct wire_rem_cmd *cmd, uint8_t *out, size_t cap, size_t *hlen,
+			   int fast)
+{
+	if (fast) {
+		int rc = wire__rem_json_write(cmd, rem_lang_names[cmd->language], out, cap, hlen);
+
+		if (rc != REM_FAST_BAIL)
+			return rc;
+	}
+	return rem_encode_json_c(cmd, out, cap, hlen);
 }
 
 static int
@@ -468,7 +482,7 @@ wire_rem_encode_header(const struct wire_rem_cmd *cmd, uint8_t *buf, size_t cap,
 		return -ENOBUFS;
 	switch (cmd->serialize) {
 	case WIRE_REM_JSON:
-		rc = rem_encode_json(cmd, buf + 8, cap - 8, &hlen);
+		rc = wire__rem_encode_json_mode(cmd, buf + 8, cap - 8, &hlen, 1);
 		break;
 	case WIRE_REM_ROCKETMQ:
 		rc = rem_encode_bin(cmd, buf + 8, cap - 8, &hlen);

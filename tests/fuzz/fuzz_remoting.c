@@ -4,7 +4,8 @@
  *
  * Oracle beyond "no crash": whatever decodes must re-encode (in the same
  * serialize type) and decode again to the same command, so the encoder
- * never writes what the decoder refuses.
+ * never writes what the decoder refuses. The fast JSON reader and writer
+ * (common/wire/rem_json.c) are held to json-c's answers.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -90,6 +91,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	if (a.language >= WIRE_LANG_COUNT)
 		abort();
+	if (a.serialize == WIRE_REM_JSON) {
+		/*
+		 * The fast JSON writer (rem_json.c) against json-c's: the same bytes, or
+		 * the same error, into a roomy buffer and into one cut at a random length.
+		 */
+		size_t caps[2] = {flen * 8 + 1024, size ? data[size - 1] * 2u : 0};
+		uint8_t *ref = malloc(caps[0]);
+		size_t nf = 0, nr = 0;
+
+		if (ref == NULL)
+			goto out;
+		for (int k = 0; k < 2; k++) {
+			int rf = wire__rem_encode_json_mode(&a, out, caps[k], &nf, 1);
+			int rr = wire__rem_encode_json_mode(&a, ref, caps[k], &nr, 0);
+
+			if (rf != rr || (rf == 0 && (nf != nr || memcmp(out, ref, nf) != 0)))
+				abort();
+		}
+		free(ref);
+	}
 	if (wire_rem_encode(&a, out, flen * 8 + 1024, &n) != 0)
 		goto out;
 	if (wire_rem_decode(out, n, &b, scratch2, (flen * 8 + 1024) * 3 + 256) != 0)
