@@ -1380,6 +1380,16 @@ async function phaseE(producer) {
   check(notOk.every(st => st === 'SLAVE_NOT_AVAILABLE' || st === 'FLUSH_SLAVE_TIMEOUT'),
     `sendStatus other than SEND_OK before the kill: ${firstFew(notOk)}`);
 
+  // The NameServer drops the master from the route when its connection closes; a
+  // consumer started before that is sent to the dead address, and ali-ons' ready()
+  // fails with ECONNREFUSED (it did, once in many runs).
+  let addrs = [];
+  await waitFor(async () => {
+    const r = await remCall(env.nsAddr, REQ.GET_ROUTEINFO_BY_TOPIC, { topic: T_REPL });
+    addrs = r.code === 0 ? parseRocketJson(r.body).brokerDatas.map(bd => bd.brokerAddrs) : [];
+    return r.code === 0 && addrs.every(a => !('0' in a));
+  }, 15000, 'the NameServer to drop the killed master from the route',
+  () => `route ${JSON.stringify(addrs)}`);
   const fresh = new Set();
   c = await newConsumer('GID_COMPAT_REPL_FRESH', 'e2', T_REPL, '*', msg => fresh.add(msg.keys));
   await waitFor(() => [...acked].every(k => fresh.has(k)), 60000,
