@@ -43,6 +43,9 @@ static const struct cfg_key ns_keys[] = {
 	{"frameMaxLength", CFG_INT, "67108864", 1024, 1073741824, NULL,
 	 "largest remoting frame accepted (bytes)"},
 	{"maxConnections", CFG_INT, "10000", 1, 1000000, NULL, "concurrent connections"},
+	{"maxInflatedBodySize", CFG_INT, "67108864", 65536, 268435456, NULL,
+	 "largest a compressed REGISTER_BROKER body may inflate to (bytes; also at most 64 "
+	 "times its compressed size)"},
 	{"maxConnectionsPerAddr", CFG_INT, "1024", 0, 1000000, NULL,
 	 "concurrent connections from one source address (0: no cap of its own)"},
 	{"serverChannelMaxIdleTimeSeconds", CFG_INT, "120", 0, 86400, NULL,
@@ -136,6 +139,7 @@ main(int argc, char **argv)
 	sc.expire_ms = (uint64_t)cfg_get_int(cfg, "brokerExpireMs");
 	sc.idle_ms = (uint64_t)cfg_get_int(cfg, "serverChannelMaxIdleTimeSeconds") * 1000;
 	sc.st.order_msg = cfg_get_bool(cfg, "orderMessageEnable");
+	sc.st.inflate_max = (size_t)cfg_get_int(cfg, "maxInflatedBodySize");
 	sc.st.kv_path = kv_path;
 	sc.st.cfg = cfg;
 	sc.st.keys = ns_keys;

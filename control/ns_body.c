@@ -337,6 +337,7 @@ struct body_ctx {
 	struct route_tset *ts; /* NULL: only the data version is wanted */
 	uint32_t max_cores;
 	uint32_t skipped;
+	size_t inflate_max; /* maxInflatedBodySize (0: NS_INFLATE_MAX) */
 	struct route_dv dv;
 	bool have_dv;
 	uint16_t cores[ROUTE_QUEUES_MAX];
@@ -543,10 +544,11 @@ parse_json(const uint8_t *body, size_t len, struct body_ctx *c)
  * len + "name readQ writeQ perm filterType"), int32 len + filter servers.
  */
 static int
-inflate_body(const uint8_t *body, size_t len, size_t want, uint8_t **out, size_t *out_len)
+inflate_body(const uint8_t *body, size_t len, size_t want, size_t limit, uint8_t **out,
+	     size_t *out_len)
 {
 	z_stream zs;
-	size_t cap = want ? want : SP_MAX(len * 4, (size_t)4096);
+	size_t cap = want ? want : SP_MIN(SP_MAX(len * 4, (size_t)4096), limit);
 	uint8_t *buf;
 	int zrc;
 	int rc = 0;
@@ -569,11 +571,11 @@ inflate_body(const uint8_t *body, size_t len, size_t want, uint8_t **out, size_t
 
 			if (want != 0)
 				break; /* the prefix is all the caller wants */
-			if (cap >= NS_INFLATE_MAX) {
+			if (cap >= limit) {
 				rc = -EFBIG;
 				break;
 			}
-			cap = SP_MIN(cap * 2, (size_t)NS_INFLATE_MAX);
+			cap = SP_MIN(cap * 2, limit);
 			nb = realloc(buf, cap);
 			if (nb == NULL) {
 				rc = -ENOMEM;
@@ -660,6 +662,21 @@ parse_topic_line(struct body_ctx *c, const uint8_t *s, size_t n)
 	return rc;
 }
 
+/*
+ * What a compressed body of @len bytes may inflate to: the configured
+ * maximum, and NS_INFLATE_RATIO times its size (a topic list deflates about
+ * 5 to 20 times; a zip bomb 1000 times), so a bomb costs its sender's bytes.
+ */
+static size_t
+inflate_limit(size_t len, size_t max)
+{
+	size_t by_ratio = len > (SIZE_MAX - 65536) / NS_INFLATE_RATIO
+				  ? SIZE_MAX
+				  : len * NS_INFLATE_RATIO + 65536;
+
+	return SP_MIN(by_ratio, max ? max : (size_t)NS_INFLATE_MAX);
+}
+
 static int
 parse_zlib(const uint8_t *body, size_t len, struct body_ctx *c)
 {
@@ -673,7 +690,8 @@ parse_zlib(const uint8_t *body, size_t len, struct body_ctx *c)
 	int rc;
 
 	/* For the version alone 64 KiB of output is plenty. */
-	rc = inflate_body(body, len, c->ts == NULL ? 65536 : 0, &buf, &blen);
+	rc = inflate_body(body, len, c->ts == NULL ? 65536 : 0, inflate_limit(len, c->inflate_max),
+			  &buf, &blen);
 	if (rc != 0)
 		return rc;
 	if ((rc = take_chunk(buf, blen, &pos, &s, &n)) != 0)
@@ -725,7 +743,7 @@ ns__body_dv(const uint8_t *body, size_t len, bool compressed, struct route_dv *d
 
 int
 ns__body_topics(const uint8_t *body, size_t len, bool compressed, uint32_t max_cores,
-		struct route_tset **out, uint32_t *skipped)
+		size_t inflate_max, struct route_tset **out, uint32_t *skipped)
 {
 	struct body_ctx *c = calloc(1, sizeof(*c));
 	int rc;
@@ -734,6 +752,7 @@ ns__body_topics(const uint8_t *body, size_t len, bool compressed, uint32_t max_c
 	if (c == NULL)
 		return -ENOMEM;
 	c->max_cores = max_cores;
+	c->inflate_max = inflate_max;
 	c->last_yield_ns = clk_mono_ns();
 	/* A JSON topic is about 150 bytes: a size hint that avoids most regrowth. */
 	rc = route_tset_create((uint32_t)SP_MIN(len / 128, (size_t)1 << 20), &c->ts);

@@ -63,6 +63,8 @@ struct ns_state {
 	struct ns_kv *kv;
 	struct ns_role_ctx role[2];
 	struct ns_acl acl;
+	size_t inflate_max;		  /* maxInflatedBodySize */
+	_Atomic uint64_t inflate_refused; /* registrations refused for it */
 };
 
 /* A response being built. */
@@ -84,6 +86,7 @@ ns_state_create(const struct ns_conf *conf, struct ns_state **out)
 		return -ENOMEM;
 	st->order_msg = conf->order_msg;
 	st->admin = conf->admin;
+	st->inflate_max = conf->inflate_max;
 	st->cfg = conf->cfg;
 	st->keys = conf->keys;
 	st->n_keys = conf->n_keys;
@@ -304,9 +307,23 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 	wanted = route_db_wants_topics(st->db, reg.addr, reg.id, &reg.dv);
 	if (wanted) {
 		rc = ns__body_topics(req->body, req->body_len, compressed,
-				     reg.dp.present ? reg.dp.cores : 0, &reg.topics, &skipped);
+				     reg.dp.present ? reg.dp.cores : 0, st->inflate_max,
+				     &reg.topics, &skipped);
 		if (rc == -ENOMEM)
 			return rc;
+		if (rc == -EFBIG) {
+			atomic_add_relaxed(&st->inflate_refused, 1);
+			log_warn_ratelimited(NS_TAG,
+					     "REGISTER_BROKER of %s at %s refused: its %u-byte "
+					     "compressed body inflates past its limit",
+					     reg.bname, reg.addr, req->body_len);
+			reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+				  "compressed register body inflates past %zu bytes "
+				  "(maxInflatedBodySize) or %u times its size",
+				  st->inflate_max ? st->inflate_max : (size_t)NS_INFLATE_MAX,
+				  NS_INFLATE_RATIO);
+			return 0;
+		}
 		if (rc != 0) {
 			reply_set(r, WIRE_RSP_SYSTEM_ERROR, "malformed register body: %s",
 				  err_str(rc));
@@ -873,6 +890,12 @@ int
 ns_conn_closed(struct ns_state *st, uint64_t conn)
 {
 	return route_db_conn_closed(st->db, conn);
+}
+
+uint64_t
+ns_inflate_refused(struct ns_state *st)
+{
+	return atomic_load_relaxed(&st->inflate_refused);
 }
 
 uint64_t

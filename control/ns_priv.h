@@ -53,8 +53,12 @@ void ns__acl_fini(struct ns_acl *a);
 MUST_CHECK int ns__acl_check(struct ns_acl *a, uint32_t peer_ip, const struct wire_rem_cmd *req,
 			     char *why, size_t why_len);
 
-/* Largest inflated compressed registration body (zip-bomb guard). */
+/*
+ * Zip-bomb guards of a compressed registration body: at most maxInflatedBodySize
+ * (NS_INFLATE_MAX when 0) and NS_INFLATE_RATIO times its compressed size (+64 KiB).
+ */
 #define NS_INFLATE_MAX (256u << 20)
+#define NS_INFLATE_RATIO 64u
 
 /*
  * Registration bodies (ns_body.c): RegisterBrokerBody JSON, the bare
@@ -72,12 +76,13 @@ MUST_CHECK int ns__body_dv(const uint8_t *body, size_t len, bool compressed, str
  * ns__body_topics() - parse the topic set.
  * @max_cores: dataplane cores of the registering broker (0: none), bounds
  * dataplaneQueueCores entries.
+ * @inflate_max: maxInflatedBodySize (0: NS_INFLATE_MAX).
  * @skipped: topics left out for a bad name or value.
  * Return: 0 and a new set in *@out, -EBADMSG malformed, -ENOMEM, -EFBIG
- * inflated body over NS_INFLATE_MAX.
+ * the body inflates past its limits (above).
  */
 MUST_CHECK int ns__body_topics(const uint8_t *body, size_t len, bool compressed, uint32_t max_cores,
-			       struct route_tset **out, uint32_t *skipped);
+			       size_t inflate_max, struct route_tset **out, uint32_t *skipped);
 
 /* A standalone DataVersion object (QUERY_DATA_VERSION body). Return: 0, -EBADMSG. */
 MUST_CHECK int ns__dv_parse(const uint8_t *json, size_t len, struct route_dv *dv);

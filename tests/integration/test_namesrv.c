@@ -618,6 +618,79 @@ test_100k_topics(void)
 	finish(&p);
 }
 
+/* Peak resident memory of @pid (VmHWM), in KiB; -1 if unknown. */
+static long
+peak_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/*
+ * A zip bomb: one compressed REGISTER_BROKER body of 256 KiB that inflates to
+ * 256 MiB (a topic line of zeros). Refused once it passes 64 times its size,
+ * with the key named; the NameServer never held the inflated bytes, and a
+ * real registration still works.
+ */
+static void
+test_zip_bomb(void)
+{
+	const char *zext[] = {"brokerName",  "broker-z",       "brokerAddr", "127.0.0.1:10951",
+			      "clusterName", "DefaultCluster", "brokerId",   "0",
+			      "compressed",  "true",	       NULL};
+	const size_t big = (size_t)256 << 20;
+	static const char dv[] = "{\"counter\":1,\"timestamp\":1}";
+	uint8_t *raw = calloc(1, big + 64), *z;
+	uLongf zlen = compressBound(big + 64);
+	struct ns_proc p;
+	struct ns_client c;
+	size_t o = 0;
+	long before, after;
+
+	T_ASSERT(raw != NULL);
+	raw[o + 3] = (uint8_t)(sizeof(dv) - 1);
+	o += 4;
+	memcpy(raw + o, dv, sizeof(dv) - 1);
+	o += sizeof(dv) - 1;
+	raw[o + 3] = 1; /* one topic line ... */
+	o += 4;
+	raw[o] = (uint8_t)((big - 64) >> 24); /* ... of 256 MiB - 64 bytes of zeros */
+	raw[o + 1] = (uint8_t)((big - 64) >> 16);
+	o += 4 + big - 64;
+	z = malloc(zlen);
+	T_ASSERT(z != NULL);
+	T_ASSERT_EQ(compress2(z, &zlen, raw, o, 9), Z_OK);
+	free(raw);
+	T_ASSERT(zlen < big / 512);
+
+	start(&p, NULL, NULL);
+	connect_to(&p, &c);
+	before = peak_rss_kib(p.pid);
+	T_ASSERT_EQ(nsc_call(&c, WIRE_REQ_REGISTER_BROKER, zext, z, zlen), WIRE_RSP_SYSTEM_ERROR);
+	T_ASSERT(c.rsp.remark != NULL && strstr(c.rsp.remark, "maxInflatedBodySize") != NULL);
+	after = peak_rss_kib(p.pid);
+	/* 64 x 256 KiB is the most it may inflate: far below the bomb's 256 MiB */
+	T_ASSERT(before > 0 && after > 0);
+	T_ASSERT(after - before < 64 * 1024);
+	free(z);
+	T_ASSERT_EQ(route(&c, "Zip0"), WIRE_RSP_TOPIC_NOT_EXIST);
+	T_ASSERT_EQ(reg(&c, "broker-a", "127.0.0.1:10911", "0", "T", 1, 1), 0);
+	T_ASSERT_EQ(route(&c, "T0"), 0);
+	nsc_close(&c);
+	finish(&p);
+}
+
 /* A whole REGISTER_BROKER frame of @n topics, to send in pieces. Return: malloc'd. */
 static uint8_t *
 reg_frame(const char *bname, const char *addr, const char *prefix, uint32_t n, size_t *out_len)
@@ -831,4 +904,4 @@ T_MAIN(T_CASE(test_register_and_route), T_CASE(test_slave_and_unregister),
        T_CASE(test_close_drops_routes), T_CASE(test_idle_connection_closed),
        T_CASE(test_two_namesrvs), T_CASE(test_unknown_codes), T_CASE(test_malformed_frames),
        T_CASE(test_100k_topics), T_CASE(test_kv_config), T_CASE(test_kv_file_checked_at_start),
-       T_CASE(test_many_connections), T_CASE(test_large_frames))
+       T_CASE(test_many_connections), T_CASE(test_large_frames), T_CASE(test_zip_bomb))

@@ -31,6 +31,7 @@ struct ns_conf {
 	bool acl_enable;	/* aclEnable: route changes need an admin account's signature */
 	const char *acl_path;	/* aclFile */
 	bool protected_mode;	/* ACL off and no bindAddress: route changes from loopback only */
+	size_t inflate_max;	/* maxInflatedBodySize: a compressed registration's inflated cap */
 	/* GET/UPDATE_NAMESRV_CONFIG: the daemon's configuration and its keys (NULL: refused) */
 	const struct cfg *cfg;
 	const struct cfg_key *keys;
@@ -53,6 +54,9 @@ struct ns_state;
  * Context: startup. Return: 0, -ENOMEM, -errno or -EBADMSG from the KV file.
  */
 MUST_CHECK int ns_state_create(const struct ns_conf *conf, struct ns_state **out);
+
+/* REGISTER_BROKER bodies refused for inflating past maxInflatedBodySize or 64x. */
+uint64_t ns_inflate_refused(struct ns_state *st);
 
 /* Context: shutdown, after both roles stopped calling in. */
 void ns_state_destroy(struct ns_state *st);
