@@ -879,7 +879,11 @@ parks_scan(struct bk_core *c, uint64_t now)
 		if (!p->used)
 			continue;
 		seen++;
-		if (!bk_core_ans_pending(c, p->h) || pull_run(c, p, now >= p->deadline_ns)) {
+		/* a remoting pull whose connection closed answers now, to free its job */
+		bool final = now >= p->deadline_ns ||
+			     (is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled));
+
+		if (!bk_core_ans_pending(c, p->h) || pull_run(c, p, final)) {
 			p->used = false;
 			c->park_n--;
 			seen--;
@@ -1371,6 +1375,9 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 			c->park_dirty = true;
 		}
 	}
+	if (SP_UNLIKELY(atomic_load_relaxed(&c->rmt_kick)) &&
+	    atomic_exchange_explicit(&c->rmt_kick, 0, memory_order_acquire))
+		c->park_dirty = true;
 	if (c->park_n && (c->park_dirty || now_ns >= c->park_next_deadline))
 		work += parks_scan(c, now_ns);
 	c->park_dirty = false;

@@ -28,6 +28,15 @@ const struct cfg_key bk_keys[] = {
 	 "remoting connections open at once (more are refused)"},
 	{"remotingMaxConnectionsPerAddr", CFG_INT, "4096", 0, 1 << 20, NULL,
 	 "remoting connections open at once from one source address (0: no cap of its own)"},
+	{"remotingMaxInflightPerConnection", CFG_INT, "1024", 1, 4032, NULL,
+	 "remoting requests of one connection at the cores at once, long polls included (more "
+	 "are answered SYSTEM_BUSY)"},
+	{"remotingMaxInflightPerAddr", CFG_INT, "1024", 0, 1 << 20, NULL,
+	 "remoting requests from one source address at the cores at once, over all its "
+	 "connections (0: no cap of its own)"},
+	{"remotingLongPollsPerCore", CFG_INT, "2048", 1, 4032, NULL,
+	 "long-polling remoting PULLs parked at one core at once: the rest of the core's 4032 "
+	 "requests in flight stay for SENDs and everything else"},
 	{"remotingMaxFrameSize", CFG_INT, "16777216", 65536, 1 << 30, NULL,
 	 "largest remoting frame (RocketMQ's frameMaxLength); a bigger one closes the connection"},
 	{"clientChannelExpiredMillis", CFG_INT, "120000", 1000, 3600000, NULL,

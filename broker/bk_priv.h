@@ -206,6 +206,8 @@ struct bk_rcmd {
 	uint32_t need;	     /* resp was too small: run again with this many bytes */
 	int32_t status;	     /* BK_ROP_*: WIRE_DP_ST_* */
 	int64_t value;	     /* BK_ROP_EARLIEST */
+	/* control writes after posting: the connection closed, a parked pull answers now */
+	_Atomic bool cancelled;
 };
 
 /* Command from a core to control: create a topic (auto-creation). */
@@ -399,7 +401,8 @@ struct bk_core {
 	char props[WIRE_PROPS_MAX + 1];	 /* SEND_BACK, delivery: the rebuilt properties */
 	char dprops[WIRE_PROPS_MAX + 1]; /* a delayed message's (bk_delay_wrap()) */
 	bool rmt_posted;		 /* completions posted since the last wake-up check */
-	uint32_t rmt_gone; /* serial of the command just sent back for a bigger buffer */
+	_Atomic uint32_t rmt_kick; /* control: look at the parked pulls (some were cancelled) */
+	uint32_t rmt_gone;	   /* serial of the command just sent back for a bigger buffer */
 	/* replication, master side (bk_repl.c): owner only */
 	struct bk_repl_slave repl[BK_REPL_SLAVES];
 	uint64_t repl_acked; /* highest offset a slave acknowledged (never goes back) */

@@ -218,6 +218,10 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 		bk_rmt__agg_drop(j);
 	if (c && c->jobs)
 		c->jobs--;
+	if (j->addr_counted)
+		ipcount_sub(&r->jobs_addr, j->c.peer.ip);
+	if (j->polled)
+		r->polls[j->c.core]--;
 	if (j->prev)
 		j->prev->next = j->next;
 	else
@@ -229,15 +233,32 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 	free(j);
 }
 
-/* Return: a new job for @c's request @q, or NULL: out of memory or @c has too many (bk_rmt__busy). */
+/* The refusal bk_rmt__busy() answers next: why, and where. Return: NULL (for job_new). */
+static struct rjob *
+busy_set(struct bk_rmt *r, enum bk_rmt_busy why, uint16_t core, uint32_t ip)
+{
+	r->busy_why = (uint8_t)why;
+	r->busy_core = core;
+	r->busy_addr = ip;
+	return NULL;
+}
+
+/*
+ * Return: a new job for @c's request @q, or NULL: out of memory, or @c or its
+ * address has too many requests in flight (bk_rmt__busy() says which).
+ */
 struct rjob *
 bk_rmt__job_new(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, uint16_t op,
 		uint32_t req_cap, uint32_t resp_cap)
 {
 	struct rjob *j;
 
-	if (c->jobs >= CONN_JOBS_MAX)
-		return NULL;
+	busy_set(r, BK_RMT_BUSY_CORE, UINT16_MAX, 0);
+	if (c->jobs >= r->conf.max_jobs_per_conn)
+		return busy_set(r, BK_RMT_BUSY_CONN, UINT16_MAX, c->peer.ip);
+	if (r->conf.max_jobs_per_addr &&
+	    ipcount_get(&r->jobs_addr, c->peer.ip) >= r->conf.max_jobs_per_addr)
+		return busy_set(r, BK_RMT_BUSY_ADDR, UINT16_MAX, c->peer.ip);
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
 		return NULL;
@@ -264,6 +285,8 @@ bk_rmt__job_new(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
 		r->jobs->prev = j;
 	r->jobs = j;
 	c->jobs++;
+	/* a full table (twice as many addresses as connections allowed) counts nobody more */
+	j->addr_counted = ipcount_add(&r->jobs_addr, c->peer.ip) != 0;
 	return j;
 }
 
@@ -272,6 +295,12 @@ int
 bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 {
 	if (core >= r->bk->ncores || r->inflight[core] >= r->conf.inflight_per_core) {
+		busy_set(r, BK_RMT_BUSY_CORE, core, 0);
+		bk_rmt__job_free(r, j);
+		return -EAGAIN;
+	}
+	if (j->poll && r->polls[core] >= r->conf.polls_per_core) {
+		busy_set(r, BK_RMT_BUSY_POLLS, core, 0);
 		bk_rmt__job_free(r, j);
 		return -EAGAIN;
 	}
@@ -283,17 +312,71 @@ bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 		return -EAGAIN;
 	}
 	r->inflight[core]++;
+	if (j->poll) {
+		r->polls[core]++;
+		j->polled = true;
+	}
 	return 0;
 }
 
+static const char *const busy_names[BK_RMT_BUSY_REASONS] = {
+	[BK_RMT_BUSY_CORE] = "core_inflight",
+	[BK_RMT_BUSY_CONN] = "conn_inflight",
+	[BK_RMT_BUSY_ADDR] = "addr_inflight",
+	[BK_RMT_BUSY_POLLS] = "long_polls",
+};
+
+const char *
+bk_rmt_busy_name(unsigned reason)
+{
+	return reason < BK_RMT_BUSY_REASONS ? busy_names[reason] : "?";
+}
+
+uint64_t
+bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason)
+{
+	return reason < BK_RMT_BUSY_REASONS ? r->busy[reason] : 0;
+}
+
+/* Answers SYSTEM_BUSY with the reason busy_set() recorded last, and counts it. */
 void
 bk_rmt__busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opaque,
 		    uint8_t serialize)
 {
+	char remark[192], ip[16];
 	struct rresp o = {.code = WIRE_RSP_SYSTEM_BUSY,
 			  .opaque = opaque,
 			  .serialize = serialize,
-			  .remark = "[OVERLOAD]system bk_rmt__busy, too many requests in flight"};
+			  .remark = remark};
+
+	r->busy[r->busy_why]++;
+	inet_ntop(AF_INET, &r->busy_addr, ip, sizeof(ip));
+	switch (r->busy_why) {
+	case BK_RMT_BUSY_CONN:
+		snprintf(remark, sizeof(remark),
+			 "[OVERLOAD]system busy: %u requests of this connection in flight "
+			 "(remotingMaxInflightPerConnection)",
+			 c->jobs);
+		break;
+	case BK_RMT_BUSY_ADDR:
+		snprintf(remark, sizeof(remark),
+			 "[OVERLOAD]system busy: %u requests from %s in flight "
+			 "(remotingMaxInflightPerAddr)",
+			 ipcount_get(&r->jobs_addr, r->busy_addr), ip);
+		break;
+	case BK_RMT_BUSY_POLLS:
+		snprintf(remark, sizeof(remark),
+			 "[OVERLOAD]system busy: %u long-polling pulls parked at core %u "
+			 "(remotingLongPollsPerCore)",
+			 r->busy_core < r->bk->ncores ? r->polls[r->busy_core] : 0, r->busy_core);
+		break;
+	default:
+		snprintf(remark, sizeof(remark),
+			 "[OVERLOAD]system busy: too many requests in flight at core %u",
+			 r->busy_core);
+		break;
+	}
+	busy_set(r, BK_RMT_BUSY_CORE, UINT16_MAX, 0);
 
 	/* clients read the four offsets from every pull answer */
 	if (code == WIRE_REQ_PULL_MESSAGE) {
@@ -726,11 +809,39 @@ conn_close(struct bk_rmt *r, struct rconn *c, const char *why)
 	r->any_closing = true;
 }
 
+/*
+ * A closed connection's requests stop counting against its address now, and
+ * its long polls answer now (to nobody) instead of at their deadline: what
+ * they held (a job, a park, the core's budget) is free for others at once.
+ */
+static void
+jobs_cancel(struct bk_rmt *r, uint32_t id, uint32_t gen)
+{
+	uint64_t cores = 0;
+
+	for (struct rjob *j = r->jobs; j; j = j->next) {
+		if (j->conn != id || j->gen != gen)
+			continue;
+		if (j->addr_counted) {
+			ipcount_sub(&r->jobs_addr, j->c.peer.ip);
+			j->addr_counted = false;
+		}
+		if (j->polled) {
+			atomic_store_relaxed(&j->c.cancelled, true);
+			cores |= 1ull << j->c.core;
+		}
+	}
+	for (uint32_t i = 0; i < r->bk->ncores; i++)
+		if (cores >> i & 1)
+			atomic_store_release(&r->bk->cores[i].rmt_kick, 1);
+}
+
 static void
 conn_teardown(struct bk_rmt *r, struct rconn *c)
 {
 	uint32_t id = c->id, gen = c->gen;
 
+	jobs_cancel(r, id, gen);
 	if (c == r->fuzz_conn) {
 		/* keep the object: the fuzzer feeds it again, as a new connection */
 		c->gen++;
@@ -855,15 +966,23 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 		return -ENOMEM;
 	r->bk = bk;
 	r->conf = *conf;
+	if (!r->conf.max_jobs_per_conn)
+		r->conf.max_jobs_per_conn = 1024;
+	if (!r->conf.polls_per_core || r->conf.polls_per_core > r->conf.inflight_per_core)
+		r->conf.polls_per_core = r->conf.inflight_per_core / 2;
 	r->ops = *ops;
 	r->lfd = -1;
 	r->inflight = calloc(bk->ncores, sizeof(*r->inflight));
 	r->hdr_cap = HDR_MIN;
 	r->hdr = malloc(r->hdr_cap);
 	r->ep = epoll_create1(EPOLL_CLOEXEC);
+	r->polls = calloc(bk->ncores, sizeof(*r->polls));
 	if (ipcount_init(&r->per_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
 		r->per_addr.v = NULL;
-	if (r->inflight == NULL || r->hdr == NULL || r->ep < 0 || r->per_addr.v == NULL) {
+	if (ipcount_init(&r->jobs_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
+		r->jobs_addr.v = NULL;
+	if (r->inflight == NULL || r->polls == NULL || r->hdr == NULL || r->ep < 0 ||
+	    r->per_addr.v == NULL || r->jobs_addr.v == NULL) {
 		err = r->ep < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -893,8 +1012,10 @@ fail:
 	if (r->ep >= 0)
 		close(r->ep);
 	free(r->inflight);
+	free(r->polls);
 	free(r->hdr);
 	ipcount_fini(&r->per_addr);
+	ipcount_fini(&r->jobs_addr);
 	free(r);
 	return err;
 }
@@ -1023,6 +1144,11 @@ bk_rmt_destroy(struct bk_rmt *r)
 {
 	if (r == NULL)
 		return;
+	log_info(TAG,
+		 "remoting: SYSTEM_BUSY answers by reason: core_inflight %" PRIu64
+		 ", conn_inflight %" PRIu64 ", addr_inflight %" PRIu64 ", long_polls %" PRIu64,
+		 r->busy[BK_RMT_BUSY_CORE], r->busy[BK_RMT_BUSY_CONN], r->busy[BK_RMT_BUSY_ADDR],
+		 r->busy[BK_RMT_BUSY_POLLS]);
 	while (r->jobs)
 		bk_rmt__job_free(r, r->jobs);
 	for (uint32_t i = 0; i < r->nconns; i++) {
@@ -1042,9 +1168,11 @@ bk_rmt_destroy(struct bk_rmt *r)
 	free(r->proxies);
 	free(r->conns);
 	ipcount_fini(&r->per_addr);
+	ipcount_fini(&r->jobs_addr);
 	bk_rmt_tls_fini(r);
 	free(r->scratch);
 	free(r->inflight);
+	free(r->polls);
 	free(r->hdr);
 	close(r->lfd);
 	close(r->ep);

@@ -48,6 +48,9 @@ struct bk_rmt_conf {
 	uint32_t inflight_per_core; /* commands at one core at most (< its ring) */
 	uint32_t max_conns;
 	uint32_t max_conns_per_addr;  /* remotingMaxConnectionsPerAddr (0: no cap) */
+	uint32_t max_jobs_per_conn;   /* remotingMaxInflightPerConnection */
+	uint32_t max_jobs_per_addr;   /* remotingMaxInflightPerAddr (0: no cap of its own) */
+	uint32_t polls_per_core;      /* remotingLongPollsPerCore: parked PULLs of one core */
 	uint64_t client_expire_ms;    /* consumers silent this long leave their group (120 s) */
 	uint64_t lock_expire_ms;      /* LOCK_BATCH_MQ locks (60 s) */
 	struct cidr_list admin_addrs; /* adminAllowedAddrs */
@@ -141,6 +144,19 @@ void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);
 
 /* Requests the ACL refused on the remoting port, by enum bk_acl_reason. Context: control. */
 uint64_t bk_rmt_acl_denied(const struct bk_rmt *r, unsigned reason);
+
+/* Why a request was answered SYSTEM_BUSY (docs/isolation.md). */
+enum bk_rmt_busy {
+	BK_RMT_BUSY_CORE,  /* the core's requests in flight (its command ring) */
+	BK_RMT_BUSY_CONN,  /* remotingMaxInflightPerConnection */
+	BK_RMT_BUSY_ADDR,  /* remotingMaxInflightPerAddr */
+	BK_RMT_BUSY_POLLS, /* remotingLongPollsPerCore */
+	BK_RMT_BUSY_REASONS,
+};
+
+/* Requests answered SYSTEM_BUSY for @reason so far; its name ("conn_inflight" ...). */
+uint64_t bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason);
+const char *bk_rmt_busy_name(unsigned reason);
 
 /*
  * bk_rmt_tls_init() - TLS on the remoting port as @t says (before any

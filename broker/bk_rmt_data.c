@@ -340,6 +340,8 @@ bk_rmt__do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 		return;
 	}
 	j->c.req_len = (uint32_t)len;
+	/* one that may park counts against remotingLongPollsPerCore */
+	j->poll = (p.sysflag & WIRE_DP_PULL_SUSPEND) && p.suspend_timeout_ms > 0;
 	if (bk_rmt__job_post(r, j, t->core[qid]) != 0)
 		bk_rmt__busy(r, c, q);
 }
@@ -821,6 +823,8 @@ job_again(struct bk_rmt *r, struct rjob *j)
 	}
 	/* Not postable now: false with `need` set, so bk_rmt__job_done() answers SYSTEM_BUSY. */
 	if (core >= r->bk->ncores || r->inflight[core] >= r->conf.inflight_per_core) {
+		r->busy_why = BK_RMT_BUSY_CORE;
+		r->busy_core = core;
 		j->c.need = 1;
 		return false;
 	}
@@ -831,6 +835,10 @@ job_again(struct bk_rmt *r, struct rjob *j)
 		return false;
 	}
 	r->inflight[core]++;
+	if (j->poll) {
+		r->polls[core]++;
+		j->polled = true;
+	}
 	return true;
 }
 
@@ -840,6 +848,10 @@ bk_rmt__job_done(struct bk_rmt *r, struct rjob *j)
 	struct rconn *c;
 
 	r->inflight[j->c.core]--;
+	if (j->polled) {
+		r->polls[j->c.core]--;
+		j->polled = false;
+	}
 	if (j->agg) {
 		bk_rmt__agg_done(r, j);
 		return;

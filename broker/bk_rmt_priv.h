@@ -40,8 +40,6 @@
 #define RNAME_W (META_GROUP_MAX > META_TOPIC_MAX ? META_GROUP_MAX + 1 : META_TOPIC_MAX + 1)
 #define SUB_CODES_MAX BK_PULL_TAGS_MAX
 #define READ_CHUNK (64u << 10)
-/* Requests of one connection at the cores at once: bounds what its answers can hold (256 MiB). */
-#define CONN_JOBS_MAX 1024u
 /* ---- state ---- */
 
 enum rtls_state {
@@ -83,6 +81,9 @@ struct rjob {
 	bool oneway;
 	uint8_t redirects;
 	uint32_t batch_n;
+	bool addr_counted;	  /* in r->jobs_addr (under j->c.peer.ip) */
+	bool poll;		  /* a PULL that may park: counted in r->polls[core] */
+	bool polled;		  /* ... and counted */
 	struct rjob *prev, *next; /* every job in flight, for teardown */
 	uint8_t *reqbuf;
 	struct ragg *agg; /* one part of an admin request over many queues (bk_rmt_stats.c) */
@@ -174,6 +175,14 @@ struct bk_rmt {
 	uint64_t refused_per_addr;
 	/* requests the ACL refused, by reason (bk_rmt_acl.c) */
 	uint64_t acl_denied[BK_ACL_REASONS];
+	/* per-client quotas (docs/isolation.md): jobs in flight per source address, long
+	 * polls per core, refusals by reason, and the reason of the refusal being answered */
+	struct ipcount jobs_addr;
+	uint32_t *polls;
+	uint64_t busy[BK_RMT_BUSY_REASONS];
+	uint8_t busy_why;
+	uint16_t busy_core;
+	uint32_t busy_addr;
 };
 
 /*

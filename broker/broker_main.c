@@ -866,6 +866,11 @@ main(int argc, char **argv)
 			.max_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections"),
 			.max_conns_per_addr =
 				(uint32_t)cfg_get_int(cfg, "remotingMaxConnectionsPerAddr"),
+			.max_jobs_per_conn =
+				(uint32_t)cfg_get_int(cfg, "remotingMaxInflightPerConnection"),
+			.max_jobs_per_addr =
+				(uint32_t)cfg_get_int(cfg, "remotingMaxInflightPerAddr"),
+			.polls_per_core = (uint32_t)cfg_get_int(cfg, "remotingLongPollsPerCore"),
 			.client_expire_ms =
 				(uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
 			.lock_expire_ms = 60000,

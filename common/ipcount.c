@@ -25,6 +25,7 @@ ipcount_init(struct ipcount *t, uint32_t max_addrs)
 	if (!t->v)
 		return -ENOMEM;
 	t->mask = cap - 1;
+	t->used = 0;
 	return 0;
 }
 
@@ -53,6 +54,9 @@ ipcount_add(struct ipcount *t, uint32_t ip)
 		if (t->v[i].ip == ip)
 			return ++t->v[i].n;
 		if (t->v[i].ip == 0) {
+			if (t->used > t->mask / 2)
+				return 0; /* at most half full: probes stay short, and end */
+			t->used++;
 			t->v[i].ip = ip;
 			t->v[i].n = 1;
 			return 1;
@@ -84,4 +88,5 @@ ipcount_sub(struct ipcount *t, uint32_t ip)
 	}
 	t->v[i].ip = 0;
 	t->v[i].n = 0;
+	t->used--;
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ipcount.h - connections open per source address, for a per-address cap
- * next to a total one (remotingMaxConnectionsPerAddr, maxConnectionsPerAddr):
- * one host cannot take every connection a daemon accepts.
+ * ipcount.h - what each source address holds (connections, requests in
+ * flight, sessions), for a per-address cap next to a total one
+ * (remotingMaxConnectionsPerAddr, remotingMaxInflightPerAddr, ...): one host
+ * cannot take everything a daemon has.
  *
  * An open-addressing table sized at init for the daemon's total cap, so it
- * never grows and never fails for a daemon within its cap.
+ * never grows and never fails for a daemon within its cap; past twice that
+ * many addresses a new one is not counted (ipcount_add() says 0). No
+ * allocation after init: usable on a dataplane core.
  * Ownership: the thread that accepts and closes connections.
  */
 #ifndef SP_COMMON_IPCOUNT_H
@@ -22,6 +25,7 @@ struct ipcount_slot {
 
 struct ipcount {
 	uint32_t mask;
+	uint32_t used; /* addresses in the table */
 	struct ipcount_slot *v;
 };
 
@@ -31,7 +35,7 @@ void ipcount_fini(struct ipcount *t);
 
 /* Connections from @ip now. */
 uint32_t ipcount_get(const struct ipcount *t, uint32_t ip);
-/* One more from @ip (the caller keeps within the total cap). Return: the new count. */
+/* One more from @ip. Return: the new count, or 0: the table is full, @ip not counted. */
 uint32_t ipcount_add(struct ipcount *t, uint32_t ip);
 /* One fewer from @ip (one that ipcount_add() counted). */
 void ipcount_sub(struct ipcount *t, uint32_t ip);

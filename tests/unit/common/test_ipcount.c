@@ -38,4 +38,22 @@ test_model(void)
 	ipcount_fini(&t);
 }
 
-T_MAIN(T_CASE(test_model))
+/* Past twice the addresses it was made for, a new address is not counted; an old one is. */
+static void
+test_full(void)
+{
+	struct ipcount t;
+
+	T_ASSERT_EQ(ipcount_init(&t, 4), 0);
+	for (uint32_t k = 1; k <= 8; k++)
+		T_ASSERT_EQ(ipcount_add(&t, k), 1u);
+	T_ASSERT_EQ(ipcount_add(&t, 9), 0u);
+	T_ASSERT_EQ(ipcount_get(&t, 9), 0u);
+	T_ASSERT_EQ(ipcount_add(&t, 3), 2u);
+	ipcount_sub(&t, 5);
+	T_ASSERT_EQ(ipcount_add(&t, 9), 1u);
+	T_ASSERT_EQ(ipcount_add(&t, 10), 0u);
+	ipcount_fini(&t);
+}
+
+T_MAIN(T_CASE(test_model), T_CASE(test_full))

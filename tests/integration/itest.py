@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the Python integration tests share: daemons in a temp dir, their logs, checks.
+
+    env = itest.Env("iso-")          # a temp dir, a free port base
+    env.start("namesrv", [...argv])  # its output goes to <tmp>/namesrv.log
+    env.wait_log("namesrv", " listening on ")
+    env.check(cond, "what")          # prints ok/FAIL, remembers failures
+    env.finish()                     # stops every daemon, prints logs on failure, exit code
+"""
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_base  # noqa: E402
+
+
+class Env:
+    def __init__(self, prefix):
+        self.tmp = tempfile.mkdtemp(prefix=prefix)
+        self.rnd = random.Random(os.getpid())
+        self.base = free_base(self.rnd)
+        self.procs = []
+        self.failed = []
+
+    def check(self, cond, what):
+        print(("ok   " if cond else "FAIL ") + what, flush=True)
+        if not cond:
+            self.failed.append(what)
+        return cond
+
+    def log_of(self, name):
+        try:
+            with open(os.path.join(self.tmp, name + ".log"), "rb") as f:
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait_log(self, name, needle, timeout=30, count=1):
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.log_of(name).count(needle) >= count:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def start(self, name, argv):
+        log = open(os.path.join(self.tmp, name + ".log"), "ab")
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def rmt_port(self, name):
+        for line in self.log_of(name).splitlines():
+            if "remoting (RocketMQ clients) listening on" in line:
+                return int(line.rsplit(":", 1)[1].split()[0])
+        raise SystemExit(f"{name}: no remoting port in its log")
+
+    def finish(self, keep_var):
+        """Stops the daemons; on failure prints the logs' tails. Return: the exit code."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if self.failed or os.environ.get(keep_var):
+            for n in sorted(os.listdir(self.tmp)):
+                if n.endswith(".log"):
+                    print(f"---- {n} (tail)")
+                    print("\n".join(self.log_of(n[:-4]).splitlines()[-15:]))
+        if os.environ.get(keep_var):
+            print(f"kept {self.tmp}")
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.failed:
+            print(f"{len(self.failed)} checks failed")
+            return 1
+        return 0
