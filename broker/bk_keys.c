@@ -161,6 +161,15 @@ const struct cfg_key bk_keys[] = {
 	{"dataplaneRawEcho", CFG_BOOL, "false", 0, 0, NULL,
 	 "reflect raw \"PRAW\" datagrams so sprocket-bench can measure the port's floor"},
 	{"maxSessionsPerCore", CFG_INT, "1024", 1, 65536, NULL, "transport sessions per core"},
+	{"maxSessionsPerAddr", CFG_INT, "256", 0, 65536, NULL,
+	 "transport sessions of one source address per core (0: no cap of its own); more "
+	 "CONNECTs are answered SYSTEM_BUSY"},
+	{"bigBuffersPerAddr", CFG_INT, "16", 0, 1 << 20, NULL,
+	 "of a core's 32 buffers for multi-packet requests and large responses, how many one "
+	 "source address holds at once (0: no cap of its own)"},
+	{"reassemblyTimeoutMs", CFG_INT, "2000", 10, 600000, NULL,
+	 "a multi-packet request must arrive within this from its first packet (then "
+	 "SYSTEM_BUSY, its buffer freed)"},
 	{"slotsPerSession", CFG_INT, "8", 1, 256, NULL,
 	 "requests in flight per transport session at most (memory: sessions x slots x ~0.4 KiB)"},
 	{"pendingAcksPerCore", CFG_INT, "8192", 16, 1 << 20, NULL,

@@ -578,6 +578,9 @@ start_cores(struct bk_ctl *x)
 			.raw_echo = cfg_get_bool(cfg, "dataplaneRawEcho"),
 			.key_fn = bk->acl_on ? bk_acl_key : NULL,
 			.key_arg = bk,
+			.max_sessions_per_addr = (unsigned)cfg_get_int(cfg, "maxSessionsPerAddr"),
+			.big_bufs_per_addr = (unsigned)cfg_get_int(cfg, "bigBuffersPerAddr"),
+			.reasm_timeout_ms = (uint32_t)cfg_get_int(cfg, "reassemblyTimeoutMs"),
 		};
 
 		c->port = x->ports[i];
@@ -611,6 +614,21 @@ start_cores(struct bk_ctl *x)
 	return 0;
 }
 
+/* A core's transport counters, logged at stop (docs/isolation.md names the limits). */
+static void
+print_xsrv_stats(uint32_t i, const struct dp_xsrv *x)
+{
+	const struct dp_xsrv_stats *xs = dp_xsrv_stats(x);
+
+	log_info(BK_TAG,
+		 "core %u sessions: opened %" PRIu64 ", refused %" PRIu64 " (table full %" PRIu64
+		 ", maxSessionsPerAddr %" PRIu64 "), expired %" PRIu64 "; no buffer %" PRIu64
+		 " (bigBuffersPerAddr %" PRIu64 "); reassembly timeouts %" PRIu64,
+		 i, xs->sessions_opened, xs->sessions_refused + xs->sessions_refused_addr,
+		 xs->sessions_refused, xs->sessions_refused_addr, xs->sessions_expired, xs->busy,
+		 xs->busy_addr, xs->reasm_timeouts);
+}
+
 static void
 stop_cores(struct bk_ctl *x)
 {
@@ -621,8 +639,10 @@ stop_cores(struct bk_ctl *x)
 			dp_lcore_stop(&bk->cores[i].lc);
 	x->cores_running = false;
 	for (uint32_t i = 0; i < bk->ncores; i++) {
-		if (bk->cores[i].xs)
+		if (bk->cores[i].xs) {
+			print_xsrv_stats(i, bk->cores[i].xs);
 			dp_xsrv_destroy(bk->cores[i].xs);
+		}
 		bk->cores[i].xs = NULL;
 	}
 	if (x->ports[0])

@@ -29,6 +29,13 @@
  * nothing); the second attempt carries HMAC(secret key, challenge, nonce,
  * client id, access key). docs/security.md has the threat model.
  *
+ * Per-client shares (docs/isolation.md): sessions and pool buffers are
+ * counted per source address (ipcount, sized at create), and a CONNECT or a
+ * big buffer past an address's share is refused SYSTEM_BUSY while the rest of
+ * the table and pool stay for others. A multi-packet request has
+ * reassemblyTimeoutMs from its first packet to its last; then its buffer goes
+ * back and the request is answered SYSTEM_BUSY.
+ *
  * The transport never retransmits on its own (the client owns the timers):
  * a duplicate request re-sends the stored response, and a CREDIT flagged
  * RETRANS from a client that lost part of a response re-sends from the
@@ -44,6 +51,7 @@
 #include "common/clock.h"
 #include "common/compiler.h"
 #include "common/hmac.h"
+#include "common/ipcount.h"
 #include "common/log.h"
 #include "dp/xport.h"
 #include "wire/dp.h"
@@ -64,6 +72,7 @@ enum xs_state {
 struct xs_big {
 	uint8_t *buf;
 	uint64_t *bits; /* received-packet bitmap while reassembling */
+	uint32_t ip;	/* the address it is counted against (0: none) */
 	struct xs_big *next;
 };
 
@@ -77,6 +86,7 @@ struct xs_slot {
 	uint32_t rq_cnt;
 	uint32_t rq_inorder; /* packets 0..rq_inorder-1 all arrived */
 	uint32_t rq_since_credit;
+	uint64_t rq_start; /* its first packet */
 	/* XS_PROC (buffer reserved by resp_buf) and XS_DONE */
 	uint8_t *resp;
 	struct xs_big *rs_big;
@@ -102,7 +112,8 @@ struct xs_sess {
 	uint64_t last_rx_ns;
 	uint64_t close_at; /* != 0: DISCONNECTed, freed at this time */
 	unsigned processing;
-	uint8_t ak_len; /* 0: opened without credentials */
+	uint32_t counted_ip; /* the address its session is counted against (0: none) */
+	uint8_t ak_len;	     /* 0: opened without credentials */
 	char ak[WIRE_DP_AK_MAX];
 	const void *auth_cache[2];
 	struct xs_slot *slot;
@@ -127,7 +138,9 @@ struct dp_xsrv {
 	uint64_t req_ids;	  /* requests handed to the handler so far */
 	void *pool;
 	size_t pool_len;
-	struct hmac_sha1 secret; /* tokens and challenges */
+	struct hmac_sha1 secret;  /* tokens and challenges */
+	struct ipcount sess_addr; /* sessions per source address */
+	struct ipcount bufs_addr; /* pool buffers per source address */
 	uint64_t token_ctr;
 	uint64_t now;
 	uint64_t next_scan;
@@ -170,13 +183,24 @@ xs_challenge(const struct dp_xsrv *s, struct dp_addr peer, uint64_t nonce, uint6
 	       1;
 }
 
+/* A pool buffer for session @se, within its address's share. NULL: SYSTEM_BUSY (counted). */
 static struct xs_big *
-big_get(struct dp_xsrv *s)
+big_get(struct dp_xsrv *s, const struct xs_sess *se)
 {
 	struct xs_big *b = s->free_big;
+	uint32_t ip = se->peer.ip;
 
-	if (b)
-		s->free_big = b->next;
+	if (!b) {
+		s->st.busy++;
+		return NULL;
+	}
+	if (s->cfg.big_bufs_per_addr &&
+	    ipcount_get(&s->bufs_addr, ip) >= s->cfg.big_bufs_per_addr) {
+		s->st.busy_addr++;
+		return NULL;
+	}
+	s->free_big = b->next;
+	b->ip = ipcount_add(&s->bufs_addr, ip) ? ip : 0;
 	return b;
 }
 
@@ -190,6 +214,9 @@ big_put(struct dp_xsrv *s, struct xs_big *b)
 {
 	if (!b)
 		return;
+	if (b->ip)
+		ipcount_sub(&s->bufs_addr, b->ip);
+	b->ip = 0;
 	b->next = s->limbo_big;
 	s->limbo_big = b;
 }
@@ -225,6 +252,9 @@ sess_free(struct dp_xsrv *s, struct xs_sess *se)
 		se->slot[i].state = XS_IDLE;
 		se->slot[i].seq = 0;
 	}
+	if (se->counted_ip)
+		ipcount_sub(&s->sess_addr, se->counted_ip);
+	se->counted_ip = 0;
 	se->id = 0;
 	se->close_at = 0;
 	se->processing = 0;
@@ -407,6 +437,10 @@ req_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h, c
 		 * and CREDITs never do, so a spoofed copy of an old packet
 		 * cannot redirect answers to a third party.
 		 */
+		if (se->peer.ip != src.ip && se->counted_ip) {
+			ipcount_sub(&s->sess_addr, se->counted_ip);
+			se->counted_ip = ipcount_add(&s->sess_addr, src.ip) ? src.ip : 0;
+		}
 		se->peer = src;
 		slot_release(s, sl);
 		sl->seq = h->seq;
@@ -422,12 +456,12 @@ req_packet(struct dp_xsrv *s, struct xs_sess *se, const struct wire_dp_hdr *h, c
 			execute(s, se, h->slot, pl, h->payload_len);
 			return;
 		}
-		sl->rq = big_get(s);
+		sl->rq = big_get(s, se);
 		if (!sl->rq) {
-			s->st.busy++;
 			answer_error(s, se, h->slot, WIRE_DP_ST_SYSTEM_BUSY);
 			return;
 		}
+		sl->rq_start = s->now;
 		memset(sl->rq->bits, 0, (h->pkt_cnt + 63) / 64 * 8);
 		sl->rq_len = h->msg_len;
 		sl->rq_cnt = h->pkt_cnt;
@@ -633,6 +667,12 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 			return;
 		}
 	}
+	if (s->cfg.max_sessions_per_addr &&
+	    ipcount_get(&s->sess_addr, rx->src.ip) >= s->cfg.max_sessions_per_addr) {
+		s->st.sessions_refused_addr++;
+		connect_refuse(s, rx, &rs, WIRE_DP_ST_SYSTEM_BUSY);
+		return;
+	}
 	se = s->free_sess;
 	if (!se) {
 		s->st.sessions_refused++;
@@ -651,6 +691,7 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 		memcpy(se->ak, rq.ak, se->ak_len);
 	se->auth_cache[0] = se->auth_cache[1] = NULL;
 	se->peer = rx->src;
+	se->counted_ip = ipcount_add(&s->sess_addr, rx->src.ip) ? rx->src.ip : 0;
 	se->last_rx_ns = s->now;
 	se->close_at = 0;
 	se->processing = 0;
@@ -770,6 +811,24 @@ rx_one(struct dp_xsrv *s, const struct dp_rx *rx)
 		se->close_at = s->now + XS_CLOSE_LINGER_NS;
 }
 
+/* Multi-packet requests of @se that did not arrive in reassemblyTimeoutMs: SYSTEM_BUSY. */
+static void
+reasm_expire(struct dp_xsrv *s, struct xs_sess *se)
+{
+	uint64_t limit = (uint64_t)s->cfg.reasm_timeout_ms * 1000000ull;
+
+	for (uint16_t i = 0; i < se->slots; i++) {
+		struct xs_slot *sl = &se->slot[i];
+
+		if (sl->state != XS_RECV || !sl->rq || s->now - sl->rq_start <= limit)
+			continue;
+		big_put(s, sl->rq);
+		sl->rq = NULL;
+		s->st.reasm_timeouts++;
+		answer_error(s, se, i, WIRE_DP_ST_SYSTEM_BUSY);
+	}
+}
+
 static void
 expire_scan(struct dp_xsrv *s)
 {
@@ -782,6 +841,7 @@ expire_scan(struct dp_xsrv *s)
 		s->scan_pos = (s->scan_pos + 1) % s->cfg.max_sessions;
 		if (!se->id)
 			continue;
+		reasm_expire(s, se);
 		if (se->close_at) {
 			if (s->now >= se->close_at)
 				sess_free(s, se);
@@ -873,9 +933,8 @@ dp_xsrv_resp_buf(struct dp_xsrv *s, struct dp_xhandle h, uint32_t len)
 	if (len <= XS_INLINE) {
 		sl->resp = sl->inl;
 	} else {
-		sl->rs_big = big_get(s);
+		sl->rs_big = big_get(s, se);
 		if (!sl->rs_big) {
-			s->st.busy++;
 			sl->resp = NULL;
 			return NULL;
 		}
@@ -938,6 +997,8 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 		s->cfg.big_bufs = 32;
 	if (!s->cfg.idle_timeout_ms)
 		s->cfg.idle_timeout_ms = 30000;
+	if (!s->cfg.reasm_timeout_ms)
+		s->cfg.reasm_timeout_ms = 2000;
 	if (s->cfg.max_sessions > 65535 || s->cfg.slots > WIRE_DP_SLOTS_MAX ||
 	    s->cfg.max_msg < WIRE_DP_MSG_MIN || s->cfg.max_msg > WIRE_DP_MSG_LIMIT ||
 	    port->max_dgram < DP_DGRAM_MIN) {
@@ -950,7 +1011,8 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 	s->sess = calloc(s->cfg.max_sessions, sizeof(*s->sess));
 	s->slots = calloc((size_t)s->cfg.max_sessions * s->cfg.slots, sizeof(*s->slots));
 	s->bigs = calloc(s->cfg.big_bufs, sizeof(*s->bigs));
-	if (!s->sess || !s->slots || !s->bigs)
+	if (!s->sess || !s->slots || !s->bigs || ipcount_init(&s->sess_addr, s->cfg.max_sessions) ||
+	    ipcount_init(&s->bufs_addr, s->cfg.big_bufs))
 		goto err_free;
 	/* Bitmap for the smallest payload a session can have. */
 	bits_len = ((size_t)s->cfg.max_msg / WIRE_DP_PAYLOAD_MIN + 64) / 64 * 8;
@@ -988,6 +1050,8 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 	return 0;
 
 err_free:
+	ipcount_fini(&s->sess_addr);
+	ipcount_fini(&s->bufs_addr);
 	free(s->bigs);
 	free(s->slots);
 	free(s->sess);
@@ -1009,6 +1073,8 @@ dp_xsrv_destroy(struct dp_xsrv *s)
 	dp_xsrv_flush(s);
 	if (s->pool)
 		munmap(s->pool, s->pool_len);
+	ipcount_fini(&s->sess_addr);
+	ipcount_fini(&s->bufs_addr);
 	free(s->bigs);
 	free(s->slots);
 	free(s->sess);

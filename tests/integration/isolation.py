@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Isolation under abuse: what one hostile client holds, others still get (docs/isolation.md).
 
-usage: isolation.py NAMESRV BROKER CLI XTOOL NODE_DIR CASE
+usage: isolation.py NAMESRV BROKER CLI XTOOL DP_ABUSE NODE_DIR CASE
 
   remoting  8 connections from 127.0.0.2 send 1024 long-polling PULLs each (30 s suspend):
             1024 park (remotingMaxInflightPerAddr), the rest are answered SYSTEM_BUSY at once
@@ -9,6 +9,13 @@ usage: isolation.py NAMESRV BROKER CLI XTOOL NODE_DIR CASE
             Closing the flooding connections releases their parked pulls at once: a new
             connection from that address parks 1024 again straight away. The stop report
             counts the refusals by reason.
+  sessions  (dataplane, ACL off) 2000 CONNECTs from 127.0.0.2: 256 sessions open
+            (maxSessionsPerAddr), the rest are answered SYSTEM_BUSY; libsprocket on 127.0.0.1
+            (sp_xtool) then opens its sessions and sends 3 of 3.
+  reassembly 8 sessions from 127.0.0.2 start a 1 MiB SEND in each of their 8 slots and never
+            finish one: they hold 16 of the core's 32 buffers (bigBuffersPerAddr); libsprocket
+            on 127.0.0.1 sends 100 KB messages meanwhile, 10 of 10; the half-sent requests are
+            answered SYSTEM_BUSY after reassemblyTimeoutMs (2 s) and their buffers freed.
 """
 import json
 import os
@@ -22,7 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import itest  # noqa: E402
 
-NS, BK, CLI, XTOOL, NODE_DIR, CASE = sys.argv[1:7]
+NS, BK, CLI, XTOOL, ABUSE, NODE_DIR, CASE = sys.argv[1:8]
 ENV = itest.Env("iso-")
 NSADDR = f"127.0.0.1:{ENV.base}"
 check = ENV.check
@@ -161,9 +168,74 @@ def case_remoting():
           f"the stop report counts refusals by reason ({rep[-1:]})")
 
 
+def abuse(*args):
+    r = subprocess.run([ABUSE] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=120)
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"error": f"rc {r.returncode} {r.stderr[-300:]}"}
+
+
+def xtool_produce(count, body=None):
+    args = [XTOOL, "produce", f"--namesrv={NSADDR}", "--topic=IsoData", f"--count={count}",
+            "--backend=udp"]
+    if body:
+        args.append(f"--body={body}")
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    rows = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    return r.returncode, rows, r.stderr[-400:]
+
+
+def dp_setup():
+    namesrv()
+    broker()
+    rc, out, err = cli("topic", "create", "IsoData", "--queues=1")
+    check(rc == 0, f"topic IsoData created ({(out + err).strip()[:80]})")
+    time.sleep(0.5)
+
+
+def case_sessions():
+    dp_setup()
+    r = abuse("connect-flood", "127.0.0.1", ENV.base + 20, "127.0.0.2", 2000)
+    check(r.get("success") == 256 and r.get("busy") == 2000 - 256,
+          f"2000 CONNECTs from 127.0.0.2: 256 sessions, the rest SYSTEM_BUSY ({r})")
+    rc, rows, err = xtool_produce(3)
+    ok = [x for x in rows if x.get("ok")]
+    check(rc == 0 and len(ok) == 3, f"meanwhile libsprocket on 127.0.0.1 sends 3 of 3 ({rc}, {err})")
+    ENV.procs[1].terminate()
+    ENV.procs[1].wait(30)
+    rep = [ln for ln in ENV.log_of("broker").splitlines() if "core 0 sessions:" in ln]
+    check(rep and "maxSessionsPerAddr 1744)" in rep[-1],
+          f"the stop report counts the refusals by reason ({rep[-1:]})")
+
+
+def case_reassembly():
+    dp_setup()
+    hold = subprocess.Popen([ABUSE, "reasm-hold", "127.0.0.1", str(ENV.base + 20), "127.0.0.2",
+                             "8", "6"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    rc, rows, err = xtool_produce(10, "x" * 100000)
+    ok = [x for x in rows if x.get("ok")]
+    check(rc == 0 and len(ok) == 10,
+          f"while 127.0.0.2 holds half-sent requests, 100 KB SENDs from 127.0.0.1: 10 of 10 "
+          f"({rc}, {[x.get('error', x.get('ok')) for x in rows][:4]}, {err[-200:]})")
+    out = hold.communicate(timeout=60)[0]
+    r = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+    check(r["sessions"] == 8 and r["started"] == 64 and r["busy"] == 64,
+          f"the attacker's 64 half-sent requests: 48 refused (no buffer of its share), 16 "
+          f"timed out, all answered SYSTEM_BUSY ({r})")
+    ENV.procs[1].terminate()
+    ENV.procs[1].wait(30)
+    rep = [ln for ln in ENV.log_of("broker").splitlines() if "core 0 sessions:" in ln]
+    check(rep and "reassembly timeouts 16" in rep[-1] and "bigBuffersPerAddr 48)" in rep[-1],
+          f"the stop report counts refusals and timeouts ({rep[-1:]})")
+
+
 def main():
     try:
-        {"remoting": case_remoting}[CASE]()
+        {"remoting": case_remoting, "sessions": case_sessions,
+         "reassembly": case_reassembly}[CASE]()
     finally:
         sys.exit(ENV.finish("ISO_KEEP"))
 

@@ -57,6 +57,11 @@ struct dp_xsrv_cfg {
 	bool raw_echo;		  /* reflect DP_RAW_MAGIC datagrams (benchmark floor) */
 	dp_xsrv_key_fn key_fn;	  /* NULL: sessions need no credentials */
 	void *key_arg;
+	/* per-client shares (docs/isolation.md) */
+	unsigned max_sessions_per_addr; /* maxSessionsPerAddr: sessions of one address (0: none) */
+	unsigned
+		big_bufs_per_addr; /* bigBuffersPerAddr: pool buffers one address holds (0: none) */
+	uint32_t reasm_timeout_ms; /* reassemblyTimeoutMs: a multi-packet request's time (2000) */
 };
 
 /*
@@ -114,9 +119,12 @@ struct dp_xsrv_stats {
 	uint64_t sessions_opened;
 	uint64_t sessions_refused; /* table full */
 	uint64_t sessions_expired;
-	uint64_t sessions_unauth; /* CONNECTs refused: no, unknown or wrong credentials */
-	uint64_t challenges;	  /* AUTH_CHALLENGEs sent */
-	uint64_t rx_bad_peer;	  /* a session's id and token from another address */
+	uint64_t sessions_unauth;	/* CONNECTs refused: no, unknown or wrong credentials */
+	uint64_t challenges;		/* AUTH_CHALLENGEs sent */
+	uint64_t rx_bad_peer;		/* a session's id and token from another address */
+	uint64_t sessions_refused_addr; /* CONNECTs past maxSessionsPerAddr */
+	uint64_t busy_addr;	 /* SYSTEM_BUSY: the address holds bigBuffersPerAddr buffers */
+	uint64_t reasm_timeouts; /* multi-packet requests not complete in reassemblyTimeoutMs */
 };
 
 /**
