@@ -9,12 +9,11 @@
  *       {"success": a, "busy": b, "other": c, "silent": d}
  *   dp_abuse reasm-hold HOST PORT SRC SESSIONS SECS
  *       opens SESSIONS sessions from SRC and starts, in every slot of each, a
- *       SEND of 1 MiB whose first packet alone is ever sent; for SECS seconds
- *       it keeps the sessions alive (a fresh first packet of a new request is
- *       not sent: it only reads) and counts the answers; prints
+ *       SEND of 1 MiB whose first packet alone is ever sent; for SECS seconds,
+ *       200 ms after one is answered (SYSTEM_BUSY: no buffer, or its
+ *       reassemblyTimeoutMs passed) it starts the next one in that slot the
+ *       same way, so it keeps holding what the broker lets it; prints
  *       {"sessions": n, "started": k, "busy": b, "answers": a}
- *       "busy" are SYSTEM_BUSY answers to the half-sent requests (no buffer,
- *       or reassemblyTimeoutMs).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,11 +30,15 @@
 
 #define MSG_LEN (1u << 20)
 
+#define SLOTS 8
+
 struct sess {
 	uint32_t id;
 	uint64_t token;
 	uint16_t slots;
 	uint16_t max_payload;
+	uint32_t seq[SLOTS];
+	uint64_t due[SLOTS]; /* start the next request in this slot then (0: holding one) */
 };
 
 static uint64_t
@@ -160,6 +163,26 @@ connect_flood(const char *host, int port, const char *src, unsigned n)
 	return 0;
 }
 
+/* The first packet of a 1 MiB SEND in @slot of @se (its next seq), and no other. */
+static int
+first_packet(int fd, const struct sockaddr_in *dst, struct sess *se, uint16_t slot,
+	     const uint8_t *zero)
+{
+	uint32_t pl = se->max_payload;
+	struct wire_dp_hdr h = {.type = WIRE_DP_T_REQ,
+				.token = se->token,
+				.session_id = se->id,
+				.slot = slot,
+				.op = WIRE_DP_OP_SEND,
+				.seq = se->seq[slot] ? se->seq[slot] : (se->seq[slot] = 1),
+				.pkt_idx = 0,
+				.pkt_cnt = (MSG_LEN + pl - 1) / pl,
+				.msg_len = MSG_LEN,
+				.payload_len = pl};
+
+	return send_pkt(fd, dst, &h, zero);
+}
+
 static int
 reasm_hold(const char *host, int port, const char *src, unsigned nsess, unsigned secs)
 {
@@ -194,29 +217,22 @@ reasm_hold(const char *host, int port, const char *src, unsigned nsess, unsigned
 			continue; /* the 1500-byte MTU asked for keeps it below */
 		opened++;
 	}
-	for (unsigned i = 0; i < opened; i++) {
-		for (uint16_t s = 0; s < ss[i].slots; s++) {
-			uint32_t pl = ss[i].max_payload;
-			struct wire_dp_hdr h = {.type = WIRE_DP_T_REQ,
-						.token = ss[i].token,
-						.session_id = ss[i].id,
-						.slot = s,
-						.op = WIRE_DP_OP_SEND,
-						.seq = 1,
-						.pkt_idx = 0,
-						.pkt_cnt = (MSG_LEN + pl - 1) / pl,
-						.msg_len = MSG_LEN,
-						.payload_len = pl};
-
-			if (send_pkt(fd, &dst, &h, zero) == 0)
-				started++;
-		}
-	}
+	for (unsigned i = 0; i < opened; i++)
+		for (uint16_t s = 0; s < ss[i].slots && s < SLOTS; s++)
+			started += first_packet(fd, &dst, &ss[i], s, zero) == 0;
 	end = now_ms() + secs * 1000ull;
 	while (now_ms() < end) {
 		struct wire_dp_hdr h;
-		long l = recv_pkt(fd, 100, &h, buf, sizeof(buf));
+		long l = recv_pkt(fd, 20, &h, buf, sizeof(buf));
 		struct wire_dp_resp_head rh;
+		uint64_t t = now_ms();
+
+		for (unsigned i = 0; i < opened; i++)
+			for (uint16_t k = 0; k < SLOTS; k++)
+				if (ss[i].due[k] && t >= ss[i].due[k]) {
+					ss[i].due[k] = 0;
+					started += first_packet(fd, &dst, &ss[i], k, zero) == 0;
+				}
 
 		if (l < 0 || h.type != WIRE_DP_T_RESP)
 			continue;
@@ -224,6 +240,12 @@ reasm_hold(const char *host, int port, const char *src, unsigned nsess, unsigned
 		if (wire_dp_resp_head_decode(buf + WIRE_DP_HDR_LEN, (size_t)l, &rh) == 0 &&
 		    rh.status == WIRE_DP_ST_SYSTEM_BUSY)
 			busy++;
+		for (unsigned i = 0; i < opened; i++)
+			if (ss[i].id == h.session_id && h.slot < SLOTS &&
+			    ss[i].seq[h.slot] == h.seq) {
+				ss[i].seq[h.slot]++;
+				ss[i].due[h.slot] = now_ms() + 200;
+			}
 	}
 	printf("{\"sessions\": %u, \"started\": %u, \"busy\": %u, \"answers\": %u}\n", opened,
 	       started, busy, answers);

@@ -13,21 +13,21 @@ usage: isolation.py NAMESRV BROKER CLI XTOOL DP_ABUSE NODE_DIR CASE
             (maxSessionsPerAddr), the rest are answered SYSTEM_BUSY; libsprocket on 127.0.0.1
             (sp_xtool) then opens its sessions and sends 3 of 3.
   reassembly 8 sessions from 127.0.0.2 start a 1 MiB SEND in each of their 8 slots and never
-            finish one: they hold 16 of the core's 32 buffers (bigBuffersPerAddr); libsprocket
-            on 127.0.0.1 sends 100 KB messages meanwhile, 10 of 10; the half-sent requests are
-            answered SYSTEM_BUSY after reassemblyTimeoutMs (2 s) and their buffers freed.
+            finish one (and start the next whenever one is answered): they hold 16 of the
+            core's 32 buffers (bigBuffersPerAddr); libsprocket on 127.0.0.1 sends 100 KB
+            messages meanwhile, 10 of 10; the half-sent requests are answered SYSTEM_BUSY after
+            reassemblyTimeoutMs (2 s) and their buffers freed.
 """
 import json
 import os
-import select
-import socket
-import struct
+import re
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import itest  # noqa: E402
+from rmt_flood import Flood  # noqa: E402
 
 NS, BK, CLI, XTOOL, ABUSE, NODE_DIR, CASE = sys.argv[1:8]
 ENV = itest.Env("iso-")
@@ -68,66 +68,6 @@ def node(*args):
         if line.startswith("{"):
             return json.loads(line)
     return {"ok": -1, "got": -1, "errors": [f"no result: rc {r.returncode} {r.stderr[-300:]}"]}
-
-
-def frame(code, opaque, ext, body=b""):
-    hdr = json.dumps({"code": code, "language": "JAVA", "version": 409, "opaque": opaque,
-                      "flag": 0, "extFields": ext}).encode()
-    return struct.pack(">II", 4 + len(hdr) + len(body), len(hdr)) + hdr + body
-
-
-class Flood:
-    """@conns connections from @src, each with @per long-polling PULLs of @topic in flight."""
-
-    def __init__(self, addr, src, topic, conns, per):
-        host, port = addr.rsplit(":", 1)
-        self.socks = []
-        self.codes = {}
-        self.remarks = set()
-        self.bufs = {}
-        for k in range(conns):
-            s = socket.socket()
-            s.bind((src, 0))
-            s.connect((host, int(port)))
-            s.setblocking(False)
-            self.socks.append(s)
-            self.bufs[s] = b""
-            pulls = b"".join(frame(11, k * per + i + 1, {
-                "consumerGroup": "GID_FLOOD", "topic": topic, "queueId": "0",
-                "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "0",
-                "suspendTimeoutMillis": "30000", "subscription": "*", "subVersion": "0",
-                "expressionType": "TAG"}) for i in range(per))
-            s.setblocking(True)
-            s.sendall(pulls)
-            s.setblocking(False)
-
-    def read(self, secs):
-        """Reads answers for @secs seconds."""
-        end = time.time() + secs
-        while time.time() < end:
-            r, _, _ = select.select(self.socks, [], [], 0.1)
-            for s in r:
-                try:
-                    d = s.recv(1 << 20)
-                except BlockingIOError:
-                    continue
-                buf = self.bufs[s] + d
-                while len(buf) >= 8 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
-                    n = struct.unpack(">I", buf[:4])[0]
-                    hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
-                    h = json.loads(buf[8:8 + hl])
-                    self.codes[h["code"]] = self.codes.get(h["code"], 0) + 1
-                    if h.get("remark"):
-                        self.remarks.add(h["remark"][:90])
-                    buf = buf[4 + n:]
-                self.bufs[s] = buf
-
-    def answered(self):
-        return sum(self.codes.values())
-
-    def close(self):
-        for s in self.socks:
-            s.close()
 
 
 def case_remoting():
@@ -222,13 +162,15 @@ def case_reassembly():
           f"({rc}, {[x.get('error', x.get('ok')) for x in rows][:4]}, {err[-200:]})")
     out = hold.communicate(timeout=60)[0]
     r = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
-    check(r["sessions"] == 8 and r["started"] == 64 and r["busy"] == 64,
-          f"the attacker's 64 half-sent requests: 48 refused (no buffer of its share), 16 "
-          f"timed out, all answered SYSTEM_BUSY ({r})")
+    check(r["sessions"] == 8 and r["started"] >= 64 and r["busy"] >= 64 and
+          r["answers"] == r["busy"],
+          f"the attacker's half-sent requests are all answered SYSTEM_BUSY: past its share at "
+          f"once, the 16 it held after 2 s ({r})")
     ENV.procs[1].terminate()
     ENV.procs[1].wait(30)
     rep = [ln for ln in ENV.log_of("broker").splitlines() if "core 0 sessions:" in ln]
-    check(rep and "reassembly timeouts 16" in rep[-1] and "bigBuffersPerAddr 48)" in rep[-1],
+    m = re.search(r"bigBuffersPerAddr (\d+)\); reassembly timeouts (\d+)", rep[-1] if rep else "")
+    check(m and int(m.group(1)) >= 48 and int(m.group(2)) >= 16,
           f"the stop report counts refusals and timeouts ({rep[-1:]})")
 
 
