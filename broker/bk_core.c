@@ -508,7 +508,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	const struct bk_topic *t;
 	struct store_put_res res;
 	struct bk_ack a = {.h = req->h, .recv_ns = req->ts_recv_ns, .op = req->op};
-	struct store_queue *sq;
+	struct store_queue *sq = NULL;
 	struct wire_msg m;
 	unsigned asks = 0;
 	bool timed = false;
@@ -666,9 +666,10 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		c->st.msgs_in += a.count;
 	}
 	a.qid = r.queue_id;
+	a.sq = req->op == WIRE_DP_OP_SEND ? sq : t->sq[r.queue_id];
 	a.put_ns = clk_mono_fast_ns();
 	a.handled_ns = a.put_ns;
-	c->park_dirty = true;
+	bk_core_park_touch(c, a.sq);
 	ack_or_defer(c, &a);
 	return 0;
 }
@@ -867,6 +868,33 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	return 0;
 }
 
+void
+bk_core_park_touch(struct bk_core *c, const struct store_queue *sq)
+{
+	c->park_dirty = true;
+	if (c->park_dirty_all || !c->park_n)
+		return;
+	for (uint8_t i = 0; i < c->park_ndirty; i++)
+		if (c->park_dirty_q[i] == sq)
+			return;
+	if (c->park_ndirty == sizeof(c->park_dirty_q) / sizeof(c->park_dirty_q[0]))
+		c->park_dirty_all = true;
+	else
+		c->park_dirty_q[c->park_ndirty++] = sq;
+}
+
+/* Did @sq get data since the last scan (or may any queue have)? */
+static bool
+park_queue_dirty(const struct bk_core *c, const struct store_queue *sq)
+{
+	if (c->park_dirty_all)
+		return true;
+	for (uint8_t i = 0; i < c->park_ndirty; i++)
+		if (c->park_dirty_q[i] == sq)
+			return true;
+	return false;
+}
+
 static unsigned
 parks_scan(struct bk_core *c, uint64_t now)
 {
@@ -879,6 +907,14 @@ parks_scan(struct bk_core *c, uint64_t now)
 		if (!p->used)
 			continue;
 		seen++;
+		/* nothing new in its queue, not its deadline, not cancelled: it stays */
+		if (now < p->deadline_ns && !park_queue_dirty(c, p->sq) &&
+		    !(is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled)) &&
+		    bk_core_ans_pending(c, p->h)) {
+			if (p->deadline_ns < next)
+				next = p->deadline_ns;
+			continue;
+		}
 		/* a remoting pull whose connection closed answers now, to free its job */
 		bool final = now >= p->deadline_ns ||
 			     (is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled));
@@ -984,7 +1020,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	struct store_put_res res;
 	struct bk_ack a = {.h = req->h, .recv_ns = req->ts_recv_ns, .op = req->op};
 	struct wire_msg orig, m;
-	struct store_queue *sq;
+	struct store_queue *sq = NULL;
 	const uint8_t *rec;
 	const char *rt;
 	const char *oid;
@@ -1085,8 +1121,9 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	a.ticket = res.ticket;
 	a.phys = res.phys;
 	a.qoff = res.qoff;
+	a.sq = sq;
 	a.put_ns = a.handled_ns = clk_mono_fast_ns();
-	c->park_dirty = true;
+	bk_core_park_touch(c, sq);
 	ack_or_defer(c, &a);
 	return 0;
 }
@@ -1363,7 +1400,7 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 		if (a->op == WIRE_DP_OP_SEND_BATCH)
 			c->bp_head += a->count;
 		c->ack_head++;
-		c->park_dirty = true;
+		bk_core_park_touch(c, a->sq);
 		work++;
 	}
 	if (c->bk->conf.role == BK_ROLE_SLAVE && c->park_n) {
@@ -1372,15 +1409,16 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 
 		if (w != c->slave_seen) {
 			c->slave_seen = w;
-			c->park_dirty = true;
+			c->park_dirty = c->park_dirty_all = true;
 		}
 	}
 	if (SP_UNLIKELY(atomic_load_relaxed(&c->rmt_kick)) &&
 	    atomic_exchange_explicit(&c->rmt_kick, 0, memory_order_acquire))
-		c->park_dirty = true;
+		c->park_dirty = c->park_dirty_all = true;
 	if (c->park_n && (c->park_dirty || now_ns >= c->park_next_deadline))
 		work += parks_scan(c, now_ns);
-	c->park_dirty = false;
+	c->park_dirty = c->park_dirty_all = false;
+	c->park_ndirty = 0;
 	if (c->rmt_posted) {
 		uint64_t one = 1;
 

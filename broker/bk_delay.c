@@ -176,7 +176,7 @@ bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const 
 	if (rc < 0)
 		return BK_DELIVER_LATER; /* busy, or the shard is fenced: try again later */
 	*ticket = res.ticket;
-	c->park_dirty = true;
+	bk_core_park_touch(c, t->sq[qid]);
 	return BK_DELIVER_DONE;
 }
 

@@ -99,6 +99,7 @@ struct bk_ack {
 	int64_t phys;
 	int64_t qoff;
 	int32_t qid;
+	const struct store_queue *sq; /* where it went: its parked pulls may answer */
 	uint16_t op;
 	uint32_t count;	      /* SEND_BATCH: records, phys offsets in batch_phys */
 	uint32_t batch_first; /* index into the core's batch offset pool */
@@ -385,6 +386,15 @@ struct bk_core {
 	uint32_t park_cap, park_n;
 	uint64_t park_next_deadline;
 	bool park_dirty; /* data may have become visible since the last scan */
+	/*
+	 * ... in these queues alone (bk_core_park_touch()); park_dirty_all: in
+	 * any (too many queues, replication, a cancelled pull). A scan then runs
+	 * only the parked pulls of those queues: an append costs a pointer
+	 * compare per parked pull of other queues, not a pull each.
+	 */
+	bool park_dirty_all;
+	uint8_t park_ndirty;
+	const struct store_queue *park_dirty_q[8];
 	/* consumer offsets: open addressing, never shrinks */
 	struct bk_off *offs;
 	uint32_t off_mask;
@@ -560,6 +570,8 @@ int64_t bk_core_offset_peek(const struct bk_core *c, const char *topic, const ch
 /* Answering, for the other request families' files (bk_repl.c). Context: the core. */
 uint8_t *bk_core_ans_buf(struct bk_core *c, struct dp_xhandle h, uint32_t len);
 bool bk_core_ans_pending(struct bk_core *c, struct dp_xhandle h);
+/* @sq got data: its parked pulls run at the next scan (the others stay put). Context: core. */
+void bk_core_park_touch(struct bk_core *c, const struct store_queue *sq);
 void bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len);
 /* aclEnable on the dataplane (bk_acl.c): the transport's key function (@arg: struct bk), and
  * the per-request check of an authenticated session (answers NO_PERMISSION itself). */

@@ -119,6 +119,7 @@ struct xs_sess {
 	struct xs_slot *slot;
 	uint8_t conn_resp[WIRE_DP_RESP_HEAD_LEN + WIRE_DP_CONNECT_RESP_FIXED];
 	struct xs_sess *next_free;
+	uint32_t nonce_next; /* the next session of its nonce's bucket (index + 1; 0: none) */
 };
 
 struct dp_xsrv {
@@ -140,6 +141,8 @@ struct dp_xsrv {
 	size_t pool_len;
 	struct hmac_sha1 secret;  /* tokens and challenges */
 	struct ipcount sess_addr; /* sessions per source address */
+	uint32_t *nonce_heads;	  /* sessions by CONNECT nonce: bucket -> first (index + 1) */
+	uint32_t nonce_mask;
 	struct ipcount bufs_addr; /* pool buffers per source address */
 	uint64_t token_ctr;
 	uint64_t now;
@@ -244,6 +247,38 @@ slot_release(struct dp_xsrv *s, struct xs_slot *sl)
 	sl->rs_len = 0;
 }
 
+static uint32_t *
+nonce_bucket(const struct dp_xsrv *s, uint64_t nonce)
+{
+	return &s->nonce_heads[(uint32_t)((nonce * 0x9E3779B97F4A7C15ull) >> 40) & s->nonce_mask];
+}
+
+/* The session a CONNECT (@nonce from @peer) already opened, or NULL: O(1), not a table scan. */
+static struct xs_sess *
+nonce_find(const struct dp_xsrv *s, uint64_t nonce, struct dp_addr peer)
+{
+	for (uint32_t i = *nonce_bucket(s, nonce); i; i = s->sess[i - 1].nonce_next) {
+		struct xs_sess *c = &s->sess[i - 1];
+
+		if (c->nonce == nonce && c->peer.ip == peer.ip && c->peer.port == peer.port)
+			return c;
+	}
+	return NULL;
+}
+
+static void
+nonce_unlink(struct dp_xsrv *s, struct xs_sess *se)
+{
+	uint32_t me = (uint32_t)(se - s->sess) + 1;
+
+	for (uint32_t *pp = nonce_bucket(s, se->nonce); *pp; pp = &s->sess[*pp - 1].nonce_next)
+		if (*pp == me) {
+			*pp = se->nonce_next;
+			break;
+		}
+	se->nonce_next = 0;
+}
+
 static void
 sess_free(struct dp_xsrv *s, struct xs_sess *se)
 {
@@ -255,6 +290,7 @@ sess_free(struct dp_xsrv *s, struct xs_sess *se)
 	if (se->counted_ip)
 		ipcount_sub(&s->sess_addr, se->counted_ip);
 	se->counted_ip = 0;
+	nonce_unlink(s, se);
 	se->id = 0;
 	se->close_at = 0;
 	se->processing = 0;
@@ -637,15 +673,7 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 		return;
 	}
 	/* A retransmitted CONNECT gets the same session, not a second one. */
-	for (unsigned i = 0; i < s->cfg.max_sessions; i++) {
-		struct xs_sess *c = &s->sess[i];
-
-		if (c->id && c->nonce == rq.nonce && c->peer.ip == rx->src.ip &&
-		    c->peer.port == rx->src.port) {
-			se = c;
-			break;
-		}
-	}
+	se = nonce_find(s, rq.nonce, rx->src);
 	if (se) {
 		se->last_rx_ns = s->now;
 		send_conn_resp(s, se);
@@ -686,6 +714,8 @@ connect_packet(struct dp_xsrv *s, const struct dp_rx *rx, const struct wire_dp_h
 		se->token = xs_token(s);
 	while (se->token == 0);
 	se->nonce = rq.nonce;
+	se->nonce_next = *nonce_bucket(s, rq.nonce);
+	*nonce_bucket(s, rq.nonce) = (uint32_t)(se - s->sess) + 1;
 	se->ak_len = (uint8_t)(s->cfg.key_fn ? rq.ak_len : 0);
 	if (se->ak_len)
 		memcpy(se->ak, rq.ak, se->ak_len);
@@ -1011,7 +1041,12 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 	s->sess = calloc(s->cfg.max_sessions, sizeof(*s->sess));
 	s->slots = calloc((size_t)s->cfg.max_sessions * s->cfg.slots, sizeof(*s->slots));
 	s->bigs = calloc(s->cfg.big_bufs, sizeof(*s->bigs));
-	if (!s->sess || !s->slots || !s->bigs || ipcount_init(&s->sess_addr, s->cfg.max_sessions) ||
+	for (s->nonce_mask = 15; s->nonce_mask < 2 * s->cfg.max_sessions;
+	     s->nonce_mask = s->nonce_mask * 2 + 1)
+		;
+	s->nonce_heads = calloc((size_t)s->nonce_mask + 1, sizeof(*s->nonce_heads));
+	if (!s->sess || !s->slots || !s->bigs || !s->nonce_heads ||
+	    ipcount_init(&s->sess_addr, s->cfg.max_sessions) ||
 	    ipcount_init(&s->bufs_addr, s->cfg.big_bufs))
 		goto err_free;
 	/* Bitmap for the smallest payload a session can have. */
@@ -1052,6 +1087,7 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 err_free:
 	ipcount_fini(&s->sess_addr);
 	ipcount_fini(&s->bufs_addr);
+	free(s->nonce_heads);
 	free(s->bigs);
 	free(s->slots);
 	free(s->sess);
@@ -1075,6 +1111,7 @@ dp_xsrv_destroy(struct dp_xsrv *s)
 		munmap(s->pool, s->pool_len);
 	ipcount_fini(&s->sess_addr);
 	ipcount_fini(&s->bufs_addr);
+	free(s->nonce_heads);
 	free(s->bigs);
 	free(s->slots);
 	free(s->sess);
