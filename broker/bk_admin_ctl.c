@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "bk_ctl.h"
+#include "bk_rmt.h"
 #include "bk_priv.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -312,6 +313,18 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 	   : x->bk.conf.role == BK_ROLE_SYNC_MASTER ? "SYNC_MASTER"
 						    : "ASYNC_MASTER");
 	kv_u(b, "brokerPermission", atomic_load_relaxed(&x->bk.perm));
+	if (x->rmt) {
+		/* remoting requests answered SYSTEM_BUSY, by the limit hit (docs/isolation.md) */
+		static const char *const names[BK_RMT_BUSY_REASONS] = {
+			[BK_RMT_BUSY_CORE] = "remotingBusyCoreInflight",
+			[BK_RMT_BUSY_CONN] = "remotingBusyConnInflight",
+			[BK_RMT_BUSY_ADDR] = "remotingBusyAddrInflight",
+			[BK_RMT_BUSY_POLLS] = "remotingBusyLongPolls",
+		};
+
+		for (unsigned i = 0; i < BK_RMT_BUSY_REASONS; i++)
+			kv_u(b, names[i], bk_rmt_busy_count(x->rmt, i));
+	}
 	if (statvfs(cfg_get_str(x->cfg, "storePathRootDir"), &vfs) == 0) {
 		char t[48], f[48];
 		uint64_t total = (uint64_t)vfs.f_blocks * vfs.f_frsize;

@@ -858,6 +858,9 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	for (uint32_t i = 0; i < c->park_cap; i++) {
 		if (!c->parks[i].used) {
 			c->parks[i] = p;
+			c->park_sq[i] = p.sq;
+			if (i >= c->park_hi)
+				c->park_hi = i + 1;
 			c->park_n++;
 			c->st.parked++;
 			if (p.deadline_ns < c->park_next_deadline || c->park_n == 1)
@@ -895,40 +898,62 @@ park_queue_dirty(const struct bk_core *c, const struct store_queue *sq)
 	return false;
 }
 
+/* Runs parked pull @i again. Return: true when it was answered (or is gone) and left. */
+static bool
+park_run(struct bk_core *c, uint32_t i, uint64_t now)
+{
+	struct bk_park *p = &c->parks[i];
+	/* a remoting pull whose connection closed answers now, to free its job */
+	bool final = now >= p->deadline_ns ||
+		     (is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled));
+
+	if (bk_core_ans_pending(c, p->h) && !pull_run(c, p, final))
+		return false;
+	p->used = false;
+	c->park_sq[i] = NULL;
+	c->park_n--;
+	return true;
+}
+
+/*
+ * Parked pulls that may answer now. Usually only those of the queues that got
+ * data since the last scan (a pass over the dense park_sq array, a pointer
+ * compare each); all of them when a deadline is due or any queue may have
+ * changed (park_dirty_all), which also works out the next deadline.
+ */
 static unsigned
 parks_scan(struct bk_core *c, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 	unsigned done = 0;
+	uint32_t hi = 0;
 
-	for (uint32_t i = 0, seen = 0; i < c->park_cap && seen < c->park_n; i++) {
+	if (!c->park_dirty_all && now < c->park_next_deadline) {
+		for (uint32_t i = 0; i < c->park_hi; i++)
+			if (c->park_sq[i] && park_queue_dirty(c, c->park_sq[i]))
+				done += park_run(c, i, now);
+		return done;
+	}
+	for (uint32_t i = 0, seen = 0; i < c->park_hi && seen < c->park_n; i++) {
 		struct bk_park *p = &c->parks[i];
 
 		if (!p->used)
 			continue;
 		seen++;
-		/* nothing new in its queue, not its deadline, not cancelled: it stays */
-		if (now < p->deadline_ns && !park_queue_dirty(c, p->sq) &&
-		    !(is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled)) &&
-		    bk_core_ans_pending(c, p->h)) {
-			if (p->deadline_ns < next)
-				next = p->deadline_ns;
-			continue;
-		}
-		/* a remoting pull whose connection closed answers now, to free its job */
-		bool final = now >= p->deadline_ns ||
-			     (is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled));
-
-		if (!bk_core_ans_pending(c, p->h) || pull_run(c, p, final)) {
-			p->used = false;
-			c->park_n--;
+		/* nothing new in its queue, not its deadline, not cancelled or gone: it stays */
+		if (!(now < p->deadline_ns && !park_queue_dirty(c, p->sq) &&
+		      !(is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled)) &&
+		      bk_core_ans_pending(c, p->h)) &&
+		    park_run(c, i, now)) {
 			seen--;
 			done++;
 			continue;
 		}
+		hi = i + 1;
 		if (p->deadline_ns < next)
 			next = p->deadline_ns;
 	}
+	c->park_hi = hi;
 	c->park_next_deadline = next;
 	return done;
 }
@@ -1483,8 +1508,9 @@ bk_core_init(struct bk *bk, struct bk_core *c, unsigned id)
 	/* Twice the ring: a batch that wraps is made contiguous past its end. */
 	c->batch_phys = table_alloc(sizeof(int64_t) * c->bp_cap * 2);
 	c->parks = table_alloc(sizeof(*c->parks) * c->park_cap);
+	c->park_sq = table_alloc(sizeof(*c->park_sq) * c->park_cap);
 	c->offs = table_alloc(sizeof(*c->offs) * slots);
-	if (!c->acks || !c->batch_phys || !c->parks || !c->offs) {
+	if (!c->acks || !c->batch_phys || !c->parks || !c->park_sq || !c->offs) {
 		bk_core_fini(c);
 		return -ENOMEM;
 	}
@@ -1503,6 +1529,9 @@ bk_core_fini(struct bk_core *c)
 		munmap(c->batch_phys, sizeof(int64_t) * c->bp_cap * 2);
 	if (c->parks)
 		munmap(c->parks, sizeof(*c->parks) * c->park_cap);
+	if (c->park_sq)
+		munmap(c->park_sq, sizeof(*c->park_sq) * c->park_cap);
+	c->park_sq = NULL;
 	if (c->offs)
 		munmap(c->offs, sizeof(*c->offs) * (c->off_mask + 1));
 	c->acks = NULL;

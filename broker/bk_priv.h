@@ -393,6 +393,8 @@ struct bk_core {
 	 * compare per parked pull of other queues, not a pull each.
 	 */
 	bool park_dirty_all;
+	const struct store_queue **park_sq; /* parks[i].sq while parks[i] is used, else NULL */
+	uint32_t park_hi;		    /* no park at or past this index */
 	uint8_t park_ndirty;
 	const struct store_queue *park_dirty_q[8];
 	/* consumer offsets: open addressing, never shrinks */

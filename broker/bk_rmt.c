@@ -319,19 +319,6 @@ bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 	return 0;
 }
 
-static const char *const busy_names[BK_RMT_BUSY_REASONS] = {
-	[BK_RMT_BUSY_CORE] = "core_inflight",
-	[BK_RMT_BUSY_CONN] = "conn_inflight",
-	[BK_RMT_BUSY_ADDR] = "addr_inflight",
-	[BK_RMT_BUSY_POLLS] = "long_polls",
-};
-
-const char *
-bk_rmt_busy_name(unsigned reason)
-{
-	return reason < BK_RMT_BUSY_REASONS ? busy_names[reason] : "?";
-}
-
 uint64_t
 bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason)
 {

@@ -154,9 +154,8 @@ enum bk_rmt_busy {
 	BK_RMT_BUSY_REASONS,
 };
 
-/* Requests answered SYSTEM_BUSY for @reason so far; its name ("conn_inflight" ...). */
+/* Requests answered SYSTEM_BUSY for @reason so far (GET_BROKER_RUNTIME_INFO). Context: control. */
 uint64_t bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason);
-const char *bk_rmt_busy_name(unsigned reason);
 
 /*
  * bk_rmt_tls_init() - TLS on the remoting port as @t says (before any

@@ -11,12 +11,12 @@ usage: isolation.py NAMESRV BROKER CLI XTOOL DP_ABUSE NODE_DIR CASE
             counts the refusals by reason.
   sessions  (dataplane, ACL off) 2000 CONNECTs from 127.0.0.2: 256 sessions open
             (maxSessionsPerAddr), the rest are answered SYSTEM_BUSY; libsprocket on 127.0.0.1
-            (sp_xtool) then opens its sessions and sends 3 of 3.
+            (sp_xtool) then opens its sessions, sends 3 of 3 and pulls them.
   reassembly 8 sessions from 127.0.0.2 start a 1 MiB SEND in each of their 8 slots and never
             finish one (and start the next whenever one is answered): they hold 16 of the
             core's 32 buffers (bigBuffersPerAddr); libsprocket on 127.0.0.1 sends 100 KB
-            messages meanwhile, 10 of 10; the half-sent requests are answered SYSTEM_BUSY after
-            reassemblyTimeoutMs (2 s) and their buffers freed.
+            messages meanwhile, 10 of 10, and pulls them; the half-sent requests are answered
+            SYSTEM_BUSY after reassemblyTimeoutMs (2 s) and their buffers freed.
 """
 import json
 import os
@@ -127,6 +127,14 @@ def xtool_produce(count, body=None):
     return r.returncode, rows, r.stderr[-400:]
 
 
+def xtool_consume(count, group):
+    r = subprocess.run([XTOOL, "consume", f"--namesrv={NSADDR}", "--topic=IsoData",
+                        f"--group={group}", f"--count={count}", "--timeout-ms=20000",
+                        "--backend=udp"], capture_output=True, text=True, timeout=120)
+    rows = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    return r.returncode, rows, r.stderr[-400:]
+
+
 def dp_setup():
     namesrv()
     broker()
@@ -143,6 +151,8 @@ def case_sessions():
     rc, rows, err = xtool_produce(3)
     ok = [x for x in rows if x.get("ok")]
     check(rc == 0 and len(ok) == 3, f"meanwhile libsprocket on 127.0.0.1 sends 3 of 3 ({rc}, {err})")
+    rc, rows, err = xtool_consume(3, "GID_GOOD")
+    check(rc == 0 and len(rows) >= 3, f"... and pulls them, 3 of 3 ({rc}, {len(rows)}, {err})")
     ENV.procs[1].terminate()
     ENV.procs[1].wait(30)
     rep = [ln for ln in ENV.log_of("broker").splitlines() if "core 0 sessions:" in ln]
@@ -153,13 +163,16 @@ def case_sessions():
 def case_reassembly():
     dp_setup()
     hold = subprocess.Popen([ABUSE, "reasm-hold", "127.0.0.1", str(ENV.base + 20), "127.0.0.2",
-                             "8", "6"], stdout=subprocess.PIPE, text=True)
+                             "8", "10"], stdout=subprocess.PIPE, text=True)
     time.sleep(0.3)
     rc, rows, err = xtool_produce(10, "x" * 100000)
     ok = [x for x in rows if x.get("ok")]
     check(rc == 0 and len(ok) == 10,
           f"while 127.0.0.2 holds half-sent requests, 100 KB SENDs from 127.0.0.1: 10 of 10 "
           f"({rc}, {[x.get('error', x.get('ok')) for x in rows][:4]}, {err[-200:]})")
+    rc, rows, err = xtool_consume(10, "GID_GOOD")
+    check(rc == 0 and len(rows) >= 10,
+          f"... and pulls them (100 KB answers, from the pool too), 10 of 10 ({rc}, {len(rows)}, {err})")
     out = hold.communicate(timeout=60)[0]
     r = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
     check(r["sessions"] == 8 and r["started"] >= 64 and r["busy"] >= 64 and

@@ -379,9 +379,9 @@ test_faults_exactly_once(void)
 /* ---- garbage, forged packets, limits ---- */
 
 static int
-raw_sock(void)
+raw_sock_at(uint32_t ip)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(ip)};
 	struct timeval tv = {.tv_sec = 2};
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
@@ -389,6 +389,12 @@ raw_sock(void)
 	T_ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	T_ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
 	return fd;
+}
+
+static int
+raw_sock(void)
+{
+	return raw_sock_at(INADDR_LOOPBACK);
 }
 
 static void
@@ -603,6 +609,97 @@ test_limits_and_expiry(void)
 	srv_free(&sv);
 }
 
+/* The first packet of a @len-byte SEND_BACK in @slot of session @rs, and no more. */
+static void
+raw_first_packet(int fd, struct dp_addr to, const struct wire_dp_connect_resp *rs, uint16_t slot,
+		 uint32_t len)
+{
+	static uint8_t zero[65536], pkt[WIRE_DP_HDR_LEN + 65536];
+	struct wire_dp_hdr h = {.type = WIRE_DP_T_REQ,
+				.op = WIRE_DP_OP_SEND_BACK,
+				.session_id = rs->session_id,
+				.token = rs->token,
+				.slot = slot,
+				.seq = 1,
+				.pkt_cnt = (len + rs->max_payload - 1) / rs->max_payload,
+				.msg_len = len,
+				.payload_len = rs->max_payload};
+
+	raw_send(fd, to, pkt, (size_t)raw_pkt(pkt, &h, zero));
+}
+
+/* An answer's status on @fd within 2 s (SO_RCVTIMEO), or -1. */
+static int32_t
+raw_status(int fd)
+{
+	uint8_t pkt[2048];
+	struct wire_dp_hdr h;
+	struct wire_dp_resp_head rh;
+	ssize_t got = recv(fd, pkt, sizeof(pkt), 0);
+
+	if (got <= WIRE_DP_HDR_LEN || wire_dp_hdr_decode(pkt, (size_t)got, &h) != 0 ||
+	    wire_dp_resp_head_decode(pkt + WIRE_DP_HDR_LEN, h.payload_len, &rh) != 0)
+		return -1;
+	return rh.status;
+}
+
+/*
+ * Per-address shares (docs/isolation.md): 127.0.0.2 gets 2 of 8 sessions and 2
+ * of 4 pool buffers, its half-sent requests time out; 127.0.0.1 keeps working.
+ */
+static void
+test_shares(void)
+{
+	struct dp_xsrv_cfg cfg = {.max_sessions = 8,
+				  .big_bufs = 4,
+				  .max_sessions_per_addr = 2,
+				  .big_bufs_per_addr = 2,
+				  .reasm_timeout_ms = 200};
+	struct dp_xcli_cfg ccfg = {.rto_us = 1000};
+	struct dp_port *cp = udp_port(0);
+	int fd = raw_sock_at(0x7f000002);
+	struct wire_dp_connect_resp a, b, again;
+	struct dp_xcli *cli;
+	struct dp_xsess *s;
+	struct srv sv;
+	struct call c;
+	uint8_t *msg = calloc(1, 200000);
+
+	T_ASSERT(msg != NULL);
+	srv_start(&sv, &cfg, NULL);
+	a = raw_connect(fd, sv.port->local, 1);
+	b = raw_connect(fd, sv.port->local, 2);
+	T_ASSERT_EQ(a.head.status, WIRE_DP_ST_SUCCESS);
+	T_ASSERT_EQ(b.head.status, WIRE_DP_ST_SUCCESS);
+	T_ASSERT_EQ(raw_connect(fd, sv.port->local, 3).head.status, WIRE_DP_ST_SYSTEM_BUSY);
+	again = raw_connect(fd, sv.port->local, 1); /* a retransmit: the same session */
+	T_ASSERT_EQ(again.session_id, a.session_id);
+	/* 127.0.0.2 starts three 200 KB requests: two hold buffers, the third is refused */
+	raw_first_packet(fd, sv.port->local, &a, 0, 200000);
+	raw_first_packet(fd, sv.port->local, &a, 1, 200000);
+	raw_first_packet(fd, sv.port->local, &b, 0, 200000);
+	T_ASSERT_EQ(raw_status(fd), WIRE_DP_ST_SYSTEM_BUSY);
+	/* 127.0.0.1: its own sessions and buffers (request and answer) */
+	T_ASSERT_EQ(dp_xcli_create(&ccfg, cp, &cli), 0);
+	T_ASSERT_EQ(dp_xcli_connect(cli, sv.port->local, 2000, &s), 0);
+	T_ASSERT_EQ(call(cli, s, WIRE_DP_OP_SEND_BACK, msg, 200000, &c), 0);
+	T_ASSERT_EQ(c.len, (uint32_t)(WIRE_DP_RESP_HEAD_LEN + 200000));
+	free(c.resp);
+	/* the two half-sent requests time out: SYSTEM_BUSY, their buffers back */
+	T_ASSERT_EQ(raw_status(fd), WIRE_DP_ST_SYSTEM_BUSY);
+	T_ASSERT_EQ(raw_status(fd), WIRE_DP_ST_SYSTEM_BUSY);
+	dp_xcli_close(s, 1000);
+	srv_stop(&sv);
+	T_ASSERT_EQ_U64(dp_xsrv_stats(sv.x)->sessions_refused_addr, 1);
+	T_ASSERT_EQ_U64(dp_xsrv_stats(sv.x)->busy_addr, 1);
+	T_ASSERT_EQ_U64(dp_xsrv_stats(sv.x)->reasm_timeouts, 2);
+	dp_xcli_destroy(cli);
+	cp->ops->close(cp);
+	close(fd);
+	free(msg);
+	srv_free(&sv);
+}
+
 /*
  * Two server cores hand out session ids on their own, so one client holds two
  * sessions with the same id: each answer must reach the session of the
@@ -742,4 +839,5 @@ test_auth(void)
 }
 
 T_MAIN(T_CASE(test_auth), T_CASE(test_echo_sizes), T_CASE(test_same_session_id_two_servers),
-       T_CASE(test_faults_exactly_once), T_CASE(test_garbage), T_CASE(test_limits_and_expiry))
+       T_CASE(test_faults_exactly_once), T_CASE(test_garbage), T_CASE(test_limits_and_expiry),
+       T_CASE(test_shares))
