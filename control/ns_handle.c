@@ -124,6 +124,20 @@ ns_state_destroy(struct ns_state *st)
 {
 	if (st == NULL)
 		return;
+	{
+		/* what was refused, by reason (docs/security.md, docs/isolation.md) */
+		char acl[256];
+		size_t o = 0;
+
+		acl[0] = '\0';
+		for (unsigned i = 0; i < NS_ACL_REASONS && o < sizeof(acl); i++)
+			o += (size_t)snprintf(acl + o, sizeof(acl) - o, "%s%s %" PRIu64,
+					      i ? ", " : "", ns_acl_reason_name(i),
+					      ns_acl_denied(st, i));
+		log_info(NS_TAG,
+			 "refused: %s; compressed registrations past maxInflatedBodySize %" PRIu64,
+			 acl, ns_inflate_refused(st));
+	}
 	route_db_destroy(st->db);
 	ns__kv_destroy(st->kv);
 	ns__acl_fini(&st->acl);
