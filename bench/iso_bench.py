@@ -18,53 +18,32 @@ p99 (the issue's floor: p50 within 2x).
 """
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests/integration"))
-from ports import free_base  # noqa: E402
+import itest  # noqa: E402
 from rmt_flood import Flood  # noqa: E402
-import random  # noqa: E402
 
 B = os.path.join(ROOT, "build")
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 DUR = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-TMP = tempfile.mkdtemp(prefix="isobench-")
-BASE = free_base(random.Random(os.getpid()))
-NSADDR = f"127.0.0.1:{BASE}"
-DP_PORT = BASE + 20
-procs = []
+ENV = itest.Env("isobench-")
+NSADDR = f"127.0.0.1:{ENV.base}"
+DP_PORT = ENV.base + 20
 
 
-def start(name, argv):
-    p = subprocess.Popen(argv, stdout=open(os.path.join(TMP, name + ".log"), "ab"),
-                         stderr=subprocess.STDOUT)
-    procs.append(p)
-    return p
-
-
-def wait_log(name, needle, timeout=60):
-    end = time.time() + timeout
-    while time.time() < end:
-        with open(os.path.join(TMP, name + ".log"), "rb") as f:
-            if needle.encode() in f.read():
-                return True
-        time.sleep(0.1)
-    raise SystemExit(f"{name}: no '{needle}' in its log")
+def wait_log(name, needle):
+    if not ENV.wait_log(name, needle, timeout=60):
+        raise SystemExit(f"{name}: no '{needle}' in its log")
 
 
 def rmt_port():
-    with open(os.path.join(TMP, "broker.log")) as f:
-        for line in f:
-            if "remoting (RocketMQ clients) listening on" in line:
-                return int(line.rsplit(":", 1)[1].split()[0])
-    raise SystemExit("no remoting port")
+    return ENV.rmt_port("broker")
 
 
 def bench():
@@ -104,13 +83,13 @@ class Attack:
 
 
 def main():
-    start("namesrv", [os.path.join(B, "control/sprocket-namesrv"), f"--listenPort={BASE}",
-                      "--bindAddress=127.0.0.1", f"--kvConfigPath={TMP}/kv.json"])
+    ENV.start("namesrv", [os.path.join(B, "control/sprocket-namesrv"), f"--listenPort={ENV.base}",
+                          "--bindAddress=127.0.0.1", f"--kvConfigPath={ENV.tmp}/kv.json"])
     wait_log("namesrv", " listening on ")
-    start("broker", [os.path.join(B, "broker/sprocket-broker"), f"--namesrvAddr={NSADDR}",
+    ENV.start("broker", [os.path.join(B, "broker/sprocket-broker"), f"--namesrvAddr={NSADDR}",
                      "--listenPort=0", f"--dataplanePort={DP_PORT}", "--dataplaneCores=1",
                      "--dataplaneCpus=1", "--controlCpus=0", "--dataplaneRawEcho=true",
-                     f"--storePathRootDir={TMP}/store", "--mapedFileSizeCommitLog=268435456"])
+                     f"--storePathRootDir={ENV.tmp}/store", "--mapedFileSizeCommitLog=268435456"])
     wait_log("broker", " ready: ")
     for t in ("SprocketBench", "IsoPoll"):
         subprocess.run([os.path.join(B, "cli/sprocket"), f"--namesrv={NSADDR}", "topic", "create",
@@ -145,15 +124,4 @@ def main():
 try:
     main()
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    if os.environ.get("ISO_KEEP"):
-        print(f"kept {TMP}")
-    else:
-        shutil.rmtree(TMP, ignore_errors=True)
+    ENV.finish("ISO_KEEP")
