@@ -9,6 +9,8 @@ usage: isolation.py NAMESRV BROKER CLI XTOOL DP_ABUSE NODE_DIR CASE
             Closing the flooding connections releases their parked pulls at once: a new
             connection from that address parks 1024 again straight away. The stop report
             counts the refusals by reason.
+  remoting_acl  the same with aclEnable: the flood signed by an account that may read the
+            topic gets the same shares, ali-ons with its own account works as above.
   sessions  (dataplane, ACL off) 2000 CONNECTs from 127.0.0.2: 256 sessions open
             (maxSessionsPerAddr), the rest are answered SYSTEM_BUSY; libsprocket on 127.0.0.1
             (sp_xtool) then opens its sessions, sends 3 of 3 and pulls them.
@@ -55,9 +57,12 @@ def broker(extra=()):
     return p
 
 
-def cli(*args):
+def cli(*args, creds=None):
+    env = dict(os.environ)
+    if creds:
+        env["SPROCKET_ACCESS_KEY"], env["SPROCKET_SECRET_KEY"] = creds
     r = subprocess.run([CLI, f"--namesrv={NSADDR}"] + list(args), capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, env=env)
     return r.returncode, r.stdout, r.stderr
 
 
@@ -70,24 +75,53 @@ def node(*args):
     return {"ok": -1, "got": -1, "errors": [f"no result: rc {r.returncode} {r.stderr[-300:]}"]}
 
 
-def case_remoting():
+ACL_TEXT = """accounts:
+  - accessKey: flooder
+    secretKey: floodsecret
+    admin: false
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+  - accessKey: gooduser
+    secretKey: goodsecret
+    admin: false
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+  - accessKey: adminuser
+    secretKey: adminsecret
+    admin: true
+"""
+
+
+def case_remoting(acl=False):
     namesrv()
-    broker()
+    keys = []
+    if acl:
+        path = os.path.join(ENV.tmp, "plain_acl.yml")
+        with open(path, "w") as f:
+            f.write(ACL_TEXT)
+        os.chmod(path, 0o600)
+        broker(["--aclEnable=true", f"--aclFile={path}", "--accessKey=adminuser",
+                "--secretKey=adminsecret"])
+        keys = ["gooduser", "goodsecret"]
+    else:
+        broker()
     for t in ("IsoData", "IsoPoll"):
-        rc, out, err = cli("topic", "create", t, "--queues=1")
+        rc, out, err = cli("topic", "create", t, "--queues=1",
+                           creds=("adminuser", "adminsecret") if acl else None)
         check(rc == 0, f"topic {t} created ({(out + err).strip()[:80]})")
     time.sleep(0.5)
     addr = f"127.0.0.1:{ENV.rmt_port('broker')}"
-    flood = Flood(addr, "127.0.0.2", "IsoPoll", 8, 1024)
+    flood = Flood(addr, "127.0.0.2", "IsoPoll", 8, 1024,
+                  ("flooder", "floodsecret") if acl else None)
     flood.read(3)
     busy = flood.codes.get(SYSTEM_BUSY, 0)
     check(busy == 8 * 1024 - 1024 and flood.answered() == busy,
           f"flood: 1024 of 8192 pulls park, {busy} answered SYSTEM_BUSY at once ({flood.codes})")
     check(any("remotingMaxInflightPerAddr" in r and "127.0.0.2" in r for r in flood.remarks),
           f"the refusal names the address and the key ({sorted(flood.remarks)[:2]})")
-    r = node("produce", NSADDR, "IsoData", 50)
+    r = node("produce", NSADDR, "IsoData", 50, *keys)
     check(r["ok"] == 50, f"during the flood ali-ons on 127.0.0.1 sends 50 of 50 ({r['errors'][:2]})")
-    r = node("consume", NSADDR, "IsoData", "GID_GOOD", 50, 40)
+    r = node("consume", NSADDR, "IsoData", "GID_GOOD", 50, 40, *keys)
     # (ali-ons reports a new group's missing offset as an error: that one is no failure)
     r["errors"] = [e for e in r["errors"] if "maybe this group consumer boot first" not in e]
     check(r["got"] >= 50 and not r["errors"],
@@ -96,7 +130,8 @@ def case_remoting():
     check(flood.answered() == busy, f"the parked pulls stay parked ({flood.codes})")
     flood.close()
     time.sleep(0.5)
-    again = Flood(addr, "127.0.0.2", "IsoPoll", 1, 1024)
+    again = Flood(addr, "127.0.0.2", "IsoPoll", 1, 1024,
+                  ("flooder", "floodsecret") if acl else None)
     again.read(1.5)
     check(again.answered() == 0,
           f"after the flood closed, 1024 new pulls from its address park at once ({again.codes})")
@@ -189,7 +224,8 @@ def case_reassembly():
 
 def main():
     try:
-        {"remoting": case_remoting, "sessions": case_sessions,
+        {"remoting": case_remoting, "remoting_acl": lambda: case_remoting(acl=True),
+         "sessions": case_sessions,
          "reassembly": case_reassembly}[CASE]()
     finally:
         sys.exit(ENV.finish("ISO_KEEP"))

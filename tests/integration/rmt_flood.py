@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A remoting long-poll flood: many connections from one source address, each with many
 parked PULLs (tests/integration/isolation.py, bench/iso_bench.py; docs/isolation.md)."""
+import base64
+import hashlib
+import hmac
 import json
 import select
 import socket
@@ -14,10 +17,20 @@ def frame(code, opaque, ext, body=b""):
     return struct.pack(">II", 4 + len(hdr) + len(body), len(hdr)) + hdr + body
 
 
-class Flood:
-    """@conns connections from @src, each with @per long-polling PULLs of @topic in flight."""
+def signed(ext, ak, sk, body=b""):
+    """@ext with RocketMQ's ACL signature (AccessKey, Signature: HmacSHA1, base64)."""
+    e = dict(ext)
+    e["AccessKey"] = ak
+    content = "".join(e[k] for k in sorted(e)).encode() + body
+    e["Signature"] = base64.b64encode(hmac.new(sk.encode(), content, hashlib.sha1).digest()).decode()
+    return e
 
-    def __init__(self, addr, src, topic, conns, per):
+
+class Flood:
+    """@conns connections from @src, each with @per long-polling PULLs of @topic in flight;
+    @creds (access key, secret key): signed, for a broker with aclEnable."""
+
+    def __init__(self, addr, src, topic, conns, per, creds=None):
         host, port = addr.rsplit(":", 1)
         self.socks = []
         self.codes = {}
@@ -30,11 +43,13 @@ class Flood:
             s.setblocking(False)
             self.socks.append(s)
             self.bufs[s] = b""
-            pulls = b"".join(frame(11, k * per + i + 1, {
-                "consumerGroup": "GID_FLOOD", "topic": topic, "queueId": "0",
-                "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "0",
-                "suspendTimeoutMillis": "30000", "subscription": "*", "subVersion": "0",
-                "expressionType": "TAG"}) for i in range(per))
+            ext = {"consumerGroup": "GID_FLOOD", "topic": topic, "queueId": "0",
+                   "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "0",
+                   "suspendTimeoutMillis": "30000", "subscription": "*", "subVersion": "0",
+                   "expressionType": "TAG"}
+            if creds:
+                ext = signed(ext, *creds)
+            pulls = b"".join(frame(11, k * per + i + 1, ext) for i in range(per))
             s.setblocking(True)
             s.sendall(pulls)
             s.setblocking(False)
