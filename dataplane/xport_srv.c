@@ -143,6 +143,7 @@ struct dp_xsrv {
 	struct ipcount sess_addr; /* sessions per source address */
 	uint32_t *nonce_heads;	  /* sessions by CONNECT nonce: bucket -> first (index + 1) */
 	uint32_t nonce_mask;
+	uint64_t nonce_seed;	  /* keys the hash: a client cannot choose nonces that collide */
 	struct ipcount bufs_addr; /* pool buffers per source address */
 	uint64_t token_ctr;
 	uint64_t now;
@@ -250,7 +251,9 @@ slot_release(struct dp_xsrv *s, struct xs_slot *sl)
 static uint32_t *
 nonce_bucket(const struct dp_xsrv *s, uint64_t nonce)
 {
-	return &s->nonce_heads[(uint32_t)((nonce * 0x9E3779B97F4A7C15ull) >> 40) & s->nonce_mask];
+	uint64_t h = (nonce ^ s->nonce_seed) * 0x9E3779B97F4A7C15ull;
+
+	return &s->nonce_heads[(uint32_t)((h ^ h >> 29) >> 24) & s->nonce_mask];
 }
 
 /* The session a CONNECT (@nonce from @peer) already opened, or NULL: O(1), not a table scan. */
@@ -1075,7 +1078,9 @@ dp_xsrv_create(const struct dp_xsrv_cfg *cfg, struct dp_port *port, dp_xsrv_hand
 	{
 		uint8_t k[32];
 
-		if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
+		if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k) ||
+		    getrandom(&s->nonce_seed, sizeof(s->nonce_seed), 0) !=
+			    (ssize_t)sizeof(s->nonce_seed))
 			goto err_free; /* no entropy, no unguessable tokens */
 		hmac_sha1_key(&s->secret, k, sizeof(k));
 		memset(k, 0, sizeof(k));
