@@ -358,9 +358,12 @@ bk_rmt__busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opa
 			 r->busy_core < r->bk->ncores ? r->polls[r->busy_core] : 0, r->busy_core);
 		break;
 	default:
-		snprintf(remark, sizeof(remark),
-			 "[OVERLOAD]system busy: too many requests in flight at core %u",
-			 r->busy_core);
+		if (r->busy_core < r->bk->ncores)
+			snprintf(remark, sizeof(remark),
+				 "[OVERLOAD]system busy: too many requests in flight at core %u",
+				 r->busy_core);
+		else
+			snprintf(remark, sizeof(remark), "[OVERLOAD]system busy");
 		break;
 	}
 	busy_set(r, BK_RMT_BUSY_CORE, UINT16_MAX, 0);
