@@ -854,7 +854,12 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 		return 0;
 	/* Park it. */
 	p.used = true;
-	p.deadline_ns = c->now_ns + ms_to_ns(suspend);
+	/*
+	 * Now, not c->now_ns: that is the last tick's, and requests run before the
+	 * tick of their loop, after the core may have slept idle for any time (a
+	 * first long poll after a quiet minute would have been due already).
+	 */
+	p.deadline_ns = clk_mono_fast_ns() + ms_to_ns(suspend);
 	for (uint32_t i = 0; i < c->park_cap; i++) {
 		if (!c->parks[i].used) {
 			c->parks[i] = p;
