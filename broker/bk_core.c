@@ -876,21 +876,6 @@ do_pull(struct bk_core *c, const struct dp_xreq *req)
 	return 0;
 }
 
-void
-bk_core_park_touch(struct bk_core *c, const struct store_queue *sq)
-{
-	c->park_dirty = true;
-	if (c->park_dirty_all || !c->park_n)
-		return;
-	for (uint8_t i = 0; i < c->park_ndirty; i++)
-		if (c->park_dirty_q[i] == sq)
-			return;
-	if (c->park_ndirty == sizeof(c->park_dirty_q) / sizeof(c->park_dirty_q[0]))
-		c->park_dirty_all = true;
-	else
-		c->park_dirty_q[c->park_ndirty++] = sq;
-}
-
 /* Did @sq get data since the last scan (or may any queue have)? */
 static bool
 park_queue_dirty(const struct bk_core *c, const struct store_queue *sq)
@@ -903,7 +888,23 @@ park_queue_dirty(const struct bk_core *c, const struct store_queue *sq)
 	return false;
 }
 
-/* Runs parked pull @i again. Return: true when it was answered (or is gone) and left. */
+void
+bk_core_park_touch(struct bk_core *c, const struct store_queue *sq)
+{
+	c->park_dirty = true;
+	if (!c->park_n || park_queue_dirty(c, sq))
+		return;
+	if (c->park_ndirty == sizeof(c->park_dirty_q) / sizeof(c->park_dirty_q[0]))
+		c->park_dirty_all = true;
+	else
+		c->park_dirty_q[c->park_ndirty++] = sq;
+}
+
+/*
+ * Parked pull @i, if anything may have changed for it: nothing new in its
+ * queue, not its deadline, not cancelled and not gone, it stays as it is.
+ * Return: true when it was answered (or is gone) and left.
+ */
 static bool
 park_run(struct bk_core *c, uint32_t i, uint64_t now)
 {
@@ -911,8 +912,11 @@ park_run(struct bk_core *c, uint32_t i, uint64_t now)
 	/* a remoting pull whose connection closed answers now, to free its job */
 	bool final = now >= p->deadline_ns ||
 		     (is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled));
+	bool pending = bk_core_ans_pending(c, p->h);
 
-	if (bk_core_ans_pending(c, p->h) && !pull_run(c, p, final))
+	if (pending && !final && !park_queue_dirty(c, p->sq))
+		return false;
+	if (pending && !pull_run(c, p, final))
 		return false;
 	p->used = false;
 	c->park_sq[i] = NULL;
@@ -945,11 +949,7 @@ parks_scan(struct bk_core *c, uint64_t now)
 		if (!p->used)
 			continue;
 		seen++;
-		/* nothing new in its queue, not its deadline, not cancelled or gone: it stays */
-		if (!(now < p->deadline_ns && !park_queue_dirty(c, p->sq) &&
-		      !(is_rmt(p->h) && atomic_load_relaxed(&rcmd_of(p->h)->cancelled)) &&
-		      bk_core_ans_pending(c, p->h)) &&
-		    park_run(c, i, now)) {
+		if (park_run(c, i, now)) {
 			seen--;
 			done++;
 			continue;

@@ -209,6 +209,15 @@ bk_rmt__conn_get(struct bk_rmt *r, uint32_t id, uint32_t gen)
 	return NULL;
 }
 
+/* @j no longer counts against its address (remotingMaxInflightPerAddr). */
+static void
+job_addr_uncount(struct bk_rmt *r, struct rjob *j)
+{
+	if (j->addr_counted)
+		ipcount_sub(&r->jobs_addr, j->c.peer.ip);
+	j->addr_counted = false;
+}
+
 void
 bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 {
@@ -218,10 +227,8 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 		bk_rmt__agg_drop(j);
 	if (c && c->jobs)
 		c->jobs--;
-	if (j->addr_counted)
-		ipcount_sub(&r->jobs_addr, j->c.peer.ip);
-	if (j->polled)
-		r->polls[j->c.core]--;
+	job_addr_uncount(r, j);
+	bk_rmt__poll_uncount(r, j);
 	if (j->prev)
 		j->prev->next = j->next;
 	else
@@ -233,14 +240,12 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 	free(j);
 }
 
-/* The refusal bk_rmt__busy() answers next: why, and where. Return: NULL (for job_new). */
-static struct rjob *
-busy_set(struct bk_rmt *r, enum bk_rmt_busy why, uint16_t core, uint32_t ip)
+void
+bk_rmt__busy_set(struct bk_rmt *r, enum bk_rmt_busy why, uint16_t core, uint32_t ip)
 {
 	r->busy_why = (uint8_t)why;
 	r->busy_core = core;
 	r->busy_addr = ip;
-	return NULL;
 }
 
 /*
@@ -253,12 +258,16 @@ bk_rmt__job_new(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
 {
 	struct rjob *j;
 
-	busy_set(r, BK_RMT_BUSY_CORE, UINT16_MAX, 0);
-	if (c->jobs >= r->conf.max_jobs_per_conn)
-		return busy_set(r, BK_RMT_BUSY_CONN, UINT16_MAX, c->peer.ip);
+	bk_rmt__busy_set(r, BK_RMT_BUSY_CORE, UINT16_MAX, 0);
+	if (c->jobs >= r->conf.max_jobs_per_conn) {
+		bk_rmt__busy_set(r, BK_RMT_BUSY_CONN, UINT16_MAX, c->peer.ip);
+		return NULL;
+	}
 	if (r->conf.max_jobs_per_addr &&
-	    ipcount_get(&r->jobs_addr, c->peer.ip) >= r->conf.max_jobs_per_addr)
-		return busy_set(r, BK_RMT_BUSY_ADDR, UINT16_MAX, c->peer.ip);
+	    ipcount_get(&r->jobs_addr, c->peer.ip) >= r->conf.max_jobs_per_addr) {
+		bk_rmt__busy_set(r, BK_RMT_BUSY_ADDR, UINT16_MAX, c->peer.ip);
+		return NULL;
+	}
 	j = calloc(1, sizeof(*j));
 	if (j == NULL)
 		return NULL;
@@ -295,12 +304,12 @@ int
 bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 {
 	if (core >= r->bk->ncores || r->inflight[core] >= r->conf.inflight_per_core) {
-		busy_set(r, BK_RMT_BUSY_CORE, core, 0);
+		bk_rmt__busy_set(r, BK_RMT_BUSY_CORE, core, 0);
 		bk_rmt__job_free(r, j);
 		return -EAGAIN;
 	}
 	if (j->poll && r->polls[core] >= r->conf.polls_per_core) {
-		busy_set(r, BK_RMT_BUSY_POLLS, core, 0);
+		bk_rmt__busy_set(r, BK_RMT_BUSY_POLLS, core, 0);
 		bk_rmt__job_free(r, j);
 		return -EAGAIN;
 	}
@@ -312,10 +321,7 @@ bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 		return -EAGAIN;
 	}
 	r->inflight[core]++;
-	if (j->poll) {
-		r->polls[core]++;
-		j->polled = true;
-	}
+	bk_rmt__poll_count(r, j, core);
 	return 0;
 }
 
@@ -325,7 +331,7 @@ bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason)
 	return reason < BK_RMT_BUSY_REASONS ? r->busy[reason] : 0;
 }
 
-/* Answers SYSTEM_BUSY with the reason busy_set() recorded last, and counts it. */
+/* Answers SYSTEM_BUSY with the reason bk_rmt__busy_set() recorded last, and counts it. */
 void
 bk_rmt__busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opaque,
 		    uint8_t serialize)
@@ -366,7 +372,7 @@ bk_rmt__busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opa
 			snprintf(remark, sizeof(remark), "[OVERLOAD]system busy");
 		break;
 	}
-	busy_set(r, BK_RMT_BUSY_CORE, UINT16_MAX, 0);
+	bk_rmt__busy_set(r, BK_RMT_BUSY_CORE, UINT16_MAX, 0);
 
 	/* clients read the four offsets from every pull answer */
 	if (code == WIRE_REQ_PULL_MESSAGE) {
@@ -812,10 +818,7 @@ jobs_cancel(struct bk_rmt *r, uint32_t id, uint32_t gen)
 	for (struct rjob *j = r->jobs; j; j = j->next) {
 		if (j->conn != id || j->gen != gen)
 			continue;
-		if (j->addr_counted) {
-			ipcount_sub(&r->jobs_addr, j->c.peer.ip);
-			j->addr_counted = false;
-		}
+		job_addr_uncount(r, j);
 		if (j->polled) {
 			atomic_store_relaxed(&j->c.cancelled, true);
 			cores |= 1ull << j->c.core;

@@ -823,8 +823,7 @@ job_again(struct bk_rmt *r, struct rjob *j)
 	}
 	/* Not postable now: false with `need` set, so bk_rmt__job_done() answers SYSTEM_BUSY. */
 	if (core >= r->bk->ncores || r->inflight[core] >= r->conf.inflight_per_core) {
-		r->busy_why = BK_RMT_BUSY_CORE;
-		r->busy_core = core;
+		bk_rmt__busy_set(r, BK_RMT_BUSY_CORE, core, 0);
 		j->c.need = 1;
 		return false;
 	}
@@ -835,10 +834,7 @@ job_again(struct bk_rmt *r, struct rjob *j)
 		return false;
 	}
 	r->inflight[core]++;
-	if (j->poll) {
-		r->polls[core]++;
-		j->polled = true;
-	}
+	bk_rmt__poll_count(r, j, core);
 	return true;
 }
 
@@ -848,10 +844,7 @@ bk_rmt__job_done(struct bk_rmt *r, struct rjob *j)
 	struct rconn *c;
 
 	r->inflight[j->c.core]--;
-	if (j->polled) {
-		r->polls[j->c.core]--;
-		j->polled = false;
-	}
+	bk_rmt__poll_uncount(r, j);
 	if (j->agg) {
 		bk_rmt__agg_done(r, j);
 		return;

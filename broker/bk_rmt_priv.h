@@ -249,6 +249,28 @@ struct rjob *bk_rmt__job_new(struct bk_rmt *r, struct rconn *c, const struct wir
 /* Posts @j to @core. Return: 0, -EAGAIN (busy: @j is freed, caller answers). */
 int bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core);
 
+/* The refusal bk_rmt__busy() answers next: why, and where (UINT16_MAX: no core). */
+void bk_rmt__busy_set(struct bk_rmt *r, enum bk_rmt_busy why, uint16_t core, uint32_t ip);
+
+/* @j, posted to @core, is a long poll there (remotingLongPollsPerCore) / is back from it. */
+static inline void
+bk_rmt__poll_count(struct bk_rmt *r, struct rjob *j, uint16_t core)
+{
+	if (j->poll) {
+		r->polls[core]++;
+		j->polled = true;
+	}
+}
+
+static inline void
+bk_rmt__poll_uncount(struct bk_rmt *r, struct rjob *j)
+{
+	if (j->polled) {
+		r->polls[j->c.core]--;
+		j->polled = false;
+	}
+}
+
 void bk_rmt__busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opaque,
 			 uint8_t serialize);
 
