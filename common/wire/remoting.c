@@ -30,7 +30,7 @@
 #include "rem_priv.h"
 #include "wire/remoting.h"
 
-#define REM_JSON_DEPTH 8
+#define REM_JSON_DEPTH 64 /* fastjson nests deeper; a bound all the same */
 #define REM_BIN_FIXED 21
 
 static const char *const rem_lang_names[WIRE_LANG_COUNT] = {
@@ -133,8 +133,16 @@ rem_json_ext(struct json_object *ext, struct wire_rem_cmd *cmd, struct rem_scrat
 		case json_type_int:
 		case json_type_double:
 		case json_type_boolean:
-			/* json-c prints ints exactly and doubles from their source text. */
-			txt = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+		case json_type_object:
+		case json_type_array:
+			/*
+			 * json-c prints ints exactly and doubles from their source
+			 * text; an object or array becomes its compact JSON text, as
+			 * fastjson's castToString() makes of it for RocketMQ's
+			 * HashMap<String, String> extFields.
+			 */
+			txt = json_object_to_json_string_ext(
+				v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 			if (txt == NULL)
 				return -ENOMEM;
 			txt_len = strlen(txt);
