@@ -685,7 +685,7 @@ print_stats(const struct bk_ctl *x)
 static int
 run(struct bk_ctl *x, int sfd)
 {
-	uint64_t last_work = 0;
+	uint64_t last_work = 0, next_rl = 0;
 
 	for (;;) {
 		struct pollfd p[3] = {{.fd = sfd, .events = POLLIN},
@@ -726,6 +726,11 @@ run(struct bk_ctl *x, int sfd)
 		bk_acl_tick(x, clk_mono_ns() / 1000000);
 		bk_slave_follow_poll(x);
 		bk_slave_sync_apply(x);
+		if (clk_mono_ns() >= next_rl) {
+			/* the count of every flood of warnings whose window ended */
+			(void)log_rl_flush();
+			next_rl = clk_mono_ns() + 1000000000ull;
+		}
 		if (atomic_load(&x->bk.restart)) {
 			log_warn(BK_TAG, "restarting: the log is cut to the master's at the start");
 			return 0;
@@ -1131,6 +1136,7 @@ out_store:
 out:
 	bk_rmt_destroy(x->rmt);
 	bk_acl_stop(x);
+	(void)log_rl_flush_at(UINT64_MAX); /* what floods were cut short, said at last */
 	log_info(BK_TAG, "stopped");
 	if (x->bk.efd > 0)
 		close(x->bk.efd);

@@ -124,6 +124,17 @@ log_emit(enum log_level lvl, const char *tag, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Sites that suppressed a line, pushed once each, never removed (they are static). */
+static _Atomic(struct log_rl *) rl_list;
+static _Atomic uint64_t rl_suppressed_total;
+
+static void
+rl_summary(struct log_rl *rl, uint32_t dropped)
+{
+	log_emit((enum log_level)rl->lvl, rl->tag, "suppressed %u more lines like: %s", dropped,
+		 rl->fmt);
+}
+
 void
 log_emit_rl(struct log_rl *rl, enum log_level lvl, const char *tag, const char *fmt, ...)
 {
@@ -142,15 +153,52 @@ log_emit_rl(struct log_rl *rl, enum log_level lvl, const char *tag, const char *
 		atomic_store_explicit(&rl->window_start_ns, now, memory_order_relaxed);
 		atomic_store_explicit(&rl->in_window, 0, memory_order_relaxed);
 		if (dropped)
-			log_emit(lvl, tag, "suppressed %u similar messages", dropped);
+			rl_summary(rl, dropped);
 	}
 	if (atomic_fetch_add_explicit(&rl->in_window, 1, memory_order_relaxed) >= LOG_RL_BURST) {
 		atomic_fetch_add_explicit(&rl->suppressed, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&rl_suppressed_total, 1, memory_order_relaxed);
+		if (!atomic_exchange_explicit(&rl->listed, true, memory_order_relaxed)) {
+			struct log_rl *head = atomic_load_explicit(&rl_list, memory_order_relaxed);
+
+			rl->lvl = (int)lvl;
+			rl->tag = tag;
+			rl->fmt = fmt;
+			do
+				rl->next = head;
+			while (!atomic_compare_exchange_weak_explicit(
+				&rl_list, &head, rl, memory_order_release, memory_order_relaxed));
+		}
 		return;
 	}
 	va_start(ap, fmt);
 	log_vemit(lvl, tag, fmt, ap);
 	va_end(ap);
+}
+
+uint64_t
+log_rl_flush(void)
+{
+	return log_rl_flush_at(clk_mono_ns());
+}
+
+uint64_t
+log_rl_flush_at(uint64_t now)
+{
+	/* acquire: pairs with the push's release (tag, fmt, next are set) */
+	for (struct log_rl *rl = atomic_load_explicit(&rl_list, memory_order_acquire); rl;
+	     rl = rl->next) {
+		uint64_t start = atomic_load_explicit(&rl->window_start_ns, memory_order_relaxed);
+		uint32_t dropped;
+
+		if (atomic_load_explicit(&rl->suppressed, memory_order_relaxed) == 0 ||
+		    now - start < LOG_RL_INTERVAL_NS)
+			continue;
+		dropped = atomic_exchange_explicit(&rl->suppressed, 0, memory_order_relaxed);
+		if (dropped)
+			rl_summary(rl, dropped);
+	}
+	return atomic_load_explicit(&rl_suppressed_total, memory_order_relaxed);
 }
 
 void

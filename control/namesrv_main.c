@@ -199,6 +199,7 @@ main(int argc, char **argv)
 	if (rc != 0)
 		log_err(NS_TAG, "io loop failed: %s", err_str(rc));
 	ns_server_destroy(srv);
+	(void)log_rl_flush_at(UINT64_MAX); /* what floods were cut short, said at last */
 	if (rc == 0)
 		log_info(NS_TAG, "sprocket-namesrv stopped");
 out:

@@ -1068,8 +1068,11 @@ ns_server_run(struct ns_server *srv, int sig_fd)
 			}
 		}
 		now = clk_mono_ns() / 1000000;
-		if (srv->conf.idle_ms > 0 && now >= next_sweep) {
-			srv_idle_sweep(srv, now);
+		if (now >= next_sweep) {
+			if (srv->conf.idle_ms > 0)
+				srv_idle_sweep(srv, now);
+			/* the count of every flood of warnings whose window ended */
+			(void)log_rl_flush();
 			next_sweep = now + 1000;
 		}
 	}

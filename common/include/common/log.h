@@ -8,8 +8,11 @@
  * any argument is evaluated. Dataplane cores never call these (docs/style.md 9.4):
  * they bump counters, and control formats.
  *
- * Rate-limited variants keep per-call-site state: at most LOG_RL_BURST lines
- * per LOG_RL_INTERVAL_NS, then one "suppressed N" summary when the window ends.
+ * Errors and warnings are rate-limited per call site (a repeating line is
+ * what a flood or a failing disk produces): at most LOG_RL_BURST lines per
+ * LOG_RL_INTERVAL_NS, then one "suppressed N" summary, printed by the site's
+ * next line after the window or by log_rl_flush(), which daemons call once a
+ * second and at exit. The *_ratelimited names do the same at any level.
  */
 #ifndef SP_COMMON_LOG_H
 #define SP_COMMON_LOG_H
@@ -35,6 +38,12 @@ struct log_rl {
 	_Atomic uint64_t window_start_ns;
 	_Atomic uint32_t in_window;
 	_Atomic uint32_t suppressed;
+	/* set on the first suppression, then on the list log_rl_flush() walks */
+	_Atomic bool listed;
+	int lvl;
+	const char *tag;
+	const char *fmt;
+	struct log_rl *next;
 };
 
 extern _Atomic int log_level_cur;
@@ -46,6 +55,15 @@ void log_set_level(enum log_level lvl);
 MUST_CHECK int log_level_parse(const char *name, enum log_level *out);
 /* "err", "warn", "info" or "debug" (what log_level_parse() reads). */
 const char *log_level_name(enum log_level lvl);
+
+/*
+ * log_rl_flush() - print the "suppressed N" summary of every rate-limited
+ * site whose window has ended. Context: any control thread; cheap when
+ * nothing was suppressed. Return: lines suppressed so far in all (a metric).
+ */
+uint64_t log_rl_flush(void);
+/* log_rl_flush() as if the clock read @now_ns (tests). */
+uint64_t log_rl_flush_at(uint64_t now_ns);
 
 /* Context: startup. Redirects output to @fd (default 2). */
 void log_set_fd(int fd);
@@ -80,8 +98,8 @@ void log_raw_signal(const char *msg);
 			log_emit_rl(&log__rl_, lvl, tag, __VA_ARGS__);                             \
 	} while (0)
 
-#define log_err(tag, ...) LOG__AT(LOG_LVL_ERR, tag, __VA_ARGS__)
-#define log_warn(tag, ...) LOG__AT(LOG_LVL_WARN, tag, __VA_ARGS__)
+#define log_err(tag, ...) LOG__RL(LOG_LVL_ERR, tag, __VA_ARGS__)
+#define log_warn(tag, ...) LOG__RL(LOG_LVL_WARN, tag, __VA_ARGS__)
 #define log_info(tag, ...) LOG__AT(LOG_LVL_INFO, tag, __VA_ARGS__)
 #define log_debug(tag, ...) LOG__AT(LOG_LVL_DEBUG, tag, __VA_ARGS__)
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 
@@ -90,6 +91,30 @@ test_ratelimited(void)
 	T_ASSERT_EQ(count_lines(), LOG_RL_BURST);
 }
 
+/* Plain warnings and errors are limited per call site too; the flush prints the count. */
+static void
+test_flood_counted(void)
+{
+	uint64_t before = log_rl_flush();
+
+	capture();
+	drain();
+	for (int i = 0; i < 500; i++)
+		log_err("test.log", "index file %d: No space left on device", i);
+	drain();
+	T_ASSERT_EQ(count_lines(), LOG_RL_BURST);
+	T_ASSERT_EQ(log_rl_flush(), before + 500 - LOG_RL_BURST);
+	drain();
+	T_ASSERT_EQ(count_lines(), 0); /* the window has not ended */
+	log_rl_flush_at(clk_mono_ns() + LOG_RL_INTERVAL_NS);
+	drain();
+	T_ASSERT_EQ(count_lines(), 1);
+	T_ASSERT(strstr(out, " E test.log: suppressed 490 more lines like: index file %d: No "
+			     "space left on device\n") != NULL);
+	log_rl_flush_at(clk_mono_ns() + 2 * LOG_RL_INTERVAL_NS);
+	T_ASSERT_EQ(drain(), 0); /* said once */
+}
+
 static void
 test_err_str(void)
 {
@@ -116,4 +141,4 @@ test_escapes(void)
 }
 
 T_MAIN(T_CASE(test_levels_and_format), T_CASE(test_long_line_cut), T_CASE(test_ratelimited),
-       T_CASE(test_err_str), T_CASE(test_escapes))
+       T_CASE(test_flood_counted), T_CASE(test_err_str), T_CASE(test_escapes))
