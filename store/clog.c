@@ -117,7 +117,8 @@ struct clog {
 
 	/* hot buffers in anonymous memory (relaxed: a hint for the flusher's cadence) */
 	_Atomic int anon_bufs;
-	_Atomic bool buf_dir_warned;
+	bool buf_wanted;		    /* storeBufferDir was set (clog_cfg) */
+	_Atomic uint64_t degraded_episodes; /* anon_bufs went from 0 to 1 with buf_wanted */
 
 	/* flusher only */
 	int64_t logged_err_off;
@@ -197,10 +198,8 @@ clog_buf_free(struct clog *c, uint8_t *buf, uint64_t start, bool file, bool keep
 	if (buf == NULL)
 		return;
 	munmap(buf, c->seg_size);
-	if (!file) {
-		atomic_add_relaxed(&c->anon_bufs, -1);
+	if (!file)
 		return;
-	}
 	if (keep_file)
 		return;
 	clog_buf_path(c->buf_dir, start, path, sizeof(path));
@@ -217,9 +216,47 @@ clog_old_buf_drop(struct clog *c, struct clog_seg *s)
 	s->old_buf = NULL;
 }
 
+/*
+ * Hot anonymous buffers (anon_bufs): one more, at its segment's creation
+ * (@start; @why: why not a file), or one less, at its retirement (written
+ * back) or its segment's end. The first and the last of an episode say so
+ * when buffers were to be files (clog_bufs_degraded()).
+ */
+static void
+clog_anon_get(struct clog *c, uint64_t start, int why)
+{
+	/*
+	 * Durability must not downgrade without a word: once per episode, at
+	 * error level; store_durable() holds ASYNC_FLUSH acknowledgements for
+	 * the write-back meanwhile.
+	 */
+	if (atomic_fetch_add_explicit(&c->anon_bufs, 1, memory_order_relaxed) == 0 &&
+	    c->buf_wanted && c->buf_dir != NULL) {
+		atomic_add_relaxed(&c->degraded_episodes, 1);
+		log_err(CLOG_TAG,
+			"shard %u: the write-behind buffer of segment %020" PRIu64
+			" is anonymous memory, not a file in %s (%s): until buffers are files "
+			"again, ASYNC_FLUSH appends are acknowledged only once written back",
+			c->shard, start, c->buf_dir, strerror(why));
+	}
+}
+
+static void
+clog_anon_put(struct clog *c)
+{
+	if (atomic_fetch_sub_explicit(&c->anon_bufs, 1, memory_order_relaxed) == 1 &&
+	    c->buf_wanted && c->buf_dir != NULL)
+		log_warn(CLOG_TAG,
+			 "shard %u: write-behind buffers are files in %s again: ASYNC_FLUSH "
+			 "appends are acknowledged at once again",
+			 c->shard, c->buf_dir);
+}
+
 static void
 clog_seg_free_keep(struct clog *c, struct clog_seg *s, bool keep_file)
 {
+	if (atomic_load_relaxed(&s->buf) != NULL && !s->buf_file)
+		clog_anon_put(c);
 	clog_buf_free(c, atomic_load_relaxed(&s->buf), s->start, s->buf_file, keep_file);
 	clog_old_buf_drop(c, s);
 	if (s->map != NULL)
@@ -360,25 +397,25 @@ clog_buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
 	long page = sysconf(_SC_PAGESIZE);
 
 	*out = clog_buf_reuse(c, start, file);
-	if (*out != NULL)
+	if (*out != NULL) {
+		if (!*file)
+			clog_anon_get(c, start, c->buf_dir != NULL ? EEXIST : ENOENT);
 		return 0;
+	}
 	*file = false;
 	if (c->buf_dir != NULL) {
 		p = clog_buf_map_file(c, start);
 		if (p != MAP_FAILED)
 			*file = true;
-		else if (!atomic_exchange_explicit(&c->buf_dir_warned, true, memory_order_relaxed))
-			log_warn(CLOG_TAG,
-				 "shard %u: write-behind buffer not in %s (%s): anonymous memory, "
-				 "a crash of the process loses the appends not yet written back",
-				 c->shard, c->buf_dir, strerror(errno));
 	}
 	if (p == MAP_FAILED) {
+		int why = errno;
+
 		p = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
 			 0);
 		if (p == MAP_FAILED)
 			return -errno;
-		atomic_add_relaxed(&c->anon_bufs, 1);
+		clog_anon_get(c, start, why);
 	}
 	/* Write-faulted a slice at a time, the service's other files between slices. */
 	for (uint64_t off = 0; off < c->seg_size; off += CLOG_PREP_SLICE) {
@@ -710,6 +747,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 			goto err_close;
 		}
 	}
+	c->buf_wanted = cfg->buf_wanted;
 	if (cfg->buf_dir != NULL && cfg->buf_dir[0] != '\0') {
 		c->buf_dir = strdup(cfg->buf_dir);
 		if (c->buf_dir == NULL) {
@@ -718,9 +756,12 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 		}
 		rc = store_mkdirs(c->buf_dir);
 		if (rc != 0) {
-			log_warn(CLOG_TAG,
-				 "shard %u: cannot create %s (%s): buffers in anonymous memory",
-				 c->shard, c->buf_dir, strerror(-rc));
+			log_err(CLOG_TAG,
+				"shard %u: cannot create %s (%s): write-behind buffers in "
+				"anonymous "
+				"memory; ASYNC_FLUSH appends are acknowledged only once written "
+				"back",
+				c->shard, c->buf_dir, strerror(-rc));
 			free(c->buf_dir);
 			c->buf_dir = NULL;
 		}
@@ -919,6 +960,8 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 			return; /* retried on the next flush */
 		/* release: readers that see NULL read the file, written before this */
 		atomic_store_release(&seg->buf, NULL);
+		if (!seg->buf_file)
+			clog_anon_put(c);
 		g->buf = buf;
 		g->start = seg->start;
 		g->file = seg->buf_file;
@@ -1381,6 +1424,18 @@ clog_bufs_outlive_crash(const struct clog *c)
 }
 
 bool
+clog_bufs_degraded(const struct clog *c)
+{
+	return c->buf_wanted && !clog_bufs_outlive_crash(c);
+}
+
+uint64_t
+clog_bufs_degraded_episodes(const struct clog *c)
+{
+	return atomic_load_relaxed(&c->degraded_episodes);
+}
+
+bool
 clog_wants_next(const struct clog *c)
 {
 	return atomic_load_acquire(&c->next) == NULL;
@@ -1495,6 +1550,12 @@ uint64_t
 clog_min(const struct clog *c)
 {
 	return atomic_load_acquire(&c->min);
+}
+
+int
+clog_prep_err(const struct clog *c)
+{
+	return atomic_load_acquire(&c->prep_err);
 }
 
 int

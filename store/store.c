@@ -737,10 +737,10 @@ bufdirs_prepare(struct store *s)
 	if ((size_t)snprintf(s->buf_run, sizeof(s->buf_run), "%s/sprocket-XXXXXX",
 			     s->cfg.buf_dir) >= sizeof(s->buf_run) ||
 	    store_mkdirs(s->cfg.buf_dir) != 0 || mkdtemp(s->buf_run) == NULL) {
-		log_warn(STORE_TAG,
-			 "%s: no directory for write-behind buffers in %s (%s): anonymous memory, "
-			 "a crash of the process loses the appends not yet written back",
-			 s->root, s->cfg.buf_dir, strerror(errno));
+		log_err(STORE_TAG,
+			"%s: no directory for write-behind buffers in %s (%s): anonymous memory; "
+			"ASYNC_FLUSH appends are acknowledged only once written back",
+			s->root, s->cfg.buf_dir, strerror(errno));
 		s->buf_run[0] = '\0';
 	}
 }
@@ -983,6 +983,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			.seg_size = cfg->seg_size,
 			.sync_flush = cfg->sync_flush,
 			.buf_dir = s->buf_run[0] != '\0' ? bdir : NULL,
+			.buf_wanted = s->cfg.buf_dir != NULL && s->cfg.buf_dir[0] != '\0',
 			.old_buf_dir = s->buf_old[0] != '\0' ? odir : NULL,
 			.cut = cut_at[i] >= 0,
 			.cut_at = cut_at[i] >= 0 ? (uint64_t)cut_at[i] : 0,
@@ -1314,7 +1315,12 @@ store_durable(const struct store *s, uint32_t shard, uint64_t ticket)
 	struct clog *c = s->shard[shard].clog;
 	int err = clog_err(c);
 
-	if (!s->cfg.sync_flush)
+	/*
+	 * ASYNC_FLUSH: durable in the write-behind buffer, unless that buffer
+	 * was to be a file (storeBufferDir) and is anonymous memory now: then,
+	 * as with SYNC_FLUSH, once written back (clog_bufs_degraded()).
+	 */
+	if (!s->cfg.sync_flush && !clog_bufs_degraded(c))
 		return 1;
 	if (clog_flushed(c) >= ticket)
 		return 1;

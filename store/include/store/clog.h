@@ -78,6 +78,12 @@ struct clog_cfg {
 	 */
 	const char *buf_dir;
 	/*
+	 * The operator asked for buffers as files (storeBufferDir set): while
+	 * one is anonymous memory instead (buf_dir NULL: its directory could not
+	 * be made; or a file could not be), clog_bufs_degraded() says so.
+	 */
+	bool buf_wanted;
+	/*
 	 * The previous run's buf_dir, or NULL: clog_recover() takes from its
 	 * files what the segment files lack. The caller removes it afterwards.
 	 */
@@ -135,6 +141,16 @@ MUST_CHECK int clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_
  * Context: any thread; a hint (relaxed).
  */
 bool clog_bufs_outlive_crash(const struct clog *c);
+
+/*
+ * clog_bufs_degraded() - buffers as files were asked for (buf_wanted) and
+ * a hot one is anonymous memory now: an ASYNC_FLUSH append is not safe from
+ * a crash of the process until written back, so its acknowledgement waits
+ * for that (store_durable()). Context: any thread.
+ */
+bool clog_bufs_degraded(const struct clog *c);
+/* Times a shard went from file buffers to an anonymous one (episodes). Context: any thread. */
+uint64_t clog_bufs_degraded_episodes(const struct clog *c);
 
 /**
  * clog_append() - encode @m at the tail; sets m->phys_offset.
@@ -281,6 +297,7 @@ uint64_t clog_min(const struct clog *c);	 /* first local offset still stored */
 uint64_t clog_syncs(const struct clog *c);	 /* flush rounds that synced data (stats) */
 uint64_t clog_bufs_reused(const struct clog *c); /* write-behind buffers reused (stats) */
 int clog_err(const struct clog *c);		 /* 0, or the error fencing appends */
+int clog_prep_err(const struct clog *c);	 /* 0, or why the next segment could not be made */
 uint32_t clog_shard(const struct clog *c);
 uint64_t clog_seg_size(const struct clog *c);
 
