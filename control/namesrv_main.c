@@ -12,6 +12,7 @@
  * everything and exits 0.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "common/cidr.h"
 #include "common/config.h"
 #include "common/err.h"
+#include "common/fdlimit.h"
 #include "common/log.h"
 #include "control/ns.h"
 #include "sp_config.h"
@@ -42,7 +44,15 @@ static const struct cfg_key ns_keys[] = {
 	 "how often to look for silent brokers (ms)"},
 	{"frameMaxLength", CFG_INT, "67108864", 1024, 1073741824, NULL,
 	 "largest remoting frame accepted (bytes)"},
-	{"maxConnections", CFG_INT, "10000", 1, 1000000, NULL, "concurrent connections"},
+	{"maxConnections", CFG_INT, "10000", 1, 1000000, NULL,
+	 "concurrent connections; lowered at start to what the descriptor limit leaves after "
+	 "fdReserve"},
+	{"fdReserve", CFG_INT, "64", 16, 1000000, NULL,
+	 "file descriptors kept from connections for the NameServer's own files (the soft "
+	 "limit is raised to the hard one at start)"},
+	{"maxFrameMemory", CFG_INT, "268435456", 1048576, 1099511627776, NULL,
+	 "memory all connections may hold in frames not yet whole (bytes); a connection whose "
+	 "frame would take more is closed"},
 	{"maxInflatedBodySize", CFG_INT, "67108864", 65536, 268435456, NULL,
 	 "largest a compressed REGISTER_BROKER body may inflate to (bytes; also at most 64 "
 	 "times its compressed size)"},
@@ -133,7 +143,33 @@ main(int argc, char **argv)
 	sc.bind_addr = cfg_get_str(cfg, "bindAddress");
 	sc.port = (uint16_t)cfg_get_int(cfg, "listenPort");
 	sc.frame_max = (size_t)cfg_get_int(cfg, "frameMaxLength");
-	sc.max_conns = (uint32_t)cfg_get_int(cfg, "maxConnections");
+	sc.frame_mem_max = (uint64_t)cfg_get_int(cfg, "maxFrameMemory");
+	{
+		/* the descriptor budget (common/fdlimit.h) */
+		uint32_t want = (uint32_t)cfg_get_int(cfg, "maxConnections");
+		uint32_t reserve = (uint32_t)cfg_get_int(cfg, "fdReserve");
+		struct fd_budget b;
+
+		fd_budget_raise(&b);
+		sc.max_conns = fd_budget_conns(&b, want, reserve);
+		if (b.err != 0)
+			log_warn(NS_TAG,
+				 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64
+				 ": %s",
+				 b.soft_was, b.hard, err_str(b.err));
+		if (sc.max_conns < want)
+			log_warn(NS_TAG,
+				 "file descriptors: limit %" PRIu64 " (was %" PRIu64
+				 ", hard %" PRIu64
+				 "), %u open, %u kept (fdReserve): maxConnections %u lowered to %u",
+				 b.soft, b.soft_was, b.hard, b.open, reserve, want, sc.max_conns);
+		else
+			log_info(NS_TAG,
+				 "file descriptors: limit %" PRIu64 " (was %" PRIu64
+				 ", hard %" PRIu64
+				 "), %u open, %u kept (fdReserve); maxConnections %u",
+				 b.soft, b.soft_was, b.hard, b.open, reserve, sc.max_conns);
+	}
 	sc.max_conns_per_addr = (uint32_t)cfg_get_int(cfg, "maxConnectionsPerAddr");
 	sc.scan_ms = (uint64_t)cfg_get_int(cfg, "scanNotActiveBrokerInterval");
 	sc.expire_ms = (uint64_t)cfg_get_int(cfg, "brokerExpireMs");

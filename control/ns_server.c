@@ -141,6 +141,20 @@ struct ns_server {
 	uint16_t port;
 	_Atomic bool stop;
 
+	/*
+	 * Bytes of receive buffers (io thread's and bulk receiver's; complete
+	 * frames at the writer are not counted): maxFrameMemory. Refusals by
+	 * reason, and the listener's rest after accept() ran out of descriptors.
+	 */
+	_Atomic uint64_t rmem;
+	_Atomic uint64_t refused_mem;
+	uint64_t refused_size;
+	uint64_t refused_conns;
+	uint64_t refused_addr;
+	uint64_t refused_nofd;
+	uint64_t accept_resume_ms;
+	uint32_t accept_backoff_ms;
+
 	/* io thread only */
 	struct ipcount per_addr; /* connections per source address */
 	struct ns_conn **conns;	 /* by fd */
@@ -199,6 +213,44 @@ rbuf_want(size_t rlen, size_t total)
 	if (total > rlen)
 		want = SP_MIN(total, SP_MAX(want, rlen * 2));
 	return want;
+}
+
+/*
+ * maxFrameMemory counts what receive buffers hold beyond their first
+ * NS_RBUF_STEP bytes: that much each connection always has (bounded by
+ * maxConnections), so a flood of big unfinished frames cannot keep a new
+ * connection from sending a small request.
+ */
+static uint64_t
+rmem_counted(size_t cap)
+{
+	return cap > NS_RBUF_STEP ? cap - NS_RBUF_STEP : 0;
+}
+
+/*
+ * A receive buffer grows from @cap to @want bytes. Return: true if it may
+ * (counted), false past maxFrameMemory (counted as a refusal). Context: the
+ * io thread or the bulk receiver.
+ */
+static bool
+rmem_take(struct ns_server *srv, size_t cap, size_t want)
+{
+	uint64_t add = rmem_counted(want) - rmem_counted(cap);
+	uint64_t was = atomic_fetch_add_explicit(&srv->rmem, add, memory_order_relaxed);
+
+	if (was + add <= srv->conf.frame_mem_max)
+		return true;
+	atomic_fetch_sub_explicit(&srv->rmem, add, memory_order_relaxed);
+	atomic_fetch_add_explicit(&srv->refused_mem, 1, memory_order_relaxed);
+	return false;
+}
+
+/* A receive buffer of @cap bytes is now one of @now bytes (shrunk, moved, freed: 0). */
+static void
+rmem_set(struct ns_server *srv, size_t cap, size_t now)
+{
+	atomic_fetch_add_explicit(&srv->rmem, rmem_counted(now) - rmem_counted(cap),
+				  memory_order_relaxed);
 }
 
 /* The length a frame's first 4 bytes announce, the length field included. */
@@ -342,16 +394,21 @@ bulk_done(struct ns_server *srv, struct ns_job **active, struct ns_job *j, int r
 
 /* One slice. Return: 1 the frame is complete, 0 more to come, or -errno. */
 static int
-bulk_recv(struct ns_job *j)
+bulk_recv(struct ns_server *srv, struct ns_job *j)
 {
 	size_t want = rbuf_want(j->len, j->want);
 	ssize_t n;
 
 	if (want > j->cap) {
-		uint8_t *nb = realloc(j->frame, want);
+		uint8_t *nb;
 
-		if (nb == NULL)
+		if (!rmem_take(srv, j->cap, want))
+			return -ENOSPC;
+		nb = realloc(j->frame, want);
+		if (nb == NULL) {
+			rmem_set(srv, want, j->cap);
 			return -ENOMEM;
+		}
 		j->frame = nb;
 		j->cap = want;
 	}
@@ -410,7 +467,7 @@ bulk_main(void *arg)
 				(void)!read(srv->bulk_evfd, &cnt, sizeof(cnt));
 				continue;
 			}
-			rc = bulk_recv(j);
+			rc = bulk_recv(srv, j);
 			if (rc != 0)
 				bulk_done(srv, &active, j, SP_MIN(rc, 0));
 		}
@@ -480,6 +537,7 @@ conn_close(struct ns_server *srv, struct ns_conn *c, const char *why)
 	srv->conns[c->fd] = NULL;
 	srv->n_conns--;
 	ipcount_sub(&srv->per_addr, c->ip);
+	rmem_set(srv, c->rcap, 0);
 	free(c->rbuf);
 	free(c->wbuf);
 	free(c);
@@ -562,7 +620,8 @@ conn_to_writer(struct ns_server *srv, struct ns_conn *c, size_t off, size_t flen
 		return -1;
 	}
 	if (off == 0 && flen == c->rlen && flen >= NS_STEAL_MIN) {
-		/* The buffer holds exactly this frame: move it, no copy. */
+		/* The buffer holds exactly this frame: move it, no copy (whole: uncounted). */
+		rmem_set(srv, c->rcap, 0);
 		j->frame = c->rbuf;
 		j->cap = c->rcap;
 		c->rbuf = NULL;
@@ -646,7 +705,10 @@ conn_from_bulk(struct ns_server *srv, struct ns_conn *c, struct ns_job *j)
 			   j->rc == -EPIPE	 ? NULL
 			   : j->rc == -ETIMEDOUT ? "idle in the middle of a frame"
 			   : j->rc == -ENOMEM	 ? "no memory for input"
-						 : "recv failed");
+			   : j->rc == -ENOSPC
+				   ? "its frame would take the memory held by unfinished "
+				     "frames past maxFrameMemory"
+				   : "recv failed");
 		return;
 	}
 	c->last_ms = clk_mono_ns() / 1000000;
@@ -676,6 +738,7 @@ conn_process(struct ns_server *srv, struct ns_conn *c)
 		if (rc == -EAGAIN)
 			break;
 		if (rc != 0) {
+			srv->refused_size += rc == -EMSGSIZE;
 			conn_close(srv, c,
 				   rc == -EMSGSIZE ? "frame over frameMaxLength"
 						   : "bad frame length");
@@ -713,6 +776,7 @@ conn_process(struct ns_server *srv, struct ns_conn *c)
 			memcpy(nb, c->rbuf, c->rlen);
 			free(c->rbuf);
 			c->rbuf = nb;
+			rmem_set(srv, c->rcap, NS_RBUF_STEP);
 			c->rcap = NS_RBUF_STEP;
 		}
 	}
@@ -733,9 +797,17 @@ conn_read(struct ns_server *srv, struct ns_conn *c)
 	if (c->bulk)
 		return; /* a stale event from before the hand-over */
 	if (want > c->rcap) {
-		uint8_t *nb = realloc(c->rbuf, want);
+		uint8_t *nb;
 
+		if (!rmem_take(srv, c->rcap, want)) {
+			conn_close(srv, c,
+				   "its frame would take the memory held by unfinished frames past "
+				   "maxFrameMemory");
+			return;
+		}
+		nb = realloc(c->rbuf, want);
 		if (nb == NULL) {
+			rmem_set(srv, want, c->rcap);
 			conn_close(srv, c, "no memory for input");
 			return;
 		}
@@ -764,6 +836,36 @@ conn_read(struct ns_server *srv, struct ns_conn *c)
 		conn_to_bulk(srv, c, total);
 }
 
+/*
+ * accept() failed for want of a descriptor or memory: the listener leaves
+ * the epoll set (level-triggered, it would report the same connection again
+ * at once: a spin) for 100 ms, doubling to 1 s while it keeps failing.
+ */
+static void
+accept_rest(struct ns_server *srv, int err)
+{
+	srv->accept_backoff_ms = SP_MIN(SP_MAX(srv->accept_backoff_ms * 2, 100u), 1000u);
+	srv->accept_resume_ms = clk_mono_ns() / 1000000 + srv->accept_backoff_ms;
+	(void)epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->lfd, NULL);
+	if (err == EMFILE || err == ENFILE)
+		srv->refused_nofd++;
+	log_warn(NS_TAG, "accepting a connection: %s (%u open); the listener rests %u ms%s",
+		 err_str(err), srv->n_conns, srv->accept_backoff_ms,
+		 err == EMFILE ? ": the process is at its descriptor limit (ulimit -n)" : "");
+}
+
+static void
+accept_wake(struct ns_server *srv, uint64_t now_ms)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = srv->lfd};
+
+	if (srv->accept_resume_ms == 0 || now_ms < srv->accept_resume_ms)
+		return;
+	srv->accept_resume_ms = 0;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lfd, &ev) != 0)
+		accept_rest(srv, errno);
+}
+
 static void
 srv_accept(struct ns_server *srv)
 {
@@ -777,11 +879,15 @@ srv_accept(struct ns_server *srv)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				log_warn_ratelimited(NS_TAG, "accept failed: %s", err_str(errno));
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				accept_rest(srv, errno);
 			return;
 		}
+		srv->accept_backoff_ms = 0;
 		if (srv->n_conns >= srv->conf.max_conns) {
+			srv->refused_conns++;
 			log_warn_ratelimited(NS_TAG,
 					     "maxConnections (%u) reached: connection refused",
 					     srv->conf.max_conns);
@@ -794,6 +900,7 @@ srv_accept(struct ns_server *srv)
 			char ip[INET_ADDRSTRLEN] = "?";
 
 			inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+			srv->refused_addr++;
 			log_warn_ratelimited(NS_TAG,
 					     "refusing a connection from %s: %u open from it "
 					     "(maxConnectionsPerAddr)",
@@ -862,6 +969,8 @@ srv_completions(struct ns_server *srv)
 			/* Its connection cannot have gone: closes wait for this. */
 			if (c != NULL && c->id == j->conn)
 				conn_from_bulk(srv, c, j);
+			else if (j->frame != NULL)
+				rmem_set(srv, j->cap, 0);
 			job_free(j);
 			continue;
 		}
@@ -878,6 +987,7 @@ srv_completions(struct ns_server *srv)
 			    c->rlen <= j->cap) {
 				if (c->rlen > 0)
 					memcpy(j->frame, c->rbuf, c->rlen);
+				rmem_set(srv, c->rcap, j->cap);
 				free(c->rbuf);
 				c->rbuf = j->frame;
 				c->rcap = j->cap;
@@ -1033,7 +1143,8 @@ ns_server_run(struct ns_server *srv, int sig_fd)
 	urcu_memb_register_thread();
 
 	while (!atomic_load_relaxed(&srv->stop)) {
-		int n = epoll_wait(srv->epfd, evs, NS_EVENTS, 1000);
+		int wait_ms = srv->accept_resume_ms ? (int)srv->accept_backoff_ms : 1000;
+		int n = epoll_wait(srv->epfd, evs, NS_EVENTS, wait_ms);
 		uint64_t now;
 
 		if (n < 0 && errno != EINTR) {
@@ -1068,6 +1179,7 @@ ns_server_run(struct ns_server *srv, int sig_fd)
 			}
 		}
 		now = clk_mono_ns() / 1000000;
+		accept_wake(srv, now);
 		if (now >= next_sweep) {
 			if (srv->conf.idle_ms > 0)
 				srv_idle_sweep(srv, now);
@@ -1102,6 +1214,12 @@ ns_server_destroy(struct ns_server *srv)
 	if (srv == NULL)
 		return;
 	BASSERT(!srv->writer_started && !srv->bulk_started);
+	log_info(NS_TAG,
+		 "connections refused or closed by a limit: maxConnections %" PRIu64
+		 ", maxConnectionsPerAddr %" PRIu64 ", no descriptor %" PRIu64
+		 ", frameMaxLength %" PRIu64 ", maxFrameMemory %" PRIu64,
+		 srv->refused_conns, srv->refused_addr, srv->refused_nofd, srv->refused_size,
+		 (uint64_t)atomic_load_explicit(&srv->refused_mem, memory_order_relaxed));
 	for (size_t fd = 0; fd < srv->conns_cap; fd++) {
 		struct ns_conn *c = srv->conns[fd];
 

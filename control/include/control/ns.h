@@ -103,6 +103,7 @@ struct ns_server_conf {
 	const char *bind_addr;	     /* IPv4 literal, "0.0.0.0" for all */
 	uint16_t port;		     /* 0: the kernel picks (tests) */
 	size_t frame_max;	     /* largest frame, length field included */
+	uint64_t frame_mem_max;	     /* receive buffers of frames not yet whole, all together */
 	uint32_t max_conns;	     /* connections beyond this are closed at accept */
 	uint32_t max_conns_per_addr; /* ... and beyond this many from one address (0: no cap) */
 	uint64_t scan_ms;	     /* expiry scan interval */

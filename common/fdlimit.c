@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * fdlimit.c - raise RLIMIT_NOFILE, count open descriptors, size a
+ * connection cap that leaves a reserve (common/include/common/fdlimit.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <sys/resource.h>
+
+#include "common/compiler.h"
+#include "common/fdlimit.h"
+
+/* The kernel's ceiling for any RLIMIT_NOFILE (setrlimit above it fails). */
+static uint64_t
+nr_open(void)
+{
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+	unsigned long long v = 0;
+
+	if (f != NULL) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v ? (uint64_t)v : 1048576;
+}
+
+uint32_t
+fd_open_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	uint32_t n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n > 0 ? n - 1 : 0; /* not the directory's own descriptor */
+}
+
+void
+fd_budget_raise(struct fd_budget *b)
+{
+	struct rlimit rl;
+
+	b->err = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		b->err = -errno;
+		b->soft_was = b->soft = b->hard = 1024;
+		b->open = fd_open_count();
+		return;
+	}
+	b->soft_was = rl.rlim_cur;
+	b->hard = rl.rlim_max == RLIM_INFINITY ? nr_open() : rl.rlim_max;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > b->hard)
+		rl.rlim_cur = b->hard;
+	if (rl.rlim_cur < b->hard) {
+		rl.rlim_cur = b->hard;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+			b->err = -errno;
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
+	b->soft = rl.rlim_cur == RLIM_INFINITY ? b->hard : rl.rlim_cur;
+	b->open = fd_open_count();
+}
+
+uint32_t
+fd_budget_conns(const struct fd_budget *b, uint32_t want, uint32_t reserve)
+{
+	uint64_t used = (uint64_t)b->open + reserve;
+	uint64_t left = b->soft > used ? b->soft - used : 0;
+
+	return (uint32_t)SP_MAX((uint64_t)1, SP_MIN((uint64_t)want, left));
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fdlimit.h - a daemon's file-descriptor budget.
+ *
+ * At start a daemon raises its soft RLIMIT_NOFILE to the hard limit (the
+ * common soft default of 1024 is a shell's, not an operator's choice), then
+ * sizes its connection cap from what is left after a reserve for its own
+ * files (store segments, index files, write-behind buffers) and sockets, so
+ * no flood of idle connections can leave the store without a descriptor.
+ */
+#ifndef SP_COMMON_FDLIMIT_H
+#define SP_COMMON_FDLIMIT_H
+
+#include <stdint.h>
+
+struct fd_budget {
+	uint64_t soft_was; /* the soft limit found at start */
+	uint64_t soft;	   /* the soft limit now */
+	uint64_t hard;	   /* the hard limit (RLIM_INFINITY read as nr_open) */
+	uint32_t open;	   /* descriptors open when fd_budget_raise() ran */
+	int err;	   /* 0, or why the soft limit could not be raised (-errno) */
+};
+
+/*
+ * fd_budget_raise() - raise the soft limit to the hard one (at most
+ * /proc/sys/fs/nr_open) and fill @b. Context: start-up, before threads.
+ */
+void fd_budget_raise(struct fd_budget *b);
+
+/* Descriptors this process has open now (entries of /proc/self/fd). */
+uint32_t fd_open_count(void);
+
+/*
+ * fd_budget_conns() - how many connections a server may hold: @want, or
+ * less when the soft limit minus what is open minus @reserve is smaller
+ * (never below 1).
+ */
+uint32_t fd_budget_conns(const struct fd_budget *b, uint32_t want, uint32_t reserve);
+
+#endif /* SP_COMMON_FDLIMIT_H */
