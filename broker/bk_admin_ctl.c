@@ -313,6 +313,20 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 	   : x->bk.conf.role == BK_ROLE_SYNC_MASTER ? "SYNC_MASTER"
 						    : "ASYNC_MASTER");
 	kv_u(b, "brokerPermission", atomic_load_relaxed(&x->bk.perm));
+	{
+		/* write-behind buffers that are anonymous memory though files were asked for */
+		uint64_t degraded = 0, episodes = 0;
+
+		for (uint32_t i = 0; i < x->bk.ncores; i++) {
+			const struct clog *cl = store_clog(x->bk.store, i);
+
+			degraded += clog_bufs_degraded(cl);
+			episodes += clog_bufs_degraded_episodes(cl);
+		}
+		kv_u(b, "storeBufferDegradedShards", degraded);
+		kv_u(b, "storeBufferDegradedEpisodes", episodes);
+		kv_u(b, "logLinesSuppressed", log_rl_flush());
+	}
 	if (x->rmt) {
 		/* remoting requests answered SYSTEM_BUSY, by the limit hit (docs/isolation.md) */
 		static const char *const names[BK_RMT_BUSY_REASONS] = {
@@ -322,8 +336,20 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 			[BK_RMT_BUSY_POLLS] = "remotingBusyLongPolls",
 		};
 
+		/* connections refused or closed by a limit (docs/isolation.md) */
+		static const char *const refused[BK_RMT_REFUSE_REASONS] = {
+			[BK_RMT_REFUSE_CONNS] = "remotingRefusedMaxConnections",
+			[BK_RMT_REFUSE_ADDR] = "remotingRefusedPerAddr",
+			[BK_RMT_REFUSE_NOFD] = "remotingRefusedNoFd",
+			[BK_RMT_REFUSE_FRAME_SIZE] = "remotingRefusedFrameSize",
+			[BK_RMT_REFUSE_FRAME_MEM] = "remotingRefusedFrameMemory",
+		};
+
 		for (unsigned i = 0; i < BK_RMT_BUSY_REASONS; i++)
 			kv_u(b, names[i], bk_rmt_busy_count(x->rmt, i));
+		for (unsigned i = 0; i < BK_RMT_REFUSE_REASONS; i++)
+			kv_u(b, refused[i], bk_rmt_refused(x->rmt, i));
+		kv_u(b, "remotingFrameMemory", bk_rmt_frame_mem(x->rmt));
 	}
 	if (statvfs(cfg_get_str(x->cfg, "storePathRootDir"), &vfs) == 0) {
 		char t[48], f[48];

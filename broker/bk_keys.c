@@ -25,7 +25,11 @@ const struct cfg_key bk_keys[] = {
 	{"listenPort", CFG_INT, "10911", 0, 65535, NULL,
 	 "remoting TCP port for RocketMQ clients, advertised as brokerIP1:port (0: any free port)"},
 	{"remotingMaxConnections", CFG_INT, "65536", 1, 1 << 20, NULL,
-	 "remoting connections open at once (more are refused)"},
+	 "remoting connections open at once (more are refused); lowered at start to what the "
+	 "descriptor limit leaves after fdReserve"},
+	{"fdReserve", CFG_INT, "256", 16, 1 << 20, NULL,
+	 "file descriptors kept from remoting connections for the store's files and the "
+	 "broker's own sockets (the soft limit is raised to the hard one at start)"},
 	{"remotingMaxConnectionsPerAddr", CFG_INT, "4096", 0, 1 << 20, NULL,
 	 "remoting connections open at once from one source address (0: no cap of its own)"},
 	{"remotingMaxInflightPerConnection", CFG_INT, "1024", 1, 4032, NULL,
@@ -39,6 +43,9 @@ const struct cfg_key bk_keys[] = {
 	 "requests in flight stay for SENDs and everything else"},
 	{"remotingMaxFrameSize", CFG_INT, "16777216", 65536, 1 << 30, NULL,
 	 "largest remoting frame (RocketMQ's frameMaxLength); a bigger one closes the connection"},
+	{"remotingMaxFrameMemory", CFG_INT, "268435456", 1 << 20, 1ll << 40, NULL,
+	 "memory all remoting connections may hold in frames not yet whole (bytes); a "
+	 "connection whose frame would take more is closed"},
 	{"clientChannelExpiredMillis", CFG_INT, "120000", 1000, 3600000, NULL,
 	 "a remoting consumer without a heartbeat this long leaves its group"},
 	{"storePathRootDir", CFG_STRING, "./store", 1, 1024, NULL, "store root directory"},

@@ -326,6 +326,18 @@ bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 }
 
 uint64_t
+bk_rmt_refused(const struct bk_rmt *r, unsigned reason)
+{
+	return reason < BK_RMT_REFUSE_REASONS ? r->refused[reason] : 0;
+}
+
+uint64_t
+bk_rmt_frame_mem(const struct bk_rmt *r)
+{
+	return r->frame_mem;
+}
+
+uint64_t
 bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason)
 {
 	return reason < BK_RMT_BUSY_REASONS ? r->busy[reason] : 0;
@@ -698,7 +710,9 @@ conn_frames(struct bk_rmt *r, struct rconn *c)
 		if (err == -EAGAIN)
 			break;
 		if (err == 0) {
-			size_t need = (flen - 4) * 3 + 256;
+			/* header strings only (the body is not copied): 24-bit length at 5..7 */
+			const uint8_t *h = c->in + at;
+			size_t need = ((size_t)h[5] << 16 | (size_t)h[6] << 8 | h[7]) * 3 + 256;
 
 			if (need > r->scratch_cap) {
 				char *s = realloc(r->scratch, need);
@@ -715,6 +729,8 @@ conn_frames(struct bk_rmt *r, struct rconn *c)
 		if (err) {
 			char why[96];
 
+			if (err == -EMSGSIZE)
+				r->refused[BK_RMT_REFUSE_FRAME_SIZE]++;
 			snprintf(why, sizeof(why), "malformed frame (%s)",
 				 err == -EMSGSIZE ? "larger than the frame limit" : strerror(-err));
 			conn_close(r, c, why);
@@ -733,6 +749,51 @@ conn_frames(struct bk_rmt *r, struct rconn *c)
 	return 0;
 }
 
+/*
+ * Sets @c's receive buffer to @cap bytes, what it holds past its first
+ * 2 * READ_CHUNK counted against remotingMaxFrameMemory (all connections'
+ * unfinished frames) unless it shrinks. Return: 0, -ENOSPC (over the cap: the reason is logged and
+ * counted), -ENOMEM.
+ */
+static uint64_t
+frame_mem_counted(size_t cap)
+{
+	/* what every connection may hold is not counted: a flood of big frames never keeps
+	 * a new connection from a small request (connections are capped on their own) */
+	return cap > 2 * (size_t)READ_CHUNK ? cap - 2 * (size_t)READ_CHUNK : 0;
+}
+
+static int
+conn_in_resize(struct bk_rmt *r, struct rconn *c, size_t cap)
+{
+	uint64_t now = frame_mem_counted(c->in_cap), then = frame_mem_counted(cap);
+	uint8_t *b;
+
+	if (then > now && r->frame_mem + (then - now) > r->conf.frame_mem_max) {
+		r->refused[BK_RMT_REFUSE_FRAME_MEM]++;
+		log_warn(TAG,
+			 "closing the connection from %s: its frame would take the memory held by "
+			 "unfinished frames past %" PRIu64 " bytes (remotingMaxFrameMemory)",
+			 c->peer_s, r->conf.frame_mem_max);
+		return -ENOSPC;
+	}
+	b = realloc(c->in, cap);
+	if (b == NULL)
+		return -ENOMEM;
+	r->frame_mem = r->frame_mem - now + then;
+	c->in = b;
+	c->in_cap = cap;
+	return 0;
+}
+
+/* A big buffer whose frame is done goes back to its first size (memory for others). */
+static void
+conn_in_shrink(struct bk_rmt *r, struct rconn *c)
+{
+	if (c->in_cap > 4 * (size_t)READ_CHUNK && c->in_len <= 2 * (size_t)READ_CHUNK)
+		(void)conn_in_resize(r, c, 2 * (size_t)READ_CHUNK);
+}
+
 static void
 conn_read(struct bk_rmt *r, struct rconn *c)
 {
@@ -743,22 +804,22 @@ conn_read(struct bk_rmt *r, struct rconn *c)
 
 		if (c->in_cap - c->in_len < READ_CHUNK) {
 			size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK * 2;
-			uint8_t *b;
+			int rc = 0;
 
 			if (cap > (size_t)r->conf.max_frame + 2 * READ_CHUNK) {
 				if (c->in_cap - c->in_len == 0) {
+					r->refused[BK_RMT_REFUSE_FRAME_SIZE]++;
 					conn_close(r, c, "frame larger than the limit");
 					return;
 				}
 				cap = c->in_cap;
 			}
-			b = cap != c->in_cap ? realloc(c->in, cap) : c->in;
-			if (b == NULL) {
-				conn_close(r, c, "out of memory");
+			if (cap != c->in_cap)
+				rc = conn_in_resize(r, c, cap);
+			if (rc != 0) {
+				conn_close(r, c, rc == -ENOSPC ? NULL : "out of memory");
 				return;
 			}
-			c->in = b;
-			c->in_cap = cap;
 		}
 		n = bk_rmt__io_recv(r, c, c->in + c->in_len, c->in_cap - c->in_len, why,
 				    sizeof(why));
@@ -778,12 +839,14 @@ conn_read(struct bk_rmt *r, struct rconn *c)
 		c->in_len += (size_t)n;
 		if (conn_frames(r, c) != 0 || c->paused)
 			return;
+		conn_in_shrink(r, c);
 	}
 }
 
 static void
-conn_free(struct rconn *c)
+conn_free(struct bk_rmt *r, struct rconn *c)
 {
+	r->frame_mem -= frame_mem_counted(c->in_cap);
 	bk_rmt__tls_free(c);
 	free(c->in);
 	free(c->out);
@@ -848,7 +911,7 @@ conn_teardown(struct bk_rmt *r, struct rconn *c)
 		r->conns[id] = NULL;
 		if (c->counted)
 			ipcount_sub(&r->per_addr, c->peer.ip);
-		conn_free(c);
+		conn_free(r, c);
 	}
 	bk_rmt__groups_sweep(r, true, id, gen);
 	bk_rmt__producers_sweep(r, true, id, gen, NULL);
@@ -867,6 +930,41 @@ conns_reap(struct bk_rmt *r)
 	}
 }
 
+/*
+ * accept() failed for want of a descriptor or memory (EMFILE, ENFILE,
+ * ENOBUFS, ENOMEM): the listener rests (out of the epoll set, or it would
+ * report the same pending connection again at once: a spin) for 100 ms,
+ * doubling to 1 s while it keeps failing; the pending connections wait in
+ * the backlog. Counted; the warning names the cause.
+ */
+static void
+accept_rest(struct bk_rmt *r, int err)
+{
+	struct epoll_event ev = {.events = 0, .data.u32 = UINT32_MAX};
+
+	r->accept_backoff_ms = SP_MIN(SP_MAX(r->accept_backoff_ms * 2, 100u), 1000u);
+	r->accept_resume_ms = r->now_ms + r->accept_backoff_ms;
+	(void)epoll_ctl(r->ep, EPOLL_CTL_MOD, r->lfd, &ev);
+	if (err == EMFILE || err == ENFILE)
+		r->refused[BK_RMT_REFUSE_NOFD]++;
+	log_warn(TAG, "accepting a remoting connection: %s (%u open); the listener rests %u ms%s",
+		 strerror(err), r->nconns, r->accept_backoff_ms,
+		 err == EMFILE ? ": the process is at its descriptor limit (ulimit -n, fdReserve)"
+			       : "");
+}
+
+/* The listener back in the epoll set once its rest is over. */
+static void
+accept_wake(struct bk_rmt *r)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
+
+	if (r->accept_resume_ms == 0 || r->now_ms < r->accept_resume_ms)
+		return;
+	r->accept_resume_ms = 0;
+	(void)epoll_ctl(r->ep, EPOLL_CTL_MOD, r->lfd, &ev);
+}
+
 static void
 srv_accept(struct bk_rmt *r)
 {
@@ -880,16 +978,19 @@ srv_accept(struct bk_rmt *r)
 		int one = 1;
 
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				log_warn_ratelimited(TAG, "accept: %s", strerror(errno));
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				accept_rest(r, errno);
 			return;
 		}
+		r->accept_backoff_ms = 0;
 		if (r->conf.max_conns_per_addr &&
 		    ipcount_get(&r->per_addr, a.sin_addr.s_addr) >= r->conf.max_conns_per_addr) {
 			char ip[INET_ADDRSTRLEN] = "?";
 
 			inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip));
-			r->refused_per_addr++;
+			r->refused[BK_RMT_REFUSE_ADDR]++;
 			log_warn_ratelimited(TAG,
 					     "refusing a connection from %s: %u open from it "
 					     "(remotingMaxConnectionsPerAddr)",
@@ -901,6 +1002,7 @@ srv_accept(struct bk_rmt *r)
 			;
 		if (id == r->nconns) {
 			if (r->nconns >= r->conf.max_conns) {
+				r->refused[BK_RMT_REFUSE_CONNS]++;
 				log_warn_ratelimited(TAG,
 						     "refusing a connection: %u open (the limit)",
 						     r->nconns);
@@ -1042,6 +1144,7 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 
 	r->now_ms = now_ms;
 	r->work = 0;
+	accept_wake(r);
 	reap(r);
 	n = epoll_wait(r->ep, ev, 64, 0);
 	for (int i = 0; i < n; i++) {
@@ -1109,17 +1212,19 @@ bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len)
 
 		if (c->in_len + n > c->in_cap) {
 			size_t cap = c->in_len + n;
-			uint8_t *b;
+			int rc;
 
 			if (cap > (size_t)r->conf.max_frame + 2 * READ_CHUNK) {
+				r->refused[BK_RMT_REFUSE_FRAME_SIZE]++;
 				conn_close(r, c, "frame larger than the limit");
 				break;
 			}
-			b = realloc(c->in, cap);
-			if (b == NULL)
+			rc = conn_in_resize(r, c, cap);
+			if (rc != 0) {
+				if (rc == -ENOSPC)
+					conn_close(r, c, NULL);
 				break;
-			c->in = b;
-			c->in_cap = cap;
+			}
 		}
 		memcpy(c->in + c->in_len, buf, n);
 		c->in_len += n;
@@ -1142,16 +1247,23 @@ bk_rmt_destroy(struct bk_rmt *r)
 		 ", conn_inflight %" PRIu64 ", addr_inflight %" PRIu64 ", long_polls %" PRIu64,
 		 r->busy[BK_RMT_BUSY_CORE], r->busy[BK_RMT_BUSY_CONN], r->busy[BK_RMT_BUSY_ADDR],
 		 r->busy[BK_RMT_BUSY_POLLS]);
+	log_info(TAG,
+		 "remoting: connections refused or closed by reason: connections %" PRIu64
+		 ", per_addr %" PRIu64 ", no_fd %" PRIu64 ", frame_size %" PRIu64
+		 ", frame_memory %" PRIu64,
+		 r->refused[BK_RMT_REFUSE_CONNS], r->refused[BK_RMT_REFUSE_ADDR],
+		 r->refused[BK_RMT_REFUSE_NOFD], r->refused[BK_RMT_REFUSE_FRAME_SIZE],
+		 r->refused[BK_RMT_REFUSE_FRAME_MEM]);
 	while (r->jobs)
 		bk_rmt__job_free(r, r->jobs);
 	for (uint32_t i = 0; i < r->nconns; i++) {
 		if (r->conns[i]) {
 			close(r->conns[i]->fd);
-			conn_free(r->conns[i]);
+			conn_free(r, r->conns[i]);
 		}
 	}
 	if (r->fuzz_conn)
-		conn_free(r->fuzz_conn);
+		conn_free(r, r->fuzz_conn);
 	for (size_t i = 0; i < r->ngroups; i++)
 		free(r->groups[i].m);
 	free(r->groups);

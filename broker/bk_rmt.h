@@ -42,9 +42,10 @@ struct bk_rmt_tls {
 };
 
 struct bk_rmt_conf {
-	const char *ip; /* listen address (IPv4) */
-	uint16_t port;	/* 0: any free port */
-	uint32_t max_frame;
+	const char *ip;		    /* listen address (IPv4) */
+	uint16_t port;		    /* 0: any free port */
+	uint32_t max_frame;	    /* remotingMaxFrameSize: one connection's frame at most */
+	uint64_t frame_mem_max;	    /* remotingMaxFrameMemory: all connections' frames */
 	uint32_t inflight_per_core; /* commands at one core at most (< its ring) */
 	uint32_t max_conns;
 	uint32_t max_conns_per_addr;  /* remotingMaxConnectionsPerAddr (0: no cap) */
@@ -156,6 +157,21 @@ enum bk_rmt_busy {
 
 /* Requests answered SYSTEM_BUSY for @reason so far (GET_BROKER_RUNTIME_INFO). Context: control. */
 uint64_t bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason);
+
+/* Why a connection was refused or closed by a limit (docs/isolation.md). */
+enum bk_rmt_refuse {
+	BK_RMT_REFUSE_CONNS,	  /* remotingMaxConnections */
+	BK_RMT_REFUSE_ADDR,	  /* remotingMaxConnectionsPerAddr */
+	BK_RMT_REFUSE_NOFD,	  /* accept failed for want of a descriptor (a back-off each) */
+	BK_RMT_REFUSE_FRAME_SIZE, /* a frame above remotingMaxFrameSize */
+	BK_RMT_REFUSE_FRAME_MEM,  /* remotingMaxFrameMemory held by unfinished frames */
+	BK_RMT_REFUSE_REASONS,
+};
+
+/* Connections refused or closed for @reason so far. Context: control. */
+uint64_t bk_rmt_refused(const struct bk_rmt *r, unsigned reason);
+/* Bytes held now by connections' receive buffers (unfinished frames). Context: control. */
+uint64_t bk_rmt_frame_mem(const struct bk_rmt *r);
 
 /*
  * bk_rmt_tls_init() - TLS on the remoting port as @t says (before any

@@ -571,7 +571,7 @@ status_remark(int32_t st)
 {
 	switch (st) {
 	case WIRE_DP_ST_SYSTEM_BUSY:
-		return "[REJECTREQUEST]system bk_rmt__busy, start flow control for a while";
+		return "[REJECTREQUEST]system busy, start flow control for a while";
 	case WIRE_DP_ST_NOT_SUPPORTED:
 		return "a delayed, timed or transactional message: not supported yet, not stored";
 	case WIRE_DP_ST_FLUSH_DISK_TIMEOUT:
@@ -579,7 +579,7 @@ status_remark(int32_t st)
 	case WIRE_DP_ST_MESSAGE_ILLEGAL:
 		return "the message is not valid";
 	case WIRE_DP_ST_SERVICE_NOT_AVAILABLE:
-		return "the store refuses writes (disk error or full disk)";
+		return "the store refuses writes (see the broker's log for why)";
 	case WIRE_DP_ST_NO_PERMISSION:
 		return "no permission: the broker or the topic is not writable/readable";
 	case WIRE_DP_ST_TOPIC_NOT_EXIST:
@@ -624,8 +624,21 @@ answer_send(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
 		int32_t st = wire_dp_resp_head_decode(m, len, &h) == 0 ? h.status
 								       : WIRE_DP_ST_SYSTEM_ERROR;
 
+		char why[160];
+
 		o.code = status_code(st);
 		o.remark = status_remark(st);
+		if (st == WIRE_DP_ST_SERVICE_NOT_AVAILABLE) {
+			/* the real cause: a fence (EIO, ENOSPC) or the next segment (EMFILE) */
+			const struct clog *cl = store_clog(r->bk->store, j->c.core);
+			int e = clog_err(cl) ? clog_err(cl) : clog_prep_err(cl);
+
+			if (e != 0) {
+				snprintf(why, sizeof(why), "the store refuses writes: shard %u: %s",
+					 j->c.core, strerror(-e));
+				o.remark = why;
+			}
+		}
 		if (o.code == WIRE_RSP_SUCCESS) /* cannot decode a success: treat as an error */
 			o.code = WIRE_RSP_SYSTEM_ERROR;
 		bk_rmt__conn_send(r, c, &o);

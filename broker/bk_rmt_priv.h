@@ -172,7 +172,13 @@ struct bk_rmt {
 	uint64_t tls_failed; /* handshakes or records that failed */
 	/* connections open per source address (remotingMaxConnectionsPerAddr) */
 	struct ipcount per_addr;
-	uint64_t refused_per_addr;
+	/* connections refused or closed by a limit (enum bk_rmt_refuse) */
+	uint64_t refused[BK_RMT_REFUSE_REASONS];
+	/* bytes of the connections' receive buffers (remotingMaxFrameMemory) */
+	uint64_t frame_mem;
+	/* accept() out of descriptors: the listener rests until accept_resume_ms */
+	uint64_t accept_resume_ms;
+	uint32_t accept_backoff_ms;
 	/* requests the ACL refused, by reason (bk_rmt_acl.c) */
 	uint64_t acl_denied[BK_ACL_REASONS];
 	/* per-client quotas (docs/isolation.md): jobs in flight per source address, long

@@ -44,6 +44,7 @@
 #include "common/clock.h"
 #include "common/cidr.h"
 #include "common/config.h"
+#include "common/fdlimit.h"
 #include "common/log.h"
 #include "control/breg.h"
 #include "wire/dp.h"
@@ -682,6 +683,37 @@ print_stats(const struct bk_ctl *x)
 	}
 }
 
+/*
+ * The descriptor budget (common/fdlimit.h): the soft limit raised to the
+ * hard one, and remotingMaxConnections lowered to what is left after
+ * fdReserve, so idle connections never take the store's descriptors.
+ */
+static uint32_t
+fd_budget_derive(const struct cfg *cfg, uint32_t want)
+{
+	uint32_t reserve = (uint32_t)cfg_get_int(cfg, "fdReserve");
+	struct fd_budget b;
+	uint32_t conns;
+
+	fd_budget_raise(&b);
+	conns = fd_budget_conns(&b, want, reserve);
+	if (b.err != 0)
+		log_warn(BK_TAG,
+			 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64 ": %s",
+			 b.soft_was, b.hard, strerror(-b.err));
+	if (conns < want)
+		log_warn(BK_TAG,
+			 "file descriptors: limit %" PRIu64 " (was %" PRIu64 ", hard %" PRIu64
+			 "), %u open, %u kept (fdReserve): remotingMaxConnections %u lowered to %u",
+			 b.soft, b.soft_was, b.hard, b.open, reserve, want, conns);
+	else
+		log_info(BK_TAG,
+			 "file descriptors: limit %" PRIu64 " (was %" PRIu64 ", hard %" PRIu64
+			 "), %u open, %u kept (fdReserve); remotingMaxConnections %u",
+			 b.soft, b.soft_was, b.hard, b.open, reserve, conns);
+	return conns;
+}
+
 static int
 run(struct bk_ctl *x, int sfd)
 {
@@ -883,12 +915,15 @@ main(int argc, char **argv)
 		goto out;
 	{
 		/* Listen first: listenPort=0 picks a port, and records carry it (STOREHOST). */
+		uint32_t want_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections");
+		uint32_t conns = fd_budget_derive(cfg, want_conns);
 		struct bk_rmt_conf rcf = {
 			.ip = cfg_get_str(cfg, "brokerIP1"),
 			.port = (uint16_t)cfg_get_int(cfg, "listenPort"),
 			.max_frame = (uint32_t)cfg_get_int(cfg, "remotingMaxFrameSize"),
+			.frame_mem_max = (uint64_t)cfg_get_int(cfg, "remotingMaxFrameMemory"),
 			.inflight_per_core = RMT_RING - 64,
-			.max_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections"),
+			.max_conns = conns,
 			.max_conns_per_addr =
 				(uint32_t)cfg_get_int(cfg, "remotingMaxConnectionsPerAddr"),
 			.max_jobs_per_conn =
