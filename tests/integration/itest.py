@@ -49,9 +49,9 @@ class Env:
             time.sleep(0.05)
         return False
 
-    def start(self, name, argv):
+    def start(self, name, argv, preexec_fn=None):
         log = open(os.path.join(self.tmp, name + ".log"), "ab")
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
         self.procs.append(p)
         return p
 
@@ -60,6 +60,14 @@ class Env:
             if "remoting (RocketMQ clients) listening on" in line:
                 return int(line.rsplit(":", 1)[1].split()[0])
         raise SystemExit(f"{name}: no remoting port in its log")
+
+    def rmt_port_last(self, name):
+        """The remoting port of @name's latest start (a restart appends to the same log)."""
+        ports = [int(ln.rsplit(":", 1)[1].split()[0]) for ln in self.log_of(name).splitlines()
+                 if "remoting (RocketMQ clients) listening on" in ln]
+        if not ports:
+            raise SystemExit(f"{name}: no remoting port in its log")
+        return ports[-1]
 
     def finish(self, keep_var):
         """Stops the daemons; on failure prints the logs' tails. Return: the exit code."""
