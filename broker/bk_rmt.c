@@ -1063,6 +1063,8 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 	r->conf = *conf;
 	if (!r->conf.max_jobs_per_conn)
 		r->conf.max_jobs_per_conn = 1024;
+	if (!r->conf.frame_mem_max)
+		r->conf.frame_mem_max = 256ull << 20;
 	if (!r->conf.polls_per_core || r->conf.polls_per_core > r->conf.inflight_per_core)
 		r->conf.polls_per_core = r->conf.inflight_per_core / 2;
 	r->ops = *ops;

@@ -1035,6 +1035,8 @@ ns_server_create(const struct ns_server_conf *conf, struct ns_server **out)
 		return -ENOMEM;
 	srv->lfd = srv->epfd = srv->evfd = srv->bulk_epfd = srv->bulk_evfd = -1;
 	srv->conf = *conf;
+	if (srv->conf.frame_mem_max == 0)
+		srv->conf.frame_mem_max = 256ull << 20; /* maxFrameMemory's default */
 	srv->kv_path = strdup(conf->st.kv_path != NULL ? conf->st.kv_path : "");
 	if (srv->kv_path == NULL) {
 		free(srv);
