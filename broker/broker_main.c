@@ -692,11 +692,11 @@ static uint32_t
 fd_budget_derive(const struct cfg *cfg, uint32_t want)
 {
 	uint32_t reserve = (uint32_t)cfg_get_int(cfg, "fdReserve");
-	struct fd_budget b;
+	struct fdlim b;
 	uint32_t conns;
 
-	fd_budget_raise(&b);
-	conns = fd_budget_conns(&b, want, reserve);
+	fdlim_raise(&b);
+	conns = fdlim_conns(&b, want, reserve);
 	if (b.err != 0)
 		log_warn(BK_TAG,
 			 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64 ": %s",

@@ -27,7 +27,7 @@ nr_open(void)
 }
 
 uint32_t
-fd_open_count(void)
+fdlim_open_count(void)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
@@ -42,7 +42,7 @@ fd_open_count(void)
 }
 
 void
-fd_budget_raise(struct fd_budget *b)
+fdlim_raise(struct fdlim *b)
 {
 	struct rlimit rl;
 
@@ -50,7 +50,7 @@ fd_budget_raise(struct fd_budget *b)
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
 		b->err = -errno;
 		b->soft_was = b->soft = b->hard = 1024;
-		b->open = fd_open_count();
+		b->open = fdlim_open_count();
 		return;
 	}
 	b->soft_was = rl.rlim_cur;
@@ -65,11 +65,11 @@ fd_budget_raise(struct fd_budget *b)
 		}
 	}
 	b->soft = rl.rlim_cur == RLIM_INFINITY ? b->hard : rl.rlim_cur;
-	b->open = fd_open_count();
+	b->open = fdlim_open_count();
 }
 
 uint32_t
-fd_budget_conns(const struct fd_budget *b, uint32_t want, uint32_t reserve)
+fdlim_conns(const struct fdlim *b, uint32_t want, uint32_t reserve)
 {
 	uint64_t used = (uint64_t)b->open + reserve;
 	uint64_t left = b->soft > used ? b->soft - used : 0;

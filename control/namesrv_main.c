@@ -148,10 +148,10 @@ main(int argc, char **argv)
 		/* the descriptor budget (common/fdlimit.h) */
 		uint32_t want = (uint32_t)cfg_get_int(cfg, "maxConnections");
 		uint32_t reserve = (uint32_t)cfg_get_int(cfg, "fdReserve");
-		struct fd_budget b;
+		struct fdlim b;
 
-		fd_budget_raise(&b);
-		sc.max_conns = fd_budget_conns(&b, want, reserve);
+		fdlim_raise(&b);
+		sc.max_conns = fdlim_conns(&b, want, reserve);
 		if (b.err != 0)
 			log_warn(NS_TAG,
 				 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 PREFIXES = {
-    "libsp_base.a": ("log_", "err_", "clk_", "crc32_", "cfg_", "hist_", "ring_", "jbuf_", "cidr_", "sha1_", "hmac_", "ipcount_", "sp_assert_fail"),
+    "libsp_base.a": ("log_", "err_", "clk_", "crc32_", "cfg_", "hist_", "ring_", "jbuf_", "cidr_", "sha1_", "hmac_", "ipcount_", "fdlim_", "sp_assert_fail"),
     "libsp_acl.a": ("acl_",),
     "libsp_wire.a": ("wire_",),
     "libsp_store.a": ("store_", "clog_", "cq_", "idx_", "meta_", "tw_"),

@@ -13,28 +13,28 @@
 
 #include <stdint.h>
 
-struct fd_budget {
+struct fdlim {
 	uint64_t soft_was; /* the soft limit found at start */
 	uint64_t soft;	   /* the soft limit now */
 	uint64_t hard;	   /* the hard limit (RLIM_INFINITY read as nr_open) */
-	uint32_t open;	   /* descriptors open when fd_budget_raise() ran */
+	uint32_t open;	   /* descriptors open when fdlim_raise() ran */
 	int err;	   /* 0, or why the soft limit could not be raised (-errno) */
 };
 
 /*
- * fd_budget_raise() - raise the soft limit to the hard one (at most
+ * fdlim_raise() - raise the soft limit to the hard one (at most
  * /proc/sys/fs/nr_open) and fill @b. Context: start-up, before threads.
  */
-void fd_budget_raise(struct fd_budget *b);
+void fdlim_raise(struct fdlim *b);
 
 /* Descriptors this process has open now (entries of /proc/self/fd). */
-uint32_t fd_open_count(void);
+uint32_t fdlim_open_count(void);
 
 /*
- * fd_budget_conns() - how many connections a server may hold: @want, or
+ * fdlim_conns() - how many connections a server may hold: @want, or
  * less when the soft limit minus what is open minus @reserve is smaller
  * (never below 1).
  */
-uint32_t fd_budget_conns(const struct fd_budget *b, uint32_t want, uint32_t reserve);
+uint32_t fdlim_conns(const struct fdlim *b, uint32_t want, uint32_t reserve);
 
 #endif /* SP_COMMON_FDLIMIT_H */

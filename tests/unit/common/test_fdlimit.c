@@ -11,14 +11,14 @@ static void
 test_raise(void)
 {
 	struct rlimit rl;
-	struct fd_budget b;
+	struct fdlim b;
 
 	T_ASSERT(getrlimit(RLIMIT_NOFILE, &rl) == 0);
 	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max <= 64)
 		return; /* nothing to raise to */
 	rl.rlim_cur = 64;
 	T_ASSERT(setrlimit(RLIMIT_NOFILE, &rl) == 0);
-	fd_budget_raise(&b);
+	fdlim_raise(&b);
 	T_ASSERT_EQ(b.err, 0);
 	T_ASSERT_EQ(b.soft_was, 64);
 	T_ASSERT_EQ(b.soft, b.hard);
@@ -31,26 +31,26 @@ test_raise(void)
 static void
 test_open_count(void)
 {
-	uint32_t before = fd_open_count();
+	uint32_t before = fdlim_open_count();
 	int fds[5];
 
 	for (int i = 0; i < 5; i++)
 		T_ASSERT((fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
-	T_ASSERT_EQ(fd_open_count(), before + 5);
+	T_ASSERT_EQ(fdlim_open_count(), before + 5);
 	for (int i = 0; i < 5; i++)
 		close(fds[i]);
-	T_ASSERT_EQ(fd_open_count(), before);
+	T_ASSERT_EQ(fdlim_open_count(), before);
 }
 
 static void
 test_conns(void)
 {
-	struct fd_budget b = {.soft = 1024, .hard = 1024, .open = 20};
+	struct fdlim b = {.soft = 1024, .hard = 1024, .open = 20};
 
-	T_ASSERT_EQ(fd_budget_conns(&b, 65536, 256), 1024 - 20 - 256);
-	T_ASSERT_EQ(fd_budget_conns(&b, 100, 256), 100);
+	T_ASSERT_EQ(fdlim_conns(&b, 65536, 256), 1024 - 20 - 256);
+	T_ASSERT_EQ(fdlim_conns(&b, 100, 256), 100);
 	b.soft = 200; /* nothing left after the reserve: one, not zero or a wrap */
-	T_ASSERT_EQ(fd_budget_conns(&b, 65536, 256), 1);
+	T_ASSERT_EQ(fdlim_conns(&b, 65536, 256), 1);
 }
 
 T_MAIN(T_CASE(test_raise), T_CASE(test_open_count), T_CASE(test_conns))
