@@ -100,8 +100,9 @@ bk_rmt__groups_sweep(struct bk_rmt *r, bool by_conn, uint32_t id, uint32_t gen)
 					    : r->now_ms - m->last_ms > r->conf.client_expire_ms;
 
 			if (drop) {
-				log_info(TAG, "group %s: consumer %s left (%s)", g->name,
-					 m->client_id, by_conn ? "connection closed" : "silent");
+				log_info_ratelimited(TAG, "group %s: consumer %s left (%s)",
+						     g->name, m->client_id,
+						     by_conn ? "connection closed" : "silent");
 				member_remove(g, i);
 				changed = true;
 				continue;
@@ -290,8 +291,8 @@ bk_rmt__do_heartbeat(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cm
 				}
 				m = &g->m[g->n++];
 				changed = true;
-				log_info(TAG, "group %s: consumer %s joined from %s", gname, cid,
-					 c->peer_s);
+				log_info_ratelimited(TAG, "group %s: consumer %s joined from %s",
+						     gname, cid, c->peer_s);
 			} else if (m->conn != nm.conn || m->gen != nm.gen || !subs_eq(m, &nm)) {
 				changed = true;
 			}
@@ -330,7 +331,8 @@ bk_rmt__do_unregister(struct bk_rmt *r, struct rconn *c, const struct wire_rem_c
 	if (cid && g) {
 		for (size_t i = 0; i < g->n; i++) {
 			if (strcmp(g->m[i].client_id, cid) == 0) {
-				log_info(TAG, "group %s: consumer %s unregistered", g->name, cid);
+				log_info_ratelimited(TAG, "group %s: consumer %s unregistered",
+						     g->name, cid);
 				member_remove(g, i);
 				group_notify(r, g);
 				break;

@@ -282,8 +282,9 @@ writer_run_job(struct ns_server *srv, struct ns_job *j)
 	if (j->kind == NS_JOB_CLOSED) {
 		n = ns_conn_closed(srv->st, j->conn);
 		if (n > 0)
-			log_info(NS_TAG, "connection %s closed: %d broker address(es) dropped",
-				 j->peer, n);
+			log_info_ratelimited(NS_TAG,
+					     "connection %s closed: %d broker address(es) dropped",
+					     j->peer, n);
 		else if (n < 0)
 			log_err(NS_TAG, "dropping the brokers of %s failed: %s", j->peer,
 				err_str(n));
