@@ -202,16 +202,20 @@ job_free(struct ns_job *j)
 
 /*
  * The receive buffer's next size: the bytes in plus one slice, and toward
- * the frame's length (@total, 0 if unknown) by doubling, never beyond it, so
- * memory follows the bytes that arrive, not what a header announces.
+ * the frame's length (@total, 0 if unknown) by doubling its capacity @cap,
+ * never beyond the frame, so memory follows the bytes that arrive, not what
+ * a header announces, and a big frame costs log(size) reallocs, not one per
+ * slice (each a copy of what is in: quadratic).
  */
 static size_t
-rbuf_want(size_t rlen, size_t total)
+rbuf_want(size_t rlen, size_t cap, size_t total)
 {
 	size_t want = rlen + NS_RBUF_STEP;
 
+	if (want <= cap)
+		return cap;
 	if (total > rlen)
-		want = SP_MIN(total, SP_MAX(want, rlen * 2));
+		want = SP_MIN(total, SP_MAX(want, cap * 2));
 	return want;
 }
 
@@ -397,7 +401,7 @@ bulk_done(struct ns_server *srv, struct ns_job **active, struct ns_job *j, int r
 static int
 bulk_recv(struct ns_server *srv, struct ns_job *j)
 {
-	size_t want = rbuf_want(j->len, j->want);
+	size_t want = rbuf_want(j->len, j->cap, j->want);
 	ssize_t n;
 
 	if (want > j->cap) {
@@ -792,7 +796,7 @@ static void
 conn_read(struct ns_server *srv, struct ns_conn *c)
 {
 	size_t total = c->rlen >= 4 ? frame_total(c->rbuf) : 0;
-	size_t want = rbuf_want(c->rlen, total <= srv->conf.frame_max ? total : 0);
+	size_t want = rbuf_want(c->rlen, c->rcap, total <= srv->conf.frame_max ? total : 0);
 	ssize_t n;
 
 	if (c->bulk)
