@@ -749,12 +749,6 @@ conn_frames(struct bk_rmt *r, struct rconn *c)
 	return 0;
 }
 
-/*
- * Sets @c's receive buffer to @cap bytes, what it holds past its first
- * 2 * READ_CHUNK counted against remotingMaxFrameMemory (all connections'
- * unfinished frames) unless it shrinks. Return: 0, -ENOSPC (over the cap: the reason is logged and
- * counted), -ENOMEM.
- */
 static uint64_t
 frame_mem_counted(size_t cap)
 {
@@ -763,6 +757,12 @@ frame_mem_counted(size_t cap)
 	return cap > 2 * (size_t)READ_CHUNK ? cap - 2 * (size_t)READ_CHUNK : 0;
 }
 
+/*
+ * Sets @c's receive buffer to @cap bytes, what it holds past its first
+ * 2 * READ_CHUNK counted against remotingMaxFrameMemory (all connections'
+ * unfinished frames) unless it shrinks. Return: 0, -ENOSPC (over the cap:
+ * logged and counted), -ENOMEM.
+ */
 static int
 conn_in_resize(struct bk_rmt *r, struct rconn *c, size_t cap)
 {
