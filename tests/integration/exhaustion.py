@@ -11,8 +11,9 @@ usage: exhaustion.py NAMESRV BROKER CLI CASE
           it (prlimit) so accept() fails with EMFILE while connections wait: the listener
           rests instead of spinning (its control thread uses < 0.2 s of CPU in 10 s), the
           established client is still answered, and the refusals are counted. With the limit
-          back, new connections are taken again. A SIGKILL right after: the restarted broker
-          has every acknowledged message (0 lost).
+          back, new connections are taken again. The NameServer's listener likewise (< 0.1 s
+          in 5 s). A SIGKILL right after: the restarted broker has every acknowledged message
+          (0 lost).
   frames  64 connections each send 60 MiB of a 64 MiB frame and stop, to the NameServer and
           to a broker (remotingMaxFrameSize 64 MiB): the daemons' RSS grows by less than
           their maxFrameMemory / remotingMaxFrameMemory (256 MiB) plus slack, the connections
@@ -254,6 +255,27 @@ def case_fds():
         ok, bad = 0, [str(e)]
     acked += ok
     check(ok == 10, f"with descriptors back, a new connection is taken: 10 of 10 ({bad[:2]})")
+
+    # the NameServer's listener rests the same way
+    ns = ENV.procs[0]
+    nfd = len(os.listdir(f"/proc/{ns.pid}/fd"))
+    resource.prlimit(ns.pid, resource.RLIMIT_NOFILE, (nfd + 2, 512))
+    pend, _ = connect_many(ENV.base, 100)
+    time.sleep(0.5)
+    cpu0 = main_thread_cpu(ns.pid)
+    time.sleep(5)
+    used = main_thread_cpu(ns.pid) - cpu0
+    check(used < 0.1 and "Too many open files" in ENV.log_of("namesrv"),
+          f"NameServer at EMFILE: its io thread used {used:.2f} s of CPU in 5 s, and says why")
+    resource.prlimit(ns.pid, resource.RLIMIT_NOFILE, (512, 512))
+    for s in pend:
+        s.close()
+    time.sleep(1.5)
+    try:
+        code = call(NSADDR, 105, {"topic": "ExhData"})[0]
+    except OSError as e:
+        code = str(e)
+    check(code == 0, f"with descriptors back the NameServer answers a route query (code {code})")
 
     bk.kill()
     bk.wait()
