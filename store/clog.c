@@ -163,8 +163,8 @@ clog__seg_free(struct clog *c, struct clog_seg *s)
 	clog_seg_free_keep(c, s, false);
 }
 
-static struct clog_seg *
-clog_seg_new(const struct clog *c, uint64_t start)
+struct clog_seg *
+clog__seg_new(const struct clog *c, uint64_t start)
 {
 	size_t n = strlen(c->dir) + 32;
 	struct clog_seg *s = calloc(1, sizeof(*s) + n);
@@ -322,42 +322,6 @@ clog__buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
 	return 0;
 }
 
-/* Map an existing segment file of exactly seg_size bytes. */
-static int
-clog_seg_load(struct clog *c, uint64_t start, struct clog_seg **out)
-{
-	struct clog_seg *s = clog_seg_new(c, start);
-	uint64_t size;
-	struct stat st;
-	int rc;
-
-	if (s == NULL)
-		return -ENOMEM;
-	rc = c->io->open(c->io->ctx, s->path, O_RDWR, 0);
-	if (rc < 0)
-		goto err_free;
-	s->fd = rc;
-	rc = c->io->size(c->io->ctx, s->fd, &size);
-	if (rc != 0)
-		goto err_free;
-	if (size != c->seg_size) {
-		rc = -EINVAL;
-		goto err_free;
-	}
-	rc = c->io->map(c->io->ctx, s->fd, c->seg_size, (void **)&s->map);
-	if (rc != 0)
-		goto err_free;
-	/* Age for retention: the file's mtime until the owner seals it again. */
-	if (stat(s->path, &st) == 0)
-		atomic_store_relaxed(&s->last_ms, (int64_t)st.st_mtime * 1000);
-	*out = s;
-	return 0;
-
-err_free:
-	clog__seg_free(c, s);
-	return rc;
-}
-
 static int
 clog_zero_fill(struct clog *c, int fd)
 {
@@ -379,7 +343,7 @@ clog_zero_fill(struct clog *c, int fd)
 int
 clog__seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 {
-	struct clog_seg *s = clog_seg_new(c, start);
+	struct clog_seg *s = clog__seg_new(c, start);
 	uint8_t *buf;
 	int rc;
 
@@ -449,6 +413,7 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 	uint64_t *v = NULL;
 	size_t len = 0;
 	size_t cap = 0;
+	unsigned aside = 0;
 
 	if (d == NULL)
 		return -errno;
@@ -458,6 +423,11 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 
 		if (de->d_name[0] == '.')
 			continue;
+		if (strlen(de->d_name) > 20 &&
+		    strncmp(de->d_name + 20, CLOG_ASIDE_SUFFIX, strlen(CLOG_ASIDE_SUFFIX)) == 0) {
+			aside++; /* bytes an earlier recovery took out of the log */
+			continue;
+		}
 		if (strlen(de->d_name) != 20) {
 			log_warn(CLOG_TAG, "shard %u: ignoring %s/%s (not a segment name)",
 				 c->shard, c->dir, de->d_name);
@@ -467,8 +437,10 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 		x = strtoull(de->d_name, &end, 10);
 		if (errno != 0 || *end != '\0' || x % c->seg_size != 0) {
 			log_err(CLOG_TAG,
-				"shard %u: %s/%s is not a multiple of the segment size %" PRIu64,
-				c->shard, c->dir, de->d_name, c->seg_size);
+				"shard %u: %s/%s is not a multiple of the segment size %" PRIu64
+				": move it out of %s, or start with mapedFileSizeCommitLog set to "
+				"the segment size the log was written with",
+				c->shard, c->dir, de->d_name, c->seg_size, c->dir);
 			closedir(d);
 			free(v);
 			return -EINVAL;
@@ -487,6 +459,11 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 		v[len++] = x;
 	}
 	closedir(d);
+	if (aside > 0)
+		log_info(CLOG_TAG,
+			 "shard %u: %u files of bytes an earlier recovery took out of the log in "
+			 "%s (*" CLOG_ASIDE_SUFFIX "*, docs/store.md): remove them once looked at",
+			 c->shard, aside, c->dir);
 	if (len > 0)
 		qsort(v, len, sizeof(*v), clog_name_cmp);
 	*starts = v;
@@ -516,6 +493,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	c->seg_size = cfg->seg_size;
 	c->sync_flush = cfg->sync_flush;
 	c->logged_err_off = -1;
+	c->suspect_from = UINT64_MAX;
 	pthread_mutex_init(&c->grave_mu, NULL);
 	c->dir = strdup(cfg->dir);
 	if (c->dir == NULL) {
@@ -555,49 +533,23 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	if (rc != 0)
 		goto err_close;
 	if (n > 0 && (starts[n - 1] - starts[0]) / c->seg_size >= CLOG_SEG_SLOTS) {
-		log_err(CLOG_TAG, "shard %u: %zu segments span more than %u slots", c->shard, n,
-			CLOG_SEG_SLOTS);
+		log_err(CLOG_TAG,
+			"shard %u: %zu segments from %020" PRIu64 " to %020" PRIu64
+			" span more than %u segments: move the segments that do not belong to this "
+			"log out of %s",
+			c->shard, n, starts[0], starts[n - 1], CLOG_SEG_SLOTS, c->dir);
 		rc = -EINVAL;
 		goto err_close;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct clog_seg *s;
-
-		if (i > 0 && starts[i] != starts[i - 1] + c->seg_size) {
-			log_err(CLOG_TAG,
-				"shard %u: segment %020" PRIu64 " follows %020" PRIu64
-				" with a gap",
-				c->shard, starts[i], starts[i - 1]);
-			rc = -EINVAL;
-			goto err_close;
-		}
-		rc = clog_seg_load(c, starts[i], &s);
-		if (rc == -EINVAL && i == n - 1 && clog__seg_never_used(c, starts[i])) {
-			/* A segment whose preparation a crash interrupted: it holds nothing. */
-			char path[PATH_MAX];
-
-			log_warn(CLOG_TAG, "shard %u: removing half-created segment %020" PRIu64,
-				 c->shard, starts[i]);
-			snprintf(path, sizeof(path), "%s/%020" PRIu64, c->dir, starts[i]);
-			rc = c->io->unlink(c->io->ctx, path);
-			if (rc != 0)
-				goto err_close;
-			break;
-		}
-		if (rc != 0) {
-			log_err(CLOG_TAG, "shard %u: cannot open segment %020" PRIu64 ": %s",
-				c->shard, starts[i], strerror(-rc));
-			goto err_close;
-		}
-		clog__old_buf_load(c, s);
-		atomic_store_release(&c->segs[clog_slot(c, s->start)], s);
-		c->cur = s;
-	}
+	rc = clog__load(c, starts, n);
+	if (rc != 0)
+		goto err_close;
 	if (c->cur == NULL) {
 		rc = clog__seg_create(c, n > 0 ? starts[0] : 0, &c->cur);
 		if (rc != 0)
 			goto err_close;
 		atomic_store_release(&c->segs[clog_slot(c, c->cur->start)], c->cur);
+		c->rep.empty_dir = true;
 	}
 	atomic_store_relaxed(&c->min, n > 0 ? starts[0] : c->cur->start);
 	free(starts);
@@ -650,6 +602,7 @@ clog_close(struct clog *c)
 	free(c->dir);
 	free(c->buf_dir);
 	free(c->old_buf_dir);
+	free(c->lost);
 	free(c);
 }
 
@@ -1219,6 +1172,14 @@ clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *nex
 		*next_off = s->start + c->seg_size;
 		return -ENODATA;
 	}
+	/*
+	 * Below the end, a record start is never zero, but a span recovery
+	 * blanked is (after its BLANK): a unit that points there names a
+	 * message the log lost. Checked only once the decode failed.
+	 */
+	if (r < 0 && c->seg_size - in >= WIRE_BLANK_LEN &&
+	    memcmp(base + in, (const uint8_t[WIRE_BLANK_LEN]){0}, WIRE_BLANK_LEN) == 0)
+		return -ENOENT;
 	if (r < 0)
 		return r;
 	*rec = base + in;

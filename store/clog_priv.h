@@ -16,6 +16,8 @@
 #include "store/clog.h"
 
 #define CLOG_TAG "store.clog"
+/* <segment>.dropped-<20-digit offset>: bytes recovery took out of the log, kept aside */
+#define CLOG_ASIDE_SUFFIX ".dropped-"
 /* A segment is prepared in slices of this many bytes: see clog_set_prep_yield(). */
 #define CLOG_PREP_SLICE (8u << 20)
 
@@ -37,6 +39,8 @@ struct clog_seg {
 	/* open and recovery only: the buffer a crashed run left in buf_dir, read-only */
 	const uint8_t *old_buf;
 	bool old_buf_ok; /* its bytes before the first record taken matched the file */
+	/* open and recovery only: recreated blank by clog_open() (it was missing) */
+	bool recreated;
 	/* owner writes when it seals the segment, trim reads */
 	_Atomic int64_t last_ms;
 	/* graveyard link and due time (trim only) */
@@ -108,6 +112,12 @@ struct clog {
 	/* trim only */
 	struct clog_seg *graveyard;
 
+	/* open and recovery only (clog_recover.c) */
+	uint64_t suspect_from; /* first segment found short or missing; UINT64_MAX: none */
+	struct clog_recovery rep;
+	struct clog_span *lost; /* rep.lost, malloc'd */
+	uint32_t lost_cap;
+
 	/* a segment is published here (release) before its offsets are readable */
 	_Atomic(struct clog_seg *) segs[CLOG_SEG_SLOTS];
 };
@@ -139,8 +149,15 @@ int clog__sync_range(struct clog *c, uint64_t from, uint64_t to);
 /* A pre-faulted write-behind buffer for the hot segment at @start. */
 int clog__buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file);
 
-/* clog_recover.c: at open */
-bool clog__seg_never_used(struct clog *c, uint64_t start);
-void clog__old_buf_load(struct clog *c, struct clog_seg *s);
+/* A segment struct for @start, its path set, nothing opened. */
+struct clog_seg *clog__seg_new(const struct clog *c, uint64_t start);
+
+/*
+ * clog_recover.c, at open: map the segments at @starts (sorted, @n of
+ * them), extending short ones, recreating missing ones blank, removing a
+ * half-created last one; c->cur is the last. Return: 0 or -errno (logged,
+ * with what to do).
+ */
+int clog__load(struct clog *c, const uint64_t *starts, size_t n);
 
 #endif /* SP_STORE_CLOG_PRIV_H */
