@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/atomic.h"
+#include "common/log.h"
 #include "store/clog.h"
 
 #define CLOG_TAG "store.clog"
@@ -153,11 +154,21 @@ int clog__buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file);
 struct clog_seg *clog__seg_new(const struct clog *c, uint64_t start);
 
 /*
- * clog_recover.c, at open: map the segments at @starts (sorted, @n of
+ * clog_load.c, at open: map the segments at @starts (sorted, @n of
  * them), extending short ones, recreating missing ones blank, removing a
  * half-created last one; c->cur is the last. Return: 0 or -errno (logged,
  * with what to do).
  */
 int clog__load(struct clog *c, const uint64_t *starts, size_t n);
+
+/* clog_load.c: a span whose records recovery lost, for clog_recovery(). Return: 0, -ENOMEM. */
+int clog__lost_add(struct clog *c, uint64_t lo, uint64_t hi);
+
+/* Recovery's warnings: log_warn() without its rate limit (clog_recover.c, DESIGN). */
+#define CLOG_REC_WARN(...)                                                                         \
+	do {                                                                                       \
+		if (log_enabled(LOG_LVL_WARN))                                                     \
+			log_emit(LOG_LVL_WARN, CLOG_TAG, __VA_ARGS__);                             \
+	} while (0)
 
 #endif /* SP_STORE_CLOG_PRIV_H */
