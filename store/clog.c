@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * clog.c - a CommitLog shard: segments, append, roll, flush, recovery, trim.
+ * clog.c - a CommitLog shard: segments, append, roll, flush, trim; recovery
+ * is in clog_recover.c.
  *
  * See clog.h for the design. The invariants this file keeps:
  *  - every record and BLANK is written before `written` moves past it
@@ -31,39 +32,11 @@
 #include "common/log.h"
 #include "store/clog.h"
 
+#include "clog_priv.h"
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-
-#define CLOG_TAG "store.clog"
-/* A segment is prepared in slices of this many bytes: see clog_set_prep_yield(). */
-#define CLOG_PREP_SLICE (8u << 20)
-
-struct clog_seg {
-	/* immutable after creation */
-	uint64_t start;
-	int fd;
-	uint8_t *map; /* the file, shared: recovery and reads of written-back data */
-	/*
-	 * Write-behind buffer: pre-faulted memory the owner appends into while
-	 * the segment is hot, a file in buf_dir (tmpfs: it outlives a crash of
-	 * the process) or anonymous. The flusher pwrite()s it to the file
-	 * before each fdatasync and, once the sealed segment is durable,
-	 * clears it (release) and frees it after a grace period. Readers use
-	 * it while it is set, the file mapping after.
-	 */
-	_Atomic(uint8_t *) buf;
-	bool buf_file; /* buf is a file in buf_dir (set with buf, before it is published) */
-	/* open and recovery only: the buffer a crashed run left in buf_dir, read-only */
-	const uint8_t *old_buf;
-	bool old_buf_ok; /* its bytes before the first record taken matched the file */
-	/* owner writes when it seals the segment, trim reads */
-	_Atomic int64_t last_ms;
-	/* graveyard link and due time (trim only) */
-	struct clog_seg *grave_next;
-	int64_t unmap_due_ms;
-	char path[];
-};
 
 /*
  * A retired write-behind buffer (under grave_mu): the flusher frees it
@@ -75,73 +48,6 @@ struct clog_buf_grave {
 	bool file;
 	uint64_t due_ns;
 	struct clog_buf_grave *next;
-};
-
-struct clog {
-	/* immutable after open */
-	const struct store_io_ops *io;
-	bool cut;
-	uint64_t cut_at;
-	bool no_warm;
-	char *dir;
-	char *buf_dir;	   /* NULL: anonymous buffers only */
-	char *old_buf_dir; /* the previous run's buffers (recovery), or NULL */
-	uint32_t shard;
-	uint64_t seg_size;
-	bool sync_flush;
-
-	/* owner only */
-	struct clog_seg *cur;
-	uint8_t *cur_buf; /* cur's write-behind buffer */
-	uint64_t wpos;
-	int64_t cur_last_ms;
-
-	/* owner writes (release), any thread reads (acquire) */
-	_Atomic uint64_t written;
-	_Atomic uint64_t cur_start;
-
-	/* flusher writes (release), any thread reads (acquire) */
-	_Atomic uint64_t flushed;
-	_Atomic uint64_t syncs; /* successful clog_flush() rounds that synced (stats, relaxed) */
-	_Atomic int err;
-
-	/* background publishes (release), owner takes and clears */
-	_Atomic(struct clog_seg *) next;
-	_Atomic int prep_err;
-	/* background only: called between slices of a segment's preparation */
-	void (*prep_yield)(void *arg);
-	void *prep_yield_arg;
-
-	/* trim writes (release), readers check (acquire) */
-	_Atomic uint64_t min;
-
-	/* hot buffers in anonymous memory (relaxed: a hint for the flusher's cadence) */
-	_Atomic int anon_bufs;
-	bool buf_wanted;		    /* storeBufferDir was set (clog_cfg) */
-	_Atomic uint64_t degraded_episodes; /* anon_bufs went from 0 to 1 with buf_wanted */
-
-	/* flusher only */
-	int64_t logged_err_off;
-	uint64_t wb; /* written back to the files (pwrite), maybe not yet synced */
-
-	/*
-	 * Retired write-behind buffers, newest first: the flusher adds them and
-	 * frees them after their grace period, the preparing thread takes one
-	 * to reuse (clog_buf_reuse()). Under grave_mu.
-	 */
-	pthread_mutex_t grave_mu;
-	struct clog_buf_grave *buf_graves;
-	/* setup only: see clog_set_reader_sync() */
-	bool (*reader_sync)(void *arg);
-	void *reader_sync_arg;
-	/* preparing thread: buffers reused (stats, relaxed) */
-	_Atomic uint64_t bufs_reused;
-
-	/* trim only */
-	struct clog_seg *graveyard;
-
-	/* a segment is published here (release) before its offsets are readable */
-	_Atomic(struct clog_seg *) segs[CLOG_SEG_SLOTS];
 };
 
 static void
@@ -165,23 +71,8 @@ clog_set_reader_sync(struct clog *c, bool (*fn)(void *arg), void *arg)
 	c->reader_sync_arg = arg;
 }
 
-static unsigned
-clog_slot(const struct clog *c, uint64_t off)
-{
-	return (unsigned)((off / c->seg_size) % CLOG_SEG_SLOTS);
-}
-
-static struct clog_seg *
-clog_seg_at(const struct clog *c, uint64_t off)
-{
-	uint64_t start = off - off % c->seg_size;
-	struct clog_seg *s = atomic_load_acquire(&c->segs[clog_slot(c, off)]);
-
-	return s != NULL && s->start == start ? s : NULL;
-}
-
-static void
-clog_buf_path(const char *dir, uint64_t start, char *path, size_t n)
+void
+clog__buf_path(const char *dir, uint64_t start, char *path, size_t n)
 {
 	snprintf(path, n, "%s/%020" PRIu64, dir, start);
 }
@@ -202,14 +93,14 @@ clog_buf_free(struct clog *c, uint8_t *buf, uint64_t start, bool file, bool keep
 		return;
 	if (keep_file)
 		return;
-	clog_buf_path(c->buf_dir, start, path, sizeof(path));
+	clog__buf_path(c->buf_dir, start, path, sizeof(path));
 	if (unlink(path) != 0 && errno != ENOENT)
 		log_warn(CLOG_TAG, "shard %u: cannot remove %s: %s", c->shard, path,
 			 strerror(errno));
 }
 
-static void
-clog_old_buf_drop(struct clog *c, struct clog_seg *s)
+void
+clog__old_buf_drop(struct clog *c, struct clog_seg *s)
 {
 	if (s->old_buf != NULL)
 		munmap((void *)s->old_buf, c->seg_size);
@@ -258,7 +149,7 @@ clog_seg_free_keep(struct clog *c, struct clog_seg *s, bool keep_file)
 	if (atomic_load_relaxed(&s->buf) != NULL && !s->buf_file)
 		clog_anon_put(c);
 	clog_buf_free(c, atomic_load_relaxed(&s->buf), s->start, s->buf_file, keep_file);
-	clog_old_buf_drop(c, s);
+	clog__old_buf_drop(c, s);
 	if (s->map != NULL)
 		(void)c->io->unmap(c->io->ctx, s->map, c->seg_size);
 	if (s->fd >= 0)
@@ -266,14 +157,14 @@ clog_seg_free_keep(struct clog *c, struct clog_seg *s, bool keep_file)
 	free(s);
 }
 
-static void
-clog_seg_free(struct clog *c, struct clog_seg *s)
+void
+clog__seg_free(struct clog *c, struct clog_seg *s)
 {
 	clog_seg_free_keep(c, s, false);
 }
 
-static struct clog_seg *
-clog_seg_new(const struct clog *c, uint64_t start)
+struct clog_seg *
+clog__seg_new(const struct clog *c, uint64_t start)
 {
 	size_t n = strlen(c->dir) + 32;
 	struct clog_seg *s = calloc(1, sizeof(*s) + n);
@@ -299,7 +190,7 @@ clog_buf_map_file(struct clog *c, uint64_t start)
 	int fd;
 	int err;
 
-	clog_buf_path(c->buf_dir, start, path, sizeof(path));
+	clog__buf_path(c->buf_dir, start, path, sizeof(path));
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return MAP_FAILED;
@@ -366,8 +257,8 @@ clog_buf_reuse(struct clog *c, uint64_t start, bool *file)
 		char to[PATH_MAX];
 
 		/* Zeroed first: a crash never leaves the old bytes under the new name. */
-		clog_buf_path(c->buf_dir, g->start, from, sizeof(from));
-		clog_buf_path(c->buf_dir, start, to, sizeof(to));
+		clog__buf_path(c->buf_dir, g->start, from, sizeof(from));
+		clog__buf_path(c->buf_dir, start, to, sizeof(to));
 		if (rename(from, to) != 0) {
 			log_warn(CLOG_TAG, "shard %u: cannot rename %s to %s: %s", c->shard, from,
 				 to, strerror(errno));
@@ -390,8 +281,8 @@ clog_buf_reuse(struct clog *c, uint64_t start, bool *file)
  * Neither is write-protected for dirty tracking (as a shared mapping of a
  * disk file is after each writeback), so appends into it never fault.
  */
-static int
-clog_buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
+int
+clog__buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
 {
 	void *p = MAP_FAILED;
 	long page = sysconf(_SC_PAGESIZE);
@@ -431,42 +322,6 @@ clog_buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
 	return 0;
 }
 
-/* Map an existing segment file of exactly seg_size bytes. */
-static int
-clog_seg_load(struct clog *c, uint64_t start, struct clog_seg **out)
-{
-	struct clog_seg *s = clog_seg_new(c, start);
-	uint64_t size;
-	struct stat st;
-	int rc;
-
-	if (s == NULL)
-		return -ENOMEM;
-	rc = c->io->open(c->io->ctx, s->path, O_RDWR, 0);
-	if (rc < 0)
-		goto err_free;
-	s->fd = rc;
-	rc = c->io->size(c->io->ctx, s->fd, &size);
-	if (rc != 0)
-		goto err_free;
-	if (size != c->seg_size) {
-		rc = -EINVAL;
-		goto err_free;
-	}
-	rc = c->io->map(c->io->ctx, s->fd, c->seg_size, (void **)&s->map);
-	if (rc != 0)
-		goto err_free;
-	/* Age for retention: the file's mtime until the owner seals it again. */
-	if (stat(s->path, &st) == 0)
-		atomic_store_relaxed(&s->last_ms, (int64_t)st.st_mtime * 1000);
-	*out = s;
-	return 0;
-
-err_free:
-	clog_seg_free(c, s);
-	return rc;
-}
-
 static int
 clog_zero_fill(struct clog *c, int fd)
 {
@@ -485,10 +340,10 @@ clog_zero_fill(struct clog *c, int fd)
 }
 
 /* Create, allocate, map and pre-fault a new segment. Blocking. */
-static int
-clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
+int
+clog__seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 {
-	struct clog_seg *s = clog_seg_new(c, start);
+	struct clog_seg *s = clog__seg_new(c, start);
 	uint8_t *buf;
 	int rc;
 
@@ -522,7 +377,7 @@ clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 	if (rc != 0)
 		goto err_unlink;
 	/* The owner's stores go to a pre-faulted buffer: no fault on its hot path. */
-	rc = clog_buf_alloc(c, start, &buf, &s->buf_file);
+	rc = clog__buf_alloc(c, start, &buf, &s->buf_file);
 	if (rc != 0)
 		goto err_unlink;
 	atomic_store_relaxed(&s->buf, buf);
@@ -536,36 +391,8 @@ clog_seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 err_unlink:
 	(void)c->io->unlink(c->io->ctx, s->path);
 err_free:
-	clog_seg_free(c, s);
+	clog__seg_free(c, s);
 	return rc;
-}
-
-/*
- * A segment of the wrong size is only dropped when it never held a record:
- * empty, or zero where the first record would start. Anything else is an
- * operator's or a disk's doing and refuses the start rather than lose data.
- */
-static bool
-clog_seg_never_used(struct clog *c, uint64_t start)
-{
-	char path[PATH_MAX];
-	uint8_t head[8] = {0};
-	uint64_t size = 0;
-	bool empty;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%020" PRIu64, c->dir, start);
-	fd = c->io->open(c->io->ctx, path, O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	if (c->io->size(c->io->ctx, fd, &size) != 0) {
-		c->io->close(c->io->ctx, fd);
-		return false;
-	}
-	empty = size < sizeof(head) || (store_io_read_all(c->io, fd, head, sizeof(head), 0) == 0 &&
-					memcmp(head, (uint8_t[8]){0}, sizeof(head)) == 0);
-	c->io->close(c->io->ctx, fd);
-	return empty;
 }
 
 static int
@@ -586,6 +413,7 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 	uint64_t *v = NULL;
 	size_t len = 0;
 	size_t cap = 0;
+	unsigned aside = 0;
 
 	if (d == NULL)
 		return -errno;
@@ -595,6 +423,11 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 
 		if (de->d_name[0] == '.')
 			continue;
+		if (strlen(de->d_name) > 20 &&
+		    strncmp(de->d_name + 20, CLOG_ASIDE_SUFFIX, strlen(CLOG_ASIDE_SUFFIX)) == 0) {
+			aside++; /* bytes an earlier recovery took out of the log */
+			continue;
+		}
 		if (strlen(de->d_name) != 20) {
 			log_warn(CLOG_TAG, "shard %u: ignoring %s/%s (not a segment name)",
 				 c->shard, c->dir, de->d_name);
@@ -604,8 +437,10 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 		x = strtoull(de->d_name, &end, 10);
 		if (errno != 0 || *end != '\0' || x % c->seg_size != 0) {
 			log_err(CLOG_TAG,
-				"shard %u: %s/%s is not a multiple of the segment size %" PRIu64,
-				c->shard, c->dir, de->d_name, c->seg_size);
+				"shard %u: %s/%s is not a multiple of the segment size %" PRIu64
+				": move it out of %s, or start with mapedFileSizeCommitLog set to "
+				"the segment size the log was written with",
+				c->shard, c->dir, de->d_name, c->seg_size, c->dir);
 			closedir(d);
 			free(v);
 			return -EINVAL;
@@ -624,89 +459,16 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 		v[len++] = x;
 	}
 	closedir(d);
+	if (aside > 0)
+		log_info(CLOG_TAG,
+			 "shard %u: %u files of bytes an earlier recovery took out of the log in "
+			 "%s (*" CLOG_ASIDE_SUFFIX "*, docs/store.md): remove them once looked at",
+			 c->shard, aside, c->dir);
 	if (len > 0)
 		qsort(v, len, sizeof(*v), clog_name_cmp);
 	*starts = v;
 	*n = len;
 	return 0;
-}
-
-/* Map the buffer a crashed run left for @s, if any (read by clog_recover()). */
-static void
-clog_old_buf_load(struct clog *c, struct clog_seg *s)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	void *p;
-	int fd;
-
-	if (c->old_buf_dir == NULL)
-		return;
-	clog_buf_path(c->old_buf_dir, s->start, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == c->seg_size) {
-		p = mmap(NULL, c->seg_size, PROT_READ, MAP_SHARED, fd, 0);
-		if (p != MAP_FAILED)
-			s->old_buf = p;
-	}
-	close(fd);
-}
-
-/*
- * The file of @s lacks a valid record (or BLANK) at @off, where the scan
- * from @from stopped: take it from the buffer a crashed run left, when that
- * buffer holds the same bytes as the file from @from (within @s) up to
- * @off and a valid record at @off. Return: bytes copied into the file's
- * mapping, 0 when there is nothing to take.
- */
-static uint64_t
-clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64_t off)
-{
-	uint64_t in = off - s->start;
-	uint64_t a = from > s->start ? from - s->start : 0;
-	struct wire_msg m;
-	long r;
-
-	if (s->old_buf == NULL)
-		return 0;
-	/*
-	 * Once per segment: from there on the file holds what was taken, so the
-	 * prefix still matches (and a check per record would be quadratic).
-	 */
-	if (!s->old_buf_ok && memcmp(s->map + a, s->old_buf + a, in - a) != 0) {
-		log_warn(CLOG_TAG,
-			 "shard %u: the write-behind buffer of segment %020" PRIu64
-			 " does not match its file: not used",
-			 c->shard, s->start);
-		clog_old_buf_drop(c, s);
-		return 0;
-	}
-	s->old_buf_ok = true;
-	r = wire_rec_decode(s->old_buf + in, c->seg_size - in, WIRE_REC_VERIFY_CRC, &m);
-	if (r > 0 && m.phys_offset == clog_phys(c->shard, off) &&
-	    c->seg_size - in - (uint64_t)r >= WIRE_BLANK_LEN) {
-		memcpy(s->map + in, s->old_buf + in, (size_t)r);
-		return (uint64_t)r;
-	}
-	if (r == -ENODATA && m.total_size == c->seg_size - in) {
-		memcpy(s->map + in, s->old_buf + in, WIRE_BLANK_LEN);
-		return WIRE_BLANK_LEN;
-	}
-	return 0;
-}
-
-/* After recovery: unmap the buffers a crashed run left (the caller removes their files). */
-static void
-clog_old_bufs_drop(struct clog *c)
-{
-	for (unsigned i = 0; i < CLOG_SEG_SLOTS; i++) {
-		struct clog_seg *s = atomic_load_relaxed(&c->segs[i]);
-
-		if (s != NULL)
-			clog_old_buf_drop(c, s);
-	}
 }
 
 int
@@ -731,6 +493,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	c->seg_size = cfg->seg_size;
 	c->sync_flush = cfg->sync_flush;
 	c->logged_err_off = -1;
+	c->suspect_from = UINT64_MAX;
 	pthread_mutex_init(&c->grave_mu, NULL);
 	c->dir = strdup(cfg->dir);
 	if (c->dir == NULL) {
@@ -770,49 +533,23 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	if (rc != 0)
 		goto err_close;
 	if (n > 0 && (starts[n - 1] - starts[0]) / c->seg_size >= CLOG_SEG_SLOTS) {
-		log_err(CLOG_TAG, "shard %u: %zu segments span more than %u slots", c->shard, n,
-			CLOG_SEG_SLOTS);
+		log_err(CLOG_TAG,
+			"shard %u: %zu segments from %020" PRIu64 " to %020" PRIu64
+			" span more than %u segments: move the segments that do not belong to this "
+			"log out of %s",
+			c->shard, n, starts[0], starts[n - 1], CLOG_SEG_SLOTS, c->dir);
 		rc = -EINVAL;
 		goto err_close;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct clog_seg *s;
-
-		if (i > 0 && starts[i] != starts[i - 1] + c->seg_size) {
-			log_err(CLOG_TAG,
-				"shard %u: segment %020" PRIu64 " follows %020" PRIu64
-				" with a gap",
-				c->shard, starts[i], starts[i - 1]);
-			rc = -EINVAL;
-			goto err_close;
-		}
-		rc = clog_seg_load(c, starts[i], &s);
-		if (rc == -EINVAL && i == n - 1 && clog_seg_never_used(c, starts[i])) {
-			/* A segment whose preparation a crash interrupted: it holds nothing. */
-			char path[PATH_MAX];
-
-			log_warn(CLOG_TAG, "shard %u: removing half-created segment %020" PRIu64,
-				 c->shard, starts[i]);
-			snprintf(path, sizeof(path), "%s/%020" PRIu64, c->dir, starts[i]);
-			rc = c->io->unlink(c->io->ctx, path);
-			if (rc != 0)
-				goto err_close;
-			break;
-		}
-		if (rc != 0) {
-			log_err(CLOG_TAG, "shard %u: cannot open segment %020" PRIu64 ": %s",
-				c->shard, starts[i], strerror(-rc));
-			goto err_close;
-		}
-		clog_old_buf_load(c, s);
-		atomic_store_release(&c->segs[clog_slot(c, s->start)], s);
-		c->cur = s;
-	}
+	rc = clog__load(c, starts, n);
+	if (rc != 0)
+		goto err_close;
 	if (c->cur == NULL) {
-		rc = clog_seg_create(c, n > 0 ? starts[0] : 0, &c->cur);
+		rc = clog__seg_create(c, n > 0 ? starts[0] : 0, &c->cur);
 		if (rc != 0)
 			goto err_close;
 		atomic_store_release(&c->segs[clog_slot(c, c->cur->start)], c->cur);
+		c->rep.empty_dir = true;
 	}
 	atomic_store_relaxed(&c->min, n > 0 ? starts[0] : c->cur->start);
 	free(starts);
@@ -849,7 +586,7 @@ clog_close(struct clog *c)
 	}
 	while ((s = c->graveyard) != NULL) {
 		c->graveyard = s->grave_next;
-		clog_seg_free(c, s);
+		clog__seg_free(c, s);
 	}
 	/* write-behind buffers retired but still in their grace period */
 	while (c->buf_graves != NULL) {
@@ -865,6 +602,7 @@ clog_close(struct clog *c)
 	free(c->dir);
 	free(c->buf_dir);
 	free(c->old_buf_dir);
+	free(c->lost);
 	free(c);
 }
 
@@ -899,8 +637,8 @@ clog_write_range(struct clog *c, uint64_t from, uint64_t to)
 	return 0;
 }
 
-static int
-clog_sync_range(struct clog *c, uint64_t from, uint64_t to)
+int
+clog__sync_range(struct clog *c, uint64_t from, uint64_t to)
 {
 	/* Segments below min were deleted by retention: nothing left to sync. */
 	from = SP_MAX(from, clog_min(c));
@@ -989,181 +727,6 @@ clog_retire_bufs(struct clog *c, uint64_t flushed)
 		clog_buf_free(c, g->buf, g->start, g->file, false);
 		free(g);
 	}
-}
-
-/* Recovery: the last record boundary at or below @at, walking its segment's files. */
-static uint64_t
-clog_boundary_at_or_below(const struct clog *c, uint64_t at, uint64_t first)
-{
-	uint64_t pos = SP_MAX(at - at % c->seg_size, first);
-	struct clog_seg *s = clog_seg_at(c, pos);
-
-	if (s == NULL)
-		return pos;
-	while (pos < at) {
-		uint64_t in = pos - s->start;
-		uint32_t total;
-		uint32_t magic;
-
-		if (c->seg_size - in < WIRE_BLANK_LEN)
-			break;
-		memcpy(&total, s->map + in, 4);
-		memcpy(&magic, s->map + in + 4, 4);
-		total = __builtin_bswap32(total);
-		magic = __builtin_bswap32(magic);
-		if (magic == WIRE_MAGIC_BLANK)
-			total = (uint32_t)(c->seg_size - in);
-		else if (magic != WIRE_MAGIC_MESSAGE || total < WIRE_BLANK_LEN ||
-			 total > c->seg_size - in)
-			break;
-		if (pos + total > at)
-			break;
-		pos += total;
-	}
-	return pos;
-}
-
-int
-clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
-{
-	uint64_t first = atomic_load_relaxed(&c->min);
-	uint64_t taken = 0;
-	bool cut_done = false;
-	uint64_t end;
-	struct clog_seg *last;
-	int rc;
-
-	if (trusted_end >= 0) {
-		end = (uint64_t)trusted_end;
-	} else {
-		uint64_t off = SP_MAX(scan_from, first);
-		uint64_t from = off;
-
-		end = off;
-		for (;;) {
-			struct clog_seg *s = clog_seg_at(c, off);
-			struct wire_msg m;
-			uint64_t in;
-			long r;
-
-			if (s == NULL) {
-				end = off;
-				break;
-			}
-			in = off - s->start;
-			r = wire_rec_decode(s->map + in, c->seg_size - in, WIRE_REC_VERIFY_CRC, &m);
-			if (r > 0 && m.phys_offset == clog_phys(c->shard, off) &&
-			    c->seg_size - in - (uint64_t)r >= WIRE_BLANK_LEN) {
-				off += (uint64_t)r;
-				end = off;
-				continue;
-			}
-			if (r == -ENODATA && m.total_size == c->seg_size - in) {
-				off = s->start + c->seg_size;
-				end = off;
-				continue;
-			}
-			/* Appended and not yet written back when the process died? */
-			r = (long)clog_take_from_old_buf(c, s, from, off);
-			if (r > 0) {
-				taken += (uint64_t)r;
-				continue;
-			}
-			break;
-		}
-	}
-	if (end < first) {
-		log_err(CLOG_TAG,
-			"shard %u: checkpoint end %" PRIu64 " is below the first segment %" PRIu64,
-			c->shard, end, first);
-		return -EUCLEAN;
-	}
-	if (c->cut && c->cut_at < end) {
-		uint64_t was = end;
-
-		cut_done = true;
-		end = clog_boundary_at_or_below(c, c->cut_at, first);
-		log_warn(CLOG_TAG,
-			 "shard %u: cutting %" PRIu64 " bytes past %" PRIu64 " (asked: %" PRIu64
-			 ", the master's end)",
-			 c->shard, was - end, end, c->cut_at);
-	}
-
-	/* Cut: zero the rest of the end's segment, delete every later one. */
-	last = clog_seg_at(c, end);
-	for (uint64_t s = end - end % c->seg_size + c->seg_size;; s += c->seg_size) {
-		struct clog_seg *seg = clog_seg_at(c, s);
-
-		if (seg == NULL)
-			break;
-		log_warn(CLOG_TAG,
-			 "shard %u: deleting segment %020" PRIu64 " past the end %" PRIu64,
-			 c->shard, s, end);
-		atomic_store_release(&c->segs[clog_slot(c, s)], NULL);
-		rc = c->io->unlink(c->io->ctx, seg->path);
-		clog_seg_free(c, seg);
-		if (rc != 0)
-			return rc;
-	}
-	if (last == NULL) {
-		/* The end is the first byte of a segment that does not exist yet. */
-		rc = clog_seg_create(c, end, &last);
-		if (rc != 0)
-			return rc;
-		atomic_store_release(&c->segs[clog_slot(c, end)], last);
-	} else {
-		uint64_t in = end - last->start;
-		bool dirty = false;
-
-		for (uint64_t i = in; i < c->seg_size; i++) {
-			if (last->map[i] != 0) {
-				dirty = true;
-				break;
-			}
-		}
-		if (dirty) {
-			if (!cut_done)
-				log_warn(CLOG_TAG,
-					 "shard %u: cutting the log at %" PRIu64
-					 " (bad or torn record)",
-					 c->shard, end);
-			memset(last->map + in, 0, c->seg_size - in);
-		}
-	}
-	/* Everything up to the end must be durable before anyone relies on it. */
-	rc = clog_sync_range(c, SP_MIN(scan_from, end) - SP_MIN(scan_from, end) % c->seg_size,
-			     end + 1);
-	if (rc != 0)
-		return rc;
-	if (taken > 0)
-		log_warn(CLOG_TAG,
-			 "shard %u: %" PRIu64
-			 " bytes of appends the crashed run had not written back "
-			 "taken from its write-behind buffers",
-			 c->shard, taken);
-	/* Durable in the segment files now: the old buffers can go. */
-	clog_old_bufs_drop(c);
-
-	/* The segment appends go to next needs its write-behind buffer, holding the log so far. */
-	if (atomic_load_relaxed(&last->buf) == NULL) {
-		uint8_t *buf;
-
-		rc = clog_buf_alloc(c, last->start, &buf, &last->buf_file);
-		if (rc != 0)
-			return rc;
-		memcpy(buf, last->map, end - last->start);
-		atomic_store_release(&last->buf, buf);
-	}
-	c->cur = last;
-	c->cur_buf = atomic_load_relaxed(&last->buf);
-	c->wpos = end;
-	c->cur_last_ms = INT64_MAX;
-	atomic_store_relaxed(&last->last_ms, INT64_MAX);
-	atomic_store_release(&c->cur_start, last->start);
-	c->wb = end;
-	atomic_store_release(&c->written, end);
-	atomic_store_release(&c->flushed, end);
-	return 0;
 }
 
 /*
@@ -1458,7 +1021,7 @@ clog_prepare_next(struct clog *c)
 		/* Already created by an earlier call whose publish the owner consumed. */
 		return 0;
 	}
-	rc = clog_seg_create(c, start, &s);
+	rc = clog__seg_create(c, start, &s);
 	if (rc != 0) {
 		if (atomic_load_relaxed(&c->prep_err) != rc)
 			log_err(CLOG_TAG, "shard %u: cannot create segment %020" PRIu64 ": %s",
@@ -1494,7 +1057,7 @@ clog_flush(struct clog *c)
 	 */
 	rc = clog_write_range(c, SP_MAX(from, c->wb), to);
 	if (rc == 0)
-		rc = clog_sync_range(c, from, to);
+		rc = clog__sync_range(c, from, to);
 	if (rc != 0) {
 		c->wb = from;
 		if (c->logged_err_off != (int64_t)from)
@@ -1609,6 +1172,14 @@ clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *nex
 		*next_off = s->start + c->seg_size;
 		return -ENODATA;
 	}
+	/*
+	 * Below the end, a record start is never zero, but a span recovery
+	 * blanked is (after its BLANK): a unit that points there names a
+	 * message the log lost. Checked only once the decode failed.
+	 */
+	if (r < 0 && c->seg_size - in >= WIRE_BLANK_LEN &&
+	    memcmp(base + in, (const uint8_t[WIRE_BLANK_LEN]){0}, WIRE_BLANK_LEN) == 0)
+		return -ENOENT;
 	if (r < 0)
 		return r;
 	*rec = base + in;
@@ -1655,7 +1226,7 @@ clog_trim(struct clog *c, int64_t expire_before_ms, bool force, int64_t now_ms, 
 
 		if (s->unmap_due_ms <= now_ms) {
 			*pp = s->grave_next;
-			clog_seg_free(c, s);
+			clog__seg_free(c, s);
 		} else {
 			pp = &s->grave_next;
 		}

@@ -1036,6 +1036,17 @@ cq_truncate_phys(struct cq *q, int64_t phys_end)
 	return 0;
 }
 
+uint64_t
+cq_count_phys(const struct cq *q, int64_t lo, int64_t hi)
+{
+	uint64_t max = atomic_load_relaxed(&q->max);
+	uint64_t min = atomic_load_relaxed(&q->min);
+
+	if (min >= max || hi <= lo)
+		return 0;
+	return bsearch_phys(q, min, max, hi, false) - bsearch_phys(q, min, max, lo, false);
+}
+
 /*
  * Delete the first @k files of the table (all below min, none holding max):
  * unlink them, publish a copy of the table without them and put the old

@@ -73,6 +73,10 @@ struct store_shard {
 	_Atomic uint64_t idx_pos;
 	pthread_t flusher;
 	bool flusher_started;
+	/* startup only: what recovery did to the ConsumeQueues (store_recovery()) */
+	uint64_t cq_cut;
+	uint64_t cq_lost;
+	uint64_t cq_filled;
 };
 
 struct ckpt_shard {
@@ -470,10 +474,72 @@ rec_is_dispatched(const struct wire_msg *m)
 	return tx == WIRE_SYSFLAG_TX_NOT || tx == WIRE_SYSFLAG_TX_COMMIT;
 }
 
-/* Put the unit of record @m (at @phys, @size bytes) into its queue. */
+/* cq_append() of @u at @qoff, preparing files as needed (startup, a slave's session). */
+static int
+queue_append(struct store_queue *q, uint64_t qoff, const struct cq_unit *u)
+{
+	for (;;) {
+		int rc = cq_append(q->cq, qoff, u);
+
+		if (rc != -EAGAIN)
+			return rc;
+		rc = cq_prepare_next(q->cq);
+		if (rc != 0)
+			return rc;
+	}
+}
+
+/*
+ * The queue's offsets from its max up to @qoff are not in @c's log, whose
+ * next record of the queue is at @phys: the log lost them (recovery blanked
+ * their span, docs/store.md). Units of CQ_LOST_SIZE stand for them, so the
+ * queue has no hole and reads answer not found. They point at the start of
+ * the span this start found lost between the queue's last unit and @phys
+ * (where readers find a BLANK), else just before @phys; either way in log
+ * order. Return: 0 or -errno.
+ */
+static int
+queue_fill_lost(struct store_queue *q, const struct clog *c, uint64_t qoff, int64_t phys,
+		uint64_t *filled)
+{
+	const struct clog_recovery *rep = clog_recovery(c);
+	struct cq_unit u = {.phys = phys - CQ_LOST_SIZE, .size = CQ_LOST_SIZE, .tag_hash = -1};
+	uint64_t from = cq_max(q->cq);
+	struct cq_unit prev;
+
+	if (cq_get(q->cq, from - 1, &prev) != 0)
+		return -EINVAL;
+	for (uint32_t k = 0; k < rep->n_lost; k++) {
+		int64_t lo = clog_phys(clog_shard(c), rep->lost[k].lo);
+
+		if (lo > prev.phys && clog_phys(clog_shard(c), rep->lost[k].hi) <= phys)
+			u.phys = lo;
+	}
+
+	for (uint64_t o = from; o < qoff; o++) {
+		int rc = queue_append(q, o, &u);
+
+		if (rc != 0)
+			return rc;
+	}
+	*filled += qoff - from;
+	log_warn(STORE_TAG,
+		 "queue %s:%u: offsets %" PRIu64 "..%" PRIu64
+		 " are not in the log (lost with a damaged or missing part of it): they read as "
+		 "not found",
+		 q->topic, q->qid, from, qoff - 1);
+	return 0;
+}
+
+/*
+ * Put the unit of record @m (at @phys, @size bytes) into its queue. With
+ * @filled, a hole before it in the queue is the log's (it lost records)
+ * and is filled with lost units (counted there); without, it means the
+ * ConsumeQueue is damaged (-EUCLEAN, *@damaged set).
+ */
 static int
 dispatch(struct store *s, uint32_t shard, const struct wire_msg *m, int64_t phys, uint32_t size,
-	 struct store_queue **damaged)
+	 uint64_t *filled, struct store_queue **damaged)
 {
 	struct cq_unit u = {.phys = phys, .size = size, .tag_hash = unit_tag_hash(m)};
 	struct store_queue *q;
@@ -484,13 +550,13 @@ dispatch(struct store *s, uint32_t shard, const struct wire_msg *m, int64_t phys
 	rc = queue_get_locked(s, m->topic, m->topic_len, (uint32_t)m->queue_id, shard, &q);
 	if (rc != 0)
 		return rc == -EINVAL ? 0 : rc; /* a name no queue can have: skip */
-	for (;;) {
-		rc = cq_append(q->cq, (uint64_t)m->queue_offset, &u);
-		if (rc != -EAGAIN)
-			break;
-		rc = cq_prepare_next(q->cq);
-		if (rc != 0)
-			return rc;
+	rc = queue_append(q, (uint64_t)m->queue_offset, &u);
+	if (rc == -EINVAL && filled != NULL && cq_min(q->cq) < cq_max(q->cq) &&
+	    (uint64_t)m->queue_offset > cq_max(q->cq)) {
+		rc = queue_fill_lost(q, s->shard[shard].clog, (uint64_t)m->queue_offset, phys,
+				     filled);
+		if (rc == 0)
+			rc = queue_append(q, (uint64_t)m->queue_offset, &u);
 	}
 	if (rc == -EEXIST) {
 		log_err(STORE_TAG,
@@ -513,6 +579,7 @@ int
 store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data, size_t len)
 {
 	struct store_queue *damaged = NULL;
+	uint64_t filled = 0; /* a hole in a queue: the master's log lost records */
 	size_t pos = 0;
 	int first = 0;
 
@@ -524,7 +591,8 @@ store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_
 
 		if (r <= 0)
 			break; /* a BLANK ends the span; clog_append_raw() checked the rest */
-		rc = dispatch(s, shard, &m, clog_phys(shard, off + pos), (uint32_t)r, &damaged);
+		rc = dispatch(s, shard, &m, clog_phys(shard, off + pos), (uint32_t)r, &filled,
+			      &damaged);
 		if (rc != 0 && first == 0)
 			first = rc;
 		pos += (size_t)r;
@@ -533,9 +601,12 @@ store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_
 	return first;
 }
 
-/* Re-dispatch every record of @shard from local @from to the end. */
+/*
+ * Re-dispatch every record of @shard from local @from to the end. @fill: a
+ * hole in a queue is the log's (dispatch()).
+ */
 static int
-redispatch(struct store *s, uint32_t shard, uint64_t from, struct store_queue **damaged)
+redispatch(struct store *s, uint32_t shard, uint64_t from, bool fill, struct store_queue **damaged)
 {
 	struct clog *c = s->shard[shard].clog;
 	uint64_t end = clog_written(c);
@@ -545,7 +616,8 @@ redispatch(struct store *s, uint32_t shard, uint64_t from, struct store_queue **
 	long r;
 
 	while ((r = next_record(c, &off, end, &m)) > 0) {
-		int rc = dispatch(s, shard, &m, clog_phys(shard, off), (uint32_t)r, damaged);
+		int rc = dispatch(s, shard, &m, clog_phys(shard, off), (uint32_t)r,
+				  fill ? &s->shard[shard].cq_filled : NULL, damaged);
 
 		if (rc != 0)
 			return rc;
@@ -674,7 +746,11 @@ queue_head_ok(struct store *s, struct store_queue *q)
 		return true;
 	if (cq_get(q->cq, min, &u) != 0 || clog_phys_shard(u.phys) >= s->cfg.shards)
 		return false;
+	if (u.size == CQ_LOST_SIZE)
+		return true; /* a message recovery lost: nothing to compare */
 	r = store_get_phys(s, u.phys, &rec);
+	if (r == -ENOENT)
+		return true;
 	if (r <= 0 || (uint32_t)r != u.size || wire_rec_decode(rec, (size_t)r, 0, &m) != r ||
 	    m.queue_offset != (int64_t)min || (uint32_t)m.queue_id != q->qid ||
 	    m.topic_len != q->topic_len || memcmp(m.topic, q->topic, q->topic_len) != 0)
@@ -898,6 +974,75 @@ store_truncate_mark(struct store *s, uint32_t shard, uint64_t to)
 	return rc;
 }
 
+/*
+ * Count, per shard, the ConsumeQueue units that point into spans recovery
+ * found lost (blanked or recreated blank), lost units written for them
+ * included: messages read as not found. Startup, once the queues are whole.
+ */
+static void
+recovery_count_lost(struct store *s)
+{
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+		uint32_t sh = atomic_load_relaxed(&q->shard);
+		const struct clog_recovery *rep;
+
+		if (sh >= s->cfg.shards || cq_min(q->cq) == cq_max(q->cq))
+			continue;
+		rep = clog_recovery(s->shard[sh].clog);
+		for (uint32_t k = 0; k < rep->n_lost; k++)
+			s->shard[sh].cq_lost += cq_count_phys(q->cq, clog_phys(sh, rep->lost[k].lo),
+							      clog_phys(sh, rep->lost[k].hi));
+	}
+	pthread_mutex_unlock(&s->qlock);
+}
+
+/* What recovery did to each shard's ConsumeQueues, at warning level (docs/store.md). */
+static void
+recovery_report(const struct store *s)
+{
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		const struct store_shard *sh = &s->shard[i];
+		uint64_t end = clog_written(sh->clog);
+
+		/* Not rate-limited: one line each per shard and start, and each says what was lost. */
+		if (sh->cq_cut > 0 && log_enabled(LOG_LVL_WARN))
+			log_emit(LOG_LVL_WARN, STORE_TAG,
+				 "shard %u: %" PRIu64
+				 " ConsumeQueue units pointed past the log's end %" PRIu64
+				 ": dropped (their records never became durable, were lost with "
+				 "the log's tail, or were cut to a master's end)",
+				 i, sh->cq_cut, end);
+		if (sh->cq_lost > 0 && log_enabled(LOG_LVL_WARN))
+			log_emit(LOG_LVL_WARN, STORE_TAG,
+				 "shard %u: %" PRIu64
+				 " messages are lost with the spans of the log "
+				 "recovery blanked: their ConsumeQueue units point there (%" PRIu64
+				 " of them written now, as lost units, where a queue lacked them "
+				 "too); reads of them answer not found, pulls skip them",
+				 i, sh->cq_lost, sh->cq_filled);
+		else if (sh->cq_filled > 0 && log_enabled(LOG_LVL_WARN))
+			log_emit(LOG_LVL_WARN, STORE_TAG,
+				 "shard %u: %" PRIu64
+				 " queue offsets missing from the log (lost with "
+				 "a damaged or missing part of it) written as lost units; reads of "
+				 "them answer not found, pulls skip them",
+				 i, sh->cq_filled);
+	}
+}
+
+int
+store_recovery(const struct store *s, uint32_t shard, struct store_recovery *out)
+{
+	if (shard >= s->cfg.shards)
+		return -EINVAL;
+	out->clog = clog_recovery(s->shard[shard].clog);
+	out->cq_cut = s->shard[shard].cq_cut;
+	out->cq_lost = s->shard[shard].cq_lost;
+	out->cq_filled = s->shard[shard].cq_filled;
+	return 0;
+}
+
 int
 store_open(const struct store_cfg *cfg, struct store **out)
 {
@@ -999,6 +1144,17 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			goto err_close;
 		rc = clog_recover(s->shard[i].clog, have_ckpt == 1 ? ck[i].cq_safe : 0,
 				  trust ? (int64_t)ck[i].end : -1);
+		if (rc == -ENOENT && clog_recovery(s->shard[i].clog)->empty_dir)
+			log_err(STORE_TAG,
+				"shard %u: %s holds no CommitLog segment but %s says its log "
+				"reached %" PRIu64
+				": if the log was moved, set storePathCommitLog to where its "
+				"segments are; to start this shard with an empty log (its messages "
+				"are lost), remove %s",
+				i, dir, s->ckpt_path, SP_MAX(ck[i].end, ck[i].cq_safe),
+				s->ckpt_path);
+		if (rc == -EUCLEAN)
+			log_err(STORE_TAG, "shard %u: the checkpoint file is %s", i, s->ckpt_path);
 		if (rc != 0)
 			goto err_close;
 		snprintf(dir, sizeof(dir), "%s/%u", s->idx_dir, i);
@@ -1027,6 +1183,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		}
 		atomic_store_relaxed(&q->shard, sh);
 		rc = cq_truncate_phys(q->cq, clog_phys(sh, clog_written(s->shard[sh].clog)));
+		s->shard[sh].cq_cut += max - cq_max(q->cq);
 		/* The minimum is not persisted: retention's cut comes from the log. */
 		if (rc == 0)
 			rc = cq_trim_phys(q->cq, clog_phys(sh, clog_min(s->shard[sh].clog)),
@@ -1089,17 +1246,21 @@ store_open(const struct store_cfg *cfg, struct store **out)
 
 	/* Re-dispatch what the ConsumeQueues may lack; a gap means a full rebuild. */
 	for (uint32_t i = 0; i < cfg->shards; i++) {
+		const struct clog_recovery *rep = clog_recovery(s->shard[i].clog);
 		struct store_queue *damaged = NULL;
-		uint64_t from;
+		uint64_t from = UINT64_MAX;
 
 		if (rebuild || have_ckpt != 1)
 			from = 0;
 		else if (crashed || !clean)
 			from = ck[i].cq_safe;
-		else
+		/* Where recovery scanned (short, missing or damaged segments): from there. */
+		from = SP_MIN(from, rep->scan_from);
+		if (from == UINT64_MAX)
 			continue;
 		pthread_mutex_lock(&s->qlock);
-		rc = redispatch(s, i, from, &damaged);
+		/* A hole in a queue is the log's where it lost spans, or once rebuilding from it. */
+		rc = redispatch(s, i, from, rebuild || rep->n_lost > 0, &damaged);
 		if (rc == -EUCLEAN && !rebuild) {
 			rc = queue_reset_locked(s, damaged);
 			rebuild = true;
@@ -1111,6 +1272,9 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			goto err_close;
 		}
 	}
+
+	recovery_count_lost(s);
+	recovery_report(s);
 
 	/* The indexer resumes after the newest indexed record. */
 	for (uint32_t i = 0; i < cfg->shards; i++) {
@@ -1129,6 +1293,14 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		if (have_ckpt == 1 && ck[i].indexed > atomic_load_relaxed(&s->shard[i].idx_pos))
 			atomic_store_relaxed(&s->shard[i].idx_pos,
 					     SP_MIN(ck[i].indexed, clog_written(c)));
+		/* Not inside a span recovery blanked: no record starts there any more. */
+		for (uint32_t k = 0; k < clog_recovery(c)->n_lost; k++) {
+			const struct clog_span *sp = &clog_recovery(c)->lost[k];
+			uint64_t pos = atomic_load_relaxed(&s->shard[i].idx_pos);
+
+			if (pos > sp->lo && pos < sp->hi)
+				atomic_store_relaxed(&s->shard[i].idx_pos, sp->hi);
+		}
 	}
 
 	{
@@ -1350,7 +1522,8 @@ store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec)
 	if (phys < 0 || shard >= s->cfg.shards)
 		return -ERANGE;
 	r = clog_read(s->shard[shard].clog, clog_phys_local(phys), rec, &next);
-	return r == -ENODATA ? -ERANGE : r;
+	/* A BLANK where a message was: recovery blanked its span (docs/store.md). */
+	return r == -ENODATA ? -ENOENT : r;
 }
 
 uint64_t
@@ -1391,6 +1564,8 @@ store_get(const struct store *s, const struct store_queue *q, uint64_t qoff, con
 	r = cq_get(q->cq, qoff, unit);
 	if (r != 0)
 		return r;
+	if (unit->size == CQ_LOST_SIZE)
+		return -ENOENT;
 	r = store_get_phys(s, unit->phys, rec);
 	if (r > 0 && (uint32_t)r != unit->size)
 		return -EBADMSG;
@@ -1401,14 +1576,57 @@ struct time_ctx {
 	const struct store *s;
 };
 
+/*
+ * The store time of the first record at or after global @phys, BLANKs and
+ * spans recovery blanked skipped: what a lost message's time is taken to be.
+ */
+static int
+lost_unit_time(const struct store *s, int64_t phys, int64_t *out)
+{
+	uint32_t shard = clog_phys_shard(phys);
+	const struct clog *c;
+	struct wire_msg m;
+	uint64_t off;
+	long r;
+
+	if (shard >= s->cfg.shards)
+		return -ERANGE;
+	c = s->shard[shard].clog;
+	off = clog_phys_local(phys);
+	/* Inside a blanked span: the log goes on at the next segment. */
+	if (clog_read(c, off, &(const uint8_t *){NULL}, &(uint64_t){0}) == -ENOENT)
+		off += clog_seg_size(c) - off % clog_seg_size(c);
+	r = next_record(c, &off, s->cfg.sync_flush ? clog_flushed(c) : clog_written(c), &m);
+	if (r <= 0)
+		return r == 0 ? -ERANGE : (int)r;
+	*out = m.store_ts;
+	return 0;
+}
+
 static int
 unit_store_time(void *ctx, const struct cq_unit *u, int64_t *out)
 {
 	const struct time_ctx *t = ctx;
 	const uint8_t *rec;
 	struct wire_msg m;
-	long r = store_get_phys(t->s, u->phys, &rec);
+	long r;
 
+	/*
+	 * A lost message: the time of the next one the log kept (keeps the
+	 * search monotonic). A lost unit points at its span's BLANK, or just
+	 * before that next one.
+	 */
+	if (u->size == CQ_LOST_SIZE) {
+		r = store_get_phys(t->s, u->phys + CQ_LOST_SIZE, &rec);
+		if (r > 0 && wire_rec_decode(rec, (size_t)r, 0, &m) == r) {
+			*out = m.store_ts;
+			return 0;
+		}
+		return lost_unit_time(t->s, u->phys, out);
+	}
+	r = store_get_phys(t->s, u->phys, &rec);
+	if (r == -ENOENT)
+		return lost_unit_time(t->s, u->phys, out);
 	if (r < 0)
 		return (int)r;
 	if (wire_rec_decode(rec, (size_t)r, 0, &m) != r)

@@ -109,30 +109,94 @@ struct clog;
  * clog_open() - open the shard's segments (creating the directory and a
  * first segment if there are none). Call clog_recover() next.
  *
- * Context: startup, blocking. Return: 0, -EINVAL (bad config, a segment of
- * the wrong size or name), -errno.
+ * A segment file shorter than the segment size is extended with zeros
+ * (clog_recover() then scans it from its start); one missing between two
+ * others is recreated blank (a BLANK at its start: readers and later
+ * recoveries pass it). A half-created last segment (never held a record) is
+ * removed. Files named <segment>.dropped-* (kept aside by an earlier
+ * recovery) are skipped. Each says so at warning level (docs/store.md,
+ * "Recovery").
+ *
+ * Context: startup, blocking. Return: 0, -EINVAL (bad config, a name that
+ * is not a segment start, a segment larger than the segment size: the log
+ * says what to do), -errno.
  */
 MUST_CHECK int clog_open(const struct clog_cfg *cfg, struct clog **out);
 void clog_close(struct clog *c);
 
 /**
- * clog_recover() - find the end of the log and cut anything after it.
+ * clog_recover() - find the end of the log, recover what lies past damage,
+ * and cut anything after the end.
  * @scan_from: local offset known to start a record (0, or a checkpoint's
  *             flushed offset); records before it are trusted.
- * @trusted_end: when >= 0 (clean shutdown), the end; no scan.
+ * @trusted_end: when >= 0 (clean shutdown), the end, taken once checked:
+ *             no segment was short or missing, the records of the last
+ *             CLOG_TRUST_SEGS segments before it chain up to it exactly
+ *             (size, magic, PHYSICALOFFSET) and its last record's CRC is
+ *             right. Otherwise the log is scanned from the first of those
+ *             segments (or the first short or missing one).
  *
- * Scanning verifies magic, size and CRC of every record, follows BLANKs to
- * the next segment, and stops at the first bad record: the rest of that
- * segment is zeroed and later segments are deleted. Where a segment's file
- * lacks a record and the buffer a crashed run left in old_buf_dir holds
- * the same bytes up to it and a valid record there, the record is copied
- * into the file first (appends acknowledged in ASYNC_FLUSH mode and not yet
- * written back). The old buffers are unmapped once the end is durable (the
- * caller removes their files). Sets written and flushed to the end.
+ * Scanning verifies magic, size, CRC and PHYSICALOFFSET of every record and
+ * follows BLANKs to the next segment. Where a segment's file lacks a record
+ * and the buffer a crashed run left in old_buf_dir holds the same bytes up
+ * to it and a valid record there, the record is copied into the file first
+ * (appends acknowledged in ASYNC_FLUSH mode and not yet written back).
+ * At damage (no valid record where one should start):
+ *  - when a later segment starts with a valid record, the log goes on: the
+ *    damaged segment gets a BLANK at the damage (its rest is blank) and the
+ *    scan goes on at the next segment;
+ *  - otherwise the damage is the end.
+ * Either way the non-zero bytes taken out are first written to
+ * <segment>.dropped-<offset> (never deleted) and the valid records among
+ * them counted. Later segments past the end are deleted when all zero,
+ * else renamed to <segment>.dropped-<start>. Everything is said at warning
+ * level with counts and reported by clog_recovery(). The old buffers are
+ * unmapped once the end is durable (the caller removes their files). Sets
+ * written and flushed to the end.
  *
- * Context: startup, blocking. Return: 0 or -errno.
+ * Context: startup, blocking. Return: 0, -EUCLEAN a clean checkpoint's end
+ * below the first segment (the log says what to do), -ENOENT the log had
+ * no segment but @scan_from or @trusted_end says it held records (the
+ * caller says what to do), -errno.
  */
 MUST_CHECK int clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end);
+
+/* Segments before a clean checkpoint's end whose records clog_recover() chains up. */
+#define CLOG_TRUST_SEGS 3
+
+/* A span [lo, hi) of local offsets whose records recovery lost. */
+struct clog_span {
+	uint64_t lo;
+	uint64_t hi;
+};
+
+/*
+ * What clog_recover() found and did. Every figure is also in a warning
+ * line; docs/store.md ("Recovery") lists them.
+ */
+struct clog_recovery {
+	uint64_t end;		/* where the log ends */
+	uint64_t scan_from;	/* where the scan began; UINT64_MAX: a clean end was taken */
+	bool trust_refused;	/* a clean checkpoint's end did not pass its checks */
+	bool empty_dir;		/* no segment was found: clog_open() created the first */
+	uint32_t segs_short;	/* segment files shorter than the segment size (extended) */
+	uint64_t bytes_short;	/* bytes those files lacked */
+	uint32_t segs_missing;	/* segments missing between others (recreated blank) */
+	uint32_t spans_blanked; /* damaged spans made blank up to their segment's end */
+	uint64_t recs_dropped;	/* valid records taken out of the log (kept aside) */
+	uint64_t bytes_dropped; /* non-zero bytes taken out of the log (kept aside) */
+	uint32_t files_aside;	/* .dropped-* files written or segments renamed to one */
+	uint64_t recs_after;	/* valid records kept in the log after the first damage */
+	uint64_t
+		lost_below; /* bytes below the checkpoint's end (clean) or durable offset (crash) gone */
+	uint64_t taken; /* bytes taken from the crashed run's write-behind buffers */
+	/* spans whose records are lost (blanked or recreated blank), in log order */
+	const struct clog_span *lost;
+	uint32_t n_lost;
+};
+
+/* Context: startup, after clog_recover(); the pointers live as @c. */
+const struct clog_recovery *clog_recovery(const struct clog *c);
 
 /**
  * clog_bufs_outlive_crash() - every hot write-behind buffer is a file in
@@ -309,8 +373,9 @@ uint64_t clog_seg_size(const struct clog *c);
  * Context: any thread; the pointer stays valid until clog_trim() removes
  * the segment plus its grace period.
  * Return: record length and *@rec, -ENODATA a BLANK (*@next_off set to the
- * next segment start), -ERANGE outside [min, visible end), -EBADMSG/-EILSEQ
- * corrupt record.
+ * next segment start), -ERANGE outside [min, visible end), -ENOENT zeros
+ * where a record should start (a span recovery blanked: the record is
+ * lost), -EBADMSG/-EPROTO/-EILSEQ corrupt record.
  */
 MUST_CHECK long clog_read(const struct clog *c, uint64_t off, const uint8_t **rec,
 			  uint64_t *next_off);

@@ -48,6 +48,15 @@ struct cq_unit {
 	int64_t tag_hash;
 };
 
+/*
+ * A unit of this size stands for a message the log lost (recovery found
+ * later messages of the queue but not it, docs/store.md "Recovery"): no
+ * record is that small. Its phys + CQ_LOST_SIZE is the phys of the next
+ * message of the queue the log kept, which keeps units in log order; its
+ * tag_hash is -1. store_get() answers -ENOENT for it.
+ */
+#define CQ_LOST_SIZE 1u
+
 /**
  * cq_open() - open or create the queue stored in @dir (created if missing).
  * Maps every file and finds the end as RocketMQ's recovery does: the first
@@ -137,6 +146,12 @@ uint64_t cq_max(const struct cq *q); /* next offset to write = entry count (acqu
  * Return: 0 or -errno.
  */
 MUST_CHECK int cq_truncate_phys(struct cq *q, int64_t phys_end);
+
+/*
+ * cq_count_phys() - units in [min, max) whose phys is in [@lo, @hi).
+ * Context: startup, with the queue to itself.
+ */
+uint64_t cq_count_phys(const struct cq *q, int64_t lo, int64_t hi);
 
 /**
  * cq_trim_phys() - retention: advance min to the first unit with phys >=

@@ -181,13 +181,29 @@ int store_ack_state(const struct store *s, uint32_t shard, uint64_t ticket, uint
 /**
  * store_get() - the record at logical offset @qoff of @q, in place.
  * Return: record size with *@rec and *@unit; -ERANGE outside
- * [min, visible max); -errno for a damaged log.
+ * [min, visible max); -ENOENT a message recovery lost (its span of the
+ * log was blanked, docs/store.md "Recovery"): skip it; -errno for a
+ * damaged log.
  */
 MUST_CHECK long store_get(const struct store *s, const struct store_queue *q, uint64_t qoff,
 			  const uint8_t **rec, struct cq_unit *unit);
 
-/* The record at global @phys (offset msgId lookups). Same returns as store_get(). */
+/*
+ * The record at global @phys (offset msgId lookups). Same returns as
+ * store_get(); -ENOENT also for a BLANK there.
+ */
 MUST_CHECK long store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec);
+
+/* What recovery did at store_open(), per shard (docs/store.md "Recovery"). */
+struct store_recovery {
+	const struct clog_recovery *clog; /* the CommitLog's */
+	uint64_t cq_cut;		  /* ConsumeQueue units past the log's end, dropped */
+	uint64_t cq_lost;   /* units pointing into spans the log lost (cq_filled's included) */
+	uint64_t cq_filled; /* queue offsets missing from the log, written as lost units */
+};
+
+/* Context: after store_open(), any thread. Return: 0, -EINVAL no such shard. */
+MUST_CHECK int store_recovery(const struct store *s, uint32_t shard, struct store_recovery *out);
 
 uint64_t store_queue_min(const struct store *s, const struct store_queue *q);
 /* Next offset a consumer may read up to: in SYNC_FLUSH only flushed data. */

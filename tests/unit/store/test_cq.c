@@ -597,6 +597,11 @@ test_truncate_phys(void)
 	q = open_q();
 	T_ASSERT_EQ_U64(cq_max(q), 18);
 	check_range(q, 0, 18);
+	/* Units by phys (recovery's count of those in a lost span): [500, 1000) holds 5..9. */
+	T_ASSERT_EQ(cq_count_phys(q, 500, 1000), 5);
+	T_ASSERT_EQ(cq_count_phys(q, 450, 501), 1);
+	T_ASSERT_EQ(cq_count_phys(q, 1800, 5000), 0);
+	T_ASSERT_EQ(cq_count_phys(q, 1000, 500), 0);
 	/* Truncate everything. */
 	T_ASSERT_EQ(cq_truncate_phys(q, 0), 0);
 	T_ASSERT_EQ_U64(cq_max(q), 0);

@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -735,8 +737,257 @@ test_paths(void)
 	rmtmp();
 }
 
+/* ---- recovery from short, missing and cut segments (docs/store.md "Recovery") ---- */
+
+#define RN 1000 /* messages; shard 0 holds the even ones over 4 segments */
+
+enum hurt {
+	H_MISSING, /* shard 0's segment 1 deleted */
+	H_SHORT,   /* ... cut to 20,000 bytes */
+	H_CUT,	   /* 1,000 bytes zeroed in its middle */
+	H_TAIL,	   /* its last segments (3 on) deleted */
+};
+
+/* Fill RN messages and stop: cleanly, or as a crash (a child that exits without closing). */
+static void
+recover_fill(struct store_cfg *cfg, bool clean, int64_t *phys)
+{
+	struct store_queue *q[2];
+	struct store_put_res r;
+	struct store *s;
+	pid_t pid = clean ? 0 : fork();
+	int st;
+
+	T_ASSERT(pid >= 0);
+	if (pid > 0) {
+		T_ASSERT(waitpid(pid, &st, 0) == pid);
+		T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		return;
+	}
+	T_ASSERT_EQ(store_open(cfg, &s), 0);
+	open_queues(s, q);
+	for (uint32_t i = 0; i < RN; i++) {
+		T_ASSERT(put_one(s, q[i % 2], i, &r) > 0);
+		phys[i] = r.phys;
+	}
+	T_ASSERT_EQ(store_flush_all(s), 0);
+	if (!clean)
+		_exit(0);
+	store_close(s);
+}
+
+/* Shard 0's log hurt as @h says. Return: the local offsets [*lo, *hi) whose messages are gone. */
+static void
+recover_hurt(enum hurt h, const int64_t *phys, uint64_t *lo, uint64_t *hi)
+{
+	const uint64_t seg = 64 << 10;
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/commitlog/0/%020llu", root, (unsigned long long)seg);
+	*lo = seg;
+	*hi = 2 * seg;
+	switch (h) {
+	case H_MISSING:
+		T_ASSERT_EQ(unlink(path), 0);
+		break;
+	case H_SHORT:
+		T_ASSERT_EQ(truncate(path, 20000), 0);
+		/* The first message not whole in the first 20,000 bytes: the next one starts past. */
+		for (uint32_t i = 0; i + 2 < RN; i += 2) {
+			uint64_t at = clog_phys_local(phys[i]);
+
+			if (at >= seg && clog_phys_local(phys[i + 2]) > seg + 20000) {
+				*lo = at;
+				break;
+			}
+		}
+		break;
+	case H_CUT:
+		*lo = clog_phys_local(phys[2 * 200]);
+		T_ASSERT_EQ(*lo / seg, 1);
+		fd = open(path, O_WRONLY);
+		T_ASSERT(fd >= 0);
+		T_ASSERT_EQ(pwrite(fd, (char[1000]){0}, 1000, (off_t)(*lo % seg + 10)), 1000);
+		close(fd);
+		break;
+	case H_TAIL:
+		*lo = 3 * seg;
+		*hi = UINT64_MAX;
+		for (uint64_t at = 3 * seg;; at += seg) {
+			snprintf(path, sizeof(path), "%s/commitlog/0/%020llu", root,
+				 (unsigned long long)at);
+			if (unlink(path) != 0)
+				break;
+		}
+		break;
+	}
+}
+
+/*
+ * After the damage, every message is either read back whole or answered
+ * as lost (-ENOENT) or gone (-ERANGE, past the new end), exactly as the
+ * damage says; the report counts them; appends go on.
+ */
+static void
+recover_case(enum hurt h, bool clean, bool cq_too)
+{
+	int64_t *phys = mmap(NULL, RN * sizeof(*phys), PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct store_recovery rr;
+	struct store_queue *q[2];
+	struct store_cfg cfg;
+	struct store *s;
+	uint64_t lo, hi, lost = 0, max = RN / 2;
+	char path[256];
+
+	T_ASSERT(phys != MAP_FAILED);
+	mktmp();
+	cfg_small(&cfg, false);
+	recover_fill(&cfg, clean, phys);
+	T_ASSERT(clog_phys_local(phys[RN - 2]) >= 3 * (64 << 10));
+	recover_hurt(h, phys, &lo, &hi);
+	if (cq_too) {
+		/* The queue's first file too: rebuilt from the log, which lacks a span. */
+		snprintf(path, sizeof(path), "%s/consumequeue/A/0/%020d", root, 0);
+		T_ASSERT_EQ(unlink(path), 0);
+	}
+	for (uint32_t i = 0; i < RN; i += 2) {
+		uint64_t at = clog_phys_local(phys[i]);
+
+		if (at >= lo && at < hi)
+			lost++;
+	}
+	T_ASSERT(lost > 20);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	T_ASSERT_EQ(store_recovery(s, 0, &rr), 0);
+	if (h == H_TAIL) {
+		max -= lost;
+		T_ASSERT_EQ(rr.cq_cut, lost);
+		T_ASSERT_EQ_U64(rr.clog->end, lo);
+	} else {
+		T_ASSERT_EQ(rr.cq_cut, 0);
+		T_ASSERT_EQ(rr.cq_filled, cq_too ? lost : 0);
+		T_ASSERT_EQ(rr.cq_lost, lost);
+		T_ASSERT_EQ(rr.clog->n_lost, 1);
+		T_ASSERT_EQ_U64(rr.clog->lost[0].lo, lo);
+	}
+	T_ASSERT_EQ(store_queue_max(s, q[0]), max);
+	T_ASSERT_EQ(store_queue_max(s, q[1]), RN / 2);
+	for (uint32_t i = 0; i < RN; i++) {
+		uint64_t at = clog_phys_local(phys[i]);
+		const uint8_t *rec;
+		struct cq_unit u;
+
+		if (i % 2 == 1 || at < lo)
+			check_msg(s, q[i % 2], i / 2, i);
+		else if (at >= hi)
+			check_msg(s, q[0], i / 2, i);
+		else if (h == H_TAIL)
+			T_ASSERT_EQ(store_get(s, q[0], i / 2, &rec, &u), -ERANGE);
+		else
+			T_ASSERT_EQ(store_get(s, q[0], i / 2, &rec, &u), -ENOENT);
+	}
+	if (cq_too) {
+		const uint8_t *rec;
+		struct cq_unit u;
+		uint64_t at;
+
+		for (at = 0; at < max; at++)
+			if (store_get(s, q[0], at, &rec, &u) == -ENOENT)
+				break;
+		T_ASSERT_EQ(u.size, CQ_LOST_SIZE);
+		T_ASSERT_EQ(store_search_time(s, q[0], INT64_MAX, &at), 0);
+		T_ASSERT_EQ(at, max);
+	}
+	/* The indexer passes the lost span too. */
+	while (store_index_round(s) > 0)
+		;
+	T_ASSERT_EQ(store_index_round(s), 0);
+	/* Appends go on after what the queues hold. */
+	for (uint32_t i = RN; i < RN + 10; i++) {
+		struct store_put_res r;
+
+		T_ASSERT(put_one(s, q[i % 2], i, &r) > 0);
+		T_ASSERT_EQ(r.qoff, i % 2 ? i / 2 : max + (i - RN) / 2);
+	}
+	store_close(s);
+	/* A clean restart after that finds nothing to say. */
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	T_ASSERT_EQ(store_recovery(s, 0, &rr), 0);
+	T_ASSERT_EQ(rr.clog->scan_from, UINT64_MAX);
+	T_ASSERT_EQ(rr.cq_cut + rr.cq_lost + rr.cq_filled, 0);
+	store_close(s);
+	munmap(phys, RN * sizeof(*phys));
+	rmtmp();
+}
+
+static void
+test_recover_missing_segment(void)
+{
+	recover_case(H_MISSING, false, false);
+	recover_case(H_MISSING, true, false);
+	/* The ConsumeQueue rebuilt from a log that lacks the span: lost units fill the hole. */
+	recover_case(H_MISSING, true, true);
+}
+
+static void
+test_recover_short_segment(void)
+{
+	recover_case(H_SHORT, false, false);
+	recover_case(H_SHORT, true, false);
+}
+
+static void
+test_recover_cut_segment(void)
+{
+	recover_case(H_CUT, false, false);
+	recover_case(H_CUT, true, false);
+	recover_case(H_CUT, false, true);
+}
+
+static void
+test_recover_deleted_tail(void)
+{
+	recover_case(H_TAIL, false, false);
+	recover_case(H_TAIL, true, false);
+}
+
+/* Every segment of a shard gone while the checkpoint says it held records: refused, every time. */
+static void
+test_recover_no_segment(void)
+{
+	struct store_queue *q[2];
+	struct store_cfg cfg;
+	struct store *s;
+	char cmd[160];
+
+	mktmp();
+	cfg_small(&cfg, false);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	fill(s, q, 0, 100);
+	store_close(s);
+	snprintf(cmd, sizeof(cmd), "rm '%s'/commitlog/0/*", root);
+	T_ASSERT_EQ(system(cmd), 0);
+	T_ASSERT_EQ(store_open(&cfg, &s), -ENOENT);
+	T_ASSERT_EQ(store_open(&cfg, &s), -ENOENT);
+	/* As the error says: without the checkpoint the shard starts empty. */
+	snprintf(cmd, sizeof(cmd), "%s/checkpoint", root);
+	T_ASSERT_EQ(unlink(cmd), 0);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	T_ASSERT_EQ(store_queue_max(s, q[0]), 0);
+	T_ASSERT_EQ(store_queue_max(s, q[1]), 50);
+	store_close(s);
+	rmtmp();
+}
+
 T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_sched_cq_units), T_CASE(test_put_get_lookups),
        T_CASE(test_threads_buffer_reuse), T_CASE(test_sync_visibility_and_tickets),
        T_CASE(test_clean_restart), T_CASE(test_crash_recovery),
        T_CASE(test_async_kill_keeps_buffered_appends), T_CASE(test_retention),
-       T_CASE(test_threads_group_commit), T_CASE(test_paths))
+       T_CASE(test_threads_group_commit), T_CASE(test_paths), T_CASE(test_recover_missing_segment),
+       T_CASE(test_recover_short_segment), T_CASE(test_recover_cut_segment),
+       T_CASE(test_recover_deleted_tail), T_CASE(test_recover_no_segment))
