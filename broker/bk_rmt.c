@@ -786,11 +786,14 @@ conn_in_resize(struct bk_rmt *r, struct rconn *c, size_t cap)
 	return 0;
 }
 
-/* A big buffer whose frame is done goes back to its first size (memory for others). */
+/*
+ * A grown buffer whose frame is done goes back to its first size: memory
+ * for others, and remotingMaxFrameMemory counts unfinished frames only.
+ */
 static void
 conn_in_shrink(struct bk_rmt *r, struct rconn *c)
 {
-	if (c->in_cap > 4 * (size_t)READ_CHUNK && c->in_len <= 2 * (size_t)READ_CHUNK)
+	if (c->in_cap > 2 * (size_t)READ_CHUNK && c->in_len <= 2 * (size_t)READ_CHUNK)
 		(void)conn_in_resize(r, c, 2 * (size_t)READ_CHUNK);
 }
 
@@ -978,13 +981,30 @@ srv_accept(struct bk_rmt *r)
 		int one = 1;
 
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
 				accept_rest(r, errno);
-			return;
+				return;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			continue; /* EINTR, ECONNABORTED, EPROTO...: that connection only */
 		}
 		r->accept_backoff_ms = 0;
+		if (r->conf.fd_ceiling && (uint32_t)fd >= r->conf.fd_ceiling) {
+			/*
+			 * Descriptors go lowest first: this one's number says at
+			 * least that many are open, so what is left is fdReserve's,
+			 * kept for the store (its segment and queue files grow).
+			 */
+			r->refused[BK_RMT_REFUSE_NOFD]++;
+			log_warn(TAG,
+				 "refusing a connection: descriptor %d reaches the part of the "
+				 "limit kept for the store (fdReserve)",
+				 fd);
+			close(fd);
+			continue;
+		}
 		if (r->conf.max_conns_per_addr &&
 		    ipcount_get(&r->per_addr, a.sin_addr.s_addr) >= r->conf.max_conns_per_addr) {
 			char ip[INET_ADDRSTRLEN] = "?";

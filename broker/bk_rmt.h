@@ -48,12 +48,13 @@ struct bk_rmt_conf {
 	uint64_t frame_mem_max;	    /* remotingMaxFrameMemory: all connections' frames */
 	uint32_t inflight_per_core; /* commands at one core at most (< its ring) */
 	uint32_t max_conns;
-	uint32_t max_conns_per_addr;  /* remotingMaxConnectionsPerAddr (0: no cap) */
-	uint32_t max_jobs_per_conn;   /* remotingMaxInflightPerConnection */
-	uint32_t max_jobs_per_addr;   /* remotingMaxInflightPerAddr (0: no cap of its own) */
-	uint32_t polls_per_core;      /* remotingLongPollsPerCore: parked PULLs of one core */
-	uint64_t client_expire_ms;    /* consumers silent this long leave their group (120 s) */
-	uint64_t lock_expire_ms;      /* LOCK_BATCH_MQ locks (60 s) */
+	uint32_t fd_ceiling;	     /* refuse a connection whose descriptor is >= this (0: none) */
+	uint32_t max_conns_per_addr; /* remotingMaxConnectionsPerAddr (0: no cap) */
+	uint32_t max_jobs_per_conn;  /* remotingMaxInflightPerConnection */
+	uint32_t max_jobs_per_addr;  /* remotingMaxInflightPerAddr (0: no cap of its own) */
+	uint32_t polls_per_core;     /* remotingLongPollsPerCore: parked PULLs of one core */
+	uint64_t client_expire_ms;   /* consumers silent this long leave their group (120 s) */
+	uint64_t lock_expire_ms;     /* LOCK_BATCH_MQ locks (60 s) */
 	struct cidr_list admin_addrs; /* adminAllowedAddrs */
 };
 

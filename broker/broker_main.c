@@ -689,7 +689,7 @@ print_stats(const struct bk_ctl *x)
  * fdReserve, so idle connections never take the store's descriptors.
  */
 static uint32_t
-fd_budget_derive(const struct cfg *cfg, uint32_t want)
+fd_budget_derive(const struct cfg *cfg, uint32_t want, uint32_t *ceiling)
 {
 	uint32_t reserve = (uint32_t)cfg_get_int(cfg, "fdReserve");
 	struct fdlim b;
@@ -697,6 +697,7 @@ fd_budget_derive(const struct cfg *cfg, uint32_t want)
 
 	fdlim_raise(&b);
 	conns = fdlim_conns(&b, want, reserve);
+	*ceiling = b.soft > reserve ? (uint32_t)SP_MIN(b.soft - reserve, (uint64_t)UINT32_MAX) : 1;
 	if (b.err != 0)
 		log_warn(BK_TAG,
 			 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64 ": %s",
@@ -916,7 +917,8 @@ main(int argc, char **argv)
 	{
 		/* Listen first: listenPort=0 picks a port, and records carry it (STOREHOST). */
 		uint32_t want_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections");
-		uint32_t conns = fd_budget_derive(cfg, want_conns);
+		uint32_t ceiling;
+		uint32_t conns = fd_budget_derive(cfg, want_conns, &ceiling);
 		struct bk_rmt_conf rcf = {
 			.ip = cfg_get_str(cfg, "brokerIP1"),
 			.port = (uint16_t)cfg_get_int(cfg, "listenPort"),
@@ -924,6 +926,7 @@ main(int argc, char **argv)
 			.frame_mem_max = (uint64_t)cfg_get_int(cfg, "remotingMaxFrameMemory"),
 			.inflight_per_core = RMT_RING - 64,
 			.max_conns = conns,
+			.fd_ceiling = ceiling,
 			.max_conns_per_addr =
 				(uint32_t)cfg_get_int(cfg, "remotingMaxConnectionsPerAddr"),
 			.max_jobs_per_conn =

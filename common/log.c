@@ -152,8 +152,8 @@ log_emit_rl(struct log_rl *rl, enum log_level lvl, const char *tag, const char *
 
 		atomic_store_explicit(&rl->window_start_ns, now, memory_order_relaxed);
 		atomic_store_explicit(&rl->in_window, 0, memory_order_relaxed);
-		if (dropped)
-			rl_summary(rl, dropped);
+		if (dropped) /* the call's own arguments: the site's fields may not be set yet */
+			log_emit(lvl, tag, "suppressed %u more lines like: %s", dropped, fmt);
 	}
 	if (atomic_fetch_add_explicit(&rl->in_window, 1, memory_order_relaxed) >= LOG_RL_BURST) {
 		atomic_fetch_add_explicit(&rl->suppressed, 1, memory_order_relaxed);
@@ -161,6 +161,7 @@ log_emit_rl(struct log_rl *rl, enum log_level lvl, const char *tag, const char *
 		if (!atomic_exchange_explicit(&rl->listed, true, memory_order_relaxed)) {
 			struct log_rl *head = atomic_load_explicit(&rl_list, memory_order_relaxed);
 
+			/* read by log_rl_flush() only after the push's release */
 			rl->lvl = (int)lvl;
 			rl->tag = tag;
 			rl->fmt = fmt;

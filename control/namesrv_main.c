@@ -152,6 +152,9 @@ main(int argc, char **argv)
 
 		fdlim_raise(&b);
 		sc.max_conns = fdlim_conns(&b, want, reserve);
+		sc.fd_ceiling = b.soft > reserve
+					? (uint32_t)SP_MIN(b.soft - reserve, (uint64_t)UINT32_MAX)
+					: 1;
 		if (b.err != 0)
 			log_warn(NS_TAG,
 				 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64

@@ -87,6 +87,7 @@ struct ns_conn {
 	uint8_t *rbuf;
 	size_t rlen;
 	size_t rcap;
+	uint64_t rheld; /* what rbuf counts in maxFrameMemory now (rmem_hold()) */
 	uint8_t *wbuf;
 	size_t woff;
 	size_t wlen;
@@ -115,7 +116,8 @@ struct ns_job {
 	uint32_t ip; /* the connection's peer, network order */
 	uint8_t *frame;
 	size_t len;
-	size_t cap; /* of frame: it may come back as the connection's receive buffer */
+	size_t cap;    /* of frame: it may come back as the connection's receive buffer */
+	uint64_t held; /* NS_JOB_BULK: what frame counts in maxFrameMemory */
 	uint8_t *resp;
 	size_t resp_len;
 	int rc;
@@ -220,10 +222,13 @@ rbuf_want(size_t rlen, size_t cap, size_t total)
 }
 
 /*
- * maxFrameMemory counts what receive buffers hold beyond their first
- * NS_RBUF_STEP bytes: that much each connection always has (bounded by
- * maxConnections), so a flood of big unfinished frames cannot keep a new
- * connection from sending a small request.
+ * maxFrameMemory counts what a receive buffer holding an unfinished frame
+ * has beyond its first NS_RBUF_STEP bytes: that much each connection always
+ * has (bounded by maxConnections), so a flood of big unfinished frames
+ * cannot keep a new connection from a small request; and a buffer kept warm
+ * for a broker's next registration (up to NS_RBUF_KEEP) counts only while a
+ * frame is in it, so idle brokers never use up the cap. Each buffer's
+ * counted bytes are in its owner's held field (connection or bulk job).
  */
 static uint64_t
 rmem_counted(size_t cap)
@@ -231,30 +236,33 @@ rmem_counted(size_t cap)
 	return cap > NS_RBUF_STEP ? cap - NS_RBUF_STEP : 0;
 }
 
+/* *@held becomes @now: the total follows. Context: the buffer's owner. */
+static void
+rmem_hold(struct ns_server *srv, uint64_t *held, uint64_t now)
+{
+	atomic_fetch_add_explicit(&srv->rmem, now - *held, memory_order_relaxed);
+	*held = now;
+}
+
 /*
- * A receive buffer grows from @cap to @want bytes. Return: true if it may
- * (counted), false past maxFrameMemory (counted as a refusal). Context: the
- * io thread or the bulk receiver.
+ * A buffer is to grow to @want bytes for an unfinished frame. Return: true
+ * (*@held now counts it), false past maxFrameMemory (counted as a refusal).
+ * Context: the io thread or the bulk receiver.
  */
 static bool
-rmem_take(struct ns_server *srv, size_t cap, size_t want)
+rmem_take(struct ns_server *srv, uint64_t *held, size_t want)
 {
-	uint64_t add = rmem_counted(want) - rmem_counted(cap);
+	uint64_t now = rmem_counted(want);
+	uint64_t add = now > *held ? now - *held : 0;
 	uint64_t was = atomic_fetch_add_explicit(&srv->rmem, add, memory_order_relaxed);
 
-	if (was + add <= srv->conf.frame_mem_max)
+	if (was + add <= srv->conf.frame_mem_max) {
+		*held += add;
 		return true;
+	}
 	atomic_fetch_sub_explicit(&srv->rmem, add, memory_order_relaxed);
 	atomic_fetch_add_explicit(&srv->refused_mem, 1, memory_order_relaxed);
 	return false;
-}
-
-/* A receive buffer of @cap bytes is now one of @now bytes (shrunk, moved, freed: 0). */
-static void
-rmem_set(struct ns_server *srv, size_t cap, size_t now)
-{
-	atomic_fetch_add_explicit(&srv->rmem, rmem_counted(now) - rmem_counted(cap),
-				  memory_order_relaxed);
 }
 
 /* The length a frame's first 4 bytes announce, the length field included. */
@@ -407,11 +415,13 @@ bulk_recv(struct ns_server *srv, struct ns_job *j)
 	if (want > j->cap) {
 		uint8_t *nb;
 
-		if (!rmem_take(srv, j->cap, want))
+		uint64_t held = j->held;
+
+		if (!rmem_take(srv, &j->held, want))
 			return -ENOSPC;
 		nb = realloc(j->frame, want);
 		if (nb == NULL) {
-			rmem_set(srv, want, j->cap);
+			rmem_hold(srv, &j->held, held);
 			return -ENOMEM;
 		}
 		j->frame = nb;
@@ -542,7 +552,7 @@ conn_close(struct ns_server *srv, struct ns_conn *c, const char *why)
 	srv->conns[c->fd] = NULL;
 	srv->n_conns--;
 	ipcount_sub(&srv->per_addr, c->ip);
-	rmem_set(srv, c->rcap, 0);
+	rmem_hold(srv, &c->rheld, 0);
 	free(c->rbuf);
 	free(c->wbuf);
 	free(c);
@@ -626,7 +636,7 @@ conn_to_writer(struct ns_server *srv, struct ns_conn *c, size_t off, size_t flen
 	}
 	if (off == 0 && flen == c->rlen && flen >= NS_STEAL_MIN) {
 		/* The buffer holds exactly this frame: move it, no copy (whole: uncounted). */
-		rmem_set(srv, c->rcap, 0);
+		rmem_hold(srv, &c->rheld, 0);
 		j->frame = c->rbuf;
 		j->cap = c->rcap;
 		c->rbuf = NULL;
@@ -676,6 +686,8 @@ conn_to_bulk(struct ns_server *srv, struct ns_conn *c, size_t total)
 	j->frame = c->rbuf;
 	j->len = c->rlen;
 	j->cap = c->rcap;
+	j->held = c->rheld;
+	c->rheld = 0;
 	j->want = total;
 	c->rbuf = NULL;
 	c->rlen = 0;
@@ -700,6 +712,8 @@ conn_from_bulk(struct ns_server *srv, struct ns_conn *c, struct ns_job *j)
 	c->rbuf = j->frame;
 	c->rlen = j->len;
 	c->rcap = j->cap;
+	c->rheld = j->held;
+	j->held = 0;
 	j->frame = NULL;
 	if (c->close_why != NULL) {
 		conn_close(srv, c, c->close_why[0] != '\0' ? c->close_why : NULL);
@@ -781,10 +795,11 @@ conn_process(struct ns_server *srv, struct ns_conn *c)
 			memcpy(nb, c->rbuf, c->rlen);
 			free(c->rbuf);
 			c->rbuf = nb;
-			rmem_set(srv, c->rcap, NS_RBUF_STEP);
 			c->rcap = NS_RBUF_STEP;
 		}
 	}
+	/* counted while it holds an unfinished frame (a kept buffer is not, once empty) */
+	rmem_hold(srv, &c->rheld, c->rlen > 0 ? rmem_counted(c->rcap) : 0);
 	if (c->paused != conn_should_pause(c)) {
 		c->paused = !c->paused;
 		conn_epoll(srv, c);
@@ -804,7 +819,9 @@ conn_read(struct ns_server *srv, struct ns_conn *c)
 	if (want > c->rcap) {
 		uint8_t *nb;
 
-		if (!rmem_take(srv, c->rcap, want)) {
+		uint64_t held = c->rheld;
+
+		if (!rmem_take(srv, &c->rheld, want)) {
 			conn_close(srv, c,
 				   "its frame would take the memory held by unfinished frames past "
 				   "maxFrameMemory");
@@ -812,7 +829,7 @@ conn_read(struct ns_server *srv, struct ns_conn *c)
 		}
 		nb = realloc(c->rbuf, want);
 		if (nb == NULL) {
-			rmem_set(srv, want, c->rcap);
+			rmem_hold(srv, &c->rheld, held);
 			conn_close(srv, c, "no memory for input");
 			return;
 		}
@@ -884,13 +901,27 @@ srv_accept(struct ns_server *srv)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
 				accept_rest(srv, errno);
-			return;
+				return;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			continue; /* EINTR, ECONNABORTED, EPROTO...: that connection only */
 		}
 		srv->accept_backoff_ms = 0;
+		if (srv->conf.fd_ceiling && (uint32_t)fd >= srv->conf.fd_ceiling) {
+			/* descriptors go lowest first: the rest is fdReserve's */
+			srv->refused_nofd++;
+			log_warn(NS_TAG,
+				 "refusing a connection: descriptor %d reaches the part of the "
+				 "limit "
+				 "kept for the NameServer's files (fdReserve)",
+				 fd);
+			close(fd);
+			continue;
+		}
 		if (srv->n_conns >= srv->conf.max_conns) {
 			srv->refused_conns++;
 			log_warn_ratelimited(NS_TAG,
@@ -974,8 +1005,8 @@ srv_completions(struct ns_server *srv)
 			/* Its connection cannot have gone: closes wait for this. */
 			if (c != NULL && c->id == j->conn)
 				conn_from_bulk(srv, c, j);
-			else if (j->frame != NULL)
-				rmem_set(srv, j->cap, 0);
+			else
+				rmem_hold(srv, &j->held, 0);
 			job_free(j);
 			continue;
 		}
@@ -988,15 +1019,15 @@ srv_completions(struct ns_server *srv)
 			 * is already faulted in, instead of a fresh mapping grown
 			 * by doubling (page faults and munmap IPIs on the io thread).
 			 */
-			if (j->frame != NULL && j->cap > c->rcap && j->cap <= NS_RBUF_KEEP &&
-			    c->rlen <= j->cap) {
+			if (!c->bulk && j->frame != NULL && j->cap > c->rcap &&
+			    j->cap <= NS_RBUF_KEEP && c->rlen <= j->cap) {
 				if (c->rlen > 0)
 					memcpy(j->frame, c->rbuf, c->rlen);
-				rmem_set(srv, c->rcap, j->cap);
 				free(c->rbuf);
 				c->rbuf = j->frame;
 				c->rcap = j->cap;
 				j->frame = NULL;
+				rmem_hold(srv, &c->rheld, c->rlen > 0 ? rmem_counted(c->rcap) : 0);
 			}
 			if (j->rc < 0)
 				conn_close(srv, c, "request failed (no memory)");

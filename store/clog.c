@@ -670,7 +670,16 @@ clog_write_back(struct clog *c)
 	if (rc != 0)
 		return rc;
 	c->wb = to;
+	/* release: the bytes are in the files (the page cache) before the offset says so */
+	atomic_store_release(&c->wb_pub, to);
 	return 0;
+}
+
+uint64_t
+clog_written_back(const struct clog *c)
+{
+	/* acquire: pairs with the releases in clog_write_back() and clog_flush() */
+	return SP_MAX(atomic_load_acquire(&c->wb_pub), atomic_load_acquire(&c->flushed));
 }
 
 /*

@@ -95,7 +95,8 @@ struct clog {
 
 	/* flusher only */
 	int64_t logged_err_off;
-	uint64_t wb; /* written back to the files (pwrite), maybe not yet synced */
+	uint64_t wb;		 /* written back to the files (pwrite), maybe not yet synced */
+	_Atomic uint64_t wb_pub; /* wb for other threads (clog_written_back()) */
 
 	/*
 	 * Retired write-behind buffers, newest first: the flusher adds them and

@@ -1489,11 +1489,15 @@ store_durable(const struct store *s, uint32_t shard, uint64_t ticket)
 
 	/*
 	 * ASYNC_FLUSH: durable in the write-behind buffer, unless that buffer
-	 * was to be a file (storeBufferDir) and is anonymous memory now: then,
-	 * as with SYNC_FLUSH, once written back (clog_bufs_degraded()).
+	 * was to be a file (storeBufferDir) and is anonymous memory now: then
+	 * once written back to the segment file (clog_bufs_degraded(); the
+	 * flusher writes back every 1 ms meanwhile).
 	 */
-	if (!s->cfg.sync_flush && !clog_bufs_degraded(c))
-		return 1;
+	if (!s->cfg.sync_flush) {
+		if (!clog_bufs_degraded(c) || clog_written_back(c) >= ticket)
+			return 1;
+		return err != 0 ? err : 0;
+	}
 	if (clog_flushed(c) >= ticket)
 		return 1;
 	return err != 0 ? err : 0;

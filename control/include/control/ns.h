@@ -105,6 +105,7 @@ struct ns_server_conf {
 	size_t frame_max;	     /* largest frame, length field included */
 	uint64_t frame_mem_max;	     /* receive buffers of frames not yet whole, all together */
 	uint32_t max_conns;	     /* connections beyond this are closed at accept */
+	uint32_t fd_ceiling;	     /* ... and one whose descriptor is >= this (0: none) */
 	uint32_t max_conns_per_addr; /* ... and beyond this many from one address (0: no cap) */
 	uint64_t scan_ms;	     /* expiry scan interval */
 	uint64_t expire_ms;	     /* broker silence before it is dropped */

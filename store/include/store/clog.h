@@ -352,6 +352,12 @@ MUST_CHECK int clog_flush(struct clog *c);
  * Context: the flusher thread, blocking. Return: 0 or -errno (retried by clog_flush()).
  */
 MUST_CHECK int clog_write_back(struct clog *c);
+/*
+ * clog_written_back() - the offset below which appends are in the segment
+ * files (written back or flushed): safe from a crash of the process, not
+ * yet from one of the OS. Context: any thread.
+ */
+uint64_t clog_written_back(const struct clog *c);
 
 uint64_t clog_written(const struct clog *c); /* local end of appended data (acquire) */
 /* storeTimestamp of the last record appended; INT64_MAX: none since open. Context: owner. */
