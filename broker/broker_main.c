@@ -683,38 +683,6 @@ print_stats(const struct bk_ctl *x)
 	}
 }
 
-/*
- * The descriptor budget (common/fdlimit.h): the soft limit raised to the
- * hard one, and remotingMaxConnections lowered to what is left after
- * fdReserve, so idle connections never take the store's descriptors.
- */
-static uint32_t
-fd_budget_derive(const struct cfg *cfg, uint32_t want, uint32_t *ceiling)
-{
-	uint32_t reserve = (uint32_t)cfg_get_int(cfg, "fdReserve");
-	struct fdlim b;
-	uint32_t conns;
-
-	fdlim_raise(&b);
-	conns = fdlim_conns(&b, want, reserve);
-	*ceiling = b.soft > reserve ? (uint32_t)SP_MIN(b.soft - reserve, (uint64_t)UINT32_MAX) : 1;
-	if (b.err != 0)
-		log_warn(BK_TAG,
-			 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64 ": %s",
-			 b.soft_was, b.hard, strerror(-b.err));
-	if (conns < want)
-		log_warn(BK_TAG,
-			 "file descriptors: limit %" PRIu64 " (was %" PRIu64 ", hard %" PRIu64
-			 "), %u open, %u kept (fdReserve): remotingMaxConnections %u lowered to %u",
-			 b.soft, b.soft_was, b.hard, b.open, reserve, want, conns);
-	else
-		log_info(BK_TAG,
-			 "file descriptors: limit %" PRIu64 " (was %" PRIu64 ", hard %" PRIu64
-			 "), %u open, %u kept (fdReserve); remotingMaxConnections %u",
-			 b.soft, b.soft_was, b.hard, b.open, reserve, conns);
-	return conns;
-}
-
 static int
 run(struct bk_ctl *x, int sfd)
 {
@@ -918,7 +886,9 @@ main(int argc, char **argv)
 		/* Listen first: listenPort=0 picks a port, and records carry it (STOREHOST). */
 		uint32_t want_conns = (uint32_t)cfg_get_int(cfg, "remotingMaxConnections");
 		uint32_t ceiling;
-		uint32_t conns = fd_budget_derive(cfg, want_conns, &ceiling);
+		/* the descriptor budget: idle connections never take the store's descriptors */
+		uint32_t conns = fdlim_plan(BK_TAG, "remotingMaxConnections", want_conns,
+					    (uint32_t)cfg_get_int(cfg, "fdReserve"), &ceiling);
 		struct bk_rmt_conf rcf = {
 			.ip = cfg_get_str(cfg, "brokerIP1"),
 			.port = (uint16_t)cfg_get_int(cfg, "listenPort"),

@@ -5,11 +5,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <sys/resource.h>
 
 #include "common/compiler.h"
+#include "common/err.h"
 #include "common/fdlimit.h"
+#include "common/log.h"
 
 /* The kernel's ceiling for any RLIMIT_NOFILE (setrlimit above it fails). */
 static uint64_t
@@ -75,4 +78,30 @@ fdlim_conns(const struct fdlim *b, uint32_t want, uint32_t reserve)
 	uint64_t left = b->soft > used ? b->soft - used : 0;
 
 	return (uint32_t)SP_MAX((uint64_t)1, SP_MIN((uint64_t)want, left));
+}
+
+uint32_t
+fdlim_plan(const char *tag, const char *key, uint32_t want, uint32_t reserve, uint32_t *ceiling)
+{
+	struct fdlim b;
+	uint32_t conns;
+
+	fdlim_raise(&b);
+	conns = fdlim_conns(&b, want, reserve);
+	*ceiling = b.soft > reserve ? (uint32_t)SP_MIN(b.soft - reserve, (uint64_t)UINT32_MAX) : 1;
+	if (b.err != 0)
+		log_warn(tag,
+			 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64 ": %s",
+			 b.soft_was, b.hard, err_str(b.err));
+	if (conns < want)
+		log_warn(tag,
+			 "file descriptors: limit %" PRIu64 " (was %" PRIu64 ", hard %" PRIu64
+			 "), %u open, %u kept (fdReserve): %s %u lowered to %u",
+			 b.soft, b.soft_was, b.hard, b.open, reserve, key, want, conns);
+	else
+		log_info(tag,
+			 "file descriptors: limit %" PRIu64 " (was %" PRIu64 ", hard %" PRIu64
+			 "), %u open, %u kept (fdReserve); %s %u",
+			 b.soft, b.soft_was, b.hard, b.open, reserve, key, conns);
+	return conns;
 }

@@ -144,35 +144,10 @@ main(int argc, char **argv)
 	sc.port = (uint16_t)cfg_get_int(cfg, "listenPort");
 	sc.frame_max = (size_t)cfg_get_int(cfg, "frameMaxLength");
 	sc.frame_mem_max = (uint64_t)cfg_get_int(cfg, "maxFrameMemory");
-	{
-		/* the descriptor budget (common/fdlimit.h) */
-		uint32_t want = (uint32_t)cfg_get_int(cfg, "maxConnections");
-		uint32_t reserve = (uint32_t)cfg_get_int(cfg, "fdReserve");
-		struct fdlim b;
-
-		fdlim_raise(&b);
-		sc.max_conns = fdlim_conns(&b, want, reserve);
-		sc.fd_ceiling = b.soft > reserve
-					? (uint32_t)SP_MIN(b.soft - reserve, (uint64_t)UINT32_MAX)
-					: 1;
-		if (b.err != 0)
-			log_warn(NS_TAG,
-				 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64
-				 ": %s",
-				 b.soft_was, b.hard, err_str(b.err));
-		if (sc.max_conns < want)
-			log_warn(NS_TAG,
-				 "file descriptors: limit %" PRIu64 " (was %" PRIu64
-				 ", hard %" PRIu64
-				 "), %u open, %u kept (fdReserve): maxConnections %u lowered to %u",
-				 b.soft, b.soft_was, b.hard, b.open, reserve, want, sc.max_conns);
-		else
-			log_info(NS_TAG,
-				 "file descriptors: limit %" PRIu64 " (was %" PRIu64
-				 ", hard %" PRIu64
-				 "), %u open, %u kept (fdReserve); maxConnections %u",
-				 b.soft, b.soft_was, b.hard, b.open, reserve, sc.max_conns);
-	}
+	/* the descriptor budget (common/fdlimit.h) */
+	sc.max_conns =
+		fdlim_plan(NS_TAG, "maxConnections", (uint32_t)cfg_get_int(cfg, "maxConnections"),
+			   (uint32_t)cfg_get_int(cfg, "fdReserve"), &sc.fd_ceiling);
 	sc.max_conns_per_addr = (uint32_t)cfg_get_int(cfg, "maxConnectionsPerAddr");
 	sc.scan_ms = (uint64_t)cfg_get_int(cfg, "scanNotActiveBrokerInterval");
 	sc.expire_ms = (uint64_t)cfg_get_int(cfg, "brokerExpireMs");
