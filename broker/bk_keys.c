@@ -63,6 +63,10 @@ const struct cfg_key bk_keys[] = {
 	 "CommitLog write-behind buffers as files in a new <dir>/sprocket-XXXXXX each run "
 	 "(tmpfs: a crash of the broker process loses no ASYNC_FLUSH append); empty: anonymous "
 	 "memory, a crash loses up to 1 ms of appends"},
+	{"storeBufferWindow", CFG_INT, "67108864", 1048576, 1LL << 40, NULL,
+	 "bytes of CommitLog write-behind buffer mapped and pre-faulted ahead of each shard's "
+	 "appends (at least two chunks of up to 16 MiB; a shard's buffer memory is this plus what "
+	 "one flushIntervalCommitLog appends, whatever mapedFileSizeCommitLog is)"},
 	{"flushDiskType", CFG_ENUM, "ASYNC_FLUSH", 0, 0, flush_choices,
 	 "SEND_OK after the page cache (ASYNC) or after fdatasync (SYNC)"},
 	{"warmMapedFileEnable", CFG_ENUM, "auto", 0, 0, warm_choices,

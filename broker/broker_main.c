@@ -999,6 +999,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	sc.buf_dir = cfg_get_str(cfg, "storeBufferDir");
+	sc.buf_window = (uint64_t)cfg_get_int(cfg, "storeBufferWindow");
 	/* Cores read records only inside their loop: a QSBR grace period covers them. */
 	sc.reader_sync = bk_store_reader_sync;
 	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);

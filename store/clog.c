@@ -38,32 +38,6 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-/*
- * A retired write-behind buffer (under grave_mu): the flusher frees it
- * after its grace period unless the preparing thread reused it first.
- */
-struct clog_buf_grave {
-	uint8_t *buf;
-	uint64_t start;
-	bool file;
-	uint64_t due_ns;
-	struct clog_buf_grave *next;
-};
-
-static void
-clog_prep_yield(struct clog *c)
-{
-	if (c->prep_yield != NULL)
-		c->prep_yield(c->prep_yield_arg);
-}
-
-void
-clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg)
-{
-	c->prep_yield = fn;
-	c->prep_yield_arg = arg;
-}
-
 void
 clog_set_reader_sync(struct clog *c, bool (*fn)(void *arg), void *arg)
 {
@@ -71,84 +45,10 @@ clog_set_reader_sync(struct clog *c, bool (*fn)(void *arg), void *arg)
 	c->reader_sync_arg = arg;
 }
 
-void
-clog__buf_path(const char *dir, uint64_t start, char *path, size_t n)
-{
-	snprintf(path, n, "%s/%020" PRIu64, dir, start);
-}
-
-/*
- * @keep_file: leave a buffer's file for the next start's recovery (its data
- * may not be in the segment file yet).
- */
-static void
-clog_buf_free(struct clog *c, uint8_t *buf, uint64_t start, bool file, bool keep_file)
-{
-	char path[PATH_MAX];
-
-	if (buf == NULL)
-		return;
-	munmap(buf, c->seg_size);
-	if (!file)
-		return;
-	if (keep_file)
-		return;
-	clog__buf_path(c->buf_dir, start, path, sizeof(path));
-	if (unlink(path) != 0 && errno != ENOENT)
-		log_warn(CLOG_TAG, "shard %u: cannot remove %s: %s", c->shard, path,
-			 strerror(errno));
-}
-
-void
-clog__old_buf_drop(struct clog *c, struct clog_seg *s)
-{
-	if (s->old_buf != NULL)
-		munmap((void *)s->old_buf, c->seg_size);
-	s->old_buf = NULL;
-}
-
-/*
- * Hot anonymous buffers (anon_bufs): one more, at its segment's creation
- * (@start; @why: why not a file), or one less, at its retirement (written
- * back) or its segment's end. The first and the last of an episode say so
- * when buffers were to be files (clog_bufs_degraded()).
- */
-static void
-clog_anon_get(struct clog *c, uint64_t start, int why)
-{
-	/*
-	 * Durability must not downgrade without a word: once per episode, at
-	 * error level; store_durable() holds ASYNC_FLUSH acknowledgements for
-	 * the write-back meanwhile.
-	 */
-	if (atomic_fetch_add_explicit(&c->anon_bufs, 1, memory_order_relaxed) == 0 &&
-	    c->buf_wanted && c->buf_dir != NULL) {
-		atomic_add_relaxed(&c->degraded_episodes, 1);
-		log_err(CLOG_TAG,
-			"shard %u: the write-behind buffer of segment %020" PRIu64
-			" is anonymous memory, not a file in %s (%s): until buffers are files "
-			"again, ASYNC_FLUSH appends are acknowledged only once written back",
-			c->shard, start, c->buf_dir, strerror(why));
-	}
-}
-
-static void
-clog_anon_put(struct clog *c)
-{
-	if (atomic_fetch_sub_explicit(&c->anon_bufs, 1, memory_order_relaxed) == 1 &&
-	    c->buf_wanted && c->buf_dir != NULL)
-		log_warn(CLOG_TAG,
-			 "shard %u: write-behind buffers are files in %s again: ASYNC_FLUSH "
-			 "appends are acknowledged at once again",
-			 c->shard, c->buf_dir);
-}
-
 static void
 clog_seg_free_keep(struct clog *c, struct clog_seg *s, bool keep_file)
 {
-	if (atomic_load_relaxed(&s->buf) != NULL && !s->buf_file)
-		clog_anon_put(c);
-	clog_buf_free(c, atomic_load_relaxed(&s->buf), s->start, s->buf_file, keep_file);
+	clog__buf_release(c, s, keep_file);
 	clog__old_buf_drop(c, s);
 	if (s->map != NULL)
 		(void)c->io->unmap(c->io->ctx, s->map, c->seg_size);
@@ -178,173 +78,14 @@ clog__seg_new(const struct clog *c, uint64_t start)
 }
 
 /*
- * The buffer of the segment at @start as a file in buf_dir, its memory
- * reserved (fallocate: a full tmpfs says ENOSPC here, not SIGBUS at an
- * append). Return: the shared mapping, or MAP_FAILED with errno set.
+ * Create and map a new segment (sparse), and reserve its buffer's address
+ * space. Its blocks are allocated and zero-filled, and its buffer's chunks
+ * mapped, a window at a time by clog__ck_add(). Blocking.
  */
-static void *
-clog_buf_map_file(struct clog *c, uint64_t start)
-{
-	char path[PATH_MAX];
-	void *p = MAP_FAILED;
-	int fd;
-	int err;
-
-	clog__buf_path(c->buf_dir, start, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return MAP_FAILED;
-	if (fallocate(fd, 0, 0, (off_t)c->seg_size) == 0)
-		p = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	err = errno;
-	close(fd);
-	if (p == MAP_FAILED) {
-		(void)unlink(path);
-		errno = err;
-	}
-	return p;
-}
-
-/* List a retired buffer (the flusher's retirement, or a reuse given up). */
-static void
-clog_grave_push(struct clog *c, struct clog_buf_grave *g)
-{
-	pthread_mutex_lock(&c->grave_mu);
-	g->next = c->buf_graves;
-	c->buf_graves = g;
-	pthread_mutex_unlock(&c->grave_mu);
-}
-
-/*
- * A retired buffer made the one of the segment at @start: the oldest that
- * no reader can still be in (CLOG_UNMAP_GRACE_MS after its retirement, or
- * any once reader_sync() returns), zeroed, and as a file renamed to @start.
- * A recycled buffer reads exactly as a new one. Return: it, or NULL.
- */
-static uint8_t *
-clog_buf_reuse(struct clog *c, uint64_t start, bool *file)
-{
-	struct clog_buf_grave *g = NULL;
-	struct clog_buf_grave **pick = NULL;
-	uint64_t now = clk_mono_ns();
-	uint8_t *buf;
-
-	pthread_mutex_lock(&c->grave_mu);
-	for (struct clog_buf_grave **pp = &c->buf_graves; *pp != NULL; pp = &(*pp)->next)
-		if ((*pp)->file == (c->buf_dir != NULL) &&
-		    (c->reader_sync != NULL || (*pp)->due_ns <= now))
-			pick = pp; /* newest first: the last match is the oldest */
-	if (pick != NULL) {
-		g = *pick;
-		*pick = g->next;
-	}
-	pthread_mutex_unlock(&c->grave_mu);
-	if (g == NULL)
-		return NULL;
-	/* Retired (buf cleared, release) before it was listed: later readers use the file. */
-	if (c->reader_sync != NULL && !c->reader_sync(c->reader_sync_arg)) {
-		/* A reader may still be in it: back on the list, and new memory this time. */
-		clog_grave_push(c, g);
-		return NULL;
-	}
-	buf = g->buf;
-	for (uint64_t off = 0; off < c->seg_size; off += CLOG_PREP_SLICE) {
-		memset(buf + off, 0, SP_MIN((uint64_t)CLOG_PREP_SLICE, c->seg_size - off));
-		clog_prep_yield(c);
-	}
-	if (g->file) {
-		char from[PATH_MAX];
-		char to[PATH_MAX];
-
-		/* Zeroed first: a crash never leaves the old bytes under the new name. */
-		clog__buf_path(c->buf_dir, g->start, from, sizeof(from));
-		clog__buf_path(c->buf_dir, start, to, sizeof(to));
-		if (rename(from, to) != 0) {
-			log_warn(CLOG_TAG, "shard %u: cannot rename %s to %s: %s", c->shard, from,
-				 to, strerror(errno));
-			clog_buf_free(c, buf, g->start, true, false);
-			free(g);
-			return NULL;
-		}
-	}
-	*file = g->file;
-	free(g);
-	atomic_add_relaxed(&c->bufs_reused, 1);
-	return buf;
-}
-
-/*
- * A pre-faulted buffer for the hot segment at @start: a retired one
- * (clog_buf_reuse()), or else new: a file in buf_dir
- * when there is one (on tmpfs it survives a crash of the process, and
- * recovery copies what the segment file lacks), else anonymous memory.
- * Neither is write-protected for dirty tracking (as a shared mapping of a
- * disk file is after each writeback), so appends into it never fault.
- */
-int
-clog__buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file)
-{
-	void *p = MAP_FAILED;
-	long page = sysconf(_SC_PAGESIZE);
-
-	*out = clog_buf_reuse(c, start, file);
-	if (*out != NULL) {
-		if (!*file)
-			clog_anon_get(c, start, c->buf_dir != NULL ? EEXIST : ENOENT);
-		return 0;
-	}
-	*file = false;
-	if (c->buf_dir != NULL) {
-		p = clog_buf_map_file(c, start);
-		if (p != MAP_FAILED)
-			*file = true;
-	}
-	if (p == MAP_FAILED) {
-		int why = errno;
-
-		p = mmap(NULL, c->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		clog_anon_get(c, start, why);
-	}
-	/* Write-faulted a slice at a time, the service's other files between slices. */
-	for (uint64_t off = 0; off < c->seg_size; off += CLOG_PREP_SLICE) {
-		uint64_t len = SP_MIN((uint64_t)CLOG_PREP_SLICE, c->seg_size - off);
-
-		if (madvise((uint8_t *)p + off, len, MADV_POPULATE_WRITE) != 0) {
-			for (uint64_t i = 0; i < len; i += (uint64_t)page)
-				((volatile uint8_t *)p)[off + i] = 0;
-		}
-		clog_prep_yield(c);
-	}
-	*out = p;
-	return 0;
-}
-
-static int
-clog_zero_fill(struct clog *c, int fd)
-{
-	static const uint8_t zeros[1 << 16];
-
-	for (uint64_t off = 0; off < c->seg_size; off += sizeof(zeros)) {
-		int rc = store_io_write_all(c->io, fd, zeros,
-					    SP_MIN(sizeof(zeros), c->seg_size - off), off);
-
-		if (rc != 0)
-			return rc;
-		if ((off + sizeof(zeros)) % CLOG_PREP_SLICE == 0)
-			clog_prep_yield(c);
-	}
-	return 0;
-}
-
-/* Create, allocate, map and pre-fault a new segment. Blocking. */
 int
 clog__seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 {
 	struct clog_seg *s = clog__seg_new(c, start);
-	uint8_t *buf;
 	int rc;
 
 	if (s == NULL)
@@ -353,34 +94,20 @@ clog__seg_create(struct clog *c, uint64_t start, struct clog_seg **out)
 	if (rc < 0)
 		goto err_free;
 	s->fd = rc;
-	rc = c->io->allocate(c->io->ctx, s->fd, c->seg_size);
+	/* Sparse: its blocks are allocated a window at a time (clog__ck_add()). */
+	rc = c->io->truncate(c->io->ctx, s->fd, c->seg_size);
 	if (rc != 0)
 		goto err_unlink;
-	/*
-	 * Write real zeros over the reservation (RocketMQ's warmMapedFile):
-	 * fallocate leaves "unwritten" extents, and converting them made every
-	 * group-commit fdatasync commit a journal transaction whose cost grew
-	 * with the bytes synced. Done here, off the hot path, once a segment.
-	 * ASYNC_FLUSH keeps it too: without it the flusher's write-back fills
-	 * pages the zeros would have put in the page cache, and batched
-	 * throughput on memif fell from 1.8 to 1.0 M msg/s (docs/store.md).
-	 */
-	rc = c->no_warm ? 0 : clog_zero_fill(c, s->fd);
-	if (rc != 0)
-		goto err_unlink;
-	/* Size and extents are metadata: durable before any record relies on them. */
-	clog_prep_yield(c);
+	/* Its size is metadata: durable before any record relies on it. */
 	rc = c->io->fdatasync(c->io->ctx, s->fd);
 	if (rc != 0)
 		goto err_unlink;
 	rc = c->io->map(c->io->ctx, s->fd, c->seg_size, (void **)&s->map);
 	if (rc != 0)
 		goto err_unlink;
-	/* The owner's stores go to a pre-faulted buffer: no fault on its hot path. */
-	rc = clog__buf_alloc(c, start, &buf, &s->buf_file);
+	rc = clog__res_new(c, s, 0);
 	if (rc != 0)
 		goto err_unlink;
-	atomic_store_relaxed(&s->buf, buf);
 	rc = c->io->sync_dir(c->io->ctx, c->dir);
 	if (rc != 0)
 		goto err_unlink;
@@ -491,6 +218,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	c->cut_at = cfg->cut_at;
 	c->no_warm = cfg->no_warm;
 	c->seg_size = cfg->seg_size;
+	clog__buf_geometry(c, cfg->buf_window != 0 ? cfg->buf_window : CLOG_WINDOW_DEFAULT);
 	c->sync_flush = cfg->sync_flush;
 	c->logged_err_off = -1;
 	c->suspect_from = UINT64_MAX;
@@ -549,6 +277,10 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 		if (rc != 0)
 			goto err_close;
 		atomic_store_release(&c->segs[clog_slot(c, c->cur->start)], c->cur);
+		/* one chunk for the first appends; the preparing thread maps the rest */
+		rc = clog__ck_add(c, c->cur, 0);
+		if (rc != 0)
+			goto err_close;
 		c->rep.empty_dir = true;
 	}
 	atomic_store_relaxed(&c->min, n > 0 ? starts[0] : c->cur->start);
@@ -588,14 +320,8 @@ clog_close(struct clog *c)
 		c->graveyard = s->grave_next;
 		clog__seg_free(c, s);
 	}
-	/* write-behind buffers retired but still in their grace period */
-	while (c->buf_graves != NULL) {
-		struct clog_buf_grave *g = c->buf_graves;
-
-		c->buf_graves = g->next;
-		clog_buf_free(c, g->buf, g->start, g->file, false);
-		free(g);
-	}
+	/* write-behind chunks retired but still in their grace period */
+	clog__buf_graves_free(c);
 	if (c->buf_dir != NULL && !keep)
 		(void)rmdir(c->buf_dir); /* fails, as it should, while a file is left */
 	pthread_mutex_destroy(&c->grave_mu);
@@ -628,6 +354,8 @@ clog_write_range(struct clog *c, uint64_t from, uint64_t to)
 			return -EIO;
 		/* acquire: pairs with the release that installs a buffer */
 		buf = atomic_load_acquire(&seg->buf);
+		/* below buf_lo: written back before it was retired */
+		a = SP_MAX(a, s + atomic_load_acquire(&seg->buf_lo));
 		if (buf == NULL || b <= a)
 			continue;
 		rc = store_io_write_all(c->io, seg->fd, buf + (a - s), b - a, a - s);
@@ -683,62 +411,6 @@ clog_written_back(const struct clog *c)
 }
 
 /*
- * Sealed segments below the flushed offset are durable in their files:
- * retire their buffers (readers switch to the file mapping) and free the
- * buffers whose grace period is over. Flusher only.
- */
-static void
-clog_retire_bufs(struct clog *c, uint64_t flushed)
-{
-	uint64_t cur = atomic_load_acquire(&c->cur_start);
-	uint64_t now = clk_mono_ns();
-	struct clog_buf_grave *due = NULL;
-	struct clog_buf_grave **pp;
-
-	for (uint64_t s = clog_min(c); s + c->seg_size <= flushed && s < cur; s += c->seg_size) {
-		struct clog_seg *seg = clog_seg_at(c, s);
-		struct clog_buf_grave *g;
-		uint8_t *buf;
-
-		if (seg == NULL || (buf = atomic_load_relaxed(&seg->buf)) == NULL)
-			continue;
-		g = malloc(sizeof(*g));
-		if (g == NULL)
-			return; /* retried on the next flush */
-		/* release: readers that see NULL read the file, written before this */
-		atomic_store_release(&seg->buf, NULL);
-		if (!seg->buf_file)
-			clog_anon_put(c);
-		g->buf = buf;
-		g->start = seg->start;
-		g->file = seg->buf_file;
-		g->due_ns = now + (uint64_t)CLOG_UNMAP_GRACE_MS * 1000000;
-		clog_grave_push(c, g);
-	}
-	/* Unlinked under the lock, unmapped after it: clog_buf_reuse() does not wait on munmap. */
-	pthread_mutex_lock(&c->grave_mu);
-	for (pp = &c->buf_graves; *pp != NULL;) {
-		struct clog_buf_grave *g = *pp;
-
-		if (g->due_ns <= now) {
-			*pp = g->next;
-			g->next = due;
-			due = g;
-		} else {
-			pp = &g->next;
-		}
-	}
-	pthread_mutex_unlock(&c->grave_mu);
-	while (due != NULL) {
-		struct clog_buf_grave *g = due;
-
-		due = g->next;
-		clog_buf_free(c, g->buf, g->start, g->file, false);
-		free(g);
-	}
-}
-
-/*
  * Seal the current segment (with @blank, write its BLANK filler first) and
  * move to the prepared next one. Return: 0, -EAGAIN not prepared yet, or
  * the preparation's error. Context: owner.
@@ -762,6 +434,8 @@ clog_roll(struct clog *c, bool blank)
 	atomic_store_relaxed(&cur->last_ms, c->cur_last_ms);
 	c->cur = nxt;
 	c->cur_buf = atomic_load_relaxed(&nxt->buf);
+	/* acquire: pairs with the release in clog__ck_add(), as does every load of it */
+	c->cur_hi = atomic_load_acquire(&nxt->buf_hi);
 	c->wpos = nxt->start;
 	/*
 	 * release: cur_start before next is cleared, so clog_prepare_next()
@@ -786,7 +460,7 @@ clog_append(struct clog *c, struct wire_msg *m, uint64_t *end)
 	size = wire_rec_size(m);
 	if (size == 0)
 		return -EINVAL;
-	if (size + WIRE_BLANK_LEN > c->seg_size)
+	if (size + WIRE_BLANK_LEN > c->seg_size || size + WIRE_BLANK_LEN > c->window)
 		return -EMSGSIZE;
 	if (in + size + WIRE_BLANK_LEN > c->seg_size) {
 		long r = clog_roll(c, true);
@@ -795,6 +469,13 @@ clog_append(struct clog *c, struct wire_msg *m, uint64_t *end)
 			return r;
 		cur = c->cur;
 		in = 0;
+	}
+	/* Only into mapped chunks (the BLANK at a roll too): else the window is behind. */
+	if (SP_UNLIKELY(in + size + WIRE_BLANK_LEN > c->cur_hi) &&
+	    in + size + WIRE_BLANK_LEN > (c->cur_hi = atomic_load_acquire(&cur->buf_hi))) {
+		int e = atomic_load_acquire(&c->prep_err);
+
+		return e != 0 ? e : -EAGAIN;
 	}
 	m->phys_offset = clog_phys(c->shard, c->wpos);
 	n = wire_rec_encode(m, c->cur_buf + in, c->seg_size - in);
@@ -851,6 +532,11 @@ clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len, u
 	in = c->wpos - c->cur->start;
 	if (in + len > c->seg_size)
 		return -EBADMSG;
+	if (len > c->window)
+		return -EMSGSIZE;
+	/* Only into mapped chunks: else the window is behind. */
+	if (in + len > c->cur_hi && in + len > (c->cur_hi = atomic_load_acquire(&c->cur->buf_hi)))
+		return -EAGAIN;
 	while (pos < len) {
 		struct wire_msg m;
 		long r = wire_rec_decode(data + pos, len - pos, WIRE_REC_VERIFY_CRC, &m);
@@ -890,10 +576,7 @@ clog_raw_at(const struct clog *c, uint64_t off, uint64_t end, uint64_t *avail)
 	s = clog_seg_at(c, off);
 	if (s == NULL)
 		return NULL;
-	/* acquire: pairs with the release in clog_retire_bufs() */
-	base = atomic_load_acquire(&s->buf);
-	if (base == NULL)
-		base = s->map;
+	base = clog__base(s, off - s->start);
 	*avail = SP_MIN(end - off, c->seg_size - (off - s->start));
 	return base + (off - s->start);
 }
@@ -1007,10 +690,48 @@ clog_bufs_degraded_episodes(const struct clog *c)
 	return atomic_load_relaxed(&c->degraded_episodes);
 }
 
+/*
+ * The segment whose buffer does not reach far enough ahead of the appends
+ * (written + window, within the current segment and the next), or NULL.
+ */
+static struct clog_seg *
+clog_window_seg(const struct clog *c)
+{
+	/* acquire: pairs with the release of cur_start in clog_roll() */
+	uint64_t cur = atomic_load_acquire(&c->cur_start);
+	uint64_t want = SP_MAX(clog_written(c), cur) + c->window;
+
+	for (uint64_t st = cur; st < want && st <= cur + c->seg_size; st += c->seg_size) {
+		struct clog_seg *s = clog_seg_at(c, st);
+
+		if (s == NULL || atomic_load_acquire(&s->buf) == NULL)
+			return NULL;
+		if (atomic_load_acquire(&s->buf_hi) < SP_MIN(c->seg_size, want - st))
+			return s;
+	}
+	return NULL;
+}
+
 bool
 clog_wants_next(const struct clog *c)
 {
-	return atomic_load_acquire(&c->next) == NULL;
+	return atomic_load_acquire(&c->next) == NULL || clog_window_seg(c) != NULL;
+}
+
+/* Report a preparation's error once (it is kept for appends to return), or its end. */
+static int
+clog_prep_report(struct clog *c, int rc, const char *what, uint64_t start)
+{
+	int was = atomic_load_relaxed(&c->prep_err);
+
+	if (rc != 0 && was != rc)
+		log_err(CLOG_TAG, "shard %u: cannot prepare %s %020" PRIu64 ": %s", c->shard, what,
+			start, strerror(-rc));
+	if (rc == 0 && was != 0)
+		log_info(CLOG_TAG, "shard %u: %s %020" PRIu64 " prepared, writes resume", c->shard,
+			 what, start);
+	atomic_store_release(&c->prep_err, rc);
+	return rc;
 }
 
 int
@@ -1020,9 +741,20 @@ clog_prepare_next(struct clog *c)
 	uint64_t start;
 	int rc;
 
+	clog__buf_reap(c);
+	/* The window first: the owner may be waiting for it. */
+	while ((s = clog_window_seg(c)) != NULL) {
+		uint64_t at = s->start + atomic_load_relaxed(&s->buf_hi);
+
+		rc = clog__ck_add(c, s, 0);
+		if (rc != 0 || atomic_load_relaxed(&c->prep_err) != 0)
+			(void)clog_prep_report(c, rc, "the write-behind buffer at", at);
+		if (rc != 0)
+			return rc;
+	}
 	if (atomic_load_acquire(&c->next) != NULL)
 		return 0;
-	/* acquire: pairs with the release of cur_start in clog_append() */
+	/* acquire: pairs with the release of cur_start in clog_roll() */
 	start = atomic_load_acquire(&c->cur_start) + c->seg_size;
 	if (start + c->seg_size > CLOG_LOCAL_MASK)
 		return -EFBIG;
@@ -1031,17 +763,18 @@ clog_prepare_next(struct clog *c)
 		return 0;
 	}
 	rc = clog__seg_create(c, start, &s);
-	if (rc != 0) {
-		if (atomic_load_relaxed(&c->prep_err) != rc)
-			log_err(CLOG_TAG, "shard %u: cannot create segment %020" PRIu64 ": %s",
-				c->shard, start, strerror(-rc));
-		atomic_store_release(&c->prep_err, rc);
-		return rc;
+	if (rc == 0) {
+		/* its first chunk: the owner rolls into a mapped buffer */
+		rc = clog__ck_add(c, s, 0);
+		if (rc != 0) {
+			(void)c->io->unlink(c->io->ctx, s->path);
+			clog__seg_free(c, s);
+		}
 	}
-	if (atomic_load_relaxed(&c->prep_err) != 0)
-		log_info(CLOG_TAG, "shard %u: segment %020" PRIu64 " created, writes resume",
-			 c->shard, start);
-	atomic_store_release(&c->prep_err, 0);
+	if (rc != 0 || atomic_load_relaxed(&c->prep_err) != 0)
+		(void)clog_prep_report(c, rc, "segment", start);
+	if (rc != 0)
+		return rc;
 	/* release: the segment is complete before readers or the owner see it */
 	atomic_store_release(&c->segs[clog_slot(c, start)], s);
 	atomic_store_release(&c->next, s);
@@ -1056,7 +789,7 @@ clog_flush(struct clog *c)
 	int rc;
 
 	if (to == from && atomic_load_relaxed(&c->err) == 0) {
-		clog_retire_bufs(c, to);
+		clog__buf_retire(c, to);
 		return 0;
 	}
 	/*
@@ -1090,7 +823,7 @@ clog_flush(struct clog *c)
 	/* release: data durable before the offset says so; pairs with clog_flushed() */
 	atomic_store_release(&c->flushed, to);
 	atomic_store_release(&c->err, 0);
-	clog_retire_bufs(c, to);
+	clog__buf_retire(c, to);
 	return 0;
 }
 
@@ -1172,10 +905,7 @@ clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *nex
 	if (s == NULL)
 		return -ERANGE;
 	in = off - s->start;
-	/* acquire: pairs with the release in clog_retire_bufs() */
-	base = atomic_load_acquire(&s->buf);
-	if (base == NULL)
-		base = s->map;
+	base = clog__base(s, in);
 	r = wire_rec_decode(base + in, SP_MIN(c->seg_size - in, vis - off), 0, &m);
 	if (r == -ENODATA) {
 		*next_off = s->start + c->seg_size;

@@ -5,6 +5,7 @@
  * remove a half-created last one (clog_open(), clog_recover.c's DESIGN).
  * What is lost is said here and recorded for clog_recovery().
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -50,27 +51,56 @@ clog_seg_never_used(struct clog *c, uint64_t start)
 	return empty;
 }
 
-/* Map the buffer a crashed run left for @s, if any (read by clog_recover()). */
-static void
-clog_old_buf_load(struct clog *c, struct clog_seg *s)
+static int
+clog_u64_cmp(const void *a, const void *b)
 {
-	char path[PATH_MAX];
-	struct stat st;
-	void *p;
-	int fd;
+	uint64_t x = *(const uint64_t *)a;
+	uint64_t y = *(const uint64_t *)b;
 
-	if (c->old_buf_dir == NULL)
-		return;
-	clog__buf_path(c->old_buf_dir, s->start, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == c->seg_size) {
-		p = mmap(NULL, c->seg_size, PROT_READ, MAP_SHARED, fd, 0);
-		if (p != MAP_FAILED)
-			s->old_buf = p;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The buffer files a crashed run left in old_buf_dir (20-digit names: the
+ * local offset of their first byte), sorted. Return: a malloc'd array, or
+ * NULL with *@n 0 (none, or no directory).
+ */
+static uint64_t *
+clog_old_bufs_list(struct clog *c, size_t *n)
+{
+	uint64_t *v = NULL;
+	size_t len = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*n = 0;
+	if (c->old_buf_dir == NULL || (d = opendir(c->old_buf_dir)) == NULL)
+		return NULL;
+	while ((de = readdir(d)) != NULL) {
+		char *end;
+		unsigned long long x;
+
+		if (strlen(de->d_name) != 20)
+			continue;
+		errno = 0;
+		x = strtoull(de->d_name, &end, 10);
+		if (errno != 0 || *end != '\0')
+			continue;
+		if (len == cap) {
+			uint64_t *nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (nv == NULL)
+				break; /* recovery goes on without the rest */
+			v = nv;
+			cap = cap ? cap * 2 : 16;
+		}
+		v[len++] = x;
 	}
-	close(fd);
+	closedir(d);
+	if (len > 0)
+		qsort(v, len, sizeof(*v), clog_u64_cmp);
+	*n = len;
+	return v;
 }
 
 /* A span whose records are lost, for clog_recovery() (merged with the last when they touch). */
@@ -236,10 +266,10 @@ clog_fill_gap(struct clog *c, uint64_t from, uint64_t to)
 	return 0;
 }
 
-int
-clog__load(struct clog *c, const uint64_t *starts, size_t n)
+static int
+clog_load_segs(struct clog *c, const uint64_t *starts, size_t n, const uint64_t *old, size_t n_old,
+	       bool *created)
 {
-	bool created = false;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -250,7 +280,7 @@ clog__load(struct clog *c, const uint64_t *starts, size_t n)
 			rc = clog_fill_gap(c, starts[i - 1] + c->seg_size, starts[i]);
 			if (rc != 0)
 				return rc;
-			created = true;
+			*created = true;
 		}
 		rc = clog_seg_load(c, starts[i], false, &s, &had);
 		if (rc == -EINVAL && i == n - 1 && clog_seg_never_used(c, starts[i])) {
@@ -261,9 +291,7 @@ clog__load(struct clog *c, const uint64_t *starts, size_t n)
 				 c->shard, starts[i]);
 			snprintf(path, sizeof(path), "%s/%020" PRIu64, c->dir, starts[i]);
 			rc = c->io->unlink(c->io->ctx, path);
-			if (rc != 0)
-				return rc;
-			break;
+			return rc;
 		}
 		if (rc == -EINVAL)
 			rc = clog_seg_load(c, starts[i], true, &s, &had);
@@ -295,9 +323,24 @@ clog__load(struct clog *c, const uint64_t *starts, size_t n)
 				      "valid one",
 				      c->shard, starts[i], had, c->seg_size, c->seg_size - had);
 		}
-		clog_old_buf_load(c, s);
+		clog__old_buf_load(c, s, old, n_old);
 		atomic_store_release(&c->segs[clog_slot(c, s->start)], s);
 		c->cur = s;
 	}
+	return 0;
+}
+
+int
+clog__load(struct clog *c, const uint64_t *starts, size_t n)
+{
+	size_t n_old = 0;
+	uint64_t *old = clog_old_bufs_list(c, &n_old);
+	bool created = false;
+	int rc = 0;
+
+	rc = clog_load_segs(c, starts, n, old, n_old, &created);
+	free(old);
+	if (rc != 0)
+		return rc;
 	return created ? c->io->sync_dir(c->io->ctx, c->dir) : 0;
 }

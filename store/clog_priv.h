@@ -19,8 +19,12 @@
 #define CLOG_TAG "store.clog"
 /* <segment>.dropped-<20-digit offset>: bytes recovery took out of the log, kept aside */
 #define CLOG_ASIDE_SUFFIX ".dropped-"
-/* A segment is prepared in slices of this many bytes: see clog_set_prep_yield(). */
+/* A chunk is zeroed and pre-faulted in slices of this many bytes. */
 #define CLOG_PREP_SLICE (8u << 20)
+/* Write-behind chunks are about this size (clog__buf_geometry()). */
+#define CLOG_CK_TARGET (16u << 20)
+
+struct clog_res;
 
 struct clog_seg {
 	/* immutable after creation */
@@ -28,18 +32,28 @@ struct clog_seg {
 	int fd;
 	uint8_t *map; /* the file, shared: recovery and reads of written-back data */
 	/*
-	 * Write-behind buffer: pre-faulted memory the owner appends into while
-	 * the segment is hot, a file in buf_dir (tmpfs: it outlives a crash of
-	 * the process) or anonymous. The flusher pwrite()s it to the file
-	 * before each fdatasync and, once the sealed segment is durable,
-	 * clears it (release) and frees it after a grace period. Readers use
-	 * it while it is set, the file mapping after.
+	 * Write-behind buffer (clog_buf.c): a reservation of seg_size bytes of
+	 * address space, set at creation, cleared (release) once every chunk
+	 * of the sealed segment is retired. Chunks of ck_size bytes of
+	 * pre-faulted memory, files in buf_dir (tmpfs: they outlive a crash of
+	 * the process) or anonymous, are mapped into it in order: [buf_lo,
+	 * buf_hi) holds them. The preparing thread maps chunks ahead of the
+	 * owner's appends and raises buf_hi (release); the owner appends only
+	 * below buf_hi. The flusher pwrite()s the buffer to the file and, once
+	 * a chunk is durable, raises buf_lo past it (release) and lists it for
+	 * reuse after a grace period. Readers use the buffer at offsets at or
+	 * above buf_lo, the file mapping below.
 	 */
 	_Atomic(uint8_t *) buf;
-	bool buf_file; /* buf is a file in buf_dir (set with buf, before it is published) */
+	struct clog_res *res;	  /* buf's reservation (the preparing thread releases it) */
+	_Atomic uint64_t buf_lo;  /* in-segment offset (flusher writes) */
+	_Atomic uint64_t buf_hi;  /* in-segment offset (preparing thread writes) */
+	_Atomic uint64_t ck_file; /* bit k: chunk k is a file in buf_dir */
+	_Atomic uint64_t ck_anon; /* bit k: chunk k is anonymous memory, counted in anon_bufs */
 	/* open and recovery only: the buffer a crashed run left in buf_dir, read-only */
-	const uint8_t *old_buf;
-	bool old_buf_ok; /* its bytes before the first record taken matched the file */
+	const uint8_t *old_buf;	 /* seg_size bytes: its chunk files where they were, else zeros */
+	uint64_t old_lo, old_hi; /* the contiguous run of its chunks that reaches furthest */
+	bool old_buf_ok;	 /* its bytes before the first record taken matched the file */
 	/* open and recovery only: recreated blank by clog_open() (it was missing) */
 	bool recreated;
 	/* owner writes when it seals the segment, trim reads */
@@ -56,6 +70,8 @@ struct clog {
 	bool cut;
 	uint64_t cut_at;
 	bool no_warm;
+	uint64_t ck_size; /* write-behind chunk: divides seg_size, at most 64 per segment */
+	uint64_t window;  /* write-behind bytes kept mapped ahead of the appends */
 	char *dir;
 	char *buf_dir;	   /* NULL: anonymous buffers only */
 	char *old_buf_dir; /* the previous run's buffers (recovery), or NULL */
@@ -66,6 +82,7 @@ struct clog {
 	/* owner only */
 	struct clog_seg *cur;
 	uint8_t *cur_buf; /* cur's write-behind buffer */
+	uint64_t cur_hi;  /* cur's buf_hi as last loaded */
 	uint64_t wpos;
 	int64_t cur_last_ms;
 
@@ -81,9 +98,6 @@ struct clog {
 	/* background publishes (release), owner takes and clears */
 	_Atomic(struct clog_seg *) next;
 	_Atomic int prep_err;
-	/* background only: called between slices of a segment's preparation */
-	void (*prep_yield)(void *arg);
-	void *prep_yield_arg;
 
 	/* trim writes (release), readers check (acquire) */
 	_Atomic uint64_t min;
@@ -139,17 +153,48 @@ clog_seg_at(const struct clog *c, uint64_t off)
 	return s != NULL && s->start == start ? s : NULL;
 }
 
-/* <dir>/<20-digit start>: the name of a segment's file or of its buffer's. */
+/* clog_buf.c: write-behind buffers (see its DESIGN) */
+/* <dir>/<20-digit start>: the name of a segment's file or of a buffer chunk's. */
 void clog__buf_path(const char *dir, uint64_t start, char *path, size_t n);
+/* Set ck_size from seg_size, and window (at least two chunks). Open only. */
+void clog__buf_geometry(struct clog *c, uint64_t window);
+/* Give @s a reservation, nothing mapped yet: buf_lo = buf_hi = @from. Return: 0, -errno. */
+int clog__res_new(struct clog *c, struct clog_seg *s, uint64_t from);
+/*
+ * Map the next chunk of @s at buf_hi (its file range zero-filled from
+ * @zero_from on and synced first) and publish it. Preparing thread, or
+ * startup. Return: 0, -errno.
+ */
+int clog__ck_add(struct clog *c, struct clog_seg *s, uint64_t zero_from);
+/* Retire the chunks below @flushed and free those past their grace. Flusher. */
+void clog__buf_retire(struct clog *c, uint64_t flushed);
+/* Release the reservations of sealed segments whose chunks are all retired. Preparing thread. */
+void clog__buf_reap(struct clog *c);
+/* Free @s's buffer; leave the files of its chunks with @keep_file. */
+void clog__buf_release(struct clog *c, struct clog_seg *s, bool keep_file);
+/* Free every retired chunk. Close only. */
+void clog__buf_graves_free(struct clog *c);
+/* Map the chunks a crashed run left for @s (@starts: its buffer files, sorted). */
+void clog__old_buf_load(struct clog *c, struct clog_seg *s, const uint64_t *starts, size_t n);
 /* Unmap the buffer a crashed run left for @s (recovery). */
 void clog__old_buf_drop(struct clog *c, struct clog_seg *s);
 void clog__seg_free(struct clog *c, struct clog_seg *s);
-/* Create, allocate, map and pre-fault a new segment, its buffer too. Blocking. */
+/* Create, allocate and map a new segment, its reservation too (no chunk). Blocking. */
 int clog__seg_create(struct clog *c, uint64_t start, struct clog_seg **out);
 /* fdatasync every segment holding a byte of [@from, @to). Blocking. */
 int clog__sync_range(struct clog *c, uint64_t from, uint64_t to);
-/* A pre-faulted write-behind buffer for the hot segment at @start. */
-int clog__buf_alloc(struct clog *c, uint64_t start, uint8_t **out, bool *file);
+
+/* The bytes of @s at in-segment offset @in: its buffer at or above buf_lo, else its file. */
+static inline const uint8_t *
+clog__base(const struct clog_seg *s, uint64_t in)
+{
+	/* acquire: pairs with the releases of clog__res_new() and clog__buf_retire() */
+	const uint8_t *b = atomic_load_acquire(&s->buf);
+
+	if (b != NULL && in >= atomic_load_acquire(&s->buf_lo))
+		return b;
+	return s->map;
+}
 
 /* A segment struct for @start, its path set, nothing opened. */
 struct clog_seg *clog__seg_new(const struct clog *c, uint64_t start);

@@ -63,8 +63,10 @@ clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64
 	struct wire_msg m;
 	long r;
 
-	if (s->old_buf == NULL)
+	/* Only the chunks the crashed run still had: the bytes below them are the file's. */
+	if (s->old_buf == NULL || in < s->old_lo || in >= s->old_hi)
 		return 0;
+	a = SP_MAX(a, s->old_lo);
 	/*
 	 * Once per segment: from there on the file holds what was taken, so the
 	 * prefix still matches (and a check per record would be quadratic).
@@ -78,13 +80,13 @@ clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64
 		return 0;
 	}
 	s->old_buf_ok = true;
-	r = wire_rec_decode(s->old_buf + in, c->seg_size - in, WIRE_REC_VERIFY_CRC, &m);
+	r = wire_rec_decode(s->old_buf + in, s->old_hi - in, WIRE_REC_VERIFY_CRC, &m);
 	if (r > 0 && m.phys_offset == clog_phys(c->shard, off) &&
 	    c->seg_size - in - (uint64_t)r >= WIRE_BLANK_LEN) {
 		memcpy(s->map + in, s->old_buf + in, (size_t)r);
 		return (uint64_t)r;
 	}
-	if (r == -ENODATA && m.total_size == c->seg_size - in) {
+	if (r == -ENODATA && m.total_size == c->seg_size - in && s->old_hi - in >= WIRE_BLANK_LEN) {
 		memcpy(s->map + in, s->old_buf + in, WIRE_BLANK_LEN);
 		return WIRE_BLANK_LEN;
 	}
@@ -185,13 +187,10 @@ clog_count_valid(const struct clog *c, const struct clog_seg *s, uint64_t lo, ui
 	return n;
 }
 
-/* Local offset past the last byte of @s that is not zero, at or after @lo (@lo when none). */
+/* In-segment offset past the last non-zero byte of @s in [@a, @b), @a when none. */
 static uint64_t
-clog_nonzero_end(const struct clog *c, const struct clog_seg *s, uint64_t lo)
+clog_nonzero_end_in(const struct clog_seg *s, uint64_t a, uint64_t b)
 {
-	uint64_t a = lo - s->start;
-	uint64_t b = c->seg_size;
-
 	/* Backwards, eight bytes at a time once aligned: the tail is usually zero. */
 	while (b > a && b % 8 != 0 && s->map[b - 1] == 0)
 		b--;
@@ -205,7 +204,43 @@ clog_nonzero_end(const struct clog *c, const struct clog_seg *s, uint64_t lo)
 	}
 	while (b > a && s->map[b - 1] == 0)
 		b--;
-	return s->start + b;
+	return b;
+}
+
+/*
+ * Local offset past the last byte of @s that is not zero, at or after @lo
+ * (@lo when none). Only the file's data is read: a segment is fallocated
+ * and zero-filled a window at a time, and its unwritten extents read as
+ * holes (SEEK_DATA), so a 1 GiB segment that holds little is not read
+ * whole (nor left in the page cache and in this process's RSS). Where the
+ * file system cannot say, all of it is data.
+ */
+static uint64_t
+clog_nonzero_end(const struct clog *c, const struct clog_seg *s, uint64_t lo)
+{
+	uint64_t a = lo - s->start;
+	uint64_t b = c->seg_size;
+	uint64_t last = a;
+
+	while (a < b) {
+		off_t d = lseek(s->fd, (off_t)a, SEEK_DATA);
+		off_t h;
+		uint64_t e;
+
+		if (d < 0 && errno == ENXIO)
+			break; /* no data past a */
+		if (d < 0 || (h = lseek(s->fd, d, SEEK_HOLE)) < 0) {
+			last = SP_MAX(last, clog_nonzero_end_in(s, a, b));
+			break;
+		}
+		if ((uint64_t)d >= b)
+			break;
+		e = clog_nonzero_end_in(s, (uint64_t)d, SP_MIN((uint64_t)h, b));
+		if (e > (uint64_t)d)
+			last = e;
+		a = (uint64_t)h;
+	}
+	return s->start + last;
 }
 
 /* Does a segment after @s start with a valid record? Then the log goes on past damage in @s. */
@@ -695,18 +730,27 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 	clog_old_bufs_drop(c);
 	rep->end = end;
 
-	/* The segment appends go to next needs its write-behind buffer, holding the log so far. */
-	if (atomic_load_relaxed(&last->buf) == NULL) {
-		uint8_t *buf;
+	/*
+	 * The segment appends go to next needs its write-behind buffer: the
+	 * chunk holding the end, the log so far copied into it, and room for
+	 * a BLANK after it; the preparing thread maps the rest of the window.
+	 */
+	{
+		uint64_t in = end - last->start;
+		uint64_t lo = in - in % c->ck_size;
 
-		rc = clog__buf_alloc(c, last->start, &buf, &last->buf_file);
+		rc = atomic_load_relaxed(&last->buf) == NULL ? clog__res_new(c, last, lo) : 0;
+		lo = atomic_load_relaxed(&last->buf_lo);
+		while (rc == 0 && atomic_load_relaxed(&last->buf_hi) <
+					  SP_MIN(c->seg_size, in + WIRE_BLANK_LEN))
+			rc = clog__ck_add(c, last, in);
 		if (rc != 0)
 			return rc;
-		memcpy(buf, last->map, end - last->start);
-		atomic_store_release(&last->buf, buf);
+		memcpy(atomic_load_relaxed(&last->buf) + lo, last->map + lo, in - lo);
 	}
 	c->cur = last;
 	c->cur_buf = atomic_load_relaxed(&last->buf);
+	c->cur_hi = atomic_load_relaxed(&last->buf_hi);
 	c->wpos = end;
 	c->cur_last_ms = INT64_MAX;
 	atomic_store_relaxed(&last->last_ms, INT64_MAX);

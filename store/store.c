@@ -133,6 +133,8 @@ struct store {
 	/* threads */
 	_Atomic bool stop;
 	pthread_t service;
+	pthread_t prep; /* CommitLog buffers and segments (store_prepare_logs()) */
+	bool prep_started;
 	pthread_t indexer;
 	bool service_started;
 	bool indexer_started;
@@ -774,13 +776,40 @@ open_abort_file(struct store *s, bool *existed)
 	return s->io->sync_dir(s->io->ctx, dir);
 }
 
+/*
+ * No checkpoint, no abort file, and no shard holds a CommitLog file: a
+ * store that never held a record (its recovery finds nothing to say).
+ */
+static bool
+store_log_is_new(struct store *s, uint32_t shards)
+{
+	for (uint32_t i = 0; i < shards; i++) {
+		char dir[PATH_MAX + 16];
+		struct dirent *de;
+		bool any = false;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "%s/%u", s->clog_dir, i);
+		d = opendir(dir);
+		if (d == NULL)
+			continue;
+
+		while (!any && (de = readdir(d)) != NULL)
+			any = de->d_name[0] != '.';
+		closedir(d);
+		if (any)
+			return false;
+	}
+	return true;
+}
+
 static void *flusher_main(void *arg);
 static void *service_main(void *arg);
+static void *prep_main(void *arg);
 static void *indexer_main(void *arg);
 
 static void store_free(struct store *s);
 
-static void store_prep_queues(void *arg);
 static bool store_reader_sync(void *arg);
 static unsigned bg_read_enter(struct store *s);
 static void bg_read_exit(struct store *s, unsigned e);
@@ -1102,7 +1131,9 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		rc = have_ckpt;
 		goto err_close;
 	}
-	if (crashed || !clean)
+	if (!crashed && have_ckpt == 0 && store_log_is_new(s, cfg->shards))
+		log_info(STORE_TAG, "%s: a new store", s->root);
+	else if (crashed || !clean)
 		log_warn(STORE_TAG, "%s: %s; recovering by scanning the log", s->root,
 			 crashed ? "the last run did not shut down cleanly"
 				 : "no clean checkpoint");
@@ -1129,6 +1160,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			.sync_flush = cfg->sync_flush,
 			.buf_dir = s->buf_run[0] != '\0' ? bdir : NULL,
 			.buf_wanted = s->cfg.buf_dir != NULL && s->cfg.buf_dir[0] != '\0',
+			.buf_window = cfg->buf_window,
 			.old_buf_dir = s->buf_old[0] != '\0' ? odir : NULL,
 			.cut = cut_at[i] >= 0,
 			.cut_at = cut_at[i] >= 0 ? (uint64_t)cut_at[i] : 0,
@@ -1319,12 +1351,9 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			goto err_close;
 	}
 
-	/* From here on only store_service() prepares segments, and it may pause for queues. */
-	for (uint32_t i = 0; i < cfg->shards; i++) {
-		clog_set_prep_yield(s->shard[i].clog, store_prep_queues, s);
+	for (uint32_t i = 0; i < cfg->shards; i++)
 		if (cfg->reader_sync != NULL)
 			clog_set_reader_sync(s->shard[i].clog, store_reader_sync, s);
-	}
 
 	if (cfg->threads) {
 		for (uint32_t i = 0; i < cfg->shards; i++) {
@@ -1342,6 +1371,11 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			goto err_close;
 		}
 		s->service_started = true;
+		if (pthread_create(&s->prep, NULL, prep_main, s) != 0) {
+			rc = -EAGAIN;
+			goto err_close;
+		}
+		s->prep_started = true;
 		if (pthread_create(&s->indexer, NULL, indexer_main, s) != 0) {
 			rc = -EAGAIN;
 			goto err_close;
@@ -1375,6 +1409,9 @@ store_stop_threads(struct store *s)
 	}
 	if (s->service_started)
 		pthread_join(s->service, NULL);
+	if (s->prep_started)
+		pthread_join(s->prep, NULL);
+	s->prep_started = false;
 	if (s->indexer_started)
 		pthread_join(s->indexer, NULL);
 	s->service_started = false;
@@ -1897,11 +1934,27 @@ store_prep_queues_rc(struct store *s)
 	return first;
 }
 
-/* clog_set_prep_yield() callback: errors are reported by the next store_service(). */
-static void
-store_prep_queues(void *arg)
+/*
+ * The CommitLog's write-behind windows and next segments (clog_prepare_next()):
+ * on their own thread when the store runs its threads, so that ConsumeQueue
+ * files (store_service()) never wait behind a segment's zero-fill or
+ * fdatasync. Return: the first error; *@worked: something was prepared.
+ */
+static int
+store_prepare_logs(struct store *s, bool *worked)
 {
-	(void)store_prep_queues_rc(arg);
+	int first = 0;
+
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		if (clog_wants_next(s->shard[i].clog)) {
+			int rc = clog_prepare_next(s->shard[i].clog);
+
+			*worked = true;
+			if (rc != 0 && first == 0)
+				first = rc;
+		}
+	}
+	return first;
 }
 
 int
@@ -1915,14 +1968,10 @@ store_service(struct store *s, int64_t now_ms)
 	rc = store_prep_queues_rc(s);
 	if (rc != 0 && first == 0)
 		first = rc;
-	for (uint32_t i = 0; i < s->cfg.shards; i++) {
-		if (clog_wants_next(s->shard[i].clog)) {
-			s->svc_worked = true;
-			/* calls store_prep_queues() between its slices */
-			rc = clog_prepare_next(s->shard[i].clog);
-			if (rc != 0 && first == 0)
-				first = rc;
-		}
+	if (!s->cfg.threads) { /* else prep_main() does */
+		rc = store_prepare_logs(s, &s->svc_worked);
+		if (rc != 0 && first == 0)
+			first = rc;
 	}
 
 	if (!s->pass_active && now_ms - s->last_flush_ms >= (int64_t)s->cfg.flush_interval_ms) {
@@ -2075,6 +2124,26 @@ service_main(void *arg)
 	while (!atomic_load_acquire(&s->stop)) {
 		(void)!store_service(s, clk_wall_ms());
 		us = s->svc_worked ? SVC_BUSY_US : SP_MIN(us * 2, SVC_IDLE_US);
+		sleep_us(us);
+	}
+	return NULL;
+}
+
+/* Rounds as the service's: every SVC_BUSY_US while they find work, backing off to SVC_IDLE_US. */
+static void *
+prep_main(void *arg)
+{
+	struct store *s = arg;
+	long us = SVC_BUSY_US;
+
+	while (!atomic_load_acquire(&s->stop)) {
+		bool worked = false;
+		int rc = store_prepare_logs(s, &worked);
+
+		if (rc != 0)
+			log_err_ratelimited(STORE_TAG, "preparing CommitLog files: %s",
+					    strerror(-rc));
+		us = worked ? SVC_BUSY_US : SP_MIN(us * 2, SVC_IDLE_US);
 		sleep_us(us);
 	}
 	return NULL;

@@ -9,11 +9,12 @@
  * in the high bits, so an offset msgId names its shard.
  *
  * DESIGN
- * The owning core appends into a mapped segment that a background thread
- * created, allocated (fallocate) and pre-faulted before it was needed, so an
- * append is a memcpy and an atomic store: no syscall, no page fault, no lock.
- * When the next segment is not ready the append returns -EAGAIN (the store
- * answers busy) instead of waiting.
+ * The owning core appends into a write-behind buffer that a background
+ * thread mapped and pre-faulted a window ahead (clog_buf.c), over a segment
+ * it created and allocated (fallocate) before it was needed, so an append
+ * is a memcpy and an atomic store: no syscall, no page fault, no lock.
+ * When the window or the next segment is not ready the append returns
+ * -EAGAIN (the store answers busy) instead of waiting.
  *
  * Durability is published through two offsets: `written` (owner, release)
  * and `flushed` (flusher, release, after fdatasync returned 0). Group commit
@@ -27,7 +28,8 @@
  * Ownership:
  *   owner core: clog_append(), clog_commit().
  *   flusher thread: clog_flush(), clog_write_back().
- *   background thread: clog_prepare_next(), clog_trim().
+ *   preparing thread: clog_prepare_next().
+ *   background thread: clog_trim().
  *   any thread: clog_written(), clog_flushed(), clog_err(), clog_read().
  *   startup/close: clog_open(), clog_recover(), clog_close().
  */
@@ -46,6 +48,7 @@
 #define CLOG_SHARD_MAX 32767 /* PHYSICALOFFSET stays a non-negative Java long */
 #define CLOG_SEG_SLOTS 4096  /* segments reachable at once (4 TiB of 1 GiB segments) */
 #define CLOG_SEG_MIN (64u << 10)
+#define CLOG_WINDOW_DEFAULT (64ull << 20)
 
 static inline int64_t
 clog_phys(uint32_t shard, uint64_t local)
@@ -77,6 +80,13 @@ struct clog_cfg {
 	 * and run, created here if missing.
 	 */
 	const char *buf_dir;
+	/*
+	 * Bytes of write-behind buffer kept mapped and pre-faulted ahead of the
+	 * appends (storeBufferWindow; 0: CLOG_WINDOW_DEFAULT; at least two
+	 * chunks): with what one flush interval appends, the buffer memory of a
+	 * shard, whatever the segment size.
+	 */
+	uint64_t buf_window;
 	/*
 	 * The operator asked for buffers as files (storeBufferDir set): while
 	 * one is anonymous memory instead (buf_dir NULL: its directory could not
@@ -301,24 +311,15 @@ MUST_CHECK int clog_last_rec(const struct clog *c, uint64_t *off);
 bool clog_wants_next(const struct clog *c);
 
 /**
- * clog_prepare_next() - create, allocate, map and pre-fault the segment after
- * the current one, and publish it for the owner.
- * Context: background thread, blocking. Return: 0 (also when not needed), -errno
- * (the error also fences appends until a later call succeeds).
+ * clog_prepare_next() - keep the write-behind buffer mapped and pre-faulted
+ * a window ahead of the appends (clog_cfg.buf_window), the segment files
+ * zero-filled under it; create and allocate the segment after the current
+ * one and publish it for the owner.
+ * Context: the preparing thread (one per shard at a time), blocking.
+ * Return: 0 (also when not needed), -errno (appends that need what it could
+ * not prepare return it until a later call succeeds).
  */
 MUST_CHECK int clog_prepare_next(struct clog *c);
-
-/**
- * clog_set_prep_yield() - have clog_prepare_next() call @fn(@arg) between
- * slices of a segment's preparation (every CLOG_PREP_SLICE bytes zero-filled,
- * and pre-faulted or zeroed for reuse, and before its fdatasync). Preparing
- * a 1 GiB segment takes
- * long enough that other files due meanwhile (the next ConsumeQueue file of
- * a fast queue) must not wait for it: the store's service thread prepares
- * them in @fn. @fn runs on the preparing thread and must not call into @c.
- * Context: setup, before the background thread starts.
- */
-void clog_set_prep_yield(struct clog *c, void (*fn)(void *arg), void *arg);
 
 /**
  * clog_set_reader_sync() - let clog_prepare_next() reuse a retired

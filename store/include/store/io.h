@@ -23,7 +23,7 @@ struct store_io_ops {
 	/* Return: fd >= 0 or -errno. */
 	int (*open)(void *ctx, const char *path, int flags, mode_t mode);
 	int (*close)(void *ctx, int fd);
-	/* Reserve [0, len) on disk (posix_fallocate): later stores never ENOSPC/SIGBUS. */
+	/* Reserve [0, len) on disk (posix_fallocate; what is reserved already stays): later stores never ENOSPC/SIGBUS. */
 	int (*allocate)(void *ctx, int fd, uint64_t len);
 	int (*truncate)(void *ctx, int fd, uint64_t len);
 	/* Return: bytes written/read (may be short) or -errno. */

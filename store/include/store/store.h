@@ -81,6 +81,8 @@ struct store_cfg {
 	 * every 10 ms instead of every 1 ms); NULL or "": anonymous memory.
 	 */
 	const char *buf_dir;
+	/* storeBufferWindow: write-behind bytes mapped ahead of each shard's appends (clog_cfg) */
+	uint64_t buf_window;
 	/*
 	 * Readers of records outside the store's threads (store_get(),
 	 * store_get_phys(), store_search_time()...): a function that returns once

@@ -6,7 +6,10 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -484,48 +487,6 @@ test_trim(void)
 	rmtmp();
 }
 
-static unsigned yields;
-
-static void
-count_yield(void *arg)
-{
-	T_ASSERT(arg == &yields);
-	yields++;
-}
-
-/*
- * Preparing a segment pauses for the caller's other work every 8 MiB of
- * zero-fill and of pre-faulting, and before its fdatasync: 32 MiB is 4 + 4
- * slices and the sync, in either flush mode.
- */
-static void
-test_prep_yield(void)
-{
-	for (int sync = 0; sync < 2; sync++) {
-		struct clog_cfg cfg = {.io = &store_io_posix,
-				       .shard = 3,
-				       .seg_size = 32u << 20,
-				       .sync_flush = sync};
-		unsigned want = 9;
-		struct clog *c;
-
-		mktmp();
-		cfg.dir = dir;
-		yields = 0;
-		T_ASSERT_EQ(clog_open(&cfg, &c), 0);
-		T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
-		clog_set_prep_yield(c, count_yield, &yields);
-		T_ASSERT(clog_wants_next(c));
-		T_ASSERT_EQ(clog_prepare_next(c), 0);
-		T_ASSERT_EQ(yields, want);
-		T_ASSERT(!clog_wants_next(c));
-		T_ASSERT_EQ(clog_prepare_next(c), 0); /* nothing to do: no pause either */
-		T_ASSERT_EQ(yields, want);
-		clog_close(c);
-		rmtmp();
-	}
-}
-
 static unsigned reader_syncs;
 static bool sync_answer;
 static char sync_check[400]; /* the buffer file a reader sync must find intact */
@@ -640,6 +601,165 @@ test_buf_reuse(void)
 	}
 }
 
+/* Buffer chunk files in @bufs. */
+static unsigned
+count_files(const char *bufs)
+{
+	DIR *d = opendir(bufs);
+	struct dirent *de;
+	unsigned n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * Segments of 64 MiB (four 16 MiB chunks) and a 32 MiB window: the appends
+ * stop at the window's edge (-EAGAIN) until the preparing thread maps more;
+ * however much is written, the buffer holds the window and what is not yet
+ * durable; records across chunk boundaries and segment rolls read back
+ * whole, from the buffer and from the files; the files hold them after a
+ * close.
+ */
+#define WSEG (64u << 20)
+#define WCK (16u << 20)
+
+static bool
+readers_gone(void *arg)
+{
+	(*(unsigned *)arg)++;
+	return true;
+}
+
+static void
+test_window(void)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	unsigned most = 0, stops = 0, syncs = 0;
+	uint64_t end = 0;
+	char bufs[300];
+	struct clog *c;
+	uint32_t n = 0;
+
+	mktmp();
+	snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir), dir);
+	cfg.dir = dir;
+	cfg.buf_dir = bufs;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ(count_files(bufs), 1); /* one chunk to start with */
+	clog_set_reader_sync(c, readers_gone, &syncs);
+	/* 200 MiB: three segment rolls */
+	while (end < 200u << 20) {
+		struct wire_msg m;
+		long r;
+
+		msg(&m, n, 4000);
+		r = clog_append(c, &m, &end);
+		if (r == -EAGAIN) {
+			if (stops++ == 0)
+				T_ASSERT(clog_written(c) > WCK - 8000 && clog_written(c) <= WCK);
+			T_ASSERT(clog_wants_next(c));
+			T_ASSERT_EQ(clog_prepare_next(c), 0);
+			continue;
+		}
+		T_ASSERT(r > 0);
+		clog_commit(c);
+		if (++n % 2000 == 0) {
+			T_ASSERT_EQ(clog_flush(c), 0); /* retires what is durable */
+			most = SP_MAX(most, count_files(bufs));
+		}
+	}
+	T_ASSERT(stops >= 6);
+	/* the window (2 chunks), the chunk being written, the next segment's, one retired */
+	printf("# %u records, %u stops at the window, at most %u chunk files, %u reused\n", n,
+	       stops, most, (unsigned)clog_bufs_reused(c));
+	T_ASSERT(most <= 2 + 1 + 1 + 1);
+	T_ASSERT(clog_bufs_reused(c) >= 6);
+	T_ASSERT(syncs >= 6);
+	T_ASSERT_EQ(walk(c, 4000), n);
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ(walk(c, 4000), n);
+	clog_close(c);
+	T_ASSERT_EQ(count_files(bufs), 0);
+	cfg.buf_dir = NULL;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ(walk(c, 4000), n);
+	clog_close(c);
+	rmtmp();
+}
+
+/*
+ * A process killed with appends in several chunks of a segment, none
+ * written back: the next open takes them all from the chunk files.
+ */
+static void
+test_window_kill(void)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	uint64_t *ends =
+		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char bufs[300];
+	struct clog *c;
+	pid_t pid;
+	int st;
+
+	T_ASSERT(ends != MAP_FAILED);
+	mktmp();
+	snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir), dir);
+	cfg.dir = dir;
+	cfg.buf_dir = bufs;
+	pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		uint32_t n = 0;
+		uint64_t end = 0;
+
+		if (clog_open(&cfg, &c) != 0 || clog_recover(c, 0, -1) != 0)
+			_exit(2);
+		/* 40 MiB: three chunks, none written back */
+		while (end < 40u << 20) {
+			struct wire_msg m;
+			long r;
+
+			msg(&m, n, 4000);
+			r = clog_append(c, &m, &end);
+			if (r == -EAGAIN) {
+				if (clog_prepare_next(c) != 0)
+					_exit(3);
+				continue;
+			}
+			if (r <= 0)
+				_exit(4);
+			clog_commit(c);
+			n++;
+		}
+		ends[0] = end;
+		ends[1] = n;
+		kill(getpid(), SIGKILL);
+	}
+	T_ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	T_ASSERT(WIFSIGNALED(st));
+	T_ASSERT(count_files(bufs) >= 3);
+	cfg.old_buf_dir = bufs;
+	cfg.buf_dir = NULL;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), ends[0]);
+	T_ASSERT_EQ_U64(clog_recovery(c)->taken, ends[0]);
+	T_ASSERT_EQ(walk(c, 4000), (uint32_t)ends[1]);
+	clog_close(c);
+	rmtmp();
+	munmap(ends, 4096);
+}
+
 static void
 test_bad_config_and_files(void)
 {
@@ -669,5 +789,5 @@ test_bad_config_and_files(void)
 T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss), T_CASE(test_no_warm),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
-       T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_prep_yield),
-       T_CASE(test_buf_reuse), T_CASE(test_bad_config_and_files))
+       T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_buf_reuse),
+       T_CASE(test_window), T_CASE(test_window_kill), T_CASE(test_bad_config_and_files))
