@@ -324,6 +324,18 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 			episodes += clog_bufs_degraded_episodes(cl);
 		}
 		kv_u(b, "storeBufferDegradedShards", degraded);
+		/* a poll-mode core should take none in steady state (docs/store.md) */
+		for (uint32_t i = 0; i < x->bk.ncores; i++) {
+			uint64_t mn = 0, mj = 0;
+			char k[48];
+
+			if (dp_lcore_faults(&x->bk.cores[i].lc, &mn, &mj) != 0)
+				continue;
+			snprintf(k, sizeof(k), "dataplaneCore%uMinorFaults", i);
+			kv_u(b, k, mn);
+			snprintf(k, sizeof(k), "dataplaneCore%uMajorFaults", i);
+			kv_u(b, k, mj);
+		}
 		kv_u(b, "storeBufferDegradedEpisodes", episodes);
 		kv_u(b, "logLinesSuppressed", log_rl_flush());
 	}

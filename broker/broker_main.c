@@ -656,7 +656,12 @@ print_stats(const struct bk_ctl *x)
 {
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
 		const struct bk_core *c = &x->bk.cores[i];
+		uint64_t mn = 0, mj = 0;
 
+		if (dp_lcore_faults(&c->lc, &mn, &mj) == 0)
+			log_info(BK_TAG,
+				 "core %u: page faults %" PRIu64 " minor, %" PRIu64 " major", i, mn,
+				 mj);
 		log_info(BK_TAG,
 			 "core %u: sends %" PRIu64 " batches %" PRIu64 " pulls %" PRIu64
 			 " parked %" PRIu64 " redirects %" PRIu64 " busy %" PRIu64

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <urcu/urcu-qsbr.h>
 
@@ -45,6 +46,7 @@ lcore_main(void *a)
 	snprintf(name, sizeof(name), "dp-core-%u", lc->id);
 	pthread_setname_np(pthread_self(), name);
 	urcu_qsbr_register_thread();
+	atomic_store_release(&lc->tid, (int)gettid());
 	atomic_store_release(&lc->running, true); /* pairs with nothing: informational */
 	while (!atomic_load_relaxed(&lc->stop)) {
 		uint64_t t0 = clk_mono_fast_ns();
@@ -118,7 +120,51 @@ lcore_main(void *a)
 		bump(&lc->st.waits, 1);
 	}
 	urcu_qsbr_unregister_thread();
+	{
+		struct rusage ru;
+
+		/* off the loop: what the thread took in all, for the stop's statistics */
+		if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+			atomic_store_relaxed(&lc->st.minflt_exit, (uint64_t)ru.ru_minflt);
+			atomic_store_relaxed(&lc->st.majflt_exit, (uint64_t)ru.ru_majflt);
+		}
+	}
+	atomic_store_release(&lc->running, false);
 	return NULL;
+}
+
+int
+dp_lcore_faults(const struct dp_lcore *lc, uint64_t *minor, uint64_t *major)
+{
+	int tid = atomic_load_acquire(&lc->tid);
+	char path[64];
+	char buf[512];
+	unsigned long mn, mj;
+	const char *p;
+	size_t n;
+	FILE *f;
+
+	if (tid == 0)
+		return -ENOENT;
+	if (!atomic_load_acquire(&lc->running)) {
+		*minor = atomic_load_relaxed(&lc->st.minflt_exit);
+		*major = atomic_load_relaxed(&lc->st.majflt_exit);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the name, which may hold spaces: state ppid pgrp session tty tpgid flags minflt cminflt majflt */
+	p = strrchr(buf, ')');
+	if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %lu %*u %lu", &mn, &mj) != 2)
+		return -EIO;
+	*minor = mn;
+	*major = mj;
+	return 0;
 }
 
 static void

@@ -61,6 +61,9 @@ struct dp_lcore_stats {
 	_Atomic uint64_t stall_max_ns;
 	_Atomic uint64_t cmds;
 	_Atomic uint64_t link_down_polls; /* iterations skipped with the link down */
+	/* page faults of the core's thread, set as it exits (dp_lcore_faults() while it runs) */
+	_Atomic uint64_t minflt_exit;
+	_Atomic uint64_t majflt_exit;
 };
 
 struct dp_lcore {
@@ -78,6 +81,7 @@ struct dp_lcore {
 	_Atomic bool woken; /* wake_fd was written and not drained yet */
 	_Atomic bool stop;
 	_Atomic bool running;
+	_Atomic int tid; /* the core's thread id (its /proc/self/task/<tid>), 0 until it runs */
 	/* owner writes, stats read relaxed */
 	alignas(64) struct dp_lcore_stats st;
 };
@@ -91,6 +95,16 @@ struct dp_lcore {
  */
 MUST_CHECK int dp_lcore_start(struct dp_lcore *lc, unsigned id, const struct dp_lcore_cfg *cfg,
 			      struct dp_port *port, struct dp_xsrv *xsrv);
+
+/**
+ * dp_lcore_faults() - page faults the core's thread has taken so far (minor:
+ * a page mapped without I/O; major: with I/O), read from
+ * /proc/self/task/<tid>/stat by the caller, never by the core; once the
+ * core has exited, what it took in all. A poll-mode core should take none
+ * in steady state: each is a kernel entry on its hot path.
+ * Context: control thread. Return: 0, -ENOENT not started, -errno.
+ */
+MUST_CHECK int dp_lcore_faults(const struct dp_lcore *lc, uint64_t *minor, uint64_t *major);
 
 /* Asks the core to stop, joins it, frees the rings. Context: control thread. */
 void dp_lcore_stop(struct dp_lcore *lc);
