@@ -989,26 +989,24 @@ main(int argc, char **argv)
 	sc.delete_when_hour = atoi(cfg_get_str(cfg, "deleteWhen")) % 24;
 	sc.disk_max_used_ratio = (uint32_t)cfg_get_int(cfg, "diskMaxUsedSpaceRatio");
 	sc.store_host = x->bk.store_host;
-	err = mkdirs(sc.root);
-	if (err == 0) {
-		snprintf(x->topics_path, sizeof(x->topics_path), "%s/config", sc.root);
-		err = mkdirs(x->topics_path);
-	}
-	if (err) {
-		log_err(BK_TAG, "%s: %s", sc.root, strerror(-err));
-		goto out;
-	}
 	sc.buf_dir = cfg_get_str(cfg, "storeBufferDir");
 	/* Cores read records only inside their loop: a QSBR grace period covers them. */
 	sc.reader_sync = bk_store_reader_sync;
-	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
 	snprintf(x->offsets_path, sizeof(x->offsets_path), "%s/config/consumerOffset.json",
 		 sc.root);
+	/* First: store_open() takes <root>/lock before it reads or writes anything there. */
 	err = store_open(&sc, &x->bk.store);
 	if (err) {
 		log_err(BK_TAG, "opening the store at %s: %s", sc.root, strerror(-err));
 		goto out;
 	}
+	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config", sc.root);
+	err = mkdirs(x->topics_path);
+	if (err) {
+		log_err(BK_TAG, "%s: %s", x->topics_path, strerror(-err));
+		goto out_store;
+	}
+	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
 	x->bk.cores = calloc(x->bk.ncores, sizeof(*x->bk.cores));
 	if (x->bk.cores == NULL)
 		goto out_store;

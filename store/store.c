@@ -101,6 +101,8 @@ struct store {
 	char bufdir_path[2048 + 16];
 	char buf_run[1024];
 	char buf_old[1024];
+	/* <root>/lock, flocked for the store's life (store/owner.c) */
+	int lock_fd;
 	struct store_shard shard[STORE_SHARDS_MAX];
 
 	/* registry: control and background threads, under qlock */
@@ -360,6 +362,27 @@ ckpt_write(struct store *s, bool clean, const struct ckpt_shard *cs)
 	}
 	wire_st_le32(buf + n, crc32_java(buf, n));
 	return store_io_write_atomic(s->io, s->ckpt_path, buf, n + 4);
+}
+
+/* The shard count of a checkpoint that is whole, 0 without one (store__shards_check()). */
+static uint32_t
+ckpt_shards(struct store *s)
+{
+	uint32_t n = 0;
+	const uint8_t *p;
+	char *buf;
+	size_t len;
+
+	if (store_io_read_file(s->io, s->ckpt_path, 4096, &buf, &len) != 0)
+		return 0;
+	p = (const uint8_t *)buf;
+	if (len >= CKPT_HDR + 4 && wire_ld_le32(p) == CKPT_MAGIC &&
+	    wire_ld_le32(p + 4) == CKPT_VERSION &&
+	    len == CKPT_HDR + CKPT_PER_SHARD * (size_t)wire_ld_le32(p + 8) + 4 &&
+	    wire_ld_le32(p + len - 4) == crc32_java(p, len - 4))
+		n = wire_ld_le32(p + 8);
+	free(buf);
+	return n;
 }
 
 /* Return: 1 read (clean or not in *clean), 0 none or unusable, -errno. */
@@ -1063,6 +1086,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->io = cfg->io ? cfg->io : &store_io_posix;
+	s->lock_fd = -1;
 	clk_init(); /* store times come from clk_wall_ms_fast() */
 	pthread_mutex_init(&s->qlock, NULL);
 	if (snprintf(s->root, sizeof(s->root), "%s", cfg->root) >= (int)sizeof(s->root)) {
@@ -1081,6 +1105,15 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	}
 	snprintf(s->cut_path, sizeof(s->cut_path), "%s/truncate", s->root);
 	rc = store_mkdirs(s->root);
+	if (rc != 0)
+		goto err_close;
+	/* One process per store: nothing of it is read or written before this. */
+	s->lock_fd = store__lock(s->root);
+	if (s->lock_fd < 0) {
+		rc = s->lock_fd;
+		goto err_close;
+	}
+	rc = store__shards_check(s->root, s->clog_dir, ckpt_shards(s), cfg->shards);
 	if (rc == 0 && clog_moved_away(s)) {
 		rc = -EEXIST;
 		goto err_close;
@@ -1407,6 +1440,9 @@ store_free(struct store *s)
 	if (s->buf_run[0] != '\0')
 		(void)rmdir(s->buf_run);
 	pthread_mutex_destroy(&s->qlock);
+	/* Last: the next process may take the store once every file here is let go. */
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
 	free(s);
 }
 

@@ -22,4 +22,24 @@
 int store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data,
 			 size_t len);
 
+/*
+ * store__lock() - take @root/lock with flock(LOCK_EX|LOCK_NB) and record this
+ * process's pid in it (store/owner.c). Held until the descriptor is closed.
+ * Context: store_open(), before anything else of the store is read or
+ * written. Return: the descriptor, -EBUSY when another process holds it
+ * (logged with its pid and what to do), -errno.
+ */
+int store__lock(const char *root);
+
+/*
+ * store__shards_check() - is the store at @root written with @shards
+ * CommitLog shards? @ckpt_shards: its checkpoint's count, 0 without a
+ * usable checkpoint (then the commitlog/<shard> directories of @clog_dir
+ * holding segments tell). Context: store_open(), before it writes anything.
+ * Return: 0 (also for a new store), -EINVAL (logged: the key, both counts,
+ * what to do).
+ */
+int store__shards_check(const char *root, const char *clog_dir, uint32_t ckpt_shards,
+			uint32_t shards);
+
 #endif /* SP_STORE_STORE_PRIV_H */
