@@ -101,8 +101,9 @@ struct store {
 	char bufdir_path[2048 + 16];
 	char buf_run[1024];
 	char buf_old[1024];
-	/* <root>/lock, flocked for the store's life (store/owner.c) */
+	/* <root>/lock and <buf_run>/owner, flocked for the store's life (store/owner.c) */
 	int lock_fd;
+	int buf_lock_fd;
 	struct store_shard shard[STORE_SHARDS_MAX];
 
 	/* registry: control and background threads, under qlock */
@@ -833,6 +834,8 @@ bufdirs_prepare(struct store *s)
 	free(old);
 	if (s->cfg.buf_dir == NULL || s->cfg.buf_dir[0] == '\0')
 		return;
+	/* Dead runs' directories nobody needs (this store's last one it recovers from). */
+	store__bufdirs_reap(s->cfg.buf_dir, s->buf_old);
 	if ((size_t)snprintf(s->buf_run, sizeof(s->buf_run), "%s/sprocket-XXXXXX",
 			     s->cfg.buf_dir) >= sizeof(s->buf_run) ||
 	    store_mkdirs(s->cfg.buf_dir) != 0 || mkdtemp(s->buf_run) == NULL) {
@@ -841,7 +844,14 @@ bufdirs_prepare(struct store *s)
 			"ASYNC_FLUSH appends are acknowledged only once written back",
 			s->root, s->cfg.buf_dir, strerror(errno));
 		s->buf_run[0] = '\0';
+		return;
 	}
+	s->buf_lock_fd = store__bufdir_claim(s->buf_run, s->root);
+	if (s->buf_lock_fd < 0)
+		log_warn(STORE_TAG,
+			 "%s: cannot write its owner record (%s): if this run dies, later starts "
+			 "cannot tell and leave the directory to be removed by hand",
+			 s->buf_run, strerror(-s->buf_lock_fd));
 }
 
 static int
@@ -1087,6 +1097,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	s->cfg = *cfg;
 	s->io = cfg->io ? cfg->io : &store_io_posix;
 	s->lock_fd = -1;
+	s->buf_lock_fd = -1;
 	clk_init(); /* store times come from clk_wall_ms_fast() */
 	pthread_mutex_init(&s->qlock, NULL);
 	if (snprintf(s->root, sizeof(s->root), "%s", cfg->root) >= (int)sizeof(s->root)) {
@@ -1437,7 +1448,9 @@ store_free(struct store *s)
 		idx_close(s->shard[i].idx);
 	}
 	/* Empty once the clogs let go; kept while a buffer is left for recovery. */
-	if (s->buf_run[0] != '\0')
+	if (s->buf_lock_fd >= 0)
+		store__bufdir_release(s->buf_run, s->buf_lock_fd);
+	else if (s->buf_run[0] != '\0')
 		(void)rmdir(s->buf_run);
 	pthread_mutex_destroy(&s->qlock);
 	/* Last: the next process may take the store once every file here is let go. */

@@ -42,4 +42,29 @@ int store__lock(const char *root);
 int store__shards_check(const char *root, const char *clog_dir, uint32_t ckpt_shards,
 			uint32_t shards);
 
+/*
+ * store__bufdir_claim() - write @run/owner (this store's real @root path and
+ * pid) locked with flock for the run's life. Context: store_open().
+ * Return: the descriptor holding the lock, -errno.
+ */
+int store__bufdir_claim(const char *run, const char *root);
+
+/*
+ * store__bufdir_release() - drop the run's claim: @run/owner and @run go
+ * when nothing else is left in it (else both stay, for the next start's
+ * recovery), and the lock (@fd, may be -1) is released.
+ * Context: store_close(), after the CommitLog shards let go of their buffers.
+ */
+void store__bufdir_release(const char *run, int fd);
+
+/*
+ * store__bufdirs_reap() - remove the sprocket-* directories in @buf_dir of
+ * dead runs (their owner record not locked) whose store does not need them
+ * (gone, or its bufdir names another directory); keep, saying so, those a
+ * store still names; leave directories without an owner record alone.
+ * @skip: a directory not to look at (this store's last run's, which it
+ * recovers from). Context: store_open(), blocking.
+ */
+void store__bufdirs_reap(const char *buf_dir, const char *skip);
+
 #endif /* SP_STORE_STORE_PRIV_H */

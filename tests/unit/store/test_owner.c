@@ -9,6 +9,10 @@
  *  - a store written with N shards refuses to open with M != N, both ways,
  *    from its checkpoint and from its directories, changing nothing; with N
  *    again every message is there;
+ *  - at open, the buffer directories of dead runs that no store needs are
+ *    removed; a dead run's directory that its store still names is kept
+ *    (and that store's next open recovers from it), as are a live run's and
+ *    one without an owner record.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -215,6 +219,29 @@ holder_kill(pid_t pid)
 	T_ASSERT_EQ(waitpid(pid, &st, 0), pid);
 }
 
+/* The run directory <root>/bufdir names, into @out. */
+static void
+bufdir_of(const char *root, char *out, size_t cap)
+{
+	char path[160];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/bufdir", root);
+	f = fopen(path, "r");
+	T_ASSERT(f != NULL);
+	T_ASSERT(fgets(out, (int)cap, f) != NULL);
+	fclose(f);
+	out[strcspn(out, "\n")] = '\0';
+}
+
+static bool
+exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
 static void
 test_second_open_refused_until_holder_dies(void)
 {
@@ -360,4 +387,95 @@ test_shard_count_kept_both_ways(void)
 	dirs_drop();
 }
 
-T_MAIN(T_CASE(test_second_open_refused_until_holder_dies), T_CASE(test_shard_count_kept_both_ways))
+static void
+test_dead_runs_bufdirs_reaped(void)
+{
+	char a[128], c[128], h[128], live[128], g[128];
+	char da[256], dc[256], dh[256], dlive[256];
+	char old[128], path[300], cmd[400];
+	struct store_cfg cfg;
+	struct store *s;
+	pid_t pid_a, pid_c, pid_h, pid_live;
+	FILE *f;
+
+	dirs_make();
+	snprintf(a, sizeof(a), "%s/a", tmp);
+	snprintf(c, sizeof(c), "%s/c", tmp);
+	snprintf(h, sizeof(h), "%s/h", tmp);
+	snprintf(live, sizeof(live), "%s/live", tmp);
+	snprintf(g, sizeof(g), "%s/g", tmp);
+
+	/* Four runs at once, each of its own store, all in the same storeBufferDir. */
+	pid_a = holder_start(a, 40);
+	pid_c = holder_start(c, 3);
+	pid_h = holder_start(h, 3);
+	pid_live = holder_start(live, 3);
+	bufdir_of(a, da, sizeof(da));
+	bufdir_of(c, dc, sizeof(dc));
+	bufdir_of(h, dh, sizeof(dh));
+	bufdir_of(live, dlive, sizeof(dlive));
+	/* a: killed with 40 messages only in its buffers; its bufdir names its directory. */
+	holder_kill(pid_a);
+	/* c: killed, then the store is deleted. */
+	holder_kill(pid_c);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c);
+	T_ASSERT(system(cmd) == 0);
+	/* h: killed, then its bufdir names another directory (as after a start elsewhere). */
+	holder_kill(pid_h);
+	snprintf(path, sizeof(path), "%s/bufdir", h);
+	f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	fprintf(f, "%s/sprocket-zzzzzz\n", bufs);
+	fclose(f);
+	/* live: still running. */
+	/* An older sprocket's directory: no owner record. */
+	snprintf(old, sizeof(old), "%s/sprocket-OLD123", bufs);
+	T_ASSERT_EQ(mkdir(old, 0700), 0);
+	T_ASSERT(exists(da) && exists(dc) && exists(dh) && exists(dlive));
+	snprintf(path, sizeof(path), "%s/owner", dlive);
+	T_ASSERT(exists(path));
+
+	/* Another store opens in the same storeBufferDir. */
+	cfg_make(&cfg, g, 1);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	T_ASSERT(!exists(dc));
+	T_ASSERT(!exists(dh));
+	T_ASSERT(exists(da));
+	T_ASSERT(exists(dlive));
+	T_ASSERT(exists(old));
+	snprintf(cmd, sizeof(cmd), "removed %s: write-behind buffers of a dead run of", dc);
+	T_ASSERT(log_has(cmd));
+	T_ASSERT(log_has("which no longer needs them (the store does not exist)"));
+	snprintf(cmd, sizeof(cmd),
+		 "which no longer needs them (its bufdir names %s/sprocket-zzzzzz)", bufs);
+	T_ASSERT(log_has(cmd));
+	snprintf(cmd, sizeof(cmd), "kept %s: write-behind buffers of a dead run of", da);
+	T_ASSERT(log_has(cmd));
+	T_ASSERT(log_has("1 directories sprocket-* in"));
+	store_close(s);
+	/* A clean close removes the run's directory, owner record and all. */
+	bufdir_of(g, path, sizeof(path));
+	T_ASSERT(!exists(path));
+
+	/* a's next start recovers its 40 messages from the kept directory, then drops it. */
+	cfg_make(&cfg, a, 1);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	check_queue(s, 0, 0, 40);
+	T_ASSERT(!exists(da));
+	store_close(s);
+
+	/* The live run's directory survived every start; once it dies, nobody needs it... */
+	T_ASSERT(exists(dlive));
+	holder_kill(pid_live);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", live);
+	T_ASSERT(system(cmd) == 0);
+	cfg_make(&cfg, g, 1);
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	T_ASSERT(!exists(dlive));
+	T_ASSERT(exists(old));
+	store_close(s);
+	dirs_drop();
+}
+
+T_MAIN(T_CASE(test_second_open_refused_until_holder_dies), T_CASE(test_shard_count_kept_both_ways),
+       T_CASE(test_dead_runs_bufdirs_reaped))
