@@ -16,7 +16,9 @@
  * cores, save offsets, flush and checkpoint the store, remove the abort
  * file). SIGUSR1 write-protects the broker (brokerPermission 4: SENDs answer
  * NO_PERMISSION and the registration drops the write bit so clients move
- * away, RocketMQ's way to drain a broker); SIGUSR2 restores it.
+ * away, RocketMQ's way to drain a broker); SIGUSR2 restores it. The exit
+ * status is 0 only after a clean shutdown: 1 when the store's close (last
+ * flush, checkpoint) or saving offsets, delay or timer progress failed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1137,8 +1139,9 @@ out_cores:
 	bk_ctl_ttab_destroy(x->bk.ttab);
 	bk_ctl_reg_clear(x);
 out_store:
-	if (x->bk.store)
-		store_close(x->bk.store);
+	/* An unclean close (a failed last flush or checkpoint) is a failed run. */
+	if (x->bk.store && store_close(x->bk.store) != 0)
+		rc = 1;
 out:
 	bk_rmt_destroy(x->rmt);
 	bk_acl_stop(x);

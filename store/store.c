@@ -1459,14 +1459,14 @@ store_free(struct store *s)
 	free(s);
 }
 
-void
+int
 store_close(struct store *s)
 {
 	struct ckpt_shard ck[STORE_SHARDS_MAX];
 	int rc;
 
 	if (s == NULL)
-		return;
+		return 0;
 	store_stop_threads(s);
 	while (store_index_round(s) > 0)
 		;
@@ -1489,6 +1489,7 @@ store_close(struct store *s)
 	else
 		log_info(STORE_TAG, "%s: closed cleanly", s->root);
 	store_free(s);
+	return rc;
 }
 
 /* ---- dataplane operations ---- */

@@ -119,8 +119,16 @@ struct store_queue;
  */
 MUST_CHECK int store_open(const struct store_cfg *cfg, struct store **out);
 
-/* Stop threads, flush everything, write a clean checkpoint, remove abort. */
-void store_close(struct store *s);
+/**
+ * store_close() - stop the threads, flush everything, write a clean
+ * checkpoint, remove the abort file, release <root>/lock.
+ *
+ * The store is closed whatever the result: it is not MUST_CHECK because
+ * nothing can be retried, but a daemon's exit status should say it.
+ * Context: control thread, blocking. Return: 0 (a clean shutdown), or the
+ * first error (logged; the abort file stays and the next start recovers).
+ */
+int store_close(struct store *s);
 
 /**
  * store_queue_get() - the queue (topic, qid), created if needed, owned by

@@ -296,10 +296,10 @@ test_second_open_refused_until_holder_dies(void)
 
 		T_ASSERT_EQ(store_open(&cfg, &s2), -EBUSY);
 	}
-	store_close(s);
+	T_ASSERT_EQ(store_close(s), 0);
 	/* Closed: free again. */
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
-	store_close(s);
+	T_ASSERT_EQ(store_close(s), 0);
 	dirs_drop();
 }
 
@@ -319,7 +319,7 @@ shards_fill(const char *root, uint32_t shards)
 		for (uint32_t i = 0; i < 3; i++)
 			put(s, q, qid * 100 + i);
 	}
-	store_close(s);
+	T_ASSERT_EQ(store_close(s), 0);
 }
 
 static void
@@ -354,7 +354,7 @@ shards_reopen_all_there(const char *root, uint32_t shards)
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	for (uint32_t qid = 0; qid < 4; qid++)
 		check_queue(s, qid, qid % shards, 3);
-	store_close(s);
+	T_ASSERT_EQ(store_close(s), 0);
 }
 
 static void
@@ -452,7 +452,7 @@ test_dead_runs_bufdirs_reaped(void)
 	snprintf(cmd, sizeof(cmd), "kept %s: write-behind buffers of a dead run of", da);
 	T_ASSERT(log_has(cmd));
 	T_ASSERT(log_has("1 directories sprocket-* in"));
-	store_close(s);
+	T_ASSERT_EQ(store_close(s), 0);
 	/* A clean close removes the run's directory, owner record and all. */
 	bufdir_of(g, path, sizeof(path));
 	T_ASSERT(!exists(path));
@@ -462,7 +462,7 @@ test_dead_runs_bufdirs_reaped(void)
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	check_queue(s, 0, 0, 40);
 	T_ASSERT(!exists(da));
-	store_close(s);
+	T_ASSERT_EQ(store_close(s), 0);
 
 	/* The live run's directory survived every start; once it dies, nobody needs it... */
 	T_ASSERT(exists(dlive));
@@ -473,7 +473,7 @@ test_dead_runs_bufdirs_reaped(void)
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	T_ASSERT(!exists(dlive));
 	T_ASSERT(exists(old));
-	store_close(s);
+	T_ASSERT_EQ(store_close(s), 0);
 	dirs_drop();
 }
 
