@@ -189,6 +189,9 @@ const struct cfg_key bk_keys[] = {
 	{"consumerOffsetSlotsPerCore", CFG_INT, "65536", 1024, 1 << 24, NULL,
 	 "(topic, group, queue) offsets per core"},
 	{"logLevel", CFG_ENUM, "info", 0, 0, level_choices, "log verbosity"},
+	{"logFile", CFG_STRING, NULL, 0, 1024, NULL,
+	 "write log lines to this file, appended, instead of stderr; SIGHUP reopens it (for "
+	 "logrotate)"},
 	/* RocketMQ broker keys with no meaning here (thread pools, Netty). */
 	{"rocketmqHome", CFG_IGNORED, NULL, 0, 0, NULL, NULL},
 	{"sendMessageThreadPoolNums", CFG_IGNORED, NULL, 0, 0, NULL, NULL},

@@ -16,7 +16,10 @@
  * cores, save offsets, flush and checkpoint the store, remove the abort
  * file). SIGUSR1 write-protects the broker (brokerPermission 4: SENDs answer
  * NO_PERMISSION and the registration drops the write bit so clients move
- * away, RocketMQ's way to drain a broker); SIGUSR2 restores it.
+ * away, RocketMQ's way to drain a broker); SIGUSR2 restores it. SIGHUP
+ * reopens logFile (logrotate) and never stops the broker. The exit status
+ * is 0 only after a clean shutdown: 1 when the store's close (last flush,
+ * checkpoint) or saving offsets, delay or timer progress failed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -159,17 +162,22 @@ rmt_runtime_info(void *arg, struct jbuf *b)
 	return bk_ctl_runtime_info(arg, b);
 }
 
-/* Return: a SIGTERM/SIGINT is waiting on @sfd (startup can take a while: let it stop). */
+/*
+ * Return: a SIGTERM/SIGINT is waiting (startup can take a while: let it
+ * stop). Pending, not polled on the signalfd: a SIGHUP waiting there is
+ * no stop.
+ */
 static bool
-stop_requested(int sfd)
+stop_requested(void)
 {
-	struct pollfd p = {.fd = sfd, .events = POLLIN};
+	sigset_t p;
 
-	return poll(&p, 1, 0) == 1;
+	return sigpending(&p) == 0 &&
+	       (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1);
 }
 
 static int
-topics_load(struct bk_ctl *x, int sfd)
+topics_load(struct bk_ctl *x)
 {
 	struct meta_topic *ts = NULL;
 	size_t n = 0;
@@ -181,7 +189,7 @@ topics_load(struct bk_ctl *x, int sfd)
 	}
 	for (size_t i = 0; i < n && !err; i++) {
 		err = bk_ctl_topic_put(x, &ts[i], false);
-		if (err == 0 && i % 64 == 63 && stop_requested(sfd)) {
+		if (err == 0 && i % 64 == 63 && stop_requested()) {
 			log_info(BK_TAG, "stopped while loading topics (%zu of %zu)", i + 1, n);
 			err = -EINTR;
 		}
@@ -755,6 +763,11 @@ run(struct bk_ctl *x, int sfd)
 						si.ssi_signo == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 				continue;
 			}
+			/* logrotate's: reopen logFile, never stop */
+			if (si.ssi_signo == SIGHUP) {
+				log_reopen_said(BK_TAG);
+				continue;
+			}
 			log_info(BK_TAG, "signal %u: shutting down", si.ssi_signo);
 			return 0;
 		}
@@ -804,6 +817,15 @@ main(int argc, char **argv)
 
 		if (log_level_parse(cfg_get_str(cfg, "logLevel"), &lvl) == 0)
 			log_set_level(lvl);
+	}
+	if (cfg_get_str(cfg, "logFile")[0] != '\0') {
+		err = log_open_file(cfg_get_str(cfg, "logFile"));
+		if (err) {
+			fprintf(stderr, "sprocket-broker: logFile %s: %s\n",
+				cfg_get_str(cfg, "logFile"), strerror(-err));
+			cfg_destroy(cfg);
+			return 2;
+		}
 	}
 	x = calloc(1, sizeof(*x));
 	if (x == NULL)
@@ -877,6 +899,7 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGUSR1);
 	sigaddset(&sigs, SIGUSR2);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
@@ -994,27 +1017,25 @@ main(int argc, char **argv)
 	sc.delete_when_hour = atoi(cfg_get_str(cfg, "deleteWhen")) % 24;
 	sc.disk_max_used_ratio = (uint32_t)cfg_get_int(cfg, "diskMaxUsedSpaceRatio");
 	sc.store_host = x->bk.store_host;
-	err = mkdirs(sc.root);
-	if (err == 0) {
-		snprintf(x->topics_path, sizeof(x->topics_path), "%s/config", sc.root);
-		err = mkdirs(x->topics_path);
-	}
-	if (err) {
-		log_err(BK_TAG, "%s: %s", sc.root, strerror(-err));
-		goto out;
-	}
 	sc.buf_dir = cfg_get_str(cfg, "storeBufferDir");
 	sc.buf_window = (uint64_t)cfg_get_int(cfg, "storeBufferWindow");
 	/* Cores read records only inside their loop: a QSBR grace period covers them. */
 	sc.reader_sync = bk_store_reader_sync;
-	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
 	snprintf(x->offsets_path, sizeof(x->offsets_path), "%s/config/consumerOffset.json",
 		 sc.root);
+	/* First: store_open() takes <root>/lock before it reads or writes anything there. */
 	err = store_open(&sc, &x->bk.store);
 	if (err) {
 		log_err(BK_TAG, "opening the store at %s: %s", sc.root, strerror(-err));
 		goto out;
 	}
+	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config", sc.root);
+	err = mkdirs(x->topics_path);
+	if (err) {
+		log_err(BK_TAG, "%s: %s", x->topics_path, strerror(-err));
+		goto out_store;
+	}
+	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
 	x->bk.cores = calloc(x->bk.ncores, sizeof(*x->bk.cores));
 	if (x->bk.cores == NULL)
 		goto out_store;
@@ -1025,7 +1046,7 @@ main(int argc, char **argv)
 			goto out_cores;
 		}
 	}
-	if (topics_load(x, sfd) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
+	if (topics_load(x) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
 	    bk_timer_setup(x) != 0 || bk_tx_setup(x) != 0 || bk_group_setup(x) != 0)
 		goto out_cores;
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
@@ -1145,8 +1166,9 @@ out_cores:
 	bk_ctl_ttab_destroy(x->bk.ttab);
 	bk_ctl_reg_clear(x);
 out_store:
-	if (x->bk.store)
-		store_close(x->bk.store);
+	/* An unclean close (a failed last flush or checkpoint) is a failed run. */
+	if (x->bk.store && store_close(x->bk.store) != 0)
+		rc = 1;
 out:
 	bk_rmt_destroy(x->rmt);
 	bk_acl_stop(x);

@@ -11,8 +11,16 @@
  * ids, addresses): every control character and DEL in the message becomes
  * \xNN, so no peer can forge a line (a newline) or drive an operator's
  * terminal (ANSI escapes). A line is always exactly one line.
+ *
+ * A log file (the daemons' logFile) is opened O_APPEND; log_reopen() opens
+ * the path again and dup2()s the new file over the same descriptor number,
+ * so a thread writing meanwhile writes whole lines to either file, never
+ * to a closed or reused descriptor (logrotate moves the file, then sends
+ * SIGHUP).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +69,74 @@ void
 log_set_fd(int fd)
 {
 	atomic_store_explicit(&log_fd, fd, memory_order_relaxed);
+}
+
+/* The log file's path: written at startup, then read by log_reopen() only. */
+static char log_path[PATH_MAX];
+
+static int
+log_file_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int
+log_open_file(const char *path)
+{
+	int fd;
+
+	if (strlen(path) >= sizeof(log_path))
+		return -ENAMETOOLONG;
+	fd = log_file_open(path);
+	if (fd < 0)
+		return fd;
+	memcpy(log_path, path, strlen(path) + 1);
+	log_set_fd(fd);
+	return 0;
+}
+
+int
+log_reopen(void)
+{
+	int cur = atomic_load_explicit(&log_fd, memory_order_relaxed);
+	int fd;
+
+	if (log_path[0] == '\0')
+		return -ENOENT;
+	fd = log_file_open(log_path);
+	if (fd < 0)
+		return fd;
+	/* Atomic: a concurrent write(2) goes whole to the old file or the new one. */
+	if (dup2(fd, cur) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	close(fd);
+	return 0;
+}
+
+const char *
+log_file_path(void)
+{
+	return log_path[0] != '\0' ? log_path : NULL;
+}
+
+void
+log_reopen_said(const char *tag)
+{
+	int rc = log_reopen();
+
+	if (rc == 0)
+		log_info(tag, "SIGHUP: log file %s reopened", log_path);
+	else if (rc == -ENOENT)
+		log_info(tag, "SIGHUP: no logFile to reopen (logging to stderr); ignored");
+	else
+		log_err(tag, "SIGHUP: cannot reopen log file %s: %s; still writing to the old one",
+			log_path, strerror(-rc));
 }
 
 SP_PRINTF(3, 0)

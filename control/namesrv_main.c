@@ -9,7 +9,8 @@
  * not apply (thread pools, Netty buffers) are accepted with a notice, so an
  * existing file starts sprocket unchanged. docs/namesrv.md lists them.
  * SIGTERM and SIGINT arrive through a signalfd in the io loop, which closes
- * everything and exits 0.
+ * everything and exits 0; SIGHUP there reopens logFile (logrotate), and
+ * never stops the NameServer.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -63,6 +64,9 @@ static const struct cfg_key ns_keys[] = {
 	{"orderMessageEnable", CFG_BOOL, "false", 0, 0, NULL,
 	 "add orderTopicConf (KV namespace ORDER_TOPIC_CONFIG) to routes"},
 	{"logLevel", CFG_ENUM, "info", 0, 0, level_choices, "log verbosity"},
+	{"logFile", CFG_STRING, NULL, 0, 1024, NULL,
+	 "write log lines to this file, appended, instead of stderr; SIGHUP reopens it (for "
+	 "logrotate)"},
 	{"aclEnable", CFG_BOOL, "false", 0, 0, NULL,
 	 "broker registrations, write-permission and KV changes, and admin requests need the "
 	 "signature of an admin account of aclFile (RocketMQ's plain ACL); route reads stay "
@@ -126,6 +130,15 @@ main(int argc, char **argv)
 	}
 	if (log_level_parse(cfg_get_str(cfg, "logLevel"), &lvl) == 0)
 		log_set_level(lvl);
+	if (cfg_get_str(cfg, "logFile")[0] != '\0') {
+		rc = log_open_file(cfg_get_str(cfg, "logFile"));
+		if (rc != 0) {
+			fprintf(stderr, "sprocket-namesrv: logFile %s: %s\n",
+				cfg_get_str(cfg, "logFile"), err_str(rc));
+			cfg_destroy(cfg);
+			return 2;
+		}
+	}
 
 	if (cfg_get_str(cfg, "kvConfigPath")[0] != '\0') {
 		snprintf(kv_path, sizeof(kv_path), "%s", cfg_get_str(cfg, "kvConfigPath"));
@@ -183,6 +196,7 @@ main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0 ||
 	    (sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
 		log_err(NS_TAG, "signalfd failed: %s", err_str(errno));

@@ -47,6 +47,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1201,8 +1202,14 @@ ns_server_run(struct ns_server *srv, int sig_fd)
 			} else if (fd == sig_fd) {
 				struct signalfd_siginfo si;
 
-				if (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-					log_info(NS_TAG, "signal %u: shutting down", si.ssi_signo);
+				if (read(sig_fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+					continue;
+				/* logrotate's: reopen logFile, never stop */
+				if (si.ssi_signo == SIGHUP) {
+					log_reopen_said(NS_TAG);
+					continue;
+				}
+				log_info(NS_TAG, "signal %u: shutting down", si.ssi_signo);
 				atomic_store_relaxed(&srv->stop, true);
 			} else if ((size_t)fd < srv->conns_cap && (c = srv->conns[fd]) != NULL) {
 				if (evs[i].events & EPOLLOUT) {

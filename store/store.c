@@ -101,6 +101,9 @@ struct store {
 	char bufdir_path[2048 + 16];
 	char buf_run[1024];
 	char buf_old[1024];
+	/* <root>/lock and <buf_run>/owner, flocked for the store's life (store/owner.c) */
+	int lock_fd;
+	int buf_lock_fd;
 	struct store_shard shard[STORE_SHARDS_MAX];
 
 	/* registry: control and background threads, under qlock */
@@ -362,6 +365,27 @@ ckpt_write(struct store *s, bool clean, const struct ckpt_shard *cs)
 	}
 	wire_st_le32(buf + n, crc32_java(buf, n));
 	return store_io_write_atomic(s->io, s->ckpt_path, buf, n + 4);
+}
+
+/* The shard count of a checkpoint that is whole, 0 without one (store__shards_check()). */
+static uint32_t
+ckpt_shards(struct store *s)
+{
+	uint32_t n = 0;
+	const uint8_t *p;
+	char *buf;
+	size_t len;
+
+	if (store_io_read_file(s->io, s->ckpt_path, 4096, &buf, &len) != 0)
+		return 0;
+	p = (const uint8_t *)buf;
+	if (len >= CKPT_HDR + 4 && wire_ld_le32(p) == CKPT_MAGIC &&
+	    wire_ld_le32(p + 4) == CKPT_VERSION &&
+	    len == CKPT_HDR + CKPT_PER_SHARD * (size_t)wire_ld_le32(p + 8) + 4 &&
+	    wire_ld_le32(p + len - 4) == crc32_java(p, len - 4))
+		n = wire_ld_le32(p + 8);
+	free(buf);
+	return n;
 }
 
 /* Return: 1 read (clean or not in *clean), 0 none or unusable, -errno. */
@@ -839,6 +863,8 @@ bufdirs_prepare(struct store *s)
 	free(old);
 	if (s->cfg.buf_dir == NULL || s->cfg.buf_dir[0] == '\0')
 		return;
+	/* Dead runs' directories nobody needs (this store's last one it recovers from). */
+	store__bufdirs_reap(s->cfg.buf_dir, s->buf_old);
 	if ((size_t)snprintf(s->buf_run, sizeof(s->buf_run), "%s/sprocket-XXXXXX",
 			     s->cfg.buf_dir) >= sizeof(s->buf_run) ||
 	    store_mkdirs(s->cfg.buf_dir) != 0 || mkdtemp(s->buf_run) == NULL) {
@@ -847,7 +873,14 @@ bufdirs_prepare(struct store *s)
 			"ASYNC_FLUSH appends are acknowledged only once written back",
 			s->root, s->cfg.buf_dir, strerror(errno));
 		s->buf_run[0] = '\0';
+		return;
 	}
+	s->buf_lock_fd = store__bufdir_claim(s->buf_run, s->root);
+	if (s->buf_lock_fd < 0)
+		log_warn(STORE_TAG,
+			 "%s: cannot write its owner record (%s): if this run dies, later starts "
+			 "cannot tell and leave the directory to be removed by hand",
+			 s->buf_run, strerror(-s->buf_lock_fd));
 }
 
 static int
@@ -1092,6 +1125,8 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->io = cfg->io ? cfg->io : &store_io_posix;
+	s->lock_fd = -1;
+	s->buf_lock_fd = -1;
 	clk_init(); /* store times come from clk_wall_ms_fast() */
 	pthread_mutex_init(&s->qlock, NULL);
 	if (snprintf(s->root, sizeof(s->root), "%s", cfg->root) >= (int)sizeof(s->root)) {
@@ -1110,6 +1145,15 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	}
 	snprintf(s->cut_path, sizeof(s->cut_path), "%s/truncate", s->root);
 	rc = store_mkdirs(s->root);
+	if (rc != 0)
+		goto err_close;
+	/* One process per store: nothing of it is read or written before this. */
+	s->lock_fd = store__lock(s->root);
+	if (s->lock_fd < 0) {
+		rc = s->lock_fd;
+		goto err_close;
+	}
+	rc = store__shards_check(s->root, s->clog_dir, ckpt_shards(s), cfg->shards);
 	if (rc == 0 && clog_moved_away(s)) {
 		rc = -EEXIST;
 		goto err_close;
@@ -1441,20 +1485,25 @@ store_free(struct store *s)
 		idx_close(s->shard[i].idx);
 	}
 	/* Empty once the clogs let go; kept while a buffer is left for recovery. */
-	if (s->buf_run[0] != '\0')
+	if (s->buf_lock_fd >= 0)
+		store__bufdir_release(s->buf_run, s->buf_lock_fd);
+	else if (s->buf_run[0] != '\0')
 		(void)rmdir(s->buf_run);
 	pthread_mutex_destroy(&s->qlock);
+	/* Last: the next process may take the store once every file here is let go. */
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
 	free(s);
 }
 
-void
+int
 store_close(struct store *s)
 {
 	struct ckpt_shard ck[STORE_SHARDS_MAX];
 	int rc;
 
 	if (s == NULL)
-		return;
+		return 0;
 	store_stop_threads(s);
 	while (store_index_round(s) > 0)
 		;
@@ -1477,6 +1526,7 @@ store_close(struct store *s)
 	else
 		log_info(STORE_TAG, "%s: closed cleanly", s->root);
 	store_free(s);
+	return rc;
 }
 
 /* ---- dataplane operations ---- */

@@ -22,4 +22,49 @@
 int store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const uint8_t *data,
 			 size_t len);
 
+/*
+ * store__lock() - take @root/lock with flock(LOCK_EX|LOCK_NB) and record this
+ * process's pid in it (store/owner.c). Held until the descriptor is closed.
+ * Context: store_open(), before anything else of the store is read or
+ * written. Return: the descriptor, -EBUSY when another process holds it
+ * (logged with its pid and what to do), -errno.
+ */
+int store__lock(const char *root);
+
+/*
+ * store__shards_check() - is the store at @root written with @shards
+ * CommitLog shards? @ckpt_shards: its checkpoint's count, 0 without a
+ * usable checkpoint (then the commitlog/<shard> directories of @clog_dir
+ * holding segments tell). Context: store_open(), before it writes anything.
+ * Return: 0 (also for a new store), -EINVAL (logged: the key, both counts,
+ * what to do).
+ */
+int store__shards_check(const char *root, const char *clog_dir, uint32_t ckpt_shards,
+			uint32_t shards);
+
+/*
+ * store__bufdir_claim() - write @run/owner (this store's real @root path and
+ * pid) locked with flock for the run's life. Context: store_open().
+ * Return: the descriptor holding the lock, -errno.
+ */
+int store__bufdir_claim(const char *run, const char *root);
+
+/*
+ * store__bufdir_release() - drop the run's claim: @run/owner and @run go
+ * when nothing else is left in it (else both stay, for the next start's
+ * recovery), and the lock (@fd, may be -1) is released.
+ * Context: store_close(), after the CommitLog shards let go of their buffers.
+ */
+void store__bufdir_release(const char *run, int fd);
+
+/*
+ * store__bufdirs_reap() - remove the sprocket-* directories in @buf_dir of
+ * dead runs (their owner record not locked) whose store does not need them
+ * (gone, or its bufdir names another directory); keep, saying so, those a
+ * store still names; leave directories without an owner record alone.
+ * @skip: a directory not to look at (this store's last run's, which it
+ * recovers from). Context: store_open(), blocking.
+ */
+void store__bufdirs_reap(const char *buf_dir, const char *skip);
+
 #endif /* SP_STORE_STORE_PRIV_H */

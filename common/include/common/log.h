@@ -68,6 +68,32 @@ uint64_t log_rl_flush_at(uint64_t now_ns);
 /* Context: startup. Redirects output to @fd (default 2). */
 void log_set_fd(int fd);
 
+/*
+ * log_open_file() - log lines go to @path from now on, appended (created
+ * 0644 when missing). Context: startup, before other threads log.
+ * Return: 0, -ENAMETOOLONG, -errno of open(2) (output is then unchanged).
+ */
+MUST_CHECK int log_open_file(const char *path);
+
+/*
+ * log_reopen() - open log_open_file()'s path again and write there from now
+ * on (after logrotate moved the file). Context: one control thread at a
+ * time, never a signal handler; other threads may log meanwhile.
+ * Return: 0, -ENOENT when output is not a log file, -errno of open(2) or
+ * dup2(2) (output stays on the old file).
+ */
+MUST_CHECK int log_reopen(void);
+
+/* The path given to log_open_file(), NULL when logging to no file. */
+const char *log_file_path(void);
+
+/*
+ * log_reopen_said() - a daemon's SIGHUP: log_reopen(), and one line under
+ * @tag saying what happened (in the new file, or the old one on failure).
+ * Context: as log_reopen().
+ */
+void log_reopen_said(const char *tag);
+
 static inline bool
 log_enabled(enum log_level lvl)
 {

@@ -18,7 +18,8 @@
  * Files under <root>: commitlog/<shard>/<20-digit offset>,
  * consumequeue/<topic>/<qid>/<20-digit offset>, index/<shard>/<time>,
  * checkpoint, abort (present while running: its presence at start means the
- * last run crashed and recovery scans the log).
+ * last run crashed and recovery scans the log), lock (flocked by the one
+ * process that has the store open; it holds that process's pid).
  */
 #ifndef SP_STORE_STORE_H
 #define SP_STORE_STORE_H
@@ -110,13 +111,26 @@ struct store_queue;
  * checkpoint's safe offset, the torn tail is cut, and ConsumeQueue units
  * past the end are dropped and rebuilt from the log. A ConsumeQueue that
  * cannot be opened is deleted and rebuilt from a scan of the whole log.
+ * First of all it takes <root>/lock: a store open in another process (or
+ * in this one) is refused before anything of it is read or written, and
+ * so is a store written with another shard count than @cfg->shards.
  *
- * Context: startup, blocking. Return: 0 or -errno (logged with the reason).
+ * Context: startup, blocking. Return: 0, -EBUSY (another process holds the
+ * store), -EINVAL (another shard count, or bad @cfg), or -errno; every
+ * refusal is logged with the reason and what to do.
  */
 MUST_CHECK int store_open(const struct store_cfg *cfg, struct store **out);
 
-/* Stop threads, flush everything, write a clean checkpoint, remove abort. */
-void store_close(struct store *s);
+/**
+ * store_close() - stop the threads, flush everything, write a clean
+ * checkpoint, remove the abort file, release <root>/lock.
+ *
+ * The store is closed whatever the result: it is not MUST_CHECK because
+ * nothing can be retried, but a daemon's exit status should say it.
+ * Context: control thread, blocking. Return: 0 (a clean shutdown), or the
+ * first error (logged; the abort file stays and the next start recovers).
+ */
+int store_close(struct store *s);
 
 /**
  * store_queue_get() - the queue (topic, qid), created if needed, owned by

@@ -140,5 +140,59 @@ test_escapes(void)
 	T_ASSERT(strchr(out, 0x1b) == NULL);
 }
 
+static bool
+file_has(const char *path, const char *needle)
+{
+	char text[4096];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return false;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	return strstr(text, needle) != NULL;
+}
+
+/* logFile: appended; after a rename (logrotate), log_reopen() writes to a new file at the path. */
+static void
+test_file_reopen(void)
+{
+	char dir[] = "/tmp/sp-log-XXXXXX";
+	char path[64];
+	char moved[64];
+	char cmd[96];
+	FILE *f;
+
+	T_ASSERT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/d.log", dir);
+	snprintf(moved, sizeof(moved), "%s/d.log.1", dir);
+	T_ASSERT_EQ(log_reopen(), -ENOENT); /* no log file yet: nothing to reopen */
+	T_ASSERT(log_file_path() == NULL);
+	f = fopen(path, "w");
+	T_ASSERT(f != NULL);
+	fputs("earlier\n", f);
+	fclose(f);
+	T_ASSERT_EQ(log_open_file(path), 0);
+	T_ASSERT_STREQ(log_file_path(), path);
+	log_info("t.log", "line one");
+	T_ASSERT(file_has(path, "earlier\n")); /* appended, not truncated */
+	T_ASSERT(file_has(path, "I t.log: line one"));
+	T_ASSERT_EQ(rename(path, moved), 0);
+	log_info("t.log", "line two");
+	T_ASSERT(file_has(moved, "line two")); /* until reopened, the old file */
+	T_ASSERT_EQ(log_reopen(), 0);
+	log_info("t.log", "line three");
+	T_ASSERT(file_has(path, "line three"));
+	T_ASSERT(!file_has(path, "line two"));
+	T_ASSERT(!file_has(moved, "line three"));
+	log_reopen_said("t.log");
+	T_ASSERT(file_has(path, "SIGHUP: log file"));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	T_ASSERT(system(cmd) == 0);
+}
+
 T_MAIN(T_CASE(test_levels_and_format), T_CASE(test_long_line_cut), T_CASE(test_ratelimited),
-       T_CASE(test_flood_counted), T_CASE(test_err_str), T_CASE(test_escapes))
+       T_CASE(test_flood_counted), T_CASE(test_err_str), T_CASE(test_escapes),
+       T_CASE(test_file_reopen))

@@ -510,7 +510,10 @@ test_fence_on_eio(void)
 	T_ASSERT(put_one(s, q[0], 1, &r) > 0);
 	T_ASSERT_EQ(store_flush_all(s), 0);
 	T_ASSERT_EQ(store_durable(s, r.shard, r.ticket), 1);
-	store_close(s);
+	/* A close whose last flush fails says so: the daemon's exit status follows it. */
+	T_ASSERT(put_one(s, q[0], 2, &r) > 0);
+	io_fault_fail(f, IOF_FDATASYNC, EIO);
+	T_ASSERT_EQ(store_close(s), -EIO);
 	io_fault_free(f);
 	rmtmp();
 }
