@@ -78,7 +78,31 @@ BM_record_decode(benchmark::State &st)
 	}
 	st.SetBytesProcessed((int64_t)st.iterations() * st.range(0));
 }
-BENCHMARK(BM_record_decode)->Arg(128)->Arg(1024)->Arg(16384);
+BENCHMARK(BM_record_decode)->Arg(128)->Arg(1024)->Arg(4096)->Arg(16384);
+
+/*
+ * The same decode without the BODYCRC check, as clog_read() does it: the
+ * difference to BM_record_decode is what clog_read_checked() adds to a
+ * read for delivery (docs/benchmarks.md, "BODYCRC on delivery reads").
+ */
+static void
+BM_record_decode_nocrc(benchmark::State &st)
+{
+	std::vector<uint8_t> body((size_t)st.range(0), 'x');
+	std::vector<uint8_t> out(body.size() + 512);
+	struct wire_msg m;
+	struct wire_msg d;
+	long n;
+
+	fill_msg(&m, body);
+	n = wire_rec_encode(&m, out.data(), out.size());
+	for (auto _ : st) {
+		long r = wire_rec_decode(out.data(), (size_t)n, 0, &d);
+		benchmark::DoNotOptimize(r);
+	}
+	st.SetBytesProcessed((int64_t)st.iterations() * st.range(0));
+}
+BENCHMARK(BM_record_decode_nocrc)->Arg(128)->Arg(1024)->Arg(4096)->Arg(16384);
 
 static void
 BM_crc32(benchmark::State &st)

@@ -337,6 +337,23 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 			kv_u(b, k, mj);
 		}
 		kv_u(b, "storeBufferDegradedEpisodes", episodes);
+	}
+	{
+		/* damage in the CommitLog: found at start, and met by reads since (docs/store.md) */
+		uint64_t reads = 0, spans = 0, lost = 0;
+
+		for (uint32_t i = 0; i < x->bk.ncores; i++) {
+			struct store_damage d;
+
+			if (store_damage(x->bk.store, i, &d) != 0)
+				continue;
+			reads += d.bad_reads;
+			spans += d.spans;
+			lost += d.lost;
+		}
+		kv_u(b, "storeDamagedReads", reads);
+		kv_u(b, "storeDamagedSpans", spans);
+		kv_u(b, "storeLostMessages", lost);
 		kv_u(b, "logLinesSuppressed", log_rl_flush());
 	}
 	if (x->rmt) {

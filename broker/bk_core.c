@@ -725,8 +725,14 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 		struct cq_unit u;
 		long n = store_get(s, p->sq, end, &rec, &u);
 
-		if (n == -ENOENT)
-			continue; /* lost in a recovery (docs/store.md): passed over as filtered */
+		/*
+		 * Lost in a recovery, or damaged (a wrong BODYCRC, header or size,
+		 * counted by the store): passed over as filtered (docs/store.md,
+		 * "Damage"). Stopping here would answer every later pull with the
+		 * same offset: the queue would stall for good.
+		 */
+		if (n == -ENOENT || n == -EBADMSG)
+			continue;
 		if (n < 0)
 			break;
 		if (!tag_match(p->tags, p->tag_count, u.tag_hash))

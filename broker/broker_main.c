@@ -50,6 +50,7 @@
 #include "common/fdlimit.h"
 #include "common/log.h"
 #include "control/breg.h"
+#include "store/verify.h"
 #include "wire/dp.h"
 #include "wire/remoting.h"
 #include "sp_config.h"
@@ -774,6 +775,45 @@ run(struct bk_ctl *x, int sfd)
 	}
 }
 
+/*
+ * --verify: store_verify() on the store the keys name, as a start would
+ * open it (storePathRootDir, storePathCommitLog, storePathConsumeQueue,
+ * mapedFileSizeCommitLog, dataplaneCores), writing nothing there.
+ * Return: the exit status: 0 clean, 1 damaged, 2 unreadable.
+ */
+static int
+bk_verify_store(struct cfg *cfg)
+{
+	const char *root = cfg_get_str(cfg, "storePathRootDir");
+	const char *cl = cfg_get_str(cfg, "storePathCommitLog");
+	const char *cq = cfg_get_str(cfg, "storePathConsumeQueue");
+	char cl_dir[PATH_MAX];
+	char cq_dir[PATH_MAX];
+	struct store_verify_cfg vc = {
+		.clog_dir = cl_dir,
+		.cq_dir = cq_dir,
+		.shards = (uint32_t)cfg_get_int(cfg, "dataplaneCores"),
+		.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog"),
+	};
+	struct store_verify_res res;
+	int rc;
+
+	if (cl != NULL && cl[0] != '\0')
+		snprintf(cl_dir, sizeof(cl_dir), "%s", cl);
+	else
+		snprintf(cl_dir, sizeof(cl_dir), "%s/commitlog", root);
+	if (cq != NULL && cq[0] != '\0')
+		snprintf(cq_dir, sizeof(cq_dir), "%s", cq);
+	else
+		snprintf(cq_dir, sizeof(cq_dir), "%s/consumequeue", root);
+	rc = store_verify(&vc, stdout, &res);
+	if (rc != 0) {
+		fprintf(stderr, "sprocket-broker: --verify of %s: %s\n", root, strerror(-rc));
+		return 2;
+	}
+	return store_verify_damaged(&res) ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -783,16 +823,25 @@ main(int argc, char **argv)
 	struct store_cfg sc;
 	sigset_t sigs;
 	bool help = false;
+	bool verify = false;
 	bool restart = false;
 	int sfd, err, rc = 1;
 	struct in_addr a;
 	char dp_mac[24];
 
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--version") == 0) {
 			printf("sprocket-broker %s\n", SP_VERSION);
 			return 0;
 		}
+		/* Not a configuration key: taken out before the keys are parsed. */
+		if (strcmp(argv[i], "--verify") == 0) {
+			verify = true;
+			memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(*argv));
+			argc--;
+			i--;
+		}
+	}
 	clk_init();
 	if (cfg_create(bk_keys, bk_nkeys, &cfg, &cerr) != 0) {
 		fprintf(stderr, "sprocket-broker: %s\n", cerr.msg);
@@ -805,7 +854,9 @@ main(int argc, char **argv)
 	}
 	if (help) {
 		printf("usage: sprocket-broker [-c broker.properties] [--key=value ...] "
-		       "[--version]\n"
+		       "[--version] [--verify]\n"
+		       "--verify: check the store offline, read-only, and report; exit 0 "
+		       "clean, 1 damaged, 2 unreadable (docs/store.md, \"Damage\")\n"
 		       "keys:\n");
 		fflush(stdout);
 		cfg_print_help(cfg, STDOUT_FILENO);
@@ -817,6 +868,11 @@ main(int argc, char **argv)
 
 		if (log_level_parse(cfg_get_str(cfg, "logLevel"), &lvl) == 0)
 			log_set_level(lvl);
+	}
+	if (verify) {
+		rc = bk_verify_store(cfg);
+		cfg_destroy(cfg);
+		return rc;
 	}
 	if (cfg_get_str(cfg, "logFile")[0] != '\0') {
 		err = log_open_file(cfg_get_str(cfg, "logFile"));

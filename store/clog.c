@@ -222,6 +222,7 @@ clog_open(const struct clog_cfg *cfg, struct clog **out)
 	c->sync_flush = cfg->sync_flush;
 	c->logged_err_off = -1;
 	c->suspect_from = UINT64_MAX;
+	c->verified = cfg->verified;
 	pthread_mutex_init(&c->grave_mu, NULL);
 	c->dir = strdup(cfg->dir);
 	if (c->dir == NULL) {
@@ -889,8 +890,10 @@ clog_seg_size(const struct clog *c)
 	return c->seg_size;
 }
 
-long
-clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *next_off)
+/* clog_read() and clog_read_checked(): @flags WIRE_REC_VERIFY_CRC verifies the record too. */
+static long
+clog_read_at(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *next_off,
+	     unsigned flags)
 {
 	uint64_t vis = c->sync_flush ? clog_flushed(c) : clog_written(c);
 	const uint8_t *base;
@@ -906,7 +909,7 @@ clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *nex
 		return -ERANGE;
 	in = off - s->start;
 	base = clog__base(s, in);
-	r = wire_rec_decode(base + in, SP_MIN(c->seg_size - in, vis - off), 0, &m);
+	r = wire_rec_decode(base + in, SP_MIN(c->seg_size - in, vis - off), flags, &m);
 	if (r == -ENODATA) {
 		*next_off = s->start + c->seg_size;
 		return -ENODATA;
@@ -921,9 +924,24 @@ clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *nex
 		return -ENOENT;
 	if (r < 0)
 		return r;
+	/* A record that names another offset is not the one written here. */
+	if ((flags & WIRE_REC_VERIFY_CRC) && m.phys_offset != clog_phys(c->shard, off))
+		return -EBADMSG;
 	*rec = base + in;
 	*next_off = off + (uint64_t)r;
 	return r;
+}
+
+long
+clog_read(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *next_off)
+{
+	return clog_read_at(c, off, rec, next_off, 0);
+}
+
+long
+clog_read_checked(const struct clog *c, uint64_t off, const uint8_t **rec, uint64_t *next_off)
+{
+	return clog_read_at(c, off, rec, next_off, WIRE_REC_VERIFY_CRC);
 }
 
 long

@@ -130,6 +130,7 @@ struct clog {
 
 	/* open and recovery only (clog_recover.c) */
 	uint64_t suspect_from; /* first segment found short or missing; UINT64_MAX: none */
+	int64_t verified;      /* clog_cfg.verified */
 	struct clog_recovery rep;
 	struct clog_span *lost; /* rep.lost, malloc'd */
 	uint32_t lost_cap;

@@ -243,6 +243,73 @@ clog_nonzero_end(const struct clog *c, const struct clog_seg *s, uint64_t lo)
 	return s->start + last;
 }
 
+/*
+ * The first valid record (clog_rec_at()) after damage at local @off of @s,
+ * within @s: 0 when none (the rest holds none, or only zeros).
+ */
+static uint64_t
+clog_next_valid(const struct clog *c, const struct clog_seg *s, uint64_t off)
+{
+	uint64_t hi = clog_nonzero_end(c, s, off);
+	uint64_t last_end;
+
+	for (uint64_t at = off + 1; at < hi;) {
+		/* one record at a time: clog_count_valid() stops at the first it finds */
+		if (clog_count_valid(c, s, at, SP_MIN(hi, at + 1), &last_end) == 0) {
+			at++;
+			continue;
+		}
+		return at;
+	}
+	return 0;
+}
+
+/*
+ * Damage at @off of @s and a valid record at @next in the same segment:
+ * the bytes between stay where they are and leave the log as a lost span
+ * (sequential readers pass it with clog_lost_skip(), ConsumeQueue units
+ * pointing into it read as lost); the records after it stay in the log.
+ */
+static int
+clog_step_over(struct clog *c, const struct clog_seg *s, uint64_t off, uint64_t next)
+{
+	char why[96];
+	const char *w = clog_why(c, s, off, why, sizeof(why));
+	int rc = clog__lost_add(c, off, next);
+
+	if (rc != 0)
+		return rc;
+	c->rep.spans_stepped++;
+	c->rep.bytes_stepped += next - off;
+	CLOG_REC_WARN("shard %u: segment %020" PRIu64 ": no valid record at %" PRIu64
+		      " (%s); the next valid record is at %" PRIu64 ": the %" PRIu64
+		      " bytes between are stepped over (left in place, the messages there are "
+		      "lost and read as not found), the records after them are kept",
+		      c->shard, s->start, off, w, next, next - off);
+	return 0;
+}
+
+uint64_t
+clog_lost_skip(const struct clog *c, uint64_t off)
+{
+	uint32_t lo = 0;
+	uint32_t hi = c->rep.n_lost;
+
+	/* the spans are in log order and do not overlap */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct clog_span *sp = &c->rep.lost[mid];
+
+		if (off < sp->lo)
+			hi = mid;
+		else if (off >= sp->hi)
+			lo = mid + 1;
+		else
+			return sp->hi;
+	}
+	return off;
+}
+
 /* Does a segment after @s start with a valid record? Then the log goes on past damage in @s. */
 static bool
 clog_goes_on(const struct clog *c, const struct clog_seg *s)
@@ -527,6 +594,13 @@ clog_trust_refused(const struct clog *c, uint64_t e, uint64_t *win, char *buf, s
 		}
 		if (r <= 0 || m.phys_offset != clog_phys(c->shard, pos) ||
 		    c->seg_size - in - (uint64_t)r < WIRE_BLANK_LEN) {
+			/* A span an earlier start stepped over: the chain goes on after it. */
+			uint64_t next = clog_next_valid(c, s, pos);
+
+			if (next != 0) {
+				pos = next;
+				continue;
+			}
 			snprintf(buf, n, "no valid record at %" PRIu64, pos);
 			return buf;
 		}
@@ -551,19 +625,37 @@ clog_trust_refused(const struct clog *c, uint64_t e, uint64_t *win, char *buf, s
 }
 
 /*
- * Scan from @from (a record boundary) to the end: verify every record,
- * take from the crashed run's buffers what the files lack, blank damage
- * the log goes on after. Return: 0 with *@end, or -errno.
+ * Where a clean start checks records from: the last start's verified mark
+ * (a record boundary, the log's end then), or the trust window @win when it
+ * is not known or does not fit below the end @e.
+ */
+static uint64_t
+clog_verify_from(const struct clog *c, uint64_t win, uint64_t e)
+{
+	uint64_t first = atomic_load_relaxed(&c->min);
+
+	if (c->verified < 0 || (uint64_t)c->verified > e)
+		return win;
+	return SP_MAX((uint64_t)c->verified, first);
+}
+
+/*
+ * Scan from @from (a record boundary) to the end, or to @limit (a clean
+ * checkpoint's end: what lies past it is not the log's): verify every
+ * record, take from the crashed run's buffers what the files lack, step
+ * over damage a valid record follows in its segment, blank damage the log
+ * goes on after in a later segment. Return: 0 with *@end, or -errno.
  */
 static int
-clog_scan(struct clog *c, uint64_t from, uint64_t *end)
+clog_scan(struct clog *c, uint64_t from, uint64_t limit, uint64_t *end)
 {
 	uint64_t off = from;
 	bool damaged = false;
 
-	for (;;) {
+	while (off < limit) {
 		struct clog_seg *s = clog_seg_at(c, off);
 		struct wire_msg m;
+		uint64_t next;
 		long r;
 		int rc;
 
@@ -584,6 +676,16 @@ clog_scan(struct clog *c, uint64_t from, uint64_t *end)
 		r = (long)clog_take_from_old_buf(c, s, from, off);
 		if (r > 0) {
 			c->rep.taken += (uint64_t)r;
+			continue;
+		}
+		/* A valid record later in this segment: only the damaged span is lost. */
+		next = clog_next_valid(c, s, off);
+		if (next != 0) {
+			rc = clog_step_over(c, s, off, next);
+			if (rc != 0)
+				return rc;
+			damaged = true;
+			off = next;
 			continue;
 		}
 		if (!clog_goes_on(c, s))
@@ -638,9 +740,26 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 			clog_trust_refused(c, (uint64_t)trusted_end, &win, buf, sizeof(buf));
 
 		if (why == NULL) {
-			end = (uint64_t)trusted_end;
+			uint64_t vfrom = clog_verify_from(c, win, (uint64_t)trusted_end);
+			uint32_t blanked = rep->spans_blanked;
+
+			/* Every record since the last start's check, CRC included. */
+			rc = clog_scan(c, vfrom, (uint64_t)trusted_end, &end);
+			if (rc != 0)
+				return rc;
+			if (end != (uint64_t)trusted_end || rep->spans_blanked != blanked) {
+				from = vfrom;
+				rep->scan_from = vfrom;
+				rep->trust_refused = true;
+				CLOG_REC_WARN("shard %u: the clean checkpoint's end %" PRIu64
+					      " does not match the log: checking every record "
+					      "from %" PRIu64 ", the log ends at %" PRIu64,
+					      c->shard, trusted_end, vfrom, end);
+			}
 		} else {
 			from = SP_MIN(win, c->suspect_from);
+			if (c->verified >= 0)
+				from = SP_MIN(from, (uint64_t)c->verified);
 			rep->trust_refused = true;
 			CLOG_REC_WARN("shard %u: the clean checkpoint's end %" PRIu64
 				      " does not match the log (%s): recovering by scanning from "
@@ -649,14 +768,16 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 		}
 	} else {
 		from = SP_MIN(scan_from, c->suspect_from);
+		if (c->verified >= 0)
+			from = SP_MIN(from, (uint64_t)c->verified);
 	}
-	if (from != UINT64_MAX) {
+	if (from != UINT64_MAX && rep->scan_from == UINT64_MAX) {
 		from = SP_MAX(from, first);
 		/* The checkpoint is past every segment found: check the last one whole. */
 		if (from >= top)
 			from = top - c->seg_size;
 		rep->scan_from = from;
-		rc = clog_scan(c, from, &end);
+		rc = clog_scan(c, from, UINT64_MAX, &end);
 		if (rc != 0)
 			return rc;
 	}
@@ -726,6 +847,10 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 			      rep->recs_dropped, rep->bytes_dropped, rep->files_aside,
 			      rep->recs_after, rep->segs_short, rep->segs_missing,
 			      rep->spans_blanked, rep->lost_below);
+	if (rep->spans_stepped > 0)
+		CLOG_REC_WARN("shard %u: %u damaged spans (%" PRIu64
+			      " bytes) stepped over; the records after each are kept",
+			      c->shard, rep->spans_stepped, rep->bytes_stepped);
 	/* Durable in the segment files now: the old buffers can go. */
 	clog_old_bufs_drop(c);
 	rep->end = end;

@@ -14,7 +14,10 @@
  * verified record by record and re-dispatched.
  *
  * The checkpoint is a small binary file (magic, version, shard count, clean
- * flag, per shard: end, cq_safe, indexed; CRC-32) replaced atomically. The
+ * flag, per shard: end, cq_safe, indexed, verified; CRC-32) replaced
+ * atomically. "verified" is how far the log was checked record by record
+ * (BODYCRC) at the last start: the next start checks from there, even
+ * after a clean stop (docs/store.md, "Damage"). The
  * clean flag and the "end" values are only written by store_close() after
  * the final flush; the abort file says the process did not get there.
  */
@@ -44,9 +47,9 @@
 
 #define STORE_TAG "store"
 #define CKPT_MAGIC 0x53504B43u /* "SPKC" */
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2	       /* 1: without verified */
 #define CKPT_HDR 16
-#define CKPT_PER_SHARD 24
+#define CKPT_PER_SHARD 32 /* version 1: 24 */
 #define QMAP_BUCKETS 4096
 #define STORE_WB_FILE_MS 10 /* ASYNC write-back period when the buffers are files */
 
@@ -77,12 +80,29 @@ struct store_shard {
 	uint64_t cq_cut;
 	uint64_t cq_lost;
 	uint64_t cq_filled;
+	/* immutable after open: the log was verified up to here (checkpoint's "verified") */
+	uint64_t verified;
 };
 
 struct ckpt_shard {
 	uint64_t end;
 	uint64_t cq_safe;
 	uint64_t indexed;
+	int64_t verified; /* -1: not known (a version 1 checkpoint) */
+};
+
+/*
+ * Damage met by readers of one shard (docs/store.md, "Damage").
+ * Ownership: any reader (a dataplane core, the remoting or control
+ * threads) adds to bad_reads and sets last_bad, relaxed; the service
+ * thread reads them and alone writes logged_*, which say what it logged.
+ */
+struct store_dmg {
+	_Atomic uint64_t bad_reads;
+	_Atomic uint64_t last_bad;
+	uint64_t logged_reads; /* service thread only */
+	uint64_t logged_seg;   /* service thread only: segment of the last range logged */
+	bool logged_any;       /* service thread only */
 };
 
 struct store {
@@ -105,6 +125,8 @@ struct store {
 	int lock_fd;
 	int buf_lock_fd;
 	struct store_shard shard[STORE_SHARDS_MAX];
+	/* one per shard, allocated at open: written through a const store by readers */
+	struct store_dmg *dmg;
 
 	/* registry: control and background threads, under qlock */
 	pthread_mutex_t qlock;
@@ -362,6 +384,7 @@ ckpt_write(struct store *s, bool clean, const struct ckpt_shard *cs)
 		wire_st_le64(p, cs[i].end);
 		wire_st_le64(p + 8, cs[i].cq_safe);
 		wire_st_le64(p + 16, cs[i].indexed);
+		wire_st_le64(p + 24, (uint64_t)cs[i].verified);
 	}
 	wire_st_le32(buf + n, crc32_java(buf, n));
 	return store_io_write_atomic(s->io, s->ckpt_path, buf, n + 4);
@@ -380,8 +403,11 @@ ckpt_shards(struct store *s)
 		return 0;
 	p = (const uint8_t *)buf;
 	if (len >= CKPT_HDR + 4 && wire_ld_le32(p) == CKPT_MAGIC &&
-	    wire_ld_le32(p + 4) == CKPT_VERSION &&
-	    len == CKPT_HDR + CKPT_PER_SHARD * (size_t)wire_ld_le32(p + 8) + 4 &&
+	    (wire_ld_le32(p + 4) == CKPT_VERSION || wire_ld_le32(p + 4) == 1) &&
+	    len == CKPT_HDR +
+			    (wire_ld_le32(p + 4) == 1 ? 24 : CKPT_PER_SHARD) *
+				    (size_t)wire_ld_le32(p + 8) +
+			    4 &&
 	    wire_ld_le32(p + len - 4) == crc32_java(p, len - 4))
 		n = wire_ld_le32(p + 8);
 	free(buf);
@@ -395,6 +421,7 @@ ckpt_read(struct store *s, bool *clean, struct ckpt_shard *cs)
 	char *buf;
 	size_t len;
 	const uint8_t *p;
+	size_t per;
 	int rc = store_io_read_file(s->io, s->ckpt_path, 4096, &buf, &len);
 
 	if (rc == -ENOENT)
@@ -402,9 +429,11 @@ ckpt_read(struct store *s, bool *clean, struct ckpt_shard *cs)
 	if (rc != 0)
 		return rc;
 	p = (const uint8_t *)buf;
+	per = len >= 8 && wire_ld_le32(p + 4) == 1 ? 24 : CKPT_PER_SHARD;
 	if (len < CKPT_HDR + 4 || wire_ld_le32(p) != CKPT_MAGIC ||
-	    wire_ld_le32(p + 4) != CKPT_VERSION || wire_ld_le32(p + 8) != s->cfg.shards ||
-	    len != CKPT_HDR + CKPT_PER_SHARD * (size_t)s->cfg.shards + 4 ||
+	    (wire_ld_le32(p + 4) != CKPT_VERSION && wire_ld_le32(p + 4) != 1) ||
+	    wire_ld_le32(p + 8) != s->cfg.shards ||
+	    len != CKPT_HDR + per * (size_t)s->cfg.shards + 4 ||
 	    wire_ld_le32(p + len - 4) != crc32_java(p, len - 4)) {
 		log_warn(STORE_TAG,
 			 "checkpoint %s unusable (damaged, or made for another shard count): "
@@ -415,11 +444,12 @@ ckpt_read(struct store *s, bool *clean, struct ckpt_shard *cs)
 	}
 	*clean = wire_ld_le32(p + 12) == 1;
 	for (uint32_t i = 0; i < s->cfg.shards; i++) {
-		const uint8_t *q = p + CKPT_HDR + CKPT_PER_SHARD * i;
+		const uint8_t *q = p + CKPT_HDR + per * i;
 
 		cs[i].end = wire_ld_le64(q);
 		cs[i].cq_safe = wire_ld_le64(q + 8);
 		cs[i].indexed = wire_ld_le64(q + 16);
+		cs[i].verified = per == 24 ? -1 : (int64_t)wire_ld_le64(q + 24);
 	}
 	free(buf);
 	return 1;
@@ -455,6 +485,11 @@ next_record(const struct clog *c, uint64_t *off, uint64_t end, struct wire_msg *
 
 		if (r == -ENODATA) {
 			*off = next;
+			continue;
+		}
+		/* A span recovery stepped over (damage with records after it): past it. */
+		if (r < 0 && clog_lost_skip(c, *off) != *off) {
+			*off = clog_lost_skip(c, *off);
 			continue;
 		}
 		if (r < 0)
@@ -1127,6 +1162,11 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	s->io = cfg->io ? cfg->io : &store_io_posix;
 	s->lock_fd = -1;
 	s->buf_lock_fd = -1;
+	s->dmg = calloc(cfg->shards, sizeof(*s->dmg));
+	if (s->dmg == NULL) {
+		free(s);
+		return -ENOMEM;
+	}
 	clk_init(); /* store times come from clk_wall_ms_fast() */
 	pthread_mutex_init(&s->qlock, NULL);
 	if (snprintf(s->root, sizeof(s->root), "%s", cfg->root) >= (int)sizeof(s->root)) {
@@ -1209,6 +1249,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			.cut = cut_at[i] >= 0,
 			.cut_at = cut_at[i] >= 0 ? (uint64_t)cut_at[i] : 0,
 			.no_warm = cfg->no_warm,
+			.verified = have_ckpt == 1 ? ck[i].verified : 0,
 		};
 		bool trust = have_ckpt == 1 && clean && !crashed;
 
@@ -1237,6 +1278,8 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		rc = idx_open(s->io, dir, cfg->idx_slots, cfg->idx_entries, &s->shard[i].idx);
 		if (rc != 0)
 			goto err_close;
+		/* clog_recover() checked every record from the last verified mark to the end. */
+		s->shard[i].verified = clog_written(s->shard[i].clog);
 	}
 	/* The last run's buffers are in the segment files, durable: this run's take over. */
 	rc = bufdirs_commit(s);
@@ -1386,6 +1429,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			now[i].end = clog_written(s->shard[i].clog);
 			now[i].cq_safe = now[i].end;
 			now[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
+			now[i].verified = (int64_t)s->shard[i].verified;
 		}
 		/* All CQ units so far must be durable before cq_safe says so. */
 		rc = flush_queues(s);
@@ -1493,6 +1537,7 @@ store_free(struct store *s)
 	/* Last: the next process may take the store once every file here is let go. */
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
+	free(s->dmg);
 	free(s);
 }
 
@@ -1515,6 +1560,7 @@ store_close(struct store *s)
 		ck[i].end = clog_flushed(s->shard[i].clog);
 		ck[i].cq_safe = ck[i].end;
 		ck[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
+		ck[i].verified = (int64_t)s->shard[i].verified;
 	}
 	if (rc == 0)
 		rc = ckpt_write(s, true, ck);
@@ -1603,6 +1649,25 @@ store_ack_state(const struct store *s, uint32_t shard, uint64_t ticket, uint64_t
 	return 0;
 }
 
+/*
+ * A read for delivery met damage at local @off of @shard: a span recovery
+ * stepped over is a lost message (-ENOENT, counted at open), anything else
+ * is counted here for the service thread to log (store_dmg_report()): no
+ * formatting on the reader's thread, which may be a dataplane core.
+ */
+static long
+store_bad_read(const struct store *s, uint32_t shard, uint64_t off)
+{
+	struct store_dmg *d = &s->dmg[shard];
+
+	if (clog_lost_skip(s->shard[shard].clog, off) != off)
+		return -ENOENT;
+	atomic_store_relaxed(&d->last_bad, off);
+	/* relaxed: a statistic; the service thread reads it after last_bad, both relaxed */
+	atomic_add_relaxed(&d->bad_reads, 1);
+	return -EBADMSG;
+}
+
 long
 store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec)
 {
@@ -1612,9 +1677,13 @@ store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec)
 
 	if (phys < 0 || shard >= s->cfg.shards)
 		return -ERANGE;
-	r = clog_read(s->shard[shard].clog, clog_phys_local(phys), rec, &next);
+	r = clog_read_checked(s->shard[shard].clog, clog_phys_local(phys), rec, &next);
 	/* A BLANK where a message was: recovery blanked its span (docs/store.md). */
-	return r == -ENODATA ? -ENOENT : r;
+	if (r == -ENODATA)
+		return -ENOENT;
+	if (r >= 0 || r == -ERANGE || r == -ENOENT)
+		return r;
+	return store_bad_read(s, shard, clog_phys_local(phys));
 }
 
 uint64_t
@@ -1659,8 +1728,56 @@ store_get(const struct store *s, const struct store_queue *q, uint64_t qoff, con
 		return -ENOENT;
 	r = store_get_phys(s, unit->phys, rec);
 	if (r > 0 && (uint32_t)r != unit->size)
-		return -EBADMSG;
+		return store_bad_read(s, clog_phys_shard(unit->phys), clog_phys_local(unit->phys));
 	return r;
+}
+
+int
+store_damage(const struct store *s, uint32_t shard, struct store_damage *out)
+{
+	const struct clog_recovery *rep;
+
+	if (shard >= s->cfg.shards)
+		return -EINVAL;
+	rep = clog_recovery(s->shard[shard].clog);
+	out->bad_reads = atomic_load_relaxed(&s->dmg[shard].bad_reads);
+	out->last_bad = atomic_load_relaxed(&s->dmg[shard].last_bad);
+	out->spans = rep->spans_blanked + rep->spans_stepped;
+	out->lost = s->shard[shard].cq_lost;
+	out->verified = s->shard[shard].verified;
+	return 0;
+}
+
+/*
+ * The service thread says what readers met since its last report: one line
+ * per damaged range (a new segment), rate-limited; further reads of the
+ * same range are only counted.
+ */
+static void
+store_dmg_report(struct store *s)
+{
+	for (uint32_t i = 0; i < s->cfg.shards; i++) {
+		struct store_dmg *d = &s->dmg[i];
+		uint64_t n = atomic_load_relaxed(&d->bad_reads);
+		uint64_t off;
+		uint64_t seg;
+
+		if (n == d->logged_reads)
+			continue;
+		off = atomic_load_relaxed(&d->last_bad);
+		seg = off - off % s->cfg.seg_size;
+		if (!d->logged_any || seg != d->logged_seg)
+			log_warn_ratelimited(
+				STORE_TAG,
+				"shard %u: a damaged record at %" PRIu64 " in segment %020" PRIu64
+				" (body CRC, header or size wrong): skipped as lost; "
+				"%" PRIu64 " such reads so far (sprocket-broker --verify lists "
+				"every damaged range)",
+				i, off, seg, n);
+		d->logged_any = true;
+		d->logged_seg = seg;
+		d->logged_reads = n;
+	}
 }
 
 struct time_ctx {
@@ -2014,6 +2131,7 @@ store_service(struct store *s, int64_t now_ms)
 	int rc;
 
 	s->svc_worked = false;
+	store_dmg_report(s);
 	/* Queues first: a ConsumeQueue file is small and a fast queue fills one in 0.6 s. */
 	rc = store_prep_queues_rc(s);
 	if (rc != 0 && first == 0)
@@ -2031,6 +2149,7 @@ store_service(struct store *s, int64_t now_ms)
 			s->pass_ck[i].end = 0;
 			s->pass_ck[i].cq_safe = clog_flushed(s->shard[i].clog);
 			s->pass_ck[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
+			s->pass_ck[i].verified = (int64_t)s->shard[i].verified;
 		}
 		pthread_mutex_lock(&s->qlock);
 		s->pass_next = s->queues;

@@ -111,6 +111,13 @@ struct clog_cfg {
 	 * first fdatasyncs convert unwritten extents (docs/store.md).
 	 */
 	bool no_warm;
+	/*
+	 * The log was checked record by record (BODYCRC) up to this local
+	 * offset at an earlier start (the checkpoint's "verified"):
+	 * clog_recover() checks every record from here, also after a clean
+	 * stop. -1: not known (the last CLOG_TRUST_SEGS segments are checked).
+	 */
+	int64_t verified;
 };
 
 struct clog;
@@ -193,6 +200,9 @@ struct clog_recovery {
 	uint64_t bytes_short;	/* bytes those files lacked */
 	uint32_t segs_missing;	/* segments missing between others (recreated blank) */
 	uint32_t spans_blanked; /* damaged spans made blank up to their segment's end */
+	uint32_t
+		spans_stepped; /* damaged spans stepped over: a valid record follows in the segment */
+	uint64_t bytes_stepped; /* bytes in them (left in place, read as lost) */
 	uint64_t recs_dropped;	/* valid records taken out of the log (kept aside) */
 	uint64_t bytes_dropped; /* non-zero bytes taken out of the log (kept aside) */
 	uint32_t files_aside;	/* .dropped-* files written or segments renamed to one */
@@ -207,6 +217,16 @@ struct clog_recovery {
 
 /* Context: startup, after clog_recover(); the pointers live as @c. */
 const struct clog_recovery *clog_recovery(const struct clog *c);
+
+/**
+ * clog_lost_skip() - where the log goes on when local @off lies in a span
+ * recovery lost (clog_recovery()'s lost spans: blanked, recreated or
+ * stepped over): the span's end; else @off. Sequential readers use it to
+ * pass a stepped-over span, which holds damaged bytes, not a BLANK.
+ * Context: any thread after clog_recover() (the spans are immutable),
+ * non-blocking.
+ */
+uint64_t clog_lost_skip(const struct clog *c, uint64_t off);
 
 /**
  * clog_bufs_outlive_crash() - every hot write-behind buffer is a file in
@@ -386,6 +406,19 @@ uint64_t clog_seg_size(const struct clog *c);
  */
 MUST_CHECK long clog_read(const struct clog *c, uint64_t off, const uint8_t **rec,
 			  uint64_t *next_off);
+
+/**
+ * clog_read_checked() - clog_read() for delivery: the record's BODYCRC is
+ * verified too, and its PHYSICALOFFSET must be @off. A CRC of the body
+ * only, as RocketMQ's: damage to the topic or properties that leaves the
+ * header decodable is not seen (docs/store.md, "Damage").
+ *
+ * Context: any thread, non-blocking (no syscall, no allocation).
+ * Return: as clog_read(); -EILSEQ the body CRC is wrong, -EBADMSG the
+ * record names another offset.
+ */
+MUST_CHECK long clog_read_checked(const struct clog *c, uint64_t off, const uint8_t **rec,
+				  uint64_t *next_off);
 
 /**
  * clog_trim() - retention: delete the oldest sealed segments whose newest

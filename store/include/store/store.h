@@ -195,11 +195,17 @@ int store_ack_state(const struct store *s, uint32_t shard, uint64_t ticket, uint
 		    uint64_t now_ns);
 
 /**
- * store_get() - the record at logical offset @qoff of @q, in place.
+ * store_get() - the record at logical offset @qoff of @q, in place, for
+ * delivery: its BODYCRC is verified, its PHYSICALOFFSET and size must be
+ * the unit's.
+ * Context: any thread, non-blocking (a damaged record is counted with a
+ * relaxed atomic add, for store_damage(), and logged later by the service
+ * thread: never here).
  * Return: record size with *@rec and *@unit; -ERANGE outside
  * [min, visible max); -ENOENT a message recovery lost (its span of the
- * log was blanked, docs/store.md "Recovery"): skip it; -errno for a
- * damaged log.
+ * log was blanked or stepped over, docs/store.md "Recovery"): skip it;
+ * -EBADMSG a damaged record (CRC, header, size): skip it too; other
+ * -errno from the ConsumeQueue.
  */
 MUST_CHECK long store_get(const struct store *s, const struct store_queue *q, uint64_t qoff,
 			  const uint8_t **rec, struct cq_unit *unit);
@@ -209,6 +215,18 @@ MUST_CHECK long store_get(const struct store *s, const struct store_queue *q, ui
  * store_get(); -ENOENT also for a BLANK there.
  */
 MUST_CHECK long store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec);
+
+/* Damage met in a shard's log (docs/store.md "Damage"). */
+struct store_damage {
+	uint64_t bad_reads; /* reads for delivery that met a damaged record (skipped) */
+	uint64_t last_bad;  /* local offset of the last of them (valid when bad_reads > 0) */
+	uint32_t spans;	    /* damaged spans recovery found at open (stepped over or blanked) */
+	uint64_t lost;	    /* ConsumeQueue units pointing into them, found at open */
+	uint64_t verified;  /* the log was checked record by record (CRC) up to here at open */
+};
+
+/* Context: after store_open(), any thread (relaxed reads). Return: 0, -EINVAL no such shard. */
+MUST_CHECK int store_damage(const struct store *s, uint32_t shard, struct store_damage *out);
 
 /* What recovery did at store_open(), per shard (docs/store.md "Recovery"). */
 struct store_recovery {

@@ -250,8 +250,9 @@ test_recover_clean_and_torn(void)
 	clog_close(c);
 
 	/*
-	 * Flip a body byte of record 100: the rest of its segment leaves the
-	 * log (kept aside), the later segments stay (test_clog_recover.c).
+	 * Flip a body byte of record 100: only it leaves the log (stepped
+	 * over: its bytes stay, readers pass them), the records after it in
+	 * its segment and the later segments stay (test_clog_recover.c).
 	 */
 	snprintf(path, sizeof(path), "%s/%020llu", dir,
 		 (unsigned long long)(ends[99] - ends[99] % SEG));
@@ -263,9 +264,17 @@ test_recover_clean_and_torn(void)
 	c = open_log(&store_io_posix, false);
 	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
 	T_ASSERT_EQ_U64(clog_written(c), ends[299]);
-	T_ASSERT_EQ(clog_recovery(c)->spans_blanked, 1);
-	/* 100 before it, itself, those dropped after it, those kept in later segments. */
-	T_ASSERT_EQ(100 + 1 + clog_recovery(c)->recs_dropped + clog_recovery(c)->recs_after, 300);
+	T_ASSERT_EQ(clog_recovery(c)->spans_blanked, 0);
+	T_ASSERT_EQ(clog_recovery(c)->spans_stepped, 1);
+	T_ASSERT_EQ_U64(clog_recovery(c)->bytes_stepped, ends[100] - ends[99]);
+	/* 100 before it, itself, every one after it kept. */
+	T_ASSERT_EQ_U64(clog_recovery(c)->recs_dropped, 0);
+	T_ASSERT_EQ_U64(clog_recovery(c)->recs_after, 199);
+	T_ASSERT_EQ_U64(clog_lost_skip(c, ends[99]), ends[100]);
+	T_ASSERT_EQ_U64(clog_lost_skip(c, ends[100]), ends[100]);
+	T_ASSERT_EQ(clog_read_checked(c, ends[99], &(const uint8_t *){NULL}, &(uint64_t){0}),
+		    -EILSEQ);
+	T_ASSERT(clog_read_checked(c, ends[100], &(const uint8_t *){NULL}, &(uint64_t){0}) > 0);
 	/* Appends continue at the end. */
 	append_from(c, 300, 5, 700, NULL);
 	clog_close(c);

@@ -813,6 +813,14 @@ recover_hurt(enum hurt h, const int64_t *phys, uint64_t *lo, uint64_t *hi)
 		T_ASSERT(fd >= 0);
 		T_ASSERT_EQ(pwrite(fd, (char[1000]){0}, 1000, (off_t)(*lo % seg + 10)), 1000);
 		close(fd);
+		/* Recovery steps over the damaged records: the next whole one stays. */
+		for (uint32_t i = 2 * 200; i < RN; i += 2) {
+			if (clog_phys_local(phys[i]) >= *lo + 1010) {
+				*hi = clog_phys_local(phys[i]);
+				break;
+			}
+		}
+		T_ASSERT_EQ(*hi / seg, 1);
 		break;
 	case H_TAIL:
 		*lo = 3 * seg;
@@ -861,7 +869,7 @@ recover_case(enum hurt h, bool clean, bool cq_too)
 		if (at >= lo && at < hi)
 			lost++;
 	}
-	T_ASSERT(lost > 20);
+	T_ASSERT(lost > (h == H_CUT ? 1u : 20u));
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	open_queues(s, q);
 	T_ASSERT_EQ(store_recovery(s, 0, &rr), 0);
