@@ -324,7 +324,40 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 			episodes += clog_bufs_degraded_episodes(cl);
 		}
 		kv_u(b, "storeBufferDegradedShards", degraded);
-		/* a poll-mode core should take none in steady state (docs/store.md) */
+		/* SYSTEM_BUSY answers of the cores by reason (enum bk_busy_why) */
+		static const char *const busy_keys[BK_BUSY_WHYS] = {
+			[BK_BUSY_OTHER] = "dataplaneBusyOther",
+			[BK_BUSY_STORE] = "dataplaneBusyStoreNotReady",
+			[BK_BUSY_INFLIGHT] = "dataplaneBusyAcksInFlight",
+			[BK_BUSY_ANSWER_BUF] = "dataplaneBusyAnswerBuffers",
+			[BK_BUSY_TOPIC_CREATE] = "dataplaneBusyTopicCreate",
+			[BK_BUSY_OFFSETS] = "dataplaneBusyOffsetTable",
+			[BK_BUSY_TX_WINDOW] = "dataplaneBusyTxWindow",
+			[BK_BUSY_REPL] = "dataplaneBusyReplication",
+		};
+
+		for (unsigned r = 0; r < BK_BUSY_WHYS; r++) {
+			uint64_t n = 0;
+
+			for (uint32_t i = 0; i < x->bk.ncores; i++)
+				n += __atomic_load_n(&x->bk.cores[i].st.busy_by[r],
+						     __ATOMIC_RELAXED);
+			kv_u(b, busy_keys[r], n);
+		}
+		{
+			uint64_t cq = 0, cl = 0;
+
+			for (uint32_t i = 0; i < x->bk.ncores; i++) {
+				uint64_t q1 = 0, q2 = 0;
+
+				(void)store_busy(x->bk.store, i, &q1, &q2);
+				cq += q1;
+				cl += q2;
+			}
+			kv_u(b, "storeBusyConsumeQueue", cq);
+			kv_u(b, "storeBusyCommitLog", cl);
+		}
+		/* a poll-mode core should take none in steady state (docs/dataplane.md) */
 		for (uint32_t i = 0; i < x->bk.ncores; i++) {
 			uint64_t mn = 0, mj = 0;
 			char k[48];

@@ -140,6 +140,8 @@ bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t
 		c->st.redirects++;
 	} else if (status == WIRE_DP_ST_SYSTEM_BUSY) {
 		c->st.busy++;
+		c->st.busy_by[c->busy_why < BK_BUSY_WHYS ? c->busy_why : BK_BUSY_OTHER]++;
+		c->busy_why = BK_BUSY_OTHER;
 	} else {
 		c->st.errors++;
 	}
@@ -198,8 +200,10 @@ answer_send(struct bk_core *c, const struct bk_ack *a, int32_t status, uint64_t 
 	buf = bk_core_ans_buf(c, a->h, len);
 	if (buf == NULL) {
 		/* Stored, but no buffer for a big answer: the client sees BUSY and may resend. */
-		if (bk_core_ans_pending(c, a->h))
+		if (bk_core_ans_pending(c, a->h)) {
+			bk_core_busy_why(c, BK_BUSY_ANSWER_BUF);
 			bk_core_answer_err(c, a->h, a->op, a->recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
+		}
 		return;
 	}
 	if (wire_dp_send_resp_encode(a->op, &r, buf, len) != (long)len)
@@ -343,6 +347,7 @@ bk_core_topic_for_write(struct bk_core *c, const char *name, size_t len, bool fo
 		}
 		if (force_create || (c->bk->conf.auto_create && !is_system_topic(name, len))) {
 			request_create(c, name, len, queues);
+			bk_core_busy_why(c, BK_BUSY_TOPIC_CREATE);
 			*status = WIRE_DP_ST_SYSTEM_BUSY;
 		} else {
 			*status = WIRE_DP_ST_TOPIC_NOT_EXIST;
@@ -470,11 +475,23 @@ ack_or_defer(struct bk_core *c, struct bk_ack *a)
 	ack_answer(c, a, st, a->put_ns);
 }
 
+const char *const bk_busy_names[BK_BUSY_WHYS] = {
+	[BK_BUSY_OTHER] = "other",
+	[BK_BUSY_STORE] = "store not ready",
+	[BK_BUSY_INFLIGHT] = "acks in flight",
+	[BK_BUSY_ANSWER_BUF] = "answer buffers",
+	[BK_BUSY_TOPIC_CREATE] = "topic being created",
+	[BK_BUSY_OFFSETS] = "offset table full",
+	[BK_BUSY_TX_WINDOW] = "transactions in doubt",
+	[BK_BUSY_REPL] = "replication",
+};
+
 static int32_t
-put_status(long rc)
+put_status(struct bk_core *c, long rc)
 {
 	switch (rc) {
 	case -EAGAIN:
+		bk_core_busy_why(c, BK_BUSY_STORE);
 		return WIRE_DP_ST_SYSTEM_BUSY;
 	case -EMSGSIZE:
 	case -EINVAL:
@@ -548,9 +565,11 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	m.topic_len = (uint8_t)r.topic_len;
 
 	if (req->op == WIRE_DP_OP_SEND) {
-		if (!ack_room(c, 0))
+		if (!ack_room(c, 0)) {
+			bk_core_busy_why(c, BK_BUSY_INFLIGHT);
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  WIRE_DP_ST_SYSTEM_BUSY, 0);
+		}
 		m.flag = r.flag;
 		m.reconsume_times = r.reconsume_times;
 		m.body = r.body;
@@ -595,7 +614,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		rc = store_put(c->bk->store, sq, &m, &res);
 		if (rc < 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
-						  put_status(rc), 0);
+						  put_status(c, rc), 0);
 		c->st.sends++;
 		c->st.msgs_in++;
 		c->st.delayed += level > 0;
@@ -629,9 +648,11 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 						  k == -EOPNOTSUPP ? WIRE_DP_ST_NOT_SUPPORTED
 								   : WIRE_DP_ST_MESSAGE_ILLEGAL,
 						  0);
-		if (!ack_room(c, n) || n > c->bp_cap)
+		if (!ack_room(c, n) || n > c->bp_cap) {
+			bk_core_busy_why(c, BK_BUSY_INFLIGHT);
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  WIRE_DP_ST_SYSTEM_BUSY, 0);
+		}
 		a.batch_first = c->bp_tail % c->bp_cap;
 		a.count = 0;
 		pos = 0;
@@ -650,8 +671,8 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 				 */
 				if (a.count == 0)
 					return bk_core_answer_err(c, req->h, req->op,
-								  req->ts_recv_ns, put_status(rc),
-								  0);
+								  req->ts_recv_ns,
+								  put_status(c, rc), 0);
 				break;
 			}
 			if (a.count == 0) {
@@ -766,9 +787,11 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PULL_RESP_FIXED + bytes;
 	buf = bk_core_ans_buf(c, p->h, len);
 	if (buf == NULL) {
-		if (bk_core_ans_pending(c, p->h))
+		if (bk_core_ans_pending(c, p->h)) {
+			bk_core_busy_why(c, BK_BUSY_ANSWER_BUF);
 			bk_core_answer_err(c, p->h, WIRE_DP_OP_PULL, p->recv_ns,
 					   WIRE_DP_ST_SYSTEM_BUSY, 0);
+		}
 		return true;
 	}
 	/* Zero-copy form of the encoder: it writes the prefix, we append records. */
@@ -1022,9 +1045,11 @@ do_offset(struct bk_core *c, const struct dp_xreq *req)
 						  WIRE_DP_ST_BAD_REQUEST, 0);
 		o = off_find(c, r.topic, r.topic_len, r.group, r.group_len, (uint32_t)r.queue_id,
 			     true);
-		if (o == NULL)
+		if (o == NULL) {
+			bk_core_busy_why(c, BK_BUSY_OFFSETS);
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 						  WIRE_DP_ST_SYSTEM_BUSY, 0);
+		}
 		atomic_store_relaxed(&o->offset, r.value);
 		return answer_offset(c, req, WIRE_DP_ST_SUCCESS, r.value);
 	case WIRE_DP_OP_GET_MIN_OFFSET:
@@ -1106,9 +1131,11 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, status, 0);
 	if (!queue_is_mine(c, req, t, 0, t->nq))
 		return 0;
-	if (!ack_room(c, 0))
+	if (!ack_room(c, 0)) {
+		bk_core_busy_why(c, BK_BUSY_INFLIGHT);
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_BUSY, 0);
+	}
 	/* Properties: the original's, plus where it came from (RocketMQ's names). */
 	if (wire_props_copy_except(c->props, sizeof(c->props), &plen, orig.props, orig.props_len,
 				   skip) != 0)
@@ -1154,7 +1181,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	}
 	n = store_put(c->bk->store, sq, &m, &res);
 	if (n < 0)
-		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(n), 0);
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, put_status(c, n), 0);
 	c->st.delayed += sq != t->sq[0];
 	a.ticket = res.ticket;
 	a.phys = res.phys;
@@ -1186,9 +1213,11 @@ do_ping(struct bk_core *c, const struct dp_xreq *req)
 	len = WIRE_DP_RESP_HEAD_LEN + WIRE_DP_PING_RESP_FIXED + q.pad_len;
 	buf = bk_core_ans_buf(c, req->h, len);
 	if (buf == NULL) {
-		if (bk_core_ans_pending(c, req->h))
+		if (bk_core_ans_pending(c, req->h)) {
+			bk_core_busy_why(c, BK_BUSY_ANSWER_BUF);
 			bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					   WIRE_DP_ST_SYSTEM_BUSY, 0);
+		}
 		return 0;
 	}
 	if (wire_dp_ping_resp_encode(&p, buf, len) == (long)len)

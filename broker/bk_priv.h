@@ -234,6 +234,19 @@ enum bk_acl_reason {
 /* "no_access_key", "bad_signature"... for logs and stats. */
 const char *bk_acl_reason_name(unsigned reason);
 
+/* Why a core answered SYSTEM_BUSY (bk_core_busy(); the stop log and runtime info say each). */
+enum bk_busy_why {
+	BK_BUSY_OTHER,
+	BK_BUSY_STORE,	      /* the store's next file or write-behind window not ready */
+	BK_BUSY_INFLIGHT,     /* the pending acknowledgements ring is full */
+	BK_BUSY_ANSWER_BUF,   /* no buffer free for a big answer */
+	BK_BUSY_TOPIC_CREATE, /* the topic is being created (auto-create) */
+	BK_BUSY_OFFSETS,      /* the offset table is full */
+	BK_BUSY_TX_WINDOW,    /* too many transactional halves in doubt */
+	BK_BUSY_REPL,	      /* a replication slot or answer buffer */
+	BK_BUSY_WHYS
+};
+
 struct bk_core_stats {
 	uint64_t msgs_in;  /* messages stored by SEND and SEND_BATCH */
 	uint64_t msgs_out; /* messages in PULL answers */
@@ -243,6 +256,7 @@ struct bk_core_stats {
 	uint64_t parked;
 	uint64_t redirects;
 	uint64_t busy;
+	uint64_t busy_by[BK_BUSY_WHYS]; /* busy by reason (enum bk_busy_why) */
 	uint64_t errors;
 	uint64_t flush_timeouts;
 	uint64_t gone;		 /* answers whose request had gone */
@@ -371,6 +385,7 @@ struct bk_delay_q {
 
 struct bk_core {
 	unsigned id;
+	uint8_t busy_why; /* enum bk_busy_why of the next SYSTEM_BUSY answer */
 	struct bk *bk;
 	struct dp_port *port;
 	struct dp_xsrv *xs;
@@ -562,6 +577,14 @@ void bk_core_fini(struct bk_core *c);
 void bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg);
 /* dp_lcore on_cmd: runs a struct bk_rcmd from the control thread. */
 void bk_core_cmd(struct dp_lcore *lc, void *cmd, void *arg);
+/* The next SYSTEM_BUSY answer's reason (bk_core_answer_err() counts it, then forgets it). */
+static inline void
+bk_core_busy_why(struct bk_core *c, enum bk_busy_why why)
+{
+	c->busy_why = why;
+}
+/* Names of enum bk_busy_why, for logs and runtime info. */
+extern const char *const bk_busy_names[BK_BUSY_WHYS];
 unsigned bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg);
 /*
  * The committed offset of (@topic, @group, @qid) on core @c, or -1.

@@ -215,6 +215,7 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 	}
 	sl = slot_for(c, req, now);
 	if (sl == NULL) {
+		bk_core_busy_why(c, BK_BUSY_REPL);
 		bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_SYSTEM_BUSY, 0);
 		return;
 	}

@@ -58,6 +58,7 @@ bk_tx_wrap(struct bk_core *c, struct wire_msg *m, int32_t *status)
 	}
 	/* Every half in doubt has a state byte: none left, no new half. */
 	if (store_queue_max(c->bk->store, t->hq) - t->base >= BK_TX_WINDOW) {
+		bk_core_busy_why(c, BK_BUSY_TX_WINDOW);
 		*status = WIRE_DP_ST_SYSTEM_BUSY;
 		return NULL;
 	}

@@ -680,6 +680,26 @@ print_stats(const struct bk_ctl *x)
 			 c->st.redirects, c->st.busy, c->st.errors, c->st.type_refused,
 			 c->st.flush_timeouts, (uint64_t)atomic_load_relaxed(&c->lc.st.stalls),
 			 (uint64_t)atomic_load_relaxed(&c->lc.st.stall_max_ns) / 1000);
+		if (c->st.busy > 0) {
+			char why[256];
+			size_t k = 0;
+
+			why[0] = '\0';
+			for (unsigned r = 0; r < BK_BUSY_WHYS && k < sizeof(why); r++)
+				if (c->st.busy_by[r] > 0)
+					k += (size_t)snprintf(why + k, sizeof(why) - k,
+							      "%s%s %" PRIu64, k ? ", " : "",
+							      bk_busy_names[r], c->st.busy_by[r]);
+			{
+				uint64_t bcq = 0, bcl = 0;
+
+				(void)store_busy(x->bk.store, i, &bcq, &bcl);
+				log_info(BK_TAG,
+					 "core %u: busy by reason: %s (store: ConsumeQueue file "
+					 "%" PRIu64 ", CommitLog window or segment %" PRIu64 ")",
+					 i, why, bcq, bcl);
+			}
+		}
 		if (c->st.delayed || c->st.delay_delivered || c->st.delay_dropped)
 			log_info(BK_TAG,
 				 "core %u delay levels: delayed %" PRIu64 " delivered %" PRIu64

@@ -241,11 +241,27 @@ esac
 # The route appears once the broker has registered (at start, then every 30 s).
 wait_line "$work/broker.log" 'registered [0-9]+ topics with namesrv' 100 || true
 
+# Page faults of the broker's dataplane cores ("dp-core-N minflt majflt"): a
+# poll-mode core should take none in steady state (docs/dataplane.md).
+core_faults() {
+	local t
+	for t in /proc/"$bk_pid"/task/*; do
+		case "$(cat "$t/comm" 2>/dev/null)" in
+		dp-core-*) sed 's/^.*) //' "$t/stat" | awk -v n="$(cat "$t/comm")" '{print n, $8, $10}' ;;
+		esac
+	done
+}
+
 echo "== sprocket: $MODE on $backend ($FLUSH), ${SIZE} B messages," \
 	"${DURATION} s, next to the raw port floor to the same broker core"
+faults0=$(core_faults)
+t_bench=$(date +%s)
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
 in_a "$BIN/bench/sprocket-bench" "$MODE" --namesrv="$ns_host:$ns_port" --size="$SIZE" \
 	--duration="$DURATION" ${RATE:+--rate=$RATE} ${JSON:+--json} "${bench_args[@]}" $BENCH_ARGS
+t_bench=$(($(date +%s) - t_bench))
+join <(echo "$faults0" | sort) <(core_faults | sort) |
+	awk -v t="$t_bench" '{printf "# broker: %s page faults during the benchmark (%d s): %d minor, %d major (%.1f/s)\n", $1, t, $4 - $2, $5 - $3, ($4 - $2 + $5 - $3) / (t > 0 ? t : 1)}'
 
 # The switch first: it polls its memif ports without the broker's guard against a
 # peer that leaves (docs/dpdk.md).
@@ -281,4 +297,4 @@ if [ -n "$sl_pid" ]; then
 	grep -E 'followed:' "$work/slave.log" | sed 's/^.*broker: /# slave: /' || true
 fi
 kill "$ns_pid"; wait "$ns_pid" || true; ns_pid=""
-grep -E ' core [0-9]+: sends| core [0-9]+ replication' "$work/broker.log" | sed 's/^/# broker: /' || true
+grep -E ' core [0-9]+: (sends|page faults|busy by)| core [0-9]+ replication' "$work/broker.log" | sed 's/^/# broker: /' || true

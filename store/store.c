@@ -82,6 +82,9 @@ struct store_shard {
 	uint64_t cq_filled;
 	/* immutable after open: the log was verified up to here (checkpoint's "verified") */
 	uint64_t verified;
+	/* the shard's owner adds (relaxed), anyone reads: store_put() refusals, store_busy() */
+	_Atomic uint64_t busy_cq;   /* the queue's next ConsumeQueue file not ready */
+	_Atomic uint64_t busy_clog; /* the CommitLog's window or next segment not ready */
 };
 
 struct ckpt_shard {
@@ -1586,8 +1589,10 @@ store_put(struct store *s, struct store_queue *q, struct wire_msg *m, struct sto
 	uint64_t ticket;
 	long n;
 
-	if (dispatched && !cq_can_append(q->cq))
+	if (dispatched && !cq_can_append(q->cq)) {
+		atomic_add_relaxed(&s->shard[shard].busy_cq, 1);
 		return -EAGAIN;
+	}
 	m->topic = q->topic;
 	m->topic_len = q->topic_len;
 	m->queue_id = (int32_t)q->qid;
@@ -1595,6 +1600,8 @@ store_put(struct store *s, struct store_queue *q, struct wire_msg *m, struct sto
 	m->store_ts = clk_wall_ms_fast();
 	m->store_host = s->cfg.store_host;
 	n = clog_append(c, m, &ticket);
+	if (n == -EAGAIN)
+		atomic_add_relaxed(&s->shard[shard].busy_clog, 1);
 	if (n < 0)
 		return n;
 	if (dispatched) {
@@ -1730,6 +1737,16 @@ store_get(const struct store *s, const struct store_queue *q, uint64_t qoff, con
 	if (r > 0 && (uint32_t)r != unit->size)
 		return store_bad_read(s, clog_phys_shard(unit->phys), clog_phys_local(unit->phys));
 	return r;
+}
+
+int
+store_busy(const struct store *s, uint32_t shard, uint64_t *cq, uint64_t *clog)
+{
+	if (shard >= s->cfg.shards)
+		return -EINVAL;
+	*cq = atomic_load_relaxed(&s->shard[shard].busy_cq);
+	*clog = atomic_load_relaxed(&s->shard[shard].busy_clog);
+	return 0;
 }
 
 int

@@ -194,6 +194,14 @@ int store_durable(const struct store *s, uint32_t shard, uint64_t ticket);
 int store_ack_state(const struct store *s, uint32_t shard, uint64_t ticket, uint64_t put_ns,
 		    uint64_t now_ns);
 
+/*
+ * store_busy() - how many store_put() calls of @shard answered -EAGAIN so
+ * far: *@cq for a ConsumeQueue file not ready, *@clog for the CommitLog's
+ * write-behind window or next segment (the broker answers SYSTEM_BUSY).
+ * Context: any thread (relaxed). Return: 0, -EINVAL no such shard.
+ */
+int store_busy(const struct store *s, uint32_t shard, uint64_t *cq, uint64_t *clog);
+
 /**
  * store_get() - the record at logical offset @qoff of @q, in place, for
  * delivery: its BODYCRC is verified, its PHYSICALOFFSET and size must be
