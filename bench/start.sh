@@ -24,14 +24,15 @@ ms() { echo $((($2 - $1) / 1000000)); }
 # start BIN DIR LOG: start a broker, wait for its next ready line; sets pid, t_ready
 start() {
 	local n0
-	n0=$(grep -c " ready: " "$3" 2>/dev/null || true)
+	: >>"$3"
+	n0=$(grep -c " ready: " "$3" || true)
 	local t0
 	t0=$(date +%s%N)
 	"$1/broker/sprocket-broker" -c conf/2m-2s-async/broker-a.properties --listenPort=0 \
 		--dataplanePort="$port" --storePathRootDir="$2" --namesrvAddr=127.0.0.1:1 \
-		--logLevel=warn >>"$3" 2>&1 &
+		>>"$3" 2>&1 &
 	pid=$!
-	while [ "$(grep -c " ready: " "$3" 2>/dev/null || true)" = "$n0" ]; do
+	while [ "$(grep -c " ready: " "$3" || true)" = "$n0" ]; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			echo "broker exited before ready:" >&2
 			tail -5 "$3" >&2
@@ -51,7 +52,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		new=$t_ready
 		sleep 1
 		rss=$(awk '/VmRSS/{print $2}' "/proc/$pid/status")
-		shm=$(du -sk "$(head -1 "$d/bufdir")" 2>/dev/null | cut -f1 || echo 0)
+		shm=$(du -sk "$(head -1 "$d/bufdir" 2>/dev/null)" 2>/dev/null | cut -f1 || echo 0)
 		disk=$(du -sk "$d" | cut -f1)
 		t0=$(date +%s%N)
 		kill -TERM "$pid"

@@ -810,6 +810,7 @@ bk_verify_store(struct cfg *cfg)
 	char cl_dir[PATH_MAX];
 	char cq_dir[PATH_MAX];
 	struct store_verify_cfg vc = {
+		.root = root,
 		.clog_dir = cl_dir,
 		.cq_dir = cq_dir,
 		.shards = (uint32_t)cfg_get_int(cfg, "dataplaneCores"),

@@ -101,6 +101,36 @@ store__lock(const char *root)
 	return fd;
 }
 
+int
+store__lock_shared(const char *root)
+{
+	char path[PATH_MAX];
+	char text[32];
+	ssize_t got;
+	long pid = 0;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/lock", root) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	/* Read-only, never created: a reader of the store writes nothing in it. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+		return fd;
+	got = pread(fd, text, sizeof(text) - 1, 0);
+	if (got > 0) {
+		text[got] = '\0';
+		pid = strtol(text, NULL, 10);
+	}
+	close(fd);
+	log_err(OWNER_TAG,
+		"%s is in use by process %ld, which holds %s: stop the broker first (the check "
+		"reads the store as it lies on disk)",
+		root, pid, path);
+	return -EBUSY;
+}
+
 /* Does @dir hold a CommitLog segment (a file named by 20 digits)? */
 static bool
 dir_has_segment(const char *dir)

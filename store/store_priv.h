@@ -32,6 +32,15 @@ int store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const ui
 int store__lock(const char *root);
 
 /*
+ * store__lock_shared() - an offline reader's hold on @root/lock
+ * (flock(LOCK_SH|LOCK_NB), the file opened read-only, never created): no
+ * broker may start on the store meanwhile. Return: the descriptor, -ENOENT
+ * no lock file (no broker ever ran there with one: nothing to hold),
+ * -EBUSY a broker holds it (logged with its pid), -errno.
+ */
+int store__lock_shared(const char *root);
+
+/*
  * store__shards_check() - is the store at @root written with @shards
  * CommitLog shards? @ckpt_shards: its checkpoint's count, 0 without a
  * usable checkpoint (then the commitlog/<shard> directories of @clog_dir

@@ -28,6 +28,8 @@
 #include "store/clog.h"
 #include "store/cq.h"
 #include "store/verify.h"
+
+#include "store_priv.h"
 #include "wire/record.h"
 
 /* Damaged ranges listed per shard in the report; the rest are counted only. */
@@ -521,14 +523,24 @@ int
 store_verify(const struct store_verify_cfg *cfg, FILE *out, struct store_verify_res *res)
 {
 	struct verify_shard *shs;
+	int lock = -1;
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (cfg->shards == 0 || cfg->seg_size < WIRE_REC_FIXED_V4)
 		return -EINVAL;
+	/* Offline: a running broker's store is refused, and none starts meanwhile. */
+	if (cfg->root != NULL) {
+		lock = store__lock_shared(cfg->root);
+		if (lock < 0 && lock != -ENOENT)
+			return lock;
+	}
 	shs = calloc(cfg->shards, sizeof(*shs));
-	if (shs == NULL)
+	if (shs == NULL) {
+		if (lock >= 0)
+			close(lock);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < cfg->shards && rc == 0; i++)
 		rc = verify_shard(cfg, i, out, &shs[i], res);
 	if (rc == 0)
@@ -541,6 +553,8 @@ store_verify(const struct store_verify_cfg *cfg, FILE *out, struct store_verify_
 		free(shs[i].bad);
 	}
 	free(shs);
+	if (lock >= 0)
+		close(lock);
 	if (rc != 0)
 		return rc;
 	fprintf(out,

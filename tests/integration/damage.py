@@ -289,6 +289,10 @@ def case(kill):
     check(tree_sum() == before, "--verify changed no byte, size or time in the store")
 
     p = broker(starts)
+    # Offline only: a running broker's store is refused, naming the holder.
+    v = subprocess.run(bk_args() + ["--verify"], capture_output=True, text=True, timeout=120)
+    check(v.returncode == 2 and f"in use by process {p.pid}" in v.stderr,
+          f"--verify refuses a running broker's store (rc {v.returncode}: {v.stderr.strip()[:160]})")
     cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
     codes = [cl.send(i) for i in range(480, 520)]
     check(codes.count(0) == 40, f"after the restart 40 of 40 SEND_OK ({set(codes)})")

@@ -70,7 +70,15 @@ class Env:
         return ports[-1]
 
     def finish(self, keep_var):
-        """Stops the daemons; on failure prints the logs' tails. Return: the exit code."""
+        """Stops the daemons; on failure prints the logs' tails. Return: the exit code.
+
+        Called from a `finally:`, it also counts the exception on its way out (a
+        SystemExit such as "the broker did not start" is a failure, not a pass: the
+        caller's sys.exit(finish()) would otherwise replace it with 0)."""
+        exc = sys.exc_info()[1]
+        if exc is not None and not (isinstance(exc, SystemExit) and exc.code in (0, None)):
+            print(f"FAIL {exc!r}")
+            self.failed.append(repr(exc))
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)

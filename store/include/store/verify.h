@@ -16,6 +16,8 @@
 #include "common/compiler.h"
 
 struct store_verify_cfg {
+	/* storePathRootDir: refused while a broker holds its lock (NULL: not checked) */
+	const char *root;
 	const char *clog_dir; /* <dir>/<shard>/<20-digit segment> */
 	const char *cq_dir;   /* <dir>/<topic>/<qid>/<20-digit file> */
 	uint32_t shards;
