@@ -769,6 +769,100 @@ test_window_kill(void)
 	munmap(ends, 4096);
 }
 
+/*
+ * A record larger than a chunk rolls the segment while the window has not
+ * reached its end (the preparing thread behind): the BLANK goes at the
+ * write position, and the segment's tail past buf_hi was never mapped. The
+ * flusher must not pwrite that tail from the buffer (it holds no memory:
+ * EFAULT would fence the shard for good); the file holds zeros there.
+ */
+static void
+test_roll_tail_unmapped(void)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	size_t big = WCK + (1u << 20); /* 17 MiB: more than a chunk, less than the window */
+	uint8_t *bb = malloc(big);
+	uint64_t end = 0, blank_at;
+	struct clog *c;
+	struct wire_msg m;
+	uint32_t n = 0;
+	long r;
+
+	T_ASSERT(bb != NULL);
+	memset(bb, 0x5a, big);
+	mktmp();
+	cfg.dir = dir;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	/* 8 MiB, then the window is prepared once: buf_hi 48 MiB, the next segment made */
+	while (clog_written(c) < (8u << 20)) {
+		msg(&m, n++, 4000);
+		T_ASSERT(clog_append(c, &m, &end) > 0);
+		clog_commit(c);
+	}
+	T_ASSERT_EQ(clog_prepare_next(c), 0);
+	/* up to the window's edge (buf_hi 48 MiB), no more preparation */
+	for (;;) {
+		msg(&m, n, 4000);
+		if (clog_written(c) + 2 * wire_rec_size(&m) > (48u << 20))
+			break;
+		T_ASSERT(clog_append(c, &m, &end) > 0);
+		clog_commit(c);
+		n++;
+	}
+	/* one more record leaves 24 bytes before buf_hi: the BLANK goes there */
+	{
+		uint64_t hi = 48u << 20;
+		size_t fix;
+
+		msg(&m, n, 0);
+		fix = wire_rec_size(&m);
+		m.body = bb;
+		m.body_len = (uint32_t)(hi - 24 - clog_written(c) - fix);
+		T_ASSERT(clog_append(c, &m, &end) > 0);
+		clog_commit(c);
+		n++;
+		T_ASSERT_EQ_U64(end, hi - 24);
+		msg(&m, n, 100);
+		T_ASSERT_EQ(clog_append(c, &m, &end), -EAGAIN); /* the window's edge */
+	}
+	blank_at = end;
+	/* the big one does not fit in segment 0: a roll, then the next segment's window */
+	msg(&m, n, 4000);
+	m.body = bb;
+	m.body_len = (uint32_t)big;
+	r = clog_append(c, &m, &end);
+	if (r == -EAGAIN) {
+		T_ASSERT_EQ(clog_prepare_next(c), 0);
+		r = clog_append(c, &m, &end);
+	}
+	T_ASSERT(r > 0);
+	clog_commit(c);
+	n++;
+	T_ASSERT(end > WSEG);
+	/* a slave whose last record is that BLANK names it: its id as the file would give */
+	{
+		uint8_t want[CLOG_REC_ID_BYTES] = {0};
+		uint32_t size, hash;
+
+		T_ASSERT_EQ(wire_rec_encode_blank((uint32_t)(WSEG - blank_at), want, sizeof(want)),
+			    WIRE_BLANK_LEN);
+		T_ASSERT_EQ(clog_rec_id(c, blank_at, &size, &hash), 0);
+		T_ASSERT_EQ_U64(size, WSEG - blank_at);
+		T_ASSERT_EQ(hash, crc32_update(0, want, sizeof(want)));
+	}
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ_U64(clog_flushed(c), end);
+	clog_close(c);
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), end);
+	clog_close(c);
+	rmtmp();
+	free(bb);
+}
+
 static void
 test_bad_config_and_files(void)
 {
@@ -799,4 +893,5 @@ T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss), T_CASE(test_no_warm),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
        T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_buf_reuse),
-       T_CASE(test_window), T_CASE(test_window_kill), T_CASE(test_bad_config_and_files))
+       T_CASE(test_window), T_CASE(test_window_kill), T_CASE(test_roll_tail_unmapped),
+       T_CASE(test_bad_config_and_files))
