@@ -690,8 +690,11 @@ clog_read_span(const struct clog *c, uint64_t off, uint32_t max, const uint8_t *
 				pos += WIRE_BLANK_LEN;
 			break;
 		}
-		if (magic != WIRE_MAGIC_MESSAGE || size < WIRE_BLANK_LEN || size > lim - pos)
-			return pos > 0 ? (long)pos : -EBADMSG;
+		if (magic != WIRE_MAGIC_MESSAGE || size < WIRE_BLANK_LEN || size > lim - pos) {
+			if (pos == 0)
+				return -EBADMSG;
+			break; /* the records before it: *@out says where they are */
+		}
 		if (pos > 0 && pos + size > max)
 			break;
 		pos += size;
