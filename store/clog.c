@@ -582,7 +582,7 @@ clog_raw_at(const struct clog *c, uint64_t off, uint64_t end, uint64_t *avail, u
 {
 	const uint8_t *b;
 	struct clog_seg *s;
-	uint64_t in;
+	uint64_t in, fl;
 
 	if (off < clog_min(c) || off >= end)
 		return NULL;
@@ -597,6 +597,13 @@ clog_raw_at(const struct clog *c, uint64_t off, uint64_t end, uint64_t *avail, u
 		*mapped = SP_MIN(*avail, SP_MAX(atomic_load_acquire(&s->buf_hi), in) - in);
 		return b + in;
 	}
+	/*
+	 * The file: it holds what is durable. Past the flushed offset (at or
+	 * above buf_lo, loaded first, and above @off) the write-back may not
+	 * have come yet, or be under way: its bytes are not the log's.
+	 */
+	fl = clog_flushed(c);
+	*avail = fl > off ? SP_MIN(*avail, fl - off) : 0;
 	*mapped = *avail;
 	return s->map + in;
 }

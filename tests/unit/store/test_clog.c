@@ -892,6 +892,66 @@ test_span_short(void)
 	rmtmp();
 }
 
+/*
+ * A read of a span that starts below buf_lo (a slave or a log scan a
+ * little behind, across a retired chunk's end) reads the segment file, up
+ * to the written end. Past the flushed offset the file holds what the
+ * write-back has put there so far: nothing yet, or part of a record while
+ * a pwrite is under way (simulated: the first bytes of the record at the
+ * flushed offset). A span holds only whole, valid records.
+ */
+static void
+test_span_below_buf_lo(void)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	uint64_t flushed, off = 0;
+	const uint8_t *rec;
+	char path[400];
+	struct clog *c;
+	uint32_t n = 0;
+	uint64_t next;
+	long r;
+	int fd;
+
+	mktmp();
+	cfg.dir = dir;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_from(c, 0, (WCK + 8000) / 4000 + 2, 4000, NULL);
+	n = (WCK + 8000) / 4000 + 2;
+	T_ASSERT_EQ(clog_flush(c), 0); /* chunk 0 retired: buf_lo 16 MiB */
+	flushed = clog_flushed(c);
+	T_ASSERT(flushed > WCK);
+	append_from(c, n, 25, 4000, NULL); /* not written back */
+	n += 25;
+	/* the last record that starts in chunk 0 */
+	while (clog_read(c, off, &rec, &next) > 0 && next < WCK)
+		off = next;
+	T_ASSERT(off < WCK && next > WCK && next <= flushed);
+	/* a write-back under way: the first 100 bytes of the record at the flushed offset */
+	T_ASSERT(clog_read(c, flushed, &rec, &next) > 0);
+	snprintf(path, sizeof(path), "%s/%020u", dir, 0u);
+	fd = open(path, O_WRONLY);
+	T_ASSERT(fd >= 0);
+	T_ASSERT_EQ(pwrite(fd, rec, 100, (off_t)flushed), 100);
+	close(fd);
+	r = clog_read_span(c, off, 1u << 20, &rec);
+	T_ASSERT(r > 0);
+	for (long pos = 0; pos < r;) {
+		struct wire_msg m;
+		long k = wire_rec_decode(rec + pos, (size_t)(r - pos), WIRE_REC_VERIFY_CRC, &m);
+
+		T_ASSERT(k > 0);
+		T_ASSERT_EQ_U64(clog_phys_local(m.phys_offset), off + (uint64_t)pos);
+		pos += k;
+	}
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ(walk(c, 4000), n);
+	clog_close(c);
+	rmtmp();
+}
+
 static void
 test_bad_config_and_files(void)
 {
@@ -923,4 +983,4 @@ T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
        T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_buf_reuse),
        T_CASE(test_window), T_CASE(test_window_kill), T_CASE(test_roll_tail_unmapped),
-       T_CASE(test_span_short), T_CASE(test_bad_config_and_files))
+       T_CASE(test_span_short), T_CASE(test_span_below_buf_lo), T_CASE(test_bad_config_and_files))
