@@ -952,6 +952,96 @@ test_span_below_buf_lo(void)
 	rmtmp();
 }
 
+/*
+ * Killed while the preparing thread reused a retired chunk: zeroed (wholly
+ * or in part) in place, not yet renamed to its new place. Below the
+ * durable offset the segment file holds its records, so the next open
+ * takes the appends that were not written back from the chunks above it.
+ * @zero: bytes of the retired chunk zeroed.
+ */
+static void
+window_kill_mid_reuse(uint64_t zero)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	uint64_t *ends =
+		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char bufs[300];
+	char path[400];
+	struct clog *c;
+	pid_t pid;
+	int st;
+	int fd;
+
+	T_ASSERT(ends != MAP_FAILED);
+	mktmp();
+	snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir), dir);
+	cfg.dir = dir;
+	cfg.buf_dir = bufs;
+	pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		uint32_t n = 0;
+		uint64_t end = 0;
+
+		if (clog_open(&cfg, &c) != 0 || clog_recover(c, 0, -1) != 0)
+			_exit(2);
+		/* 20 MiB durable (chunk 0 retired, in its grace period), then 10 MiB more */
+		while (end < 30u << 20) {
+			struct wire_msg m;
+			long r;
+
+			if (end >= 20u << 20 && clog_flushed(c) == 0 && clog_flush(c) != 0)
+				_exit(5);
+			msg(&m, n, 4000);
+			r = clog_append(c, &m, &end);
+			if (r == -EAGAIN) {
+				if (clog_prepare_next(c) != 0)
+					_exit(3);
+				continue;
+			}
+			if (r <= 0)
+				_exit(4);
+			clog_commit(c);
+			n++;
+		}
+		ends[0] = end;
+		ends[1] = n;
+		ends[2] = clog_flushed(c);
+		kill(getpid(), SIGKILL);
+	}
+	T_ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	T_ASSERT(WIFSIGNALED(st));
+	T_ASSERT(ends[2] >= 20u << 20);
+	/* the retired chunk, caught in its reuse's memset */
+	snprintf(path, sizeof(path), "%s/%020u", bufs, 0u);
+	fd = open(path, O_WRONLY);
+	T_ASSERT(fd >= 0);
+	for (uint64_t off = 0; off < zero; off += sizeof(body)) {
+		static const uint8_t z[sizeof(body)];
+
+		T_ASSERT_EQ(pwrite(fd, z, sizeof(z), (off_t)off), (ssize_t)sizeof(z));
+	}
+	close(fd);
+	cfg.old_buf_dir = bufs;
+	cfg.buf_dir = NULL;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), ends[0]);
+	T_ASSERT_EQ_U64(clog_recovery(c)->taken, ends[0] - ends[2]);
+	T_ASSERT_EQ(walk(c, 4000), (uint32_t)ends[1]);
+	clog_close(c);
+	rmtmp();
+	munmap(ends, 4096);
+}
+
+static void
+test_window_kill_mid_reuse(void)
+{
+	window_kill_mid_reuse(WCK);
+	window_kill_mid_reuse(WCK / 2);
+}
+
 static void
 test_bad_config_and_files(void)
 {
@@ -983,4 +1073,5 @@ T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
        T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_buf_reuse),
        T_CASE(test_window), T_CASE(test_window_kill), T_CASE(test_roll_tail_unmapped),
-       T_CASE(test_span_short), T_CASE(test_span_below_buf_lo), T_CASE(test_bad_config_and_files))
+       T_CASE(test_window_kill_mid_reuse), T_CASE(test_span_short), T_CASE(test_span_below_buf_lo),
+       T_CASE(test_bad_config_and_files))
