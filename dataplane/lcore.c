@@ -146,24 +146,37 @@ dp_lcore_faults(const struct dp_lcore *lc, uint64_t *minor, uint64_t *major)
 
 	if (tid == 0)
 		return -ENOENT;
-	if (!atomic_load_acquire(&lc->running)) {
-		*minor = atomic_load_relaxed(&lc->st.minflt_exit);
-		*major = atomic_load_relaxed(&lc->st.majflt_exit);
-		return 0;
-	}
+	if (!atomic_load_acquire(&lc->running))
+		goto exited;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 	f = fopen(path, "re");
-	if (f == NULL)
-		return -errno;
+	if (f == NULL) {
+		int err = errno;
+
+		if (!atomic_load_acquire(&lc->running))
+			goto exited; /* gone meanwhile */
+		return -err;
+	}
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
+	/*
+	 * Still running once read: the thread had not reached its exit, so
+	 * its tid was not another thread's yet. Else the exit's counts (the
+	 * tid may be reused once the thread is gone).
+	 */
+	if (!atomic_load_acquire(&lc->running))
+		goto exited;
 	/* after the name, which may hold spaces: state ppid pgrp session tty tpgid flags minflt cminflt majflt */
 	p = strrchr(buf, ')');
 	if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %lu %*u %lu", &mn, &mj) != 2)
 		return -EIO;
 	*minor = mn;
 	*major = mj;
+	return 0;
+exited:
+	*minor = atomic_load_relaxed(&lc->st.minflt_exit);
+	*major = atomic_load_relaxed(&lc->st.majflt_exit);
 	return 0;
 }
 

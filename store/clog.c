@@ -357,6 +357,12 @@ clog_write_range(struct clog *c, uint64_t from, uint64_t to)
 		buf = atomic_load_acquire(&seg->buf);
 		/* below buf_lo: written back before it was retired */
 		a = SP_MAX(a, s + atomic_load_acquire(&seg->buf_lo));
+		/*
+		 * Past buf_hi nothing was mapped, nor appended: only the filler
+		 * of a BLANK that a roll wrote below it (a record larger than the
+		 * rest of the window). The file reads zeros there.
+		 */
+		b = SP_MIN(b, s + atomic_load_acquire(&seg->buf_hi));
 		if (buf == NULL || b <= a)
 			continue;
 		rc = store_io_write_all(c->io, seg->fd, buf + (a - s), b - a, a - s);
@@ -565,42 +571,70 @@ clog_append_raw(struct clog *c, uint64_t off, const uint8_t *data, size_t len, u
 	return (long)len;
 }
 
-/* The bytes at local @off up to @end (a written end), within its segment: NULL when out of range. */
+/*
+ * The bytes at local @off up to @end (a written end), within its segment:
+ * NULL when out of range. *@avail: how many; *@mapped: how many of them can
+ * be read (past a buffer's last mapped chunk lies only the filler of a
+ * BLANK, which reads as zeros in the file).
+ */
 static const uint8_t *
-clog_raw_at(const struct clog *c, uint64_t off, uint64_t end, uint64_t *avail)
+clog_raw_at(const struct clog *c, uint64_t off, uint64_t end, uint64_t *avail, uint64_t *mapped)
 {
-	const uint8_t *base;
+	const uint8_t *b;
 	struct clog_seg *s;
+	uint64_t in, fl;
 
 	if (off < clog_min(c) || off >= end)
 		return NULL;
 	s = clog_seg_at(c, off);
 	if (s == NULL)
 		return NULL;
-	base = clog__base(s, off - s->start);
-	*avail = SP_MIN(end - off, c->seg_size - (off - s->start));
-	return base + (off - s->start);
+	in = off - s->start;
+	*avail = SP_MIN(end - off, c->seg_size - in);
+	/* acquire: pairs with the releases of clog__res_new() and clog__buf_retire() */
+	b = atomic_load_acquire(&s->buf);
+	if (b != NULL && in >= atomic_load_acquire(&s->buf_lo)) {
+		*mapped = SP_MIN(*avail, SP_MAX(atomic_load_acquire(&s->buf_hi), in) - in);
+		return b + in;
+	}
+	/*
+	 * The file: it holds what is durable. Past the flushed offset (at or
+	 * above buf_lo, loaded first, and above @off) the write-back may not
+	 * have come yet, or be under way: its bytes are not the log's.
+	 */
+	fl = clog_flushed(c);
+	*avail = fl > off ? SP_MIN(*avail, fl - off) : 0;
+	*mapped = *avail;
+	return s->map + in;
 }
 
 int
 clog_rec_id(const struct clog *c, uint64_t off, uint32_t *size, uint32_t *hash)
 {
-	uint64_t avail;
-	const uint8_t *p = clog_raw_at(c, off, clog_written(c), &avail);
+	static const uint8_t zeros[CLOG_REC_ID_BYTES];
+	uint64_t avail, mapped;
+	const uint8_t *p = clog_raw_at(c, off, clog_written(c), &avail, &mapped);
 	uint32_t total;
 	uint32_t magic;
 
-	if (p == NULL || avail < WIRE_BLANK_LEN)
+	if (p == NULL || mapped < WIRE_BLANK_LEN)
 		return -ERANGE;
 	memcpy(&total, p, 4);
 	memcpy(&magic, p + 4, 4);
 	total = __builtin_bswap32(total);
 	magic = __builtin_bswap32(magic);
 	if ((magic != WIRE_MAGIC_MESSAGE && magic != WIRE_MAGIC_BLANK) || total < WIRE_BLANK_LEN ||
-	    (magic == WIRE_MAGIC_MESSAGE && total > avail))
+	    (magic == WIRE_MAGIC_MESSAGE && total > mapped))
 		return -EBADMSG;
 	*size = total;
-	*hash = clog_rec_hash(p, total, avail);
+	if (mapped >= SP_MIN(SP_MIN((uint64_t)total, CLOG_REC_ID_BYTES), avail)) {
+		*hash = clog_rec_hash(p, total, avail);
+	} else {
+		/* a BLANK's filler past the mapped chunks: zeros, as in the file */
+		uint64_t n = SP_MIN(SP_MIN((uint64_t)total, CLOG_REC_ID_BYTES), avail);
+
+		*hash = crc32_update(crc32_update(0, p, mapped), zeros, n - mapped);
+	}
 	return 0;
 }
 
@@ -641,13 +675,13 @@ clog_read_span(const struct clog *c, uint64_t off, uint32_t max, const uint8_t *
 {
 	uint64_t end = clog_written(c);
 	const uint8_t *base;
-	uint64_t lim, pos = 0;
+	uint64_t all, lim, pos = 0;
 
 	if (off < clog_min(c) || off > end)
 		return -ERANGE;
 	if (off == end)
 		return 0;
-	base = clog_raw_at(c, off, end, &lim);
+	base = clog_raw_at(c, off, end, &all, &lim);
 	if (base == NULL)
 		return -ERANGE;
 	while (pos + WIRE_BLANK_LEN <= lim) {
@@ -663,8 +697,11 @@ clog_read_span(const struct clog *c, uint64_t off, uint32_t max, const uint8_t *
 				pos += WIRE_BLANK_LEN;
 			break;
 		}
-		if (magic != WIRE_MAGIC_MESSAGE || size < WIRE_BLANK_LEN || size > lim - pos)
-			return pos > 0 ? (long)pos : -EBADMSG;
+		if (magic != WIRE_MAGIC_MESSAGE || size < WIRE_BLANK_LEN || size > lim - pos) {
+			if (pos == 0)
+				return -EBADMSG;
+			break; /* the records before it: *@out says where they are */
+		}
 		if (pos > 0 && pos + size > max)
 			break;
 		pos += size;

@@ -70,14 +70,34 @@ clog_take_from_old_buf(struct clog *c, struct clog_seg *s, uint64_t from, uint64
 	/*
 	 * Once per segment: from there on the file holds what was taken, so the
 	 * prefix still matches (and a check per record would be quadratic).
+	 * The chunk holding @in must match the file up to it. A chunk below it
+	 * may not: retired (durable in the file) and being reused, zeroed in
+	 * place before its rename, when the run died. The file has the bytes
+	 * there: the buffer is used from above the highest such chunk.
 	 */
-	if (!s->old_buf_ok && memcmp(s->map + a, s->old_buf + a, in - a) != 0) {
-		log_warn(CLOG_TAG,
-			 "shard %u: the write-behind buffer of segment %020" PRIu64
-			 " does not match its file: not used",
-			 c->shard, s->start);
-		clog__old_buf_drop(c, s);
-		return 0;
+	if (!s->old_buf_ok) {
+		uint64_t bot = SP_MAX(a, in - in % c->ck_size);
+
+		if (memcmp(s->map + bot, s->old_buf + bot, in - bot) != 0) {
+			log_warn(CLOG_TAG,
+				 "shard %u: the write-behind buffer of segment %020" PRIu64
+				 " does not match its file: not used",
+				 c->shard, s->start);
+			clog__old_buf_drop(c, s);
+			return 0;
+		}
+		for (uint64_t top = bot; top > a; top = bot) {
+			bot = SP_MAX(a, top - c->ck_size);
+			if (memcmp(s->map + bot, s->old_buf + bot, top - bot) != 0) {
+				log_info(CLOG_TAG,
+					 "shard %u: the write-behind buffer of segment %020" PRIu64
+					 " differs from its file below %" PRIu64
+					 " (a retired chunk being reused): used from there on",
+					 c->shard, s->start, s->start + top);
+				s->old_lo = top;
+				break;
+			}
+		}
 	}
 	s->old_buf_ok = true;
 	r = wire_rec_decode(s->old_buf + in, s->old_hi - in, WIRE_REC_VERIFY_CRC, &m);

@@ -130,8 +130,15 @@ test_loop(void)
 	T_ASSERT(atomic_load(&lc->st.waits) > 0); /* it idled between our requests */
 	T_ASSERT_EQ_U64(atomic_load(&lc->st.cmds), 100);
 
+	/* Its page faults while it runs (its /proc stat), and in all once it has exited. */
+	uint64_t mn = 0, mj = 0, mn2 = 0, mj2 = 0;
+
+	T_ASSERT_EQ(dp_lcore_faults(lc, &mn, &mj), 0);
+	T_ASSERT(mn > 0); /* its stack, at least */
 	dp_xcli_destroy(cli);
 	dp_lcore_stop(lc);
+	T_ASSERT_EQ(dp_lcore_faults(lc, &mn2, &mj2), 0);
+	T_ASSERT(mn2 >= mn && mj2 >= mj);
 	dp_xsrv_destroy(x);
 	dp_ports_close(&cp, 1);
 	dp_ports_close(&sp, 1);

@@ -4,6 +4,7 @@
  * fencing on I/O errors, retention. Small segments make every path run.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -769,6 +770,278 @@ test_window_kill(void)
 	munmap(ends, 4096);
 }
 
+/*
+ * A record larger than a chunk rolls the segment while the window has not
+ * reached its end (the preparing thread behind): the BLANK goes at the
+ * write position, and the segment's tail past buf_hi was never mapped. The
+ * flusher must not pwrite that tail from the buffer (it holds no memory:
+ * EFAULT would fence the shard for good); the file holds zeros there.
+ */
+static void
+test_roll_tail_unmapped(void)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	size_t big = WCK + (1u << 20); /* 17 MiB: more than a chunk, less than the window */
+	uint8_t *bb = malloc(big);
+	uint64_t end = 0, blank_at;
+	struct clog *c;
+	struct wire_msg m;
+	uint32_t n = 0;
+	long r;
+
+	T_ASSERT(bb != NULL);
+	memset(bb, 0x5a, big);
+	mktmp();
+	cfg.dir = dir;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	/* 8 MiB, then the window is prepared once: buf_hi 48 MiB, the next segment made */
+	while (clog_written(c) < (8u << 20)) {
+		msg(&m, n++, 4000);
+		T_ASSERT(clog_append(c, &m, &end) > 0);
+		clog_commit(c);
+	}
+	T_ASSERT_EQ(clog_prepare_next(c), 0);
+	/* up to the window's edge (buf_hi 48 MiB), no more preparation */
+	for (;;) {
+		msg(&m, n, 4000);
+		if (clog_written(c) + 2 * wire_rec_size(&m) > (48u << 20))
+			break;
+		T_ASSERT(clog_append(c, &m, &end) > 0);
+		clog_commit(c);
+		n++;
+	}
+	/* one more record leaves 24 bytes before buf_hi: the BLANK goes there */
+	{
+		uint64_t hi = 48u << 20;
+		size_t fix;
+
+		msg(&m, n, 0);
+		fix = wire_rec_size(&m);
+		m.body = bb;
+		m.body_len = (uint32_t)(hi - 24 - clog_written(c) - fix);
+		T_ASSERT(clog_append(c, &m, &end) > 0);
+		clog_commit(c);
+		n++;
+		T_ASSERT_EQ_U64(end, hi - 24);
+		msg(&m, n, 100);
+		T_ASSERT_EQ(clog_append(c, &m, &end), -EAGAIN); /* the window's edge */
+	}
+	blank_at = end;
+	/* the big one does not fit in segment 0: a roll, then the next segment's window */
+	msg(&m, n, 4000);
+	m.body = bb;
+	m.body_len = (uint32_t)big;
+	r = clog_append(c, &m, &end);
+	if (r == -EAGAIN) {
+		T_ASSERT_EQ(clog_prepare_next(c), 0);
+		r = clog_append(c, &m, &end);
+	}
+	T_ASSERT(r > 0);
+	clog_commit(c);
+	n++;
+	T_ASSERT(end > WSEG);
+	/* a slave whose last record is that BLANK names it: its id as the file would give */
+	{
+		uint8_t want[CLOG_REC_ID_BYTES] = {0};
+		uint32_t size, hash;
+
+		T_ASSERT_EQ(wire_rec_encode_blank((uint32_t)(WSEG - blank_at), want, sizeof(want)),
+			    WIRE_BLANK_LEN);
+		T_ASSERT_EQ(clog_rec_id(c, blank_at, &size, &hash), 0);
+		T_ASSERT_EQ_U64(size, WSEG - blank_at);
+		T_ASSERT_EQ(hash, crc32_update(0, want, sizeof(want)));
+	}
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ_U64(clog_flushed(c), end);
+	clog_close(c);
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), end);
+	clog_close(c);
+	rmtmp();
+	free(bb);
+}
+
+/*
+ * A span that stops before its end at bytes that are not a record (damage
+ * recovery stepped over and left in place, or a file not yet written
+ * back) still says where it starts: the master sends it to a slave.
+ */
+static void
+test_span_short(void)
+{
+	struct clog *c;
+	const uint8_t *rec = NULL;
+	uint64_t ends[8];
+	long r;
+
+	mktmp();
+	c = open_log(&store_io_posix, false);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_n(c, 8, 1000, ends);
+	/* the fifth record's magic damaged */
+	T_ASSERT(clog_read(c, ends[3], &rec, &(uint64_t){0}) > 0);
+	((uint8_t *)rec)[4] ^= 0xff;
+	rec = NULL;
+	r = clog_read_span(c, 0, 1u << 20, &rec);
+	T_ASSERT_EQ_U64(r, ends[3]);
+	T_ASSERT(rec != NULL);
+	clog_close(c);
+	rmtmp();
+}
+
+/*
+ * A read of a span that starts below buf_lo (a slave or a log scan a
+ * little behind, across a retired chunk's end) reads the segment file, up
+ * to the written end. Past the flushed offset the file holds what the
+ * write-back has put there so far: nothing yet, or part of a record while
+ * a pwrite is under way (simulated: the first bytes of the record at the
+ * flushed offset). A span holds only whole, valid records.
+ */
+static void
+test_span_below_buf_lo(void)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	uint64_t flushed, off = 0;
+	const uint8_t *rec;
+	char path[400];
+	struct clog *c;
+	uint32_t n = 0;
+	uint64_t next;
+	long r;
+	int fd;
+
+	mktmp();
+	cfg.dir = dir;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	append_from(c, 0, (WCK + 8000) / 4000 + 2, 4000, NULL);
+	n = (WCK + 8000) / 4000 + 2;
+	T_ASSERT_EQ(clog_flush(c), 0); /* chunk 0 retired: buf_lo 16 MiB */
+	flushed = clog_flushed(c);
+	T_ASSERT(flushed > WCK);
+	append_from(c, n, 25, 4000, NULL); /* not written back */
+	n += 25;
+	/* the last record that starts in chunk 0 */
+	while (clog_read(c, off, &rec, &next) > 0 && next < WCK)
+		off = next;
+	T_ASSERT(off < WCK && next > WCK && next <= flushed);
+	/* a write-back under way: the first 100 bytes of the record at the flushed offset */
+	T_ASSERT(clog_read(c, flushed, &rec, &next) > 0);
+	snprintf(path, sizeof(path), "%s/%020u", dir, 0u);
+	fd = open(path, O_WRONLY);
+	T_ASSERT(fd >= 0);
+	T_ASSERT_EQ(pwrite(fd, rec, 100, (off_t)flushed), 100);
+	close(fd);
+	r = clog_read_span(c, off, 1u << 20, &rec);
+	T_ASSERT(r > 0);
+	for (long pos = 0; pos < r;) {
+		struct wire_msg m;
+		long k = wire_rec_decode(rec + pos, (size_t)(r - pos), WIRE_REC_VERIFY_CRC, &m);
+
+		T_ASSERT(k > 0);
+		T_ASSERT_EQ_U64(clog_phys_local(m.phys_offset), off + (uint64_t)pos);
+		pos += k;
+	}
+	T_ASSERT_EQ(clog_flush(c), 0);
+	T_ASSERT_EQ(walk(c, 4000), n);
+	clog_close(c);
+	rmtmp();
+}
+
+/*
+ * Killed while the preparing thread reused a retired chunk: zeroed (wholly
+ * or in part) in place, not yet renamed to its new place. Below the
+ * durable offset the segment file holds its records, so the next open
+ * takes the appends that were not written back from the chunks above it.
+ * @zero: bytes of the retired chunk zeroed.
+ */
+static void
+window_kill_mid_reuse(uint64_t zero)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	uint64_t *ends =
+		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char bufs[300];
+	char path[400];
+	struct clog *c;
+	pid_t pid;
+	int st;
+	int fd;
+
+	T_ASSERT(ends != MAP_FAILED);
+	mktmp();
+	snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir), dir);
+	cfg.dir = dir;
+	cfg.buf_dir = bufs;
+	pid = fork();
+	T_ASSERT(pid >= 0);
+	if (pid == 0) {
+		uint32_t n = 0;
+		uint64_t end = 0;
+
+		if (clog_open(&cfg, &c) != 0 || clog_recover(c, 0, -1) != 0)
+			_exit(2);
+		/* 20 MiB durable (chunk 0 retired, in its grace period), then 10 MiB more */
+		while (end < 30u << 20) {
+			struct wire_msg m;
+			long r;
+
+			if (end >= 20u << 20 && clog_flushed(c) == 0 && clog_flush(c) != 0)
+				_exit(5);
+			msg(&m, n, 4000);
+			r = clog_append(c, &m, &end);
+			if (r == -EAGAIN) {
+				if (clog_prepare_next(c) != 0)
+					_exit(3);
+				continue;
+			}
+			if (r <= 0)
+				_exit(4);
+			clog_commit(c);
+			n++;
+		}
+		ends[0] = end;
+		ends[1] = n;
+		ends[2] = clog_flushed(c);
+		kill(getpid(), SIGKILL);
+	}
+	T_ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	T_ASSERT(WIFSIGNALED(st));
+	T_ASSERT(ends[2] >= 20u << 20);
+	/* the retired chunk, caught in its reuse's memset */
+	snprintf(path, sizeof(path), "%s/%020u", bufs, 0u);
+	fd = open(path, O_WRONLY);
+	T_ASSERT(fd >= 0);
+	for (uint64_t off = 0; off < zero; off += sizeof(body)) {
+		static const uint8_t z[sizeof(body)];
+
+		T_ASSERT_EQ(pwrite(fd, z, sizeof(z), (off_t)off), (ssize_t)sizeof(z));
+	}
+	close(fd);
+	cfg.old_buf_dir = bufs;
+	cfg.buf_dir = NULL;
+	T_ASSERT_EQ(clog_open(&cfg, &c), 0);
+	T_ASSERT_EQ(clog_recover(c, 0, -1), 0);
+	T_ASSERT_EQ_U64(clog_written(c), ends[0]);
+	T_ASSERT_EQ_U64(clog_recovery(c)->taken, ends[0] - ends[2]);
+	T_ASSERT_EQ(walk(c, 4000), (uint32_t)ends[1]);
+	clog_close(c);
+	rmtmp();
+	munmap(ends, 4096);
+}
+
+static void
+test_window_kill_mid_reuse(void)
+{
+	window_kill_mid_reuse(WCK);
+	window_kill_mid_reuse(WCK / 2);
+}
+
 static void
 test_bad_config_and_files(void)
 {
@@ -799,4 +1072,6 @@ T_MAIN(T_CASE(test_append_roll_read), T_CASE(test_sync_visibility),
        T_CASE(test_recover_clean_and_torn), T_CASE(test_power_loss), T_CASE(test_no_warm),
        T_CASE(test_flush_error_fences), T_CASE(test_flush_fault_matrix),
        T_CASE(test_enospc_on_new_segment), T_CASE(test_trim), T_CASE(test_buf_reuse),
-       T_CASE(test_window), T_CASE(test_window_kill), T_CASE(test_bad_config_and_files))
+       T_CASE(test_window), T_CASE(test_window_kill), T_CASE(test_roll_tail_unmapped),
+       T_CASE(test_window_kill_mid_reuse), T_CASE(test_span_short), T_CASE(test_span_below_buf_lo),
+       T_CASE(test_bad_config_and_files))

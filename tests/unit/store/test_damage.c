@@ -28,6 +28,7 @@
 #include "store/verify.h"
 
 #define DN 1000		 /* messages, all in queue A:0 on shard 0 */
+#define DN_MORE 50	 /* appended after the damage */
 #define DSEG (64u << 10) /* segment size: DN messages fill about 6 segments */
 
 static char root[64];
@@ -39,7 +40,7 @@ static void
 mktmp(void)
 {
 	if (phys == NULL) {
-		phys = mmap(NULL, DN * sizeof(*phys), PROT_READ | PROT_WRITE,
+		phys = mmap(NULL, (DN + DN_MORE) * sizeof(*phys), PROT_READ | PROT_WRITE,
 			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		T_ASSERT(phys != MAP_FAILED);
 	}
@@ -362,7 +363,7 @@ dmg_case(enum hurt h, uint32_t i, bool clean)
 	T_ASSERT_EQ(store_service(s, clk_wall_ms()), 0);
 	T_ASSERT(log_has("W store.clog: shard 0: segment ") || log_has("a damaged record at "));
 	/* Appends go on after it, and are read back. */
-	put_all(s, q, n, 50);
+	put_all(s, q, n, DN_MORE);
 	T_ASSERT_EQ(store_flush_all(s), 0);
 	T_ASSERT_EQ(read_all(s, q, n + 50, lo, hi), tail ? n + 50 : n + 50 - (hi - lo));
 	store_close(s);
