@@ -20,8 +20,10 @@
  * mapped at its new place; its old place becomes PROT_NONE again. Pages
  * of a reused file are already allocated, which on this kind of VM is
  * most of a new chunk's cost (docs/store.md, "Reusing write-behind
- * buffers"). Anonymous chunks are not moved (that needs mremap(), which
- * leaves a hole in the reservation for a moment): they are freed.
+ * buffers"). Anonymous chunks are moved with mremap(), which leaves a
+ * hole at the old place for a moment: it is taken back with
+ * MAP_FIXED_NOREPLACE, and if something else was mapped there meanwhile,
+ * that reservation is never unmapped (clog_ck_move_anon()).
  *
  * Address space is never unmapped while something may still map it: a
  * reservation (struct clog_res) counts its segment and every chunk whose
@@ -343,6 +345,7 @@ clog__ck_add(struct clog *c, struct clog_seg *s, uint64_t zero_from)
 	bool file = false;
 	int why = ENOENT;
 	int reused;
+	int fd;
 	int rc;
 
 	if (in >= c->seg_size)
@@ -357,12 +360,22 @@ clog__ck_add(struct clog *c, struct clog_seg *s, uint64_t zero_from)
 	 * the appends' path. The zeros also put the pages in the page cache
 	 * ahead of the flusher's write-back (docs/store.md).
 	 */
-	rc = c->io->allocate(c->io->ctx, s->fd, in + c->ck_size);
+	/*
+	 * On a descriptor of its own: Linux reports a write-back error once per
+	 * open file, and the flusher's sync of this segment must see its own
+	 * (a sync here on the shared one could take the report from it, and the
+	 * flusher would publish data that never reached the disk).
+	 */
+	fd = c->io->open(c->io->ctx, s->path, O_RDWR, 0);
+	if (fd < 0)
+		return fd;
+	rc = c->io->allocate(c->io->ctx, fd, in + c->ck_size);
 	if (rc == 0 && !c->no_warm) {
-		rc = clog_zero_fill(c, s->fd, SP_MAX(in, zero_from), in + c->ck_size);
+		rc = clog_zero_fill(c, fd, SP_MAX(in, zero_from), in + c->ck_size);
 		if (rc == 0)
-			rc = c->io->fdatasync(c->io->ctx, s->fd);
+			rc = c->io->fdatasync(c->io->ctx, fd);
 	}
+	(void)c->io->close(c->io->ctx, fd);
 	if (rc != 0)
 		return rc;
 	atomic_add_relaxed(&s->res->refs, 1);
