@@ -706,39 +706,31 @@ test_window(void)
 }
 
 /*
- * A process killed with appends in several chunks of a segment, none
- * written back: the next open takes them all from the chunk files.
+ * A child appends 4000-byte records to @total bytes with @cfg, syncs once
+ * when it passes @durable bytes (0: never), and kills itself: ends[0] the
+ * end it wrote, ends[1] the records, ends[2] its flushed offset.
  */
 static void
-test_window_kill(void)
+window_kill_child(const struct clog_cfg *cfg, uint64_t total, uint64_t durable, uint64_t *ends)
 {
-	struct clog_cfg cfg = {
-		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
-	uint64_t *ends =
-		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	char bufs[300];
-	struct clog *c;
-	pid_t pid;
+	pid_t pid = fork();
 	int st;
 
-	T_ASSERT(ends != MAP_FAILED);
-	mktmp();
-	snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir), dir);
-	cfg.dir = dir;
-	cfg.buf_dir = bufs;
-	pid = fork();
 	T_ASSERT(pid >= 0);
 	if (pid == 0) {
+		struct clog *c;
 		uint32_t n = 0;
 		uint64_t end = 0;
 
-		if (clog_open(&cfg, &c) != 0 || clog_recover(c, 0, -1) != 0)
+		if (clog_open(cfg, &c) != 0 || clog_recover(c, 0, -1) != 0)
 			_exit(2);
-		/* 40 MiB: three chunks, none written back */
-		while (end < 40u << 20) {
+		while (end < total) {
 			struct wire_msg m;
 			long r;
 
+			if (durable > 0 && end >= durable && clog_flushed(c) == 0 &&
+			    clog_flush(c) != 0)
+				_exit(5);
 			msg(&m, n, 4000);
 			r = clog_append(c, &m, &end);
 			if (r == -EAGAIN) {
@@ -753,10 +745,34 @@ test_window_kill(void)
 		}
 		ends[0] = end;
 		ends[1] = n;
+		ends[2] = clog_flushed(c);
 		kill(getpid(), SIGKILL);
 	}
 	T_ASSERT_EQ(waitpid(pid, &st, 0), pid);
 	T_ASSERT(WIFSIGNALED(st));
+}
+
+/*
+ * A process killed with appends in several chunks of a segment, none
+ * written back: the next open takes them all from the chunk files.
+ */
+static void
+test_window_kill(void)
+{
+	struct clog_cfg cfg = {
+		.io = &store_io_posix, .shard = 3, .seg_size = WSEG, .buf_window = 2 * WCK};
+	uint64_t *ends =
+		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char bufs[300];
+	struct clog *c;
+
+	T_ASSERT(ends != MAP_FAILED);
+	mktmp();
+	snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir), dir);
+	cfg.dir = dir;
+	cfg.buf_dir = bufs;
+	/* 40 MiB: three chunks, none written back */
+	window_kill_child(&cfg, 40u << 20, 0, ends);
 	T_ASSERT(count_files(bufs) >= 3);
 	cfg.old_buf_dir = bufs;
 	cfg.buf_dir = NULL;
@@ -969,8 +985,6 @@ window_kill_mid_reuse(uint64_t zero)
 	char bufs[300];
 	char path[400];
 	struct clog *c;
-	pid_t pid;
-	int st;
 	int fd;
 
 	T_ASSERT(ends != MAP_FAILED);
@@ -978,40 +992,8 @@ window_kill_mid_reuse(uint64_t zero)
 	snprintf(bufs, sizeof(bufs), "%.*s/bufs", (int)(strstr(dir, "/commitlog") - dir), dir);
 	cfg.dir = dir;
 	cfg.buf_dir = bufs;
-	pid = fork();
-	T_ASSERT(pid >= 0);
-	if (pid == 0) {
-		uint32_t n = 0;
-		uint64_t end = 0;
-
-		if (clog_open(&cfg, &c) != 0 || clog_recover(c, 0, -1) != 0)
-			_exit(2);
-		/* 20 MiB durable (chunk 0 retired, in its grace period), then 10 MiB more */
-		while (end < 30u << 20) {
-			struct wire_msg m;
-			long r;
-
-			if (end >= 20u << 20 && clog_flushed(c) == 0 && clog_flush(c) != 0)
-				_exit(5);
-			msg(&m, n, 4000);
-			r = clog_append(c, &m, &end);
-			if (r == -EAGAIN) {
-				if (clog_prepare_next(c) != 0)
-					_exit(3);
-				continue;
-			}
-			if (r <= 0)
-				_exit(4);
-			clog_commit(c);
-			n++;
-		}
-		ends[0] = end;
-		ends[1] = n;
-		ends[2] = clog_flushed(c);
-		kill(getpid(), SIGKILL);
-	}
-	T_ASSERT_EQ(waitpid(pid, &st, 0), pid);
-	T_ASSERT(WIFSIGNALED(st));
+	/* 20 MiB durable (chunk 0 retired, in its grace period), then 10 MiB more */
+	window_kill_child(&cfg, 30u << 20, 20u << 20, ends);
 	T_ASSERT(ends[2] >= 20u << 20);
 	/* the retired chunk, caught in its reuse's memset */
 	snprintf(path, sizeof(path), "%s/%020u", bufs, 0u);
