@@ -104,6 +104,7 @@
 #define CQ_RECOVER_FILES 3				 /* files rescanned at open, as RocketMQ */
 #define CQ_QOFF_MAX ((uint64_t)INT64_MAX / CQ_UNIT_SIZE) /* byte offsets fit an int64 */
 #define CQ_DUE_UNSET INT64_MAX				 /* graveyard entry not stamped yet */
+#define CQ_PREFAULT_BYTES (256u << 10) /* of a new file, pre-faulted writable: file_create() */
 
 STATIC_ASSERT(CQ_UNIT_SIZE == 8 + 4 + 8, "unit layout");
 
@@ -449,14 +450,30 @@ file_create(struct cq *q, uint64_t first, struct cq_file *out)
 	if (rc != 0)
 		goto err_unlink;
 	/*
-	 * Pre-fault writable here, on the background thread: otherwise the
-	 * owning core takes a page fault every 204 units (4 KiB / 20 B).
+	 * Pre-fault the file's head writable here, on the background thread,
+	 * so a new queue's first appends take no fault. Only the head: the
+	 * first flush pass's fdatasync writes back (and write-protects) every
+	 * page pre-faulted, so pre-faulting the whole file (6 MB at the default
+	 * size) bought nothing past the first flush and cost that much memory
+	 * (RSS) and disk writes of zeros per file (docs/store.md, "Page faults
+	 * on the core").
 	 */
-	if (madvise(map, cq_file_bytes(q), MADV_POPULATE_WRITE) != 0) {
-		long page = sysconf(_SC_PAGESIZE);
+	{
+		size_t head = SP_MIN(cq_file_bytes(q), (size_t)CQ_PREFAULT_BYTES);
 
-		for (size_t i = 0; i < cq_file_bytes(q); i += (size_t)page)
-			((volatile uint8_t *)map)[i] = 0;
+		if (madvise(map, head, MADV_POPULATE_WRITE) != 0) {
+			long page = sysconf(_SC_PAGESIZE);
+
+			for (size_t i = 0; i < head; i += (size_t)page)
+				((volatile uint8_t *)map)[i] = 0;
+		}
+		/*
+		 * The rest into the page cache, clean and unmapped (no RSS, no
+		 * writes): the core's first store to each page is then a minor
+		 * fault, never one that reads the disk.
+		 */
+		if (cq_file_bytes(q) > head)
+			(void)readahead(fd, (off_t)head, cq_file_bytes(q) - head);
 	}
 	out->map = map;
 	out->first = first;
