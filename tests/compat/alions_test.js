@@ -572,6 +572,17 @@ async function newProducer(group, instanceName) {
       throw err;
     }
   };
+  // close() ends in removeAllListeners(), but an error its client queued with
+  // setImmediate (a reconnect to a killed broker) can still be emitted after it:
+  // with no listener node throws it. Listen again once close() is done.
+  const close = p.close.bind(p);
+  p.close = async () => {
+    try {
+      return await close();
+    } finally {
+      p.on('error', onAliError(`producer ${group} (closed)`));
+    }
+  };
   await withTimeout(p.ready(), 30000, `ali-ons producer ${group} ready()`);
   return p;
 }
