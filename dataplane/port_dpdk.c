@@ -86,6 +86,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_alarm.h>
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_dev.h>
@@ -111,6 +112,7 @@
 #define DPDK_REARM_STUCK_NS 2000000000ull /* a memif connect handshake that hangs */
 #define DPDK_START_RETRY_MS 2000u	  /* memif client: wait for its server at open */
 #define DPDK_WAIT_MAX_US 100u		  /* longest nanosleep in wait() */
+#define DPDK_STOP_WAIT_MS 5000u		  /* a memif stop queued on the EAL thread */
 #define DPDK_ARGV_MAX 64
 
 /* ------------------------------------------------------------------------ */
@@ -195,6 +197,8 @@ struct dpdk_dev {
 	bool rx_csum;			    /* RX checksum flags are meaningful */
 	bool memif;			    /* net_memif */
 	bool memif_client;		    /* role=client: re-arm on link loss */
+	atomic_bool rearm_busy;		    /* a re-arm is queued on the EAL thread */
+	atomic_bool stopped;		    /* memif_stop_cb() ran */
 	rte_spinlock_t *cc_lock;	    /* memif handshake, NULL when off */
 	struct mirror_memif_pmd *memif_pmd; /* set with cc_lock */
 	struct rte_flow *flows[DP_PORTS_MAX];
@@ -616,11 +620,90 @@ dpdk_tx_burst(struct dp_port *dp, const struct dp_tx *tx, unsigned n)
 }
 
 /*
- * memif client: reconnect a lost link (stop + start). Only once the PMD has
- * dropped its control channel (pmd->cc NULL, written under cc_lock): while
- * one exists the interrupt thread may be in the middle of the connect
- * handshake, and a stop from here would race it inside the PMD (seen: SIGSEGV
- * on the interrupt thread). Context: port 0's owner, from wait(); may sleep.
+ * memif control runs on the EAL interrupt thread. memif_disconnect() is not
+ * reentrant: past cc_lock it closes the queue eventfds and frees the shared
+ * regions, and the interrupt thread calls it on its own when the peer goes
+ * away. A stop from any other thread (a re-arm, a close) that lands while it
+ * runs frees the regions twice (seen: "EAL: Error: Invalid memory", then
+ * SIGSEGV on either thread, on a client whose broker was killed and on an
+ * echo peer closed just after its server left). An EAL alarm runs its
+ * callback on that thread, between two message handlers, so every stop and
+ * start of a memif device is handed to it as an alarm.
+ */
+static void
+memif_start_cb(void *arg)
+{
+	struct dpdk_dev *d = arg;
+
+	(void)rte_eth_dev_start(d->port_id);
+	atomic_store_explicit(&d->rearm_busy, false, memory_order_release);
+}
+
+static void
+memif_restart_cb(void *arg)
+{
+	struct dpdk_dev *d = arg;
+	struct rte_eth_link link;
+
+	/* The handshake may have finished since the owner looked. */
+	if (rte_eth_link_get_nowait(d->port_id, &link) == 0 &&
+	    link.link_status == RTE_ETH_LINK_UP) {
+		atomic_store_explicit(&d->rearm_busy, false, memory_order_release);
+		return;
+	}
+	(void)rte_eth_dev_stop(d->port_id);
+	/*
+	 * Start from a later alarm: an event of the closed control socket that
+	 * the interrupt thread fetched with this alarm's is then dropped (its
+	 * fd is unregistered) instead of reaching a new socket on the same fd.
+	 */
+	if (rte_eal_alarm_set(1000, memif_start_cb, d) != 0)
+		memif_start_cb(d);
+}
+
+static void
+memif_stop_cb(void *arg)
+{
+	struct dpdk_dev *d = arg;
+
+	(void)rte_eth_dev_stop(d->port_id);
+	atomic_store_explicit(&d->stopped, true, memory_order_release);
+}
+
+/*
+ * Stops a memif device on the interrupt thread and waits for it, after any
+ * re-arm still queued there. Context: the control thread, at close; sleeps.
+ */
+static void
+memif_stop(struct dpdk_dev *d)
+{
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
+
+	/* Cancel waits for a running callback; the restart may queue a start. */
+	(void)rte_eal_alarm_cancel(memif_restart_cb, d);
+	(void)rte_eal_alarm_cancel(memif_start_cb, d);
+	atomic_store_explicit(&d->rearm_busy, false, memory_order_relaxed);
+	atomic_store_explicit(&d->stopped, false, memory_order_relaxed);
+	if (rte_eal_alarm_set(1, memif_stop_cb, d) != 0) {
+		memif_stop_cb(d);
+		return;
+	}
+	for (unsigned ms = 0; ms < DPDK_STOP_WAIT_MS; ms++) {
+		if (atomic_load_explicit(&d->stopped, memory_order_acquire))
+			return;
+		nanosleep(&ts, NULL);
+	}
+	/* The interrupt thread is stuck: if the stop has not begun, do it here. */
+	if (rte_eal_alarm_cancel(memif_stop_cb, d) > 0)
+		memif_stop_cb(d);
+}
+
+/*
+ * memif client: reconnect a lost link (stop + start, on the interrupt
+ * thread). Only once the PMD has dropped its control channel (pmd->cc NULL,
+ * written under cc_lock): while one exists the interrupt thread may be in the
+ * middle of the connect handshake. Context: port 0's owner, from wait(); may
+ * sleep.
  */
 static void
 memif_rearm(struct dpdk_port *p)
@@ -629,7 +712,8 @@ memif_rearm(struct dpdk_port *p)
 	uint64_t now = clk_mono_ns();
 	bool idle;
 
-	if (now < p->next_rearm_ns || d->memif_pmd == NULL)
+	if (now < p->next_rearm_ns || d->memif_pmd == NULL ||
+	    atomic_load_explicit(&d->rearm_busy, memory_order_acquire))
 		return;
 	p->next_rearm_ns = now + DPDK_REARM_NS;
 	dev_enter(d);
@@ -644,14 +728,15 @@ memif_rearm(struct dpdk_port *p)
 	 * 22.11's memif server, reached between its EAL probe (listener up) and
 	 * its dev_start (device disabled), rejects the connection but fails to
 	 * send the rejection and keeps the socket open. Nothing flows on that
-	 * channel any more, so a stop here does not race a message handler.
+	 * channel any more.
 	 */
 	if (!idle && now - p->rearm_stuck_ns < DPDK_REARM_STUCK_NS)
 		return;
 	p->rearm_stuck_ns = 0;
-	/* ALLOW-BLOCKING: reconnects the control socket; runs only from wait(). */
-	(void)rte_eth_dev_stop(d->port_id);
-	(void)rte_eth_dev_start(d->port_id);
+	atomic_store_explicit(&d->rearm_busy, true, memory_order_relaxed);
+	/* ALLOW-BLOCKING: calloc in the EAL; runs only from wait(). */
+	if (rte_eal_alarm_set(1, memif_restart_cb, d) != 0)
+		atomic_store_explicit(&d->rearm_busy, false, memory_order_relaxed);
 }
 
 static void
@@ -729,7 +814,10 @@ dev_teardown(struct dpdk_dev *d)
 	 * spins; a stopped memif device is reconfigured by the next open.
 	 */
 	if (d->device) {
-		(void)rte_eth_dev_stop(d->port_id);
+		if (d->memif)
+			memif_stop(d);
+		else
+			(void)rte_eth_dev_stop(d->port_id);
 		if (!d->memif) {
 			(void)rte_eth_dev_close(d->port_id);
 			(void)rte_dev_remove(d->device);
