@@ -88,10 +88,12 @@ run_pair(const char *echo_role, const char *sizes_role)
 	printf("%s\n", line);
 	T_ASSERT(strncmp(line, "ok sizes 1..1472 ", 17) == 0);
 	st = t_child_wait(&sizes, 10000);
-	T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		T_FAIL("sizes peer ended with status %#x", st);
 	kill(echo.pid, SIGTERM);
 	st = t_child_wait(&echo, 10000);
-	T_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		T_FAIL("echo peer ended with status %#x", st);
 	t_dpdk_rundir_rm(rundir);
 }
 
