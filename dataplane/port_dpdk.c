@@ -806,7 +806,7 @@ dev_teardown(struct dpdk_dev *d)
 		d->flows[i] = NULL;
 	}
 	/*
-	 * Stopping memif runs memif_disconnect() under cc_lock on this thread.
+	 * A memif device is stopped on the interrupt thread (memif_stop()).
 	 * Closing and removing the device releases its queues; a later open
 	 * probes it again from g_devargs. Not for memif: 22.11's close frees
 	 * its process-private data twice ("EAL: Error: Invalid memory") and
@@ -814,11 +814,10 @@ dev_teardown(struct dpdk_dev *d)
 	 * spins; a stopped memif device is reconfigured by the next open.
 	 */
 	if (d->device) {
-		if (d->memif)
+		if (d->memif) {
 			memif_stop(d);
-		else
+		} else {
 			(void)rte_eth_dev_stop(d->port_id);
-		if (!d->memif) {
 			(void)rte_eth_dev_close(d->port_id);
 			(void)rte_dev_remove(d->device);
 		}
