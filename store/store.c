@@ -1218,9 +1218,19 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		rc = have_ckpt;
 		goto err_close;
 	}
-	if (!crashed && have_ckpt == 0 && store_log_is_new(s, cfg->shards))
+	if (!crashed && have_ckpt == 0 && store_log_is_new(s, cfg->shards)) {
+		struct ckpt_shard zero[STORE_SHARDS_MAX] = {0};
+
 		log_info(STORE_TAG, "%s: a new store", s->root);
-	else if (crashed || !clean)
+		/*
+		 * The shard count, before any segment: a first run killed before
+		 * its last shard made one would otherwise read as fewer shards
+		 * (store__shards_check()). All zeros recovers as no checkpoint.
+		 */
+		rc = ckpt_write(s, false, zero);
+		if (rc != 0)
+			goto err_close;
+	} else if (crashed || !clean)
 		log_warn(STORE_TAG, "%s: %s; recovering by scanning the log", s->root,
 			 crashed ? "the last run did not shut down cleanly"
 				 : "no clean checkpoint");
