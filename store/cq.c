@@ -9,8 +9,10 @@
  * Files are pre-allocated to full size, so they read as zeros past the last
  * unit written, and every file of the queue is mapped shared for its life.
  *
- * The appending core never makes a syscall: it stores the unit into the
- * mapping and publishes the new max. Files are created ahead of need on the
+ * The appending core never makes a syscall nor takes a page fault: it
+ * stores the unit into the queue's write-behind ring and publishes the new
+ * max; the background side copies units from the ring into the mapping
+ * (cq_wb.c). Files are created ahead of need on the
  * store's background thread (cq_prepare_next(), once the current file is
  * three quarters full) and handed to the core through a one-slot mailbox;
  * a core that reaches the end of a file before its successor arrives gets
@@ -56,15 +58,17 @@
  *  - immutable after cq_open(): io, dir, upf.
  *  - owning core writes, any thread reads with acquire: max. min is written
  *    by the owning core (a queue that starts at an offset) and by
- *    cq_trim_phys() with a compare-and-swap, so neither lowers it.
+ *    cq_trim_phys() with a compare-and-swap, so neither lowers it. wb (how
+ *    far the files hold the units) and the ring: cq_wb.c.
  *  - owning core only: cur.
  *  - mailbox: the background thread writes next while next_ready == 0 and
  *    sets it to 1 (release); the core copies next after reading 1 (acquire)
  *    and gives the slot back with a release store of 0. cur_end (end of the
  *    core's file) is written by the core before giving the slot back.
  *    start_req is written by the core of a queue with no file yet.
- *  - background thread only (cq_prepare_next, cq_flush, cq_trim_phys; the
- *    caller runs them on one thread or serializes them): the table's
+ *  - background thread only (cq_prepare_next, cq_wb_drain, cq_flush,
+ *    cq_trim_phys; the caller runs them on one thread or serializes them):
+ *    the copies from the ring into the files, the table's
  *    contents, its replacement (release store of tab), graveyard, flushed,
  *    dirty_hi.
  *  - readers (cq_get(), cq_search(), cq_min(), cq_max(), the duplicate check
@@ -91,114 +95,18 @@
 #include "common/log.h"
 #include "store/cq.h"
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
+#include "cq_priv.h"
 
-#define CQ_TAG "store.cq"
 #define CQ_NAME_LEN 20
-#define CQ_FILLER_SIZE 0x7FFFFFFFu /* RocketMQ's gap filler: (0, INT_MAX, 0) */
-#define CQ_NONE UINT64_MAX
 #define CQ_TAB_MIN 4
 #define CQ_UPF_MAX (UINT32_MAX / CQ_UNIT_SIZE)		 /* files stay below 4 GiB */
 #define CQ_RECOVER_FILES 3				 /* files rescanned at open, as RocketMQ */
 #define CQ_QOFF_MAX ((uint64_t)INT64_MAX / CQ_UNIT_SIZE) /* byte offsets fit an int64 */
 #define CQ_DUE_UNSET INT64_MAX				 /* graveyard entry not stamped yet */
-#define CQ_PREFAULT_BYTES (256u << 10) /* of a new file, pre-faulted writable: file_create() */
 
 STATIC_ASSERT(CQ_UNIT_SIZE == 8 + 4 + 8, "unit layout");
 
-/* One mapped file. Immutable once created, so it can be copied freely. */
-struct cq_file {
-	uint8_t *map;	/* upf * CQ_UNIT_SIZE bytes, MAP_SHARED */
-	uint64_t first; /* logical offset of unit 0 */
-	int fd;
-};
-
-/*
- * Files [first_idx, first_idx + n) of the queue, contiguous. Once published
- * only n grows (f[n] is written before it, and first_idx before n leaves
- * 0); first_idx and the slots below n never change after that.
- */
-struct cq_tab {
-	uint64_t first_idx; /* file index (first / upf) of f[0] */
-	_Atomic uint32_t n; /* background writes (release), readers acquire */
-	uint32_t cap;
-	/* background only, once replaced: see cq_graveyard_add() */
-	struct cq_tab *grave_next;
-	int64_t free_due_ms; /* CQ_DUE_UNSET until the next cq_trim_phys() stamps it */
-	uint32_t n_dead;     /* f[0, n_dead) were trimmed: released with the table */
-	struct cq_file f[];
-};
-
-struct cq {
-	/* immutable after cq_open() */
-	const struct store_io_ops *io;
-	char *dir;
-	uint32_t upf;
-
-	/* owner writes (release), any thread reads (acquire) */
-	_Atomic uint64_t max;
-	/* owner (queue start) stores, background CAS-raises (trim); any thread reads */
-	_Atomic uint64_t min;
-
-	/* owner only */
-	struct cq_file cur; /* map == NULL: the queue has no file yet */
-
-	/* mailbox: see Ownership above */
-	struct cq_file next;
-	_Atomic uint32_t next_ready;
-	_Atomic uint64_t cur_end;   /* end (logical) of cur; 0 while there is no file */
-	_Atomic uint64_t start_req; /* first offset asked of a queue with no file */
-
-	/* background writes (release), readers acquire */
-	struct cq_tab *_Atomic tab;
-
-	/* background only */
-	struct cq_tab *graveyard; /* replaced tables, see Reclamation above */
-	uint64_t flushed;	  /* units below this are durable */
-	uint64_t dirty_hi;	  /* end of units zeroed by truncation, not yet synced */
-	/* a file was created or renamed in dir since the last flush: any thread sets, flush clears */
-	atomic_bool dir_dirty;
-};
-
 static const struct cq_unit cq_filler = {.phys = 0, .size = CQ_FILLER_SIZE, .tag_hash = 0};
-
-static void
-be64_put(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t
-be64_get(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void
-unit_store(uint8_t *p, const struct cq_unit *u)
-{
-	be64_put(p, (uint64_t)u->phys);
-	p[8] = (uint8_t)(u->size >> 24);
-	p[9] = (uint8_t)(u->size >> 16);
-	p[10] = (uint8_t)(u->size >> 8);
-	p[11] = (uint8_t)u->size;
-	be64_put(p + 12, (uint64_t)u->tag_hash);
-}
-
-static void
-unit_load(const uint8_t *p, struct cq_unit *u)
-{
-	u->phys = (int64_t)be64_get(p);
-	u->size = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
-	u->tag_hash = (int64_t)be64_get(p + 12);
-}
 
 /* RocketMQ's end-of-queue test: offset < 0 or (int32) size <= 0. */
 static bool
@@ -335,7 +243,7 @@ tab_push(struct cq *q, const struct cq_file *f)
 		nt->first_idx = t->first_idx;
 		memcpy(nt->f, t->f, (size_t)n * sizeof(t->f[0]));
 		atomic_init(&nt->n, n);
-		/* release: pairs with acquire in cq_unit_ptr(); readers of the old copy keep it */
+		/* release: pairs with acquire in cq__unit_ptr(); readers of the old copy keep it */
 		atomic_store_release(&q->tab, nt);
 		/* No clock here: the next cq_trim_phys() starts its grace period. */
 		cq_graveyard_add(q, t, 0, CQ_DUE_UNSET);
@@ -345,7 +253,7 @@ tab_push(struct cq *q, const struct cq_file *f)
 		t->first_idx = f->first / q->upf;
 	BASSERT(f->first / q->upf == t->first_idx + n);
 	t->f[n] = *f;
-	/* release: pairs with acquire in cq_unit_ptr() */
+	/* release: pairs with acquire in cq__unit_ptr() */
 	atomic_store_release(&t->n, n + 1);
 	return 0;
 }
@@ -356,8 +264,8 @@ tab_push(struct cq *q, const struct cq_file *f)
  * a cq_trim_phys() that deletes its file (Reclamation above), or until
  * cq_close().
  */
-static uint8_t *
-cq_unit_ptr(const struct cq *q, uint64_t qoff)
+uint8_t *
+cq__unit_ptr(const struct cq *q, uint64_t qoff)
 {
 	/* acquire: pairs with release in tab_push() (a replaced table) */
 	const struct cq_tab *t = atomic_load_acquire(&q->tab);
@@ -450,31 +358,9 @@ file_create(struct cq *q, uint64_t first, struct cq_file *out)
 	if (rc != 0)
 		goto err_unlink;
 	/*
-	 * Pre-fault the file's head writable here, on the background thread,
-	 * so a new queue's first appends take no fault. Only the head: the
-	 * first flush pass's fdatasync writes back (and write-protects) every
-	 * page pre-faulted, so pre-faulting the whole file (6 MB at the default
-	 * size) bought nothing past the first flush and cost that much memory
-	 * (RSS) and disk writes of zeros per file (docs/store.md, "Page faults
-	 * on the core").
+	 * No pre-faulting: the core never stores into the mapping (cq_wb.c),
+	 * and the drainer's faults are its own.
 	 */
-	{
-		size_t head = SP_MIN(cq_file_bytes(q), (size_t)CQ_PREFAULT_BYTES);
-
-		if (madvise(map, head, MADV_POPULATE_WRITE) != 0) {
-			long page = sysconf(_SC_PAGESIZE);
-
-			for (size_t i = 0; i < head; i += (size_t)page)
-				((volatile uint8_t *)map)[i] = 0;
-		}
-		/*
-		 * The rest into the page cache, clean and unmapped (no RSS, no
-		 * writes): the core's first store to each page is then a minor
-		 * fault, never one that reads the disk.
-		 */
-		if (cq_file_bytes(q) > head)
-			(void)readahead(fd, (off_t)head, cq_file_bytes(q) - head);
-	}
 	out->map = map;
 	out->first = first;
 	out->fd = fd;
@@ -594,7 +480,7 @@ static void
 zero_units(struct cq *q, uint64_t lo, uint64_t hi)
 {
 	while (lo < hi) {
-		uint8_t *p = cq_unit_ptr(q, lo);
+		uint8_t *p = cq__unit_ptr(q, lo);
 		uint64_t file_end = (lo / q->upf + 1) * q->upf;
 		uint64_t end = SP_MIN(hi, file_end);
 		size_t len = (size_t)(end - lo) * CQ_UNIT_SIZE;
@@ -667,7 +553,7 @@ cq_recover(struct cq *q)
 	if (n == 0)
 		return; /* new queue: max = min = 0, no file until cq_prepare_next() */
 	for (uint32_t i = n; i-- > 0;) {
-		unit_load(t->f[i].map, &u);
+		cq__unit_load(t->f[i].map, &u);
 		if (unit_is_valid(&u)) {
 			last = i;
 			break;
@@ -680,13 +566,13 @@ cq_recover(struct cq *q)
 		uint64_t stop = t->f[last].first + q->upf;
 
 		for (max = t->f[from].first; max < stop; max++) {
-			unit_load(cq_unit_ptr(q, max), &u);
+			cq__unit_load(cq__unit_ptr(q, max), &u);
 			if (!unit_is_valid(&u))
 				break;
 		}
 	}
 	for (min = t->f[0].first; min < max; min++) {
-		unit_load(cq_unit_ptr(q, min), &u);
+		cq__unit_load(cq__unit_ptr(q, min), &u);
 		if (!unit_is_filler(&u))
 			break;
 	}
@@ -698,6 +584,7 @@ cq_recover(struct cq *q)
 	zero_units(q, max, end);
 	atomic_store_relaxed(&q->max, max);
 	atomic_store_relaxed(&q->min, min);
+	atomic_store_relaxed(&q->wb, max);
 	/* Whatever the last run left unsynced is synced by the first flush. */
 	q->flushed = t->f[0].first;
 	q->dirty_hi = end;
@@ -726,12 +613,13 @@ cq_open(const struct store_io_ops *io, const char *dir, uint32_t units_per_file,
 	q->next.fd = -1;
 	atomic_init(&q->max, 0);
 	atomic_init(&q->min, 0);
+	atomic_init(&q->wb, 0);
 	atomic_init(&q->next_ready, 0);
 	atomic_init(&q->cur_end, 0);
 	atomic_init(&q->start_req, CQ_NONE);
 	atomic_init(&q->tab, tab_alloc(CQ_TAB_MIN));
 	q->dir = strdup(dir);
-	if (q->dir == NULL || tab_own(q) == NULL) {
+	if (q->dir == NULL || tab_own(q) == NULL || cq__wb_init(q) != 0) {
 		rc = -ENOMEM;
 		goto err_close;
 	}
@@ -771,6 +659,9 @@ cq_close(struct cq *q)
 	if (q == NULL)
 		return;
 	t = tab_own(q);
+	if (t != NULL && q->ring != NULL)
+		(void)cq_wb_drain(q); /* what the ring still holds, into the page cache */
+	cq__wb_free(q);
 	if (t != NULL) {
 		uint32_t n = atomic_load_relaxed(&t->n);
 
@@ -791,15 +682,12 @@ static int
 cq_check_dup(const struct cq *q, uint64_t qoff, const struct cq_unit *u)
 {
 	struct cq_unit old;
-	const uint8_t *p;
 
 	/* acquire: pairs with the CAS in cq_trim_phys() */
 	if (qoff < atomic_load_acquire(&q->min))
 		return 0; /* trimmed or before the queue's start: nothing to compare */
-	p = cq_unit_ptr(q, qoff);
-	if (p == NULL)
+	if (!cq__unit_read(q, qoff, &old))
 		return 0;
-	unit_load(p, &old);
 	if (old.phys != u->phys || old.size != u->size || old.tag_hash != u->tag_hash)
 		return -EEXIST;
 	return 0;
@@ -809,7 +697,7 @@ static void
 fill_units(const struct cq *q, const struct cq_file *f, uint64_t lo, uint64_t hi)
 {
 	for (uint64_t i = lo; i < hi; i++)
-		unit_store(file_unit(q, f, i), &cq_filler);
+		cq__unit_store(file_unit(q, f, i), &cq_filler);
 }
 
 int
@@ -818,6 +706,7 @@ cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u)
 	uint64_t max = atomic_load_relaxed(&q->max); /* our own store */
 	bool start = qoff > max;
 	uint64_t from;
+	uint64_t wb;
 
 	if (u->phys < 0 || u->size == 0 || u->size >= CQ_FILLER_SIZE)
 		return -EINVAL; /* recovery would read it as the end, or as filler */
@@ -828,6 +717,14 @@ cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u)
 	/* Only an empty queue may start past its max; min only moves to max here. */
 	if (start && atomic_load_relaxed(&q->min) != max)
 		return -EINVAL;
+	/* acquire: pairs with release in cq_wb_drain(): slot qoff - CQ_WB_UNITS is free */
+	wb = atomic_load_acquire(&q->wb);
+	/*
+	 * A full ring: the drainer is behind. A queue start writes fillers
+	 * into the file itself, so it waits for the ring to be empty.
+	 */
+	if (start ? wb != max : qoff - wb >= CQ_WB_UNITS)
+		return -EAGAIN;
 	from = max;
 	if (q->cur.map == NULL || qoff >= q->cur.first + q->upf) {
 		if (q->cur.map != NULL && qoff - q->cur.first >= 2 * (uint64_t)q->upf)
@@ -851,12 +748,19 @@ cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u)
 			from = q->cur.first;
 	}
 	if (start) {
+		/* Rare, so into the mapping directly: the fillers may fault. */
 		fill_units(q, &q->cur, from, qoff);
 		/* release: pairs with acquire in cq_get()/cq_min(); stored before max */
 		atomic_store_release(&q->min, qoff);
+		/*
+		 * release: pairs with acquire in cq_wb_drain() (after max) and
+		 * cq__unit_read(): the fillers are in the file, the drainer
+		 * starts at qoff. It has nothing to copy meanwhile (wb == max).
+		 */
+		atomic_store_release(&q->wb, qoff);
 	}
-	unit_store(file_unit(q, &q->cur, qoff), u);
-	/* release: pairs with acquire in cq_get()/cq_max()/cq_flush(): the unit is written */
+	cq__wb_put(q, qoff, u);
+	/* release: pairs with acquire in cq_get()/cq_max()/cq_wb_drain(): the unit is written */
 	atomic_store_release(&q->max, qoff + 1);
 	return 0;
 }
@@ -864,7 +768,12 @@ cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u)
 bool
 cq_can_append(const struct cq *q)
 {
-	if (q->cur.map != NULL && atomic_load_relaxed(&q->max) < q->cur.first + q->upf)
+	uint64_t max = atomic_load_relaxed(&q->max);
+
+	/* acquire: pairs with release in cq_wb_drain() */
+	if (max - atomic_load_acquire(&q->wb) >= CQ_WB_UNITS)
+		return false;
+	if (q->cur.map != NULL && max < q->cur.first + q->upf)
 		return true;
 	/* acquire: pairs with release in cq_prepare_next() */
 	return atomic_load_acquire(&q->next_ready) != 0;
@@ -934,6 +843,8 @@ cq_prepare_next(struct cq *q)
 			return rc;
 		}
 	}
+	if (end == 0)
+		cq__wb_warm(q); /* the queue's first units come next: fault the ring in here */
 	q->next = f;
 	/* release: pairs with acquire in cq_append()/cq_can_append(); publishes next and the table */
 	atomic_store_release(&q->next_ready, 1);
@@ -970,14 +881,9 @@ cq_get(const struct cq *q, uint64_t qoff, struct cq_unit *u)
 	uint64_t max = atomic_load_acquire(&q->max);
 	/* acquire: pairs with release in cq_append() and the CAS in cq_trim_phys() */
 	uint64_t min = atomic_load_acquire(&q->min);
-	const uint8_t *p;
 
-	if (qoff < min || qoff >= max)
+	if (qoff < min || qoff >= max || !cq__unit_read(q, qoff, u))
 		return -ERANGE;
-	p = cq_unit_ptr(q, qoff);
-	if (p == NULL)
-		return -ERANGE;
-	unit_load(p, u);
 	return 0;
 }
 
@@ -1019,7 +925,8 @@ bsearch_phys(const struct cq *q, uint64_t lo, uint64_t hi, int64_t phys, bool en
 		struct cq_unit u;
 		bool past;
 
-		unit_load(cq_unit_ptr(q, mid), &u);
+		if (!cq__unit_read(q, mid, &u))
+			break; /* no file holds it (a bug): stop low, trimming less */
 		if (end)
 			past = u.phys + (int64_t)u.size > phys;
 		else
@@ -1039,6 +946,7 @@ cq_truncate_phys(struct cq *q, int64_t phys_end)
 	uint64_t min = atomic_load_relaxed(&q->min);
 	uint64_t nmax;
 
+	(void)cq_wb_drain(q); /* exclusive: from here on the files hold every unit */
 	if (min >= max)
 		return 0;
 	/* Units are in log order, so those past phys_end are a suffix. */
@@ -1047,6 +955,7 @@ cq_truncate_phys(struct cq *q, int64_t phys_end)
 		return 0;
 	zero_units(q, nmax, max);
 	atomic_store_relaxed(&q->max, nmax); /* exclusive: nobody reads meanwhile */
+	atomic_store_relaxed(&q->wb, nmax);
 	cq_set_cursor(q);
 	q->flushed = SP_MIN(q->flushed, nmax);
 	q->dirty_hi = SP_MAX(q->dirty_hi, max);
@@ -1105,7 +1014,7 @@ cq_drop_files(struct cq *q, uint32_t k, int64_t now_ms, uint32_t *dropped)
 	memcpy(nt->f, &t->f[done], (size_t)(n - done) * sizeof(t->f[0]));
 	atomic_init(&nt->n, n - done);
 	/*
-	 * release: pairs with acquire in cq_unit_ptr(); new readers no longer
+	 * release: pairs with acquire in cq__unit_ptr(); new readers no longer
 	 * reach the dropped files, those holding t keep them for the grace period.
 	 */
 	atomic_store_release(&q->tab, nt);
@@ -1151,12 +1060,14 @@ cq_trim_phys(struct cq *q, int64_t min_phys, int64_t now_ms)
 	}
 	/*
 	 * Delete whole files below min. A file that ends at or after max holds
-	 * the core's current unit, so the last file always stays.
+	 * the core's current unit, so the last file always stays; one that
+	 * ends past wb still has units to take from the ring.
 	 */
 	while (k + 1 < n) {
 		uint64_t fend = t->f[k].first + q->upf;
 
-		if (fend > min || fend >= max)
+		/* acquire: pairs with release in cq_append() (a queue start) */
+		if (fend > min || fend >= max || fend > atomic_load_acquire(&q->wb))
 			break;
 		k++;
 	}
@@ -1179,12 +1090,17 @@ cq_flush(struct cq *q)
 {
 	struct cq_tab *t = tab_own(q);
 	uint32_t n = atomic_load_relaxed(&t->n);
-	/* acquire: pairs with release in cq_append(): the units below max are in the mapping */
-	uint64_t max = atomic_load_acquire(&q->max);
-	uint64_t end = SP_MAX(max, q->dirty_hi);
+	uint64_t max;
+	uint64_t end;
 	uint64_t lo = q->flushed;
 	uint64_t fi;
 	uint64_t fi_end;
+
+	/* Every unit appended before this call into the files, then "max" is how far they hold. */
+	(void)cq_wb_drain(q);
+	/* acquire: pairs with release in cq_wb_drain() and cq_append() (a queue start) */
+	max = atomic_load_acquire(&q->wb);
+	end = SP_MAX(max, q->dirty_hi);
 
 	if (atomic_exchange(&q->dir_dirty, false)) {
 		int rc = q->io->sync_dir(q->io->ctx, q->dir);

@@ -547,6 +547,7 @@ queue_append(struct store_queue *q, uint64_t qoff, const struct cq_unit *u)
 
 		if (rc != -EAGAIN)
 			return rc;
+		(void)cq_wb_drain(q->cq); /* a full ring, or a queue start behind one */
 		rc = cq_prepare_next(q->cq);
 		if (rc != 0)
 			return rc;
@@ -2105,7 +2106,28 @@ store_retain(struct store *s, int64_t now_ms)
 }
 
 /*
- * Prepare the next ConsumeQueue file of every queue that wants one. Service
+ * A round that copied more than this many units of one queue's write-behind
+ * ring counts as work: rounds then stay SVC_BUSY_US apart. Below it they
+ * back off, so the ring is about an eighth full when the next round comes,
+ * and a queue's rate may grow eightfold before its ring fills.
+ */
+#define SVC_WB_BUSY_UNITS (CQ_WB_UNITS / 8)
+
+uint64_t
+store_drain_queues(struct store *s)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext)
+		n += cq_wb_drain(q->cq);
+	pthread_mutex_unlock(&s->qlock);
+	return n;
+}
+
+/*
+ * Copy every queue's write-behind ring into its files (cq_wb_drain()) and
+ * prepare the next ConsumeQueue file of every queue that wants one. Service
  * thread only. Return: 0 or the first error (the queue keeps refusing
  * appends with -EAGAIN and is retried on the next call).
  */
@@ -2116,6 +2138,8 @@ store_prep_queues_rc(struct store *s)
 
 	pthread_mutex_lock(&s->qlock);
 	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+		if (cq_wb_drain(q->cq) > SVC_WB_BUSY_UNITS)
+			s->svc_worked = true;
 		if (cq_wants_next(q->cq)) {
 			int rc = cq_prepare_next(q->cq);
 

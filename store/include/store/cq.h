@@ -39,6 +39,12 @@
  * mapped for readers that reached it before: as CLOG_UNMAP_GRACE_MS.
  */
 #define CQ_UNMAP_GRACE_MS 10000
+/*
+ * Units a queue's write-behind ring holds (a power of two): 192 KiB of
+ * memory per queue that took units, 8 ms at 1 M msg/s on one queue
+ * (docs/store.md, "Page faults on the core").
+ */
+#define CQ_WB_UNITS 8192u
 
 struct cq;
 
@@ -98,8 +104,13 @@ void cq_close(struct cq *q);
  * @u must have phys >= 0 and 0 < size < 0x7FFFFFFF (other units read as the
  * end of the queue or as a filler after a restart).
  *
- * Context: owning core, non-blocking (no syscall: stores into a mapping).
- * Return: 0, -EAGAIN next file not prepared yet, -EINVAL, -EEXIST.
+ * The unit goes into the queue's write-behind ring (anonymous memory, no
+ * page fault once warm); cq_wb_drain() copies it into the file.
+ *
+ * Context: owning core, non-blocking (no syscall, no fault in steady state).
+ * Return: 0, -EAGAIN next file not prepared yet or the ring full (the
+ * drainer is CQ's ring size behind; a queue start waits for an empty ring),
+ * -EINVAL, -EEXIST.
  */
 MUST_CHECK int cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u);
 
@@ -185,9 +196,18 @@ MUST_CHECK int cq_search(const struct cq *q, int64_t key,
 			 uint64_t *qoff);
 
 /**
- * cq_flush() - fdatasync the files holding units written (or zeroed) since
- * the last successful call; units below the cq_max() it read are durable
- * when it returns 0.
+ * cq_wb_drain() - copy the units the owning core left in the write-behind
+ * ring into their files, and let the core reuse their slots.
+ * Context: background side, serialized with cq_prepare_next(),
+ * cq_trim_phys() and cq_flush() by the caller; runs beside cq_append().
+ * Non-blocking but may take page faults (its own). Return: units copied.
+ */
+uint64_t cq_wb_drain(struct cq *q);
+
+/**
+ * cq_flush() - drain the ring (cq_wb_drain()), then fdatasync the files
+ * holding units written (or zeroed) since the last successful call; units
+ * below the cq_max() read at its start are durable when it returns 0.
  * Context: background thread, blocking; runs beside cq_append().
  * Return: 0 or -errno (the next call retries the same files).
  */

@@ -271,6 +271,12 @@ long store_query_key(struct store *s, const char *topic, const char *key, int64_
 
 /* One round of the service thread's work (tests call it without threads). */
 MUST_CHECK int store_service(struct store *s, int64_t now_ms);
+/*
+ * Copy every queue's write-behind ring into its files, as every round of
+ * store_service() does first. Context: service thread, or a test without
+ * threads. Return: units copied.
+ */
+uint64_t store_drain_queues(struct store *s);
 /**
  * store_retain() - apply retention now: at the deleteWhen hour delete sealed
  * segments older than fileReservedTime, and at any hour the oldest one while

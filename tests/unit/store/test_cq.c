@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "harness.h"
@@ -193,7 +194,10 @@ open_q(void)
 	return q;
 }
 
-/* Append [lo, hi), preparing files whenever the queue asks. */
+/*
+ * Append [lo, hi), preparing files whenever the queue asks and draining the
+ * ring only when it is full: units stay in it, as they do on a core.
+ */
 static void
 append_range(struct cq *q, uint64_t lo, uint64_t hi)
 {
@@ -201,6 +205,8 @@ append_range(struct cq *q, uint64_t lo, uint64_t hi)
 		struct cq_unit u = unit_of(i);
 		int rc = cq_append(q, i, &u);
 
+		if (rc == -EAGAIN && cq_wb_drain(q) > 0)
+			rc = cq_append(q, i, &u); /* the ring was full, or a file is missing */
 		if (rc == -EAGAIN) {
 			T_ASSERT(cq_wants_next(q));
 			T_ASSERT_EQ(cq_prepare_next(q), 0);
@@ -298,6 +304,18 @@ test_append_get(void)
 	for (int i = 0; i <= 5; i++)
 		T_ASSERT(file_exists((uint64_t)i * UPF));
 	T_ASSERT(!file_exists(6 * UPF));
+
+	/* The units are in the ring: the files hold none until the drain. */
+	snprintf(p, sizeof(p), "%s/00000000000000000000", qdir);
+	fd = open(p, O_RDONLY);
+	T_ASSERT(fd >= 0);
+	T_ASSERT_EQ(pread(fd, raw, sizeof(raw), CQ_UNIT_SIZE), (ssize_t)sizeof(raw));
+	close(fd);
+	for (size_t i = 0; i < sizeof(raw); i++)
+		T_ASSERT_EQ(raw[i], 0);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 5 * UPF + 3);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 0);
+	check_range(q, 0, 5 * UPF + 3); /* now from the files */
 
 	/* The on-disk unit is RocketMQ's big-endian layout. */
 	snprintf(p, sizeof(p), "%s/00000000000000000160", qdir);
@@ -623,6 +641,12 @@ test_trim_phys(void)
 	setup();
 	q = open_q();
 	append_range(q, 0, 40); /* files 0..4 full, file 5 prepared */
+	/* A file whose units are still in the ring stays. */
+	T_ASSERT_EQ(cq_trim_phys(q, 1700, NOW), 0);
+	T_ASSERT_EQ_U64(cq_min(q), 17);
+	T_ASSERT(file_exists(0));
+	check_range(q, 17, 40);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 40);
 	T_ASSERT_EQ(cq_trim_phys(q, 1700, NOW), 0);
 	T_ASSERT_EQ_U64(cq_min(q), 17);
 	T_ASSERT(!file_exists(0));
@@ -649,6 +673,7 @@ test_trim_phys(void)
 	T_ASSERT_EQ(cq_get(q, 44, &u), -ERANGE);
 	append_range(q, 46, 60);
 	check_range(q, 45, 60);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 15);
 	T_ASSERT_EQ(cq_trim_phys(q, 5000, NOW), 0);
 	T_ASSERT_EQ_U64(cq_min(q), 50);
 	T_ASSERT(!file_exists(5 * UPF));
@@ -675,6 +700,7 @@ test_trim_grace(void)
 	setup();
 	q = open_q();
 	append_range(q, 0, 40); /* files 0..4 full, file 5 prepared; the table grew */
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 40);
 	unmaps = tio.unmaps;
 	T_ASSERT_EQ(cq_trim_phys(q, 1700, NOW), 0);
 	T_ASSERT_EQ_U64(cq_min(q), 17);
@@ -785,14 +811,17 @@ test_trim_concurrent_readers(void)
 		struct cq_unit u = unit_of(i);
 		int rc;
 
-		while ((rc = cq_append(r.q, i, &u)) == -EAGAIN)
+		while ((rc = cq_append(r.q, i, &u)) == -EAGAIN) {
+			(void)cq_wb_drain(r.q);
 			T_ASSERT_EQ(cq_prepare_next(r.q), 0);
+		}
 		T_ASSERT_EQ(rc, 0);
 		if (cq_wants_next(r.q))
 			T_ASSERT_EQ(cq_prepare_next(r.q), 0);
 		if (i % 8 == 7 && i > RD_KEEP) {
 			unsigned long seen;
 
+			(void)cq_wb_drain(r.q);
 			T_ASSERT_EQ(cq_trim_phys(r.q, (int64_t)(i - RD_KEEP) * 100, now), 0);
 			T_ASSERT_EQ_U64(cq_min(r.q), i - RD_KEEP);
 			seen = atomic_load(&r.loops);
@@ -1006,8 +1035,151 @@ test_concurrent_flush(void)
 	teardown();
 }
 
+/*
+ * The write-behind ring under three threads, as in the store: an appender
+ * (the core) that wraps the ring eight times, a drainer that also prepares
+ * files (the service), and a reader of the newest two rings' worth of
+ * units, which reads slots the appender reuses under it. Every read must
+ * see the unit written at its offset, and the appender, once the ring is
+ * warm, takes no page fault.
+ */
+#define WB_UPF 1024
+#define WB_N (8 * CQ_WB_UNITS + 1000)
+
+struct wbt {
+	struct cq *q;
+	atomic_bool done;
+	atomic_ulong bad;
+	atomic_ulong hits;
+	atomic_int bg_err;
+};
+
+static void *
+wb_bg(void *arg)
+{
+	struct wbt *w = arg;
+
+	while (!atomic_load(&w->done)) {
+		(void)cq_wb_drain(w->q);
+		if (cq_wants_next(w->q) && cq_prepare_next(w->q) != 0)
+			atomic_store(&w->bg_err, 1);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void *
+wb_reader(void *arg)
+{
+	struct wbt *w = arg;
+	uint64_t seed = 7;
+
+	while (!atomic_load(&w->done)) {
+		uint64_t max = cq_max(w->q);
+		uint64_t back;
+		struct cq_unit want;
+		struct cq_unit got;
+
+		if (max == 0)
+			continue;
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		back = (seed >> 33) % SP_MIN(max, 2 * (uint64_t)CQ_WB_UNITS);
+		want = unit_of(max - 1 - back);
+		if (cq_get(w->q, max - 1 - back, &got) != 0 || got.phys != want.phys ||
+		    got.size != want.size || got.tag_hash != want.tag_hash)
+			atomic_fetch_add(&w->bad, 1);
+		else
+			atomic_fetch_add(&w->hits, 1);
+	}
+	return NULL;
+}
+
+static long
+thread_minflt(void)
+{
+	struct rusage ru;
+
+	T_ASSERT_EQ(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_minflt;
+}
+
+static void
+test_wb_ring_concurrent(void)
+{
+	struct wbt w = {0};
+	pthread_t bg;
+	pthread_t rd;
+	long flt = 0;
+
+	setup();
+	T_ASSERT_EQ(cq_open(&tops, qdir, WB_UPF, &w.q), 0);
+	T_ASSERT_EQ(pthread_create(&bg, NULL, wb_bg, &w), 0);
+	T_ASSERT_EQ(pthread_create(&rd, NULL, wb_reader, &w), 0);
+	for (uint64_t i = 0; i < WB_N; i++) {
+		struct cq_unit u = unit_of(i);
+		int rc;
+
+		if (i == 2 * CQ_WB_UNITS)
+			flt = thread_minflt(); /* the ring went round twice: warm */
+		while ((rc = cq_append(w.q, i, &u)) == -EAGAIN)
+			sched_yield();
+		T_ASSERT_EQ(rc, 0);
+	}
+	flt = thread_minflt() - flt;
+	atomic_store(&w.done, true);
+	T_ASSERT_EQ(pthread_join(bg, NULL), 0);
+	T_ASSERT_EQ(pthread_join(rd, NULL), 0);
+	T_ASSERT_EQ(atomic_load(&w.bg_err), 0);
+	T_ASSERT_EQ(atomic_load(&w.bad), 0);
+	T_ASSERT(atomic_load(&w.hits) > 0);
+	T_ASSERT_EQ(flt, 0);
+	T_ASSERT_EQ(cq_flush(w.q), 0);
+	check_range(w.q, 0, WB_N);
+	cq_close(w.q);
+	T_ASSERT_EQ(cq_open(&tops, qdir, WB_UPF, &w.q), 0);
+	T_ASSERT_EQ_U64(cq_max(w.q), WB_N);
+	check_range(w.q, 0, WB_N);
+	cq_close(w.q);
+	teardown();
+}
+
+/* A queue start writes fillers into the file itself: it waits for an empty ring. */
+static void
+test_wb_start_waits_for_ring(void)
+{
+	struct cq_unit u;
+	struct cq *q;
+
+	setup();
+	q = open_q();
+	append_range(q, 0, 10);
+	T_ASSERT_EQ(cq_trim_phys(q, INT64_MAX, NOW), 0); /* emptied: min == max == 10 */
+	T_ASSERT_EQ_U64(cq_min(q), 10);
+	u = unit_of(13);
+	T_ASSERT_EQ(cq_append(q, 13, &u), -EAGAIN); /* units 0..9 still in the ring */
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 10);
+	T_ASSERT_EQ(cq_append(q, 13, &u), 0);
+	T_ASSERT_EQ_U64(cq_min(q), 13);
+	T_ASSERT_EQ_U64(cq_max(q), 14);
+	check_range(q, 13, 14);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 1);
+	T_ASSERT_EQ(cq_flush(q), 0);
+	cq_close(q);
+	/* Units 0..9, the fillers and unit 13 are in the file (min is not persisted). */
+	q = open_q();
+	T_ASSERT_EQ_U64(cq_max(q), 14);
+	T_ASSERT_EQ_U64(cq_min(q), 0);
+	check_range(q, 0, 10);
+	T_ASSERT_EQ(cq_get(q, 11, &u), 0);
+	T_ASSERT_EQ(u.size, 0x7FFFFFFFu);
+	check_range(q, 13, 14);
+	cq_close(q);
+	teardown();
+}
+
 T_MAIN(T_CASE(test_append_get), T_CASE(test_eagain_without_prepare), T_CASE(test_reopen),
        T_CASE(test_recover_hole), T_CASE(test_start_offset), T_CASE(test_idempotent_and_gaps),
        T_CASE(test_truncate_phys), T_CASE(test_trim_phys), T_CASE(test_trim_grace),
        T_CASE(test_trim_concurrent_readers), T_CASE(test_search), T_CASE(test_bad_files),
-       T_CASE(test_flush), T_CASE(test_concurrent_flush))
+       T_CASE(test_flush), T_CASE(test_concurrent_flush), T_CASE(test_wb_ring_concurrent),
+       T_CASE(test_wb_start_waits_for_ring))

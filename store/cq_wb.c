@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * cq_wb.c - the ConsumeQueue's write-behind ring: the appending core stores
+ * units in anonymous memory, and the store's background side copies them
+ * into the queue's files.
+ *
+ * Why: a file's shared mapping is write-protected again each time its
+ * dirty pages are written back (fdatasync, the kernel's flusher), so a core
+ * that stored units into it took a minor fault every 4 KiB page, one per
+ * 204 units. Anonymous memory is never written back: once its pages are
+ * faulted in, the core's stores never fault (docs/store.md, "Page faults on
+ * the core").
+ *
+ * DESIGN
+ * Unit i lives in ring slot i % CQ_WB_UNITS from its append until the
+ * drainer (cq_wb_drain(), on the background side) copies it into its file
+ * and raises wb past it. The core writes unit i only while
+ * i - wb < CQ_WB_UNITS, so a slot is reused only once the unit it held is
+ * in the file; a full ring answers -EAGAIN (cq_can_append() false), which
+ * is the store's busy answer for a background side that has fallen 8,192
+ * units behind on one queue.
+ *
+ * Readers (cq__unit_read()) take unit i from the files below wb, else from
+ * the ring, checking wb again after the copy, as a seqlock reader checks
+ * its sequence: when the slot was reused meanwhile, wb had passed i before
+ * the core wrote it, so the reader sees that wb and reads the file.
+ *
+ * The files hold a prefix of the queue: units [.., wb). A crash loses the
+ * ring, as it lost unsynced pages before; the checkpoint's cq_safe is read
+ * before a flush pass, and cq_flush() drains before it syncs, so the
+ * re-dispatch from cq_safe (store.c) puts back every unit that was only in
+ * the ring.
+ *
+ * Ownership: ring pointer immutable after cq_open(); slots written by the
+ * owning core, read by any thread; wb as in struct cq; ring_hot and the
+ * copies into the files: the background side (the caller serializes
+ * cq_wb_drain() with cq_prepare_next(), cq_trim_phys() and cq_flush()).
+ */
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+#include "cq_priv.h"
+
+#define CQ_RING_BYTES ((size_t)CQ_WB_UNITS * sizeof(struct cq_slot))
+
+int
+cq__wb_init(struct cq *q)
+{
+	void *p = mmap(NULL, CQ_RING_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	q->ring = p;
+	return 0;
+}
+
+void
+cq__wb_free(struct cq *q)
+{
+	if (q->ring != NULL)
+		munmap(q->ring, CQ_RING_BYTES);
+	q->ring = NULL;
+}
+
+static void
+slot_load(const struct cq_slot *s, struct cq_unit *u)
+{
+	u->phys = atomic_load_relaxed(&s->phys);
+	u->size = atomic_load_relaxed(&s->size);
+	u->tag_hash = atomic_load_relaxed(&s->tag_hash);
+}
+
+bool
+cq__unit_read(const struct cq *q, uint64_t qoff, struct cq_unit *u)
+{
+	/* acquire: pairs with the release CAS in cq_wb_drain(): below wb, the file has it */
+	uint64_t wb = atomic_load_acquire(&q->wb);
+	const uint8_t *p;
+
+	if (qoff >= wb) {
+		slot_load(&q->ring[qoff & (CQ_WB_UNITS - 1)], u);
+		/* acquire: pairs with the release fence in cq__wb_put() (a reused slot) */
+		atomic_thread_fence(memory_order_acquire);
+		/* acquire: as above, for the file read below */
+		if (atomic_load_acquire(&q->wb) <= qoff)
+			return true;
+	}
+	p = cq__unit_ptr(q, qoff);
+	if (p == NULL)
+		return false;
+	cq__unit_load(p, u);
+	return true;
+}
+
+void
+cq__wb_warm(struct cq *q)
+{
+	if (q->ring_hot)
+		return;
+	if (madvise(q->ring, CQ_RING_BYTES, MADV_POPULATE_WRITE) != 0) {
+		long page = sysconf(_SC_PAGESIZE);
+
+		/* Before Linux 5.14: a write of what is there, atomically (the core may store). */
+		for (size_t i = 0; i < CQ_RING_BYTES; i += (size_t)page)
+			atomic_fetch_add_explicit((_Atomic int64_t *)((uint8_t *)q->ring + i), 0,
+						  memory_order_relaxed);
+	}
+	q->ring_hot = true;
+}
+
+uint64_t
+cq_wb_drain(struct cq *q)
+{
+	/* acquire: pairs with release in cq_append(): the slots below max are written */
+	uint64_t max = atomic_load_acquire(&q->max);
+	/* After max: a queue start stores wb before max (cq_append()). */
+	uint64_t wb = atomic_load_acquire(&q->wb);
+	uint64_t i;
+
+	if (wb >= max)
+		return 0;
+	cq__wb_warm(q);
+	for (i = wb; i < max; i++) {
+		uint8_t *p = cq__unit_ptr(q, i);
+		struct cq_unit u;
+
+		if (SP_UNLIKELY(p == NULL)) {
+			/* The core appends only into files of the table: a bug. */
+			log_err_ratelimited(CQ_TAG, "cq %s: no file for unit %llu", q->dir,
+					    (unsigned long long)i);
+			break;
+		}
+		slot_load(&q->ring[i & (CQ_WB_UNITS - 1)], &u);
+		cq__unit_store(p, &u);
+	}
+	/*
+	 * release: pairs with acquire in cq__unit_read() and cq_append(): the
+	 * copies are in the files before the core may reuse their slots. Only
+	 * a queue start moves wb otherwise, and only when wb == max.
+	 */
+	if (i > wb && !atomic_compare_exchange_strong_explicit(&q->wb, &wb, i, memory_order_release,
+							       memory_order_relaxed))
+		return 0;
+	return i - wb;
+}
