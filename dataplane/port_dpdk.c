@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * port_dpdk.c - the DPDK backend: one ethdev, one RX/TX queue pair per port,
- * per-port mbuf pools, software steering over rte_rings, ARP, and a handshake
- * that keeps DPDK 22.11's memif PMD from crashing us when its peer dies.
+ * per-port mbuf pools, software steering over rte_rings, ARP. What memif in
+ * DPDK 22.11 needs besides (the peer-death handshake held around every
+ * burst, stops and re-arms on the EAL interrupt thread) is in
+ * port_dpdk_memif.c.
  *
  * EAL is initialised once per process from cfg->dpdk_args (space-separated,
  * argv[0] "sprocket"); a later dp_ports_open() with the same string reuses it,
@@ -37,47 +39,11 @@
  * up->down edge in st.link_downs. A memif client re-arms (stop + start, which
  * reconnects the control socket) from dp_port_wait() on port 0, at most every
  * 250 ms and only once the PMD has dropped the old control channel, because
- * the PMD never reconnects on its own (needs the handshake below).
- *
- * The memif crash. In DPDK 22.11 memif_disconnect() runs on the EAL
- * interrupt thread as soon as the control socket reports the peer gone. It
- * stores link_status = DOWN, clears ETH_MEMIF_FLAG_CONNECTED, takes the PMD's
- * cc_lock to drop the control channel, releases it, closes the queue
- * eventfds and then memif_free_regions() munmap()s the shared regions and
- * rte_free()s their descriptors. It raises no LSC event (the PMD has no LSC
- * support) and does not wait for the datapath, so an rte_eth_rx_burst() or
- * tx_burst() that read CONNECTED a moment earlier copies from or to unmapped
- * memory: SIGSEGV in the surviving process. Nothing in the public API orders
- * the two threads, but cc_lock does: it is taken by the interrupt thread after
- * link_status is set DOWN and before the munmap, and nowhere on any other
- * path that frees the regions. So every burst on a memif port runs with
- * cc_lock held (trylock on RX, so another port's burst or a disconnect in
- * progress just skips one poll; lock on TX) and re-reads link_status inside
- * it. Either the burst holds the lock first, and the interrupt thread waits
- * for it before unmapping, or the interrupt thread took the lock first, and
- * the burst sees DOWN (stored before that lock, published by its release)
- * and does not touch the rings. cc_lock lives in the PMD's private struct
- * pmd_internals, reached through rte_eth_devices[] (dlsym: the symbol is
- * exported, the struct is in a header Debian does not ship); the layouts are
- * mirrored below for 22.11 and checked at open against values we know (queue
- * pointers from the public rte_eth_fp_ops[], device name, memif id, role,
- * socket name, ring counts, buffer size). If any check fails the handshake is
- * off, a warning says peer death may crash the process, and only the
- * per-burst link check (which narrows the window) remains. The environment
- * variable SPROCKET_DPDK_MEMIF_GUARD=0 turns the handshake off on purpose so
- * the crash test can measure the unprotected crash rate.
- *
- * Cost of the handshake: one uncontended lock and unlock and one link read
- * per burst (20-60 ns per memif round trip). Its limit: on memif, the bursts
- * of all ports of one device are serialised by that one lock. Measured with
- * tests/dpdk/crash_dpdk_memif.c on the 2-vCPU dev VM: 0 survivor crashes in
- * 520 client and 90 server kills with it, 14 in 140 and 3 in 40 without
- * (docs/dpdk.md).
+ * the PMD never reconnects on its own (port_dpdk_memif.c).
  *
  * SPROCKET_DPDK_QUEUES=N caps the queue pairs, as a device with fewer queues
  * would; tests use it to reach the ports-without-a-queue path on net_ring.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -86,7 +52,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <rte_alarm.h>
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_dev.h>
@@ -95,142 +60,20 @@
 #include <rte_ethdev.h>
 #include <rte_flow.h>
 #include <rte_ip.h>
-#include <rte_kvargs.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
 #include <rte_spinlock.h>
-#include <rte_version.h>
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "port_priv.h"
+#include "port_dpdk_priv.h"
 
 #define DPDK_DESC_DEFAULT 512u
-#define DPDK_LINK_POLL_HZ 1000u		  /* link checks per second, per port */
-#define DPDK_REARM_NS 250000000ull	  /* memif client reconnect attempts */
-#define DPDK_REARM_STUCK_NS 2000000000ull /* a memif connect handshake that hangs */
-#define DPDK_START_RETRY_MS 2000u	  /* memif client: wait for its server at open */
-#define DPDK_WAIT_MAX_US 100u		  /* longest nanosleep in wait() */
-#define DPDK_STOP_WAIT_MS 5000u		  /* a memif stop queued on the EAL thread */
+#define DPDK_LINK_POLL_HZ 1000u	  /* link checks per second, per port */
+#define DPDK_START_RETRY_MS 2000u /* memif client: wait for its server at open */
+#define DPDK_WAIT_MAX_US 100u	  /* longest nanosleep in wait() */
 #define DPDK_ARGV_MAX 64
-
-/* ------------------------------------------------------------------------ */
-/* Mirrors of DPDK 22.11 private structures (checked at run time). */
-
-/* lib/ethdev/ethdev_driver.h: struct rte_eth_dev */
-struct mirror_eth_dev {
-	eth_rx_burst_t rx_pkt_burst;
-	eth_tx_burst_t tx_pkt_burst;
-	void *tx_pkt_prepare;
-	void *rx_queue_count;
-	void *rx_descriptor_status;
-	void *tx_descriptor_status;
-	struct mirror_eth_dev_data *data;
-	void *process_private;
-	const void *dev_ops;
-	struct rte_device *device;
-	void *intr_handle;
-	void *link_intr_cbs[2];
-	void *post_rx_burst_cbs[RTE_MAX_QUEUES_PER_PORT];
-	void *pre_tx_burst_cbs[RTE_MAX_QUEUES_PER_PORT];
-	int state;
-	void *security_ctx;
-} __rte_cache_aligned;
-
-/* lib/ethdev/ethdev_driver.h: the head of struct rte_eth_dev_data */
-struct mirror_eth_dev_data {
-	char name[RTE_ETH_NAME_MAX_LEN];
-	void **rx_queues;
-	void **tx_queues;
-	uint16_t nb_rx_queues;
-	uint16_t nb_tx_queues;
-	struct rte_eth_dev_sriov sriov;
-	void *dev_private;
-	struct rte_eth_link dev_link;
-};
-
-/* drivers/net/memif/rte_eth_memif.h: the head of struct pmd_internals */
-struct mirror_memif_pmd {
-	uint32_t id;
-	int role; /* 0 server, 1 client */
-	uint32_t flags;
-	char *socket_filename;
-	char secret[24];
-	void *cc;
-	rte_spinlock_t cc_lock;
-	char remote_name[RTE_DEV_NAME_MAX_LEN];
-	char remote_if_name[RTE_DEV_NAME_MAX_LEN];
-	struct {
-		uint8_t log2_ring_size;
-		uint8_t num_c2s_rings;
-		uint8_t num_s2c_rings;
-		uint16_t pkt_buffer_size;
-	} cfg, run;
-};
-
-#define MEMIF_ROLE_SERVER 0
-#define MEMIF_ROLE_CLIENT 1
-
-/* ------------------------------------------------------------------------ */
-
-struct dpdk_port;
-
-/*
- * The device and what its ports share. Ownership: written at open and close
- * (control thread, no port running); read by the port owners. The TX locks
- * and, on memif, the PMD's cc_lock are the only shared mutable state.
- */
-struct dpdk_dev {
-	/* immutable after open */
-	uint16_t port_id;
-	struct rte_device *device;
-	unsigned n;   /* ports */
-	unsigned nq;  /* RX/TX queue pairs configured */
-	unsigned gen; /* open generation: unique pool/ring names */
-	uint32_t ip;
-	uint16_t base_port;
-	uint8_t mac[6];
-	bool hw_steer;			    /* rte_flow rules installed */
-	bool tx_ip_csum;		    /* RTE_ETH_TX_OFFLOAD_IPV4_CKSUM enabled */
-	bool tx_udp_csum;		    /* RTE_ETH_TX_OFFLOAD_UDP_CKSUM enabled */
-	bool rx_csum;			    /* RX checksum flags are meaningful */
-	bool memif;			    /* net_memif */
-	bool memif_client;		    /* role=client: re-arm on link loss */
-	atomic_bool rearm_busy;		    /* a re-arm is queued on the EAL thread */
-	atomic_bool stopped;		    /* memif_stop_cb() ran */
-	rte_spinlock_t *cc_lock;	    /* memif handshake, NULL when off */
-	struct mirror_memif_pmd *memif_pmd; /* set with cc_lock */
-	struct rte_flow *flows[DP_PORTS_MAX];
-	struct dpdk_port *ports[DP_PORTS_MAX];
-	struct rte_ring *rings[DP_PORTS_MAX];
-	/* shared: TX queue locks, used when a queue serves more than one port */
-	rte_spinlock_t txq_lock[DP_PORTS_MAX];
-	unsigned txq_users[DP_PORTS_MAX];
-	unsigned open_ports; /* control thread only */
-};
-
-/* Ownership: one owner thread; st read relaxed by others. */
-struct dpdk_port {
-	struct dp_port base;
-	/* immutable after open */
-	struct dpdk_dev *dev;
-	struct rte_mempool *pool;
-	struct rte_ring *ring; /* my hand-over ring (single consumer: me) */
-	int rxq;	       /* -1: no hardware queue */
-	uint16_t txq;
-	bool txq_shared;
-	uint64_t link_period; /* TSC cycles between link checks */
-	/* owner only */
-	bool link;
-	uint64_t next_link_tsc;
-	uint64_t next_rearm_ns;
-	uint64_t rearm_stuck_ns; /* link down with a control channel since */
-	uint16_t ip_id;
-	unsigned nheld;
-	struct rte_mbuf *held[DP_BURST_MAX];
-	struct dp__arp_cache arp;
-};
 
 static struct dpdk_dev g_dev;
 static int g_eal_state; /* 0 not tried, 1 up, <0 failed with this errno */
@@ -242,47 +85,6 @@ static const uint8_t zero_mac[6];
 
 /* ------------------------------------------------------------------------ */
 /* Datapath */
-
-static inline bool
-dev_enter_try(struct dpdk_dev *d)
-{
-	/* acquire: pairs with the interrupt thread's unlock in memif_disconnect() */
-	return d->cc_lock == NULL || rte_spinlock_trylock(d->cc_lock);
-}
-
-static inline void
-dev_enter(struct dpdk_dev *d)
-{
-	if (d->cc_lock)
-		rte_spinlock_lock(d->cc_lock);
-}
-
-static inline void
-dev_exit(struct dpdk_dev *d)
-{
-	/* release: pairs with the lock in memif_disconnect() that precedes its munmap */
-	if (d->cc_lock)
-		rte_spinlock_unlock(d->cc_lock);
-}
-
-/*
- * memif connects as many rings per direction as the client has queues, and
- * a server queue beyond them has no ring of its own: its ring offset is 0,
- * so polling it would read ring 0 behind queue 0's back. Return: the number
- * of RX (@rx) or TX queues that have a ring now. Context: under cc_lock.
- */
-static unsigned
-memif_rings(const struct dpdk_dev *d, bool rx)
-{
-	const struct mirror_memif_pmd *m = d->memif_pmd;
-	bool c2s;
-
-	if (m == NULL)
-		return d->nq;
-	/* Server: RX is client-to-server. Client: TX is. */
-	c2s = (m->role == MEMIF_ROLE_SERVER) == rx;
-	return c2s ? m->run.num_c2s_rings : m->run.num_s2c_rings;
-}
 
 /* Reads the link now; counts up->down edges. Context: owner; under cc_lock on memif. */
 static bool
@@ -321,7 +123,7 @@ xmit(struct dpdk_port *p, struct rte_mbuf **m, unsigned k)
 	if (k == 0)
 		return 0;
 	dev_enter(d);
-	/* memif: re-read under the lock, see DESIGN. Elsewhere the cached state. */
+	/* memif: re-read under the lock (port_dpdk_memif.c). Elsewhere the cached state. */
 	if (d->cc_lock ? link_read(p) : p->link) {
 		uint16_t q = p->txq;
 
@@ -619,126 +421,6 @@ dpdk_tx_burst(struct dp_port *dp, const struct dp_tx *tx, unsigned n)
 	return taken;
 }
 
-/*
- * memif control runs on the EAL interrupt thread. memif_disconnect() is not
- * reentrant: past cc_lock it closes the queue eventfds and frees the shared
- * regions, and the interrupt thread calls it on its own when the peer goes
- * away. A stop from any other thread (a re-arm, a close) that lands while it
- * runs frees the regions twice (seen: "EAL: Error: Invalid memory", then
- * SIGSEGV on either thread, on a client whose broker was killed and on an
- * echo peer closed just after its server left). An EAL alarm runs its
- * callback on that thread, between two message handlers, so every stop and
- * start of a memif device is handed to it as an alarm.
- */
-static void
-memif_start_cb(void *arg)
-{
-	struct dpdk_dev *d = arg;
-
-	(void)rte_eth_dev_start(d->port_id);
-	atomic_store_explicit(&d->rearm_busy, false, memory_order_release);
-}
-
-static void
-memif_restart_cb(void *arg)
-{
-	struct dpdk_dev *d = arg;
-	struct rte_eth_link link;
-
-	/* The handshake may have finished since the owner looked. */
-	if (rte_eth_link_get_nowait(d->port_id, &link) == 0 &&
-	    link.link_status == RTE_ETH_LINK_UP) {
-		atomic_store_explicit(&d->rearm_busy, false, memory_order_release);
-		return;
-	}
-	(void)rte_eth_dev_stop(d->port_id);
-	/*
-	 * Start from a later alarm: an event of the closed control socket that
-	 * the interrupt thread fetched with this alarm's is then dropped (its
-	 * fd is unregistered) instead of reaching a new socket on the same fd.
-	 */
-	if (rte_eal_alarm_set(1000, memif_start_cb, d) != 0)
-		memif_start_cb(d);
-}
-
-static void
-memif_stop_cb(void *arg)
-{
-	struct dpdk_dev *d = arg;
-
-	(void)rte_eth_dev_stop(d->port_id);
-	atomic_store_explicit(&d->stopped, true, memory_order_release);
-}
-
-/*
- * Stops a memif device on the interrupt thread and waits for it, after any
- * re-arm still queued there. Context: the control thread, at close; sleeps.
- */
-static void
-memif_stop(struct dpdk_dev *d)
-{
-	struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
-
-	/* Cancel waits for a running callback; the restart may queue a start. */
-	(void)rte_eal_alarm_cancel(memif_restart_cb, d);
-	(void)rte_eal_alarm_cancel(memif_start_cb, d);
-	atomic_store_explicit(&d->rearm_busy, false, memory_order_relaxed);
-	atomic_store_explicit(&d->stopped, false, memory_order_relaxed);
-	if (rte_eal_alarm_set(1, memif_stop_cb, d) != 0) {
-		memif_stop_cb(d);
-		return;
-	}
-	for (unsigned ms = 0; ms < DPDK_STOP_WAIT_MS; ms++) {
-		if (atomic_load_explicit(&d->stopped, memory_order_acquire))
-			return;
-		nanosleep(&ts, NULL);
-	}
-	/* The interrupt thread is stuck: if the stop has not begun, do it here. */
-	if (rte_eal_alarm_cancel(memif_stop_cb, d) > 0)
-		memif_stop_cb(d);
-}
-
-/*
- * memif client: reconnect a lost link (stop + start, on the interrupt
- * thread). Only once the PMD has dropped its control channel (pmd->cc NULL,
- * written under cc_lock): while one exists the interrupt thread may be in the
- * middle of the connect handshake. Context: port 0's owner, from wait(); may
- * sleep.
- */
-static void
-memif_rearm(struct dpdk_port *p)
-{
-	struct dpdk_dev *d = p->dev;
-	uint64_t now = clk_mono_ns();
-	bool idle;
-
-	if (now < p->next_rearm_ns || d->memif_pmd == NULL ||
-	    atomic_load_explicit(&d->rearm_busy, memory_order_acquire))
-		return;
-	p->next_rearm_ns = now + DPDK_REARM_NS;
-	dev_enter(d);
-	idle = d->memif_pmd->cc == NULL;
-	dev_exit(d);
-	if (idle)
-		p->rearm_stuck_ns = 0;
-	else if (p->rearm_stuck_ns == 0)
-		p->rearm_stuck_ns = now;
-	/*
-	 * A handshake that has not finished in DPDK_REARM_STUCK_NS never will:
-	 * 22.11's memif server, reached between its EAL probe (listener up) and
-	 * its dev_start (device disabled), rejects the connection but fails to
-	 * send the rejection and keeps the socket open. Nothing flows on that
-	 * channel any more.
-	 */
-	if (!idle && now - p->rearm_stuck_ns < DPDK_REARM_STUCK_NS)
-		return;
-	p->rearm_stuck_ns = 0;
-	atomic_store_explicit(&d->rearm_busy, true, memory_order_relaxed);
-	/* ALLOW-BLOCKING: calloc in the EAL; runs only from wait(). */
-	if (rte_eal_alarm_set(1, memif_restart_cb, d) != 0)
-		atomic_store_explicit(&d->rearm_busy, false, memory_order_relaxed);
-}
-
 static void
 dpdk_wait(struct dp_port *dp, unsigned timeout_us, int wake_fd)
 {
@@ -748,7 +430,7 @@ dpdk_wait(struct dp_port *dp, unsigned timeout_us, int wake_fd)
 	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)us * 1000};
 
 	if (d->memif_client && !p->link && p->base.index == 0)
-		memif_rearm(p);
+		dp__memif_rearm(p);
 	if (rte_ring_count(p->ring) || us == 0)
 		return;
 	if (wake_fd >= 0) {
@@ -806,7 +488,7 @@ dev_teardown(struct dpdk_dev *d)
 		d->flows[i] = NULL;
 	}
 	/*
-	 * A memif device is stopped on the interrupt thread (memif_stop()).
+	 * A memif device is stopped on the interrupt thread (dp__memif_stop()).
 	 * Closing and removing the device releases its queues; a later open
 	 * probes it again from g_devargs. Not for memif: 22.11's close frees
 	 * its process-private data twice ("EAL: Error: Invalid memory") and
@@ -815,7 +497,7 @@ dev_teardown(struct dpdk_dev *d)
 	 */
 	if (d->device) {
 		if (d->memif) {
-			memif_stop(d);
+			dp__memif_stop(d);
 		} else {
 			(void)rte_eth_dev_stop(d->port_id);
 			(void)rte_eth_dev_close(d->port_id);
@@ -917,110 +599,6 @@ eal_init_once(const char *args)
 	}
 	g_eal_state = 1;
 	return 0;
-}
-
-struct memif_args {
-	uint32_t id;
-	int role;
-	char socket[108];
-};
-
-static int
-kv_id(const char *key, const char *value, void *opaque)
-{
-	(void)key;
-	((struct memif_args *)opaque)->id = (uint32_t)strtoul(value, NULL, 0);
-	return 0;
-}
-
-static int
-kv_role(const char *key, const char *value, void *opaque)
-{
-	(void)key;
-	((struct memif_args *)opaque)->role =
-		strcmp(value, "server") == 0 ? MEMIF_ROLE_SERVER : MEMIF_ROLE_CLIENT;
-	return 0;
-}
-
-static int
-kv_socket(const char *key, const char *value, void *opaque)
-{
-	struct memif_args *a = opaque;
-
-	(void)key;
-	snprintf(a->socket, sizeof(a->socket), "%s", value);
-	return 0;
-}
-
-/*
- * Finds memif's cc_lock for the handshake (see DESIGN) after the port started.
- * Return: the lock, or NULL (with a warning) when any check fails.
- */
-static rte_spinlock_t *
-memif_find_cc_lock(struct dpdk_dev *d, const struct rte_eth_dev_info *info, struct memif_args *ma)
-{
-	const char *off = getenv("SPROCKET_DPDK_MEMIF_GUARD");
-	const struct rte_devargs *da = rte_dev_devargs(info->device);
-	struct mirror_eth_dev *devs;
-	struct mirror_eth_dev *ed;
-	struct mirror_memif_pmd *pmd;
-	char name[RTE_ETH_NAME_MAX_LEN];
-	const char *why;
-
-	ma->id = 0;
-	ma->role = MEMIF_ROLE_CLIENT; /* the PMD's default */
-	snprintf(ma->socket, sizeof(ma->socket), "%s", "/run/memif.sock");
-	if (da && da->args && da->args[0]) {
-		struct rte_kvargs *kv = rte_kvargs_parse(da->args, NULL);
-
-		if (kv) {
-			(void)rte_kvargs_process(kv, "id", kv_id, ma);
-			(void)rte_kvargs_process(kv, "role", kv_role, ma);
-			(void)rte_kvargs_process(kv, "socket", kv_socket, ma);
-			rte_kvargs_free(kv);
-		}
-	}
-	d->memif_client = ma->role == MEMIF_ROLE_CLIENT;
-
-	why = "DPDK is not 22.11";
-	if (strncmp(rte_version(), "DPDK 22.11", 10) != 0 || RTE_VER_YEAR != 22 ||
-	    RTE_VER_MONTH != 11)
-		goto unknown;
-	why = "rte_eth_devices not found";
-	devs = dlsym(RTLD_DEFAULT, "rte_eth_devices");
-	if (!devs)
-		goto unknown;
-	ed = &devs[d->port_id];
-	why = "struct rte_eth_dev layout differs";
-	if (rte_eth_dev_get_name_by_port(d->port_id, name) != 0 || ed->data == NULL ||
-	    ed->device != info->device || strcmp(ed->data->name, name) != 0 ||
-	    ed->rx_pkt_burst != rte_eth_fp_ops[d->port_id].rx_pkt_burst ||
-	    ed->tx_pkt_burst != rte_eth_fp_ops[d->port_id].tx_pkt_burst ||
-	    ed->data->nb_rx_queues != d->nq || ed->data->nb_tx_queues != d->nq ||
-	    ed->data->rx_queues[0] != rte_eth_fp_ops[d->port_id].rxq.data[0] ||
-	    ed->data->dev_private == NULL)
-		goto unknown;
-	pmd = ed->data->dev_private;
-	why = "memif pmd_internals layout differs";
-	if (pmd->id != ma->id || pmd->role != ma->role || pmd->socket_filename == NULL ||
-	    strcmp(pmd->socket_filename, ma->socket) != 0 || pmd->cfg.num_c2s_rings != d->nq ||
-	    pmd->cfg.num_s2c_rings != d->nq || pmd->cfg.pkt_buffer_size < 128 ||
-	    (pmd->cc_lock.locked != 0 && pmd->cc_lock.locked != 1))
-		goto unknown;
-	d->memif_pmd = pmd;
-	if (off && strcmp(off, "0") == 0) {
-		log_warn("dp.dpdk",
-			 "memif peer-death handshake disabled by "
-			 "SPROCKET_DPDK_MEMIF_GUARD=0: a dying peer may crash this process");
-		return NULL;
-	}
-	return &pmd->cc_lock;
-
-unknown:
-	log_warn("dp.dpdk",
-		 "memif peer-death handshake off (%s, %s): a dying peer may crash this process",
-		 why, rte_version());
-	return NULL;
 }
 
 /* Installs one rte_flow rule per queue when the PMD validates them all. */
@@ -1307,7 +885,7 @@ dp__dpdk_open(const struct dp_port_cfg *cfg, struct dp_port **out)
 	(void)rte_eth_promiscuous_enable(pid);
 	flows_setup(d);
 	if (d->memif)
-		d->cc_lock = memif_find_cc_lock(d, &info, &ma);
+		d->cc_lock = dp__memif_find_cc_lock(d, &info, &ma);
 
 	for (unsigned i = 0; i < cfg->n; i++) {
 		link_read(d->ports[i]);
