@@ -33,6 +33,7 @@
 #include "store/clog.h"
 
 #include "clog_priv.h"
+#include "store_priv.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -122,15 +123,6 @@ err_free:
 	return rc;
 }
 
-static int
-clog_name_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a;
-	uint64_t y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Return: 0 and a sorted malloc'd array of segment starts found in dir. */
 static int
 clog_list(struct clog *c, uint64_t **starts, size_t *n)
@@ -172,18 +164,11 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 			free(v);
 			return -EINVAL;
 		}
-		if (len == cap) {
-			uint64_t *nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (nv == NULL) {
-				closedir(d);
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = cap ? cap * 2 : 16;
+		if (store__u64_push(&v, &len, &cap, x) != 0) {
+			closedir(d);
+			free(v);
+			return -ENOMEM;
 		}
-		v[len++] = x;
 	}
 	closedir(d);
 	if (aside > 0)
@@ -192,7 +177,7 @@ clog_list(struct clog *c, uint64_t **starts, size_t *n)
 			 "%s (*" CLOG_ASIDE_SUFFIX "*, docs/store.md): remove them once looked at",
 			 c->shard, aside, c->dir);
 	if (len > 0)
-		qsort(v, len, sizeof(*v), clog_name_cmp);
+		qsort(v, len, sizeof(*v), store__u64_cmp);
 	*starts = v;
 	*n = len;
 	return 0;

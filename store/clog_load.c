@@ -22,6 +22,7 @@
 #include "store/clog.h"
 
 #include "clog_priv.h"
+#include "store_priv.h"
 
 /*
  * A short last segment is removed only when it never held a record: empty,
@@ -51,15 +52,6 @@ clog_seg_never_used(struct clog *c, uint64_t start)
 	return empty;
 }
 
-static int
-clog_u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a;
-	uint64_t y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /*
  * The buffer files a crashed run left in old_buf_dir (20-digit names: the
  * local offset of their first byte), sorted. Return: a malloc'd array, or
@@ -86,19 +78,12 @@ clog_old_bufs_list(struct clog *c, size_t *n)
 		x = strtoull(de->d_name, &end, 10);
 		if (errno != 0 || *end != '\0')
 			continue;
-		if (len == cap) {
-			uint64_t *nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (nv == NULL)
-				break; /* recovery goes on without the rest */
-			v = nv;
-			cap = cap ? cap * 2 : 16;
-		}
-		v[len++] = x;
+		if (store__u64_push(&v, &len, &cap, x) != 0)
+			break; /* recovery goes on without the rest */
 	}
 	closedir(d);
 	if (len > 0)
-		qsort(v, len, sizeof(*v), clog_u64_cmp);
+		qsort(v, len, sizeof(*v), store__u64_cmp);
 	*n = len;
 	return v;
 }

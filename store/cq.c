@@ -96,6 +96,7 @@
 #include "store/cq.h"
 
 #include "cq_priv.h"
+#include "store_priv.h"
 
 #define CQ_NAME_LEN 20
 #define CQ_TAB_MIN 4
@@ -376,15 +377,6 @@ err_close:
 	return rc;
 }
 
-static int
-u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a;
-	uint64_t y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static bool
 name_is_digits(const char *s, size_t n)
 {
@@ -438,21 +430,12 @@ dir_scan(struct cq *q, uint64_t **firsts, size_t *count)
 			rc = -EINVAL;
 			goto out;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			uint64_t *nv = realloc(v, ncap * sizeof(*v));
-
-			if (nv == NULL) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
-		}
-		v[n++] = off / CQ_UNIT_SIZE;
+		rc = store__u64_push(&v, &n, &cap, off / CQ_UNIT_SIZE);
+		if (rc != 0)
+			goto out;
 	}
 	if (n > 0)
-		qsort(v, n, sizeof(*v), u64_cmp);
+		qsort(v, n, sizeof(*v), store__u64_cmp);
 	for (size_t i = 1; i < n; i++) {
 		if (v[i] != v[i - 1] + q->upf) {
 			log_err(CQ_TAG, "cq %s: file %020llu missing", q->dir,

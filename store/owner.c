@@ -131,9 +131,8 @@ store__lock_shared(const char *root)
 	return -EBUSY;
 }
 
-/* Does @dir hold a CommitLog segment (a file named by 20 digits)? */
-static bool
-dir_has_segment(const char *dir)
+bool
+store__dir_has_segment(const char *dir, bool any_file)
 {
 	struct dirent *de;
 	bool found = false;
@@ -141,8 +140,12 @@ dir_has_segment(const char *dir)
 
 	if (d == NULL)
 		return false;
-	while (!found && (de = readdir(d)) != NULL)
-		found = strlen(de->d_name) == 20 && strspn(de->d_name, "0123456789") == 20;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (any_file)
+			found = de->d_name[0] != '.';
+		else
+			found = strlen(de->d_name) == 20 && strspn(de->d_name, "0123456789") == 20;
+	}
 	closedir(d);
 	return found;
 }
@@ -168,7 +171,7 @@ clog_dir_shards(const char *clog_dir)
 		if (*end != '\0' || i >= UINT32_MAX)
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", clog_dir, de->d_name);
-		if (i + 1 > n && dir_has_segment(sub))
+		if (i + 1 > n && store__dir_has_segment(sub, false))
 			n = (uint32_t)i + 1;
 	}
 	closedir(d);

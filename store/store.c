@@ -848,19 +848,9 @@ store_log_is_new(struct store *s, uint32_t shards)
 {
 	for (uint32_t i = 0; i < shards; i++) {
 		char dir[PATH_MAX + 16];
-		struct dirent *de;
-		bool any = false;
-		DIR *d;
 
 		snprintf(dir, sizeof(dir), "%s/%u", s->clog_dir, i);
-		d = opendir(dir);
-		if (d == NULL)
-			continue;
-
-		while (!any && (de = readdir(d)) != NULL)
-			any = de->d_name[0] != '.';
-		closedir(d);
-		if (any)
+		if (store__dir_has_segment(dir, true))
 			return false;
 	}
 	return true;
@@ -968,18 +958,10 @@ static bool
 has_segments(const char *dir)
 {
 	char path[PATH_MAX];
-	struct dirent *de;
-	bool found = false;
-	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/0", dir);
-	d = opendir(path);
-	if (d == NULL)
+	if (snprintf(path, sizeof(path), "%s/0", dir) >= (int)sizeof(path))
 		return false;
-	while (!found && (de = readdir(d)) != NULL)
-		found = de->d_name[0] != '.';
-	closedir(d);
-	return found;
+	return store__dir_has_segment(path, true);
 }
 
 /*

@@ -5,8 +5,11 @@
 #ifndef SP_STORE_STORE_PRIV_H
 #define SP_STORE_STORE_PRIV_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "store/store.h"
 
@@ -30,6 +33,43 @@ int store__dispatch_span(struct store *s, uint32_t shard, uint64_t off, const ui
  * (logged with its pid and what to do), -errno.
  */
 int store__lock(const char *root);
+
+/* qsort() order of uint64_t values, ascending. */
+static inline int
+store__u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a;
+	uint64_t y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Append @x to the malloc'd array *@v of *@len values (room for *@cap),
+ * growing it by doubling. Return: 0, -ENOMEM (the array is unchanged).
+ */
+static inline int
+store__u64_push(uint64_t **v, size_t *len, size_t *cap, uint64_t x)
+{
+	if (*len == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		uint64_t *nv = realloc(*v, ncap * sizeof(**v));
+
+		if (nv == NULL)
+			return -ENOMEM;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*len)++] = x;
+	return 0;
+}
+
+/*
+ * Does @dir hold a CommitLog segment (a 20-digit name), or with @any_file
+ * any entry not starting with a dot? false when @dir cannot be opened
+ * (store/owner.c).
+ */
+bool store__dir_has_segment(const char *dir, bool any_file);
 
 /*
  * store__lock_shared() - an offline reader's hold on @root/lock

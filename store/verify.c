@@ -197,15 +197,6 @@ verify_is_digits(const char *s, size_t n)
 	return true;
 }
 
-static int
-verify_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a;
-	uint64_t y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The 20-digit names in @dir, sorted, into *@out (malloc'd). Return: count or -errno. */
 static long
 verify_list(const char *dir, uint64_t **out)
@@ -221,21 +212,15 @@ verify_list(const char *dir, uint64_t **out)
 	while ((de = readdir(d)) != NULL) {
 		if (!verify_is_digits(de->d_name, 20))
 			continue;
-		if (n == cap) {
-			uint64_t *w = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (w == NULL) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = w;
+		if (store__u64_push(&v, &n, &cap, strtoull(de->d_name, NULL, 10)) != 0) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
 		}
-		v[n++] = strtoull(de->d_name, NULL, 10);
 	}
 	closedir(d);
 	if (n > 0)
-		qsort(v, n, sizeof(*v), verify_cmp_u64);
+		qsort(v, n, sizeof(*v), store__u64_cmp);
 	*out = v;
 	return (long)n;
 }
