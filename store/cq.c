@@ -65,7 +65,8 @@
  *    sets it to 1 (release); the core copies next after reading 1 (acquire)
  *    and gives the slot back with a release store of 0. cur_end (end of the
  *    core's file) is written by the core before giving the slot back.
- *    start_req is written by the core of a queue with no file yet.
+ *    start_req is written by the core when it needs a file it lacks (a
+ *    queue with no file yet, or one starting in its next file).
  *  - background thread only (cq_prepare_next, cq_wb_drain, cq_flush,
  *    cq_trim_phys; the caller runs them on one thread or serializes them):
  *    the copies from the ring into the files, the table's
@@ -714,8 +715,8 @@ cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u)
 			return -EINVAL; /* an empty queue starts in its current or next file */
 		/* acquire: pairs with release in cq_prepare_next(): next and its mapping */
 		if (!atomic_load_acquire(&q->next_ready)) {
-			if (q->cur.map == NULL)
-				atomic_store_relaxed(&q->start_req, qoff);
+			/* For a queue starting in its next file, before this one is 3/4 full. */
+			atomic_store_relaxed(&q->start_req, qoff);
 			return -EAGAIN;
 		}
 		if (qoff < q->next.first || qoff - q->next.first >= q->upf)
@@ -752,9 +753,11 @@ bool
 cq_can_append(const struct cq *q)
 {
 	uint64_t max = atomic_load_relaxed(&q->max);
-
 	/* acquire: pairs with release in cq_wb_drain() */
-	if (max - atomic_load_acquire(&q->wb) >= CQ_WB_UNITS)
+	uint64_t wb = atomic_load_acquire(&q->wb);
+
+	/* wb > max: a stale max, read off the owning core (store_queue_get()) */
+	if (wb <= max && max - wb >= CQ_WB_UNITS)
 		return false;
 	if (q->cur.map != NULL && max < q->cur.first + q->upf)
 		return true;
@@ -771,6 +774,15 @@ file_nearly_full(const struct cq *q, uint64_t max, uint64_t end)
 	return used * 4 >= (uint64_t)q->upf * 3;
 }
 
+/* An emptied queue asked to start at or past @end, the end of its file. */
+static bool
+start_past(const struct cq *q, uint64_t end)
+{
+	uint64_t start = atomic_load_relaxed(&q->start_req);
+
+	return start != CQ_NONE && start >= end;
+}
+
 bool
 cq_wants_next(const struct cq *q)
 {
@@ -782,7 +794,7 @@ cq_wants_next(const struct cq *q)
 	end = atomic_load_relaxed(&q->cur_end);
 	if (end == 0)
 		return atomic_load_relaxed(&q->start_req) != CQ_NONE;
-	return file_nearly_full(q, atomic_load_relaxed(&q->max), end);
+	return file_nearly_full(q, atomic_load_relaxed(&q->max), end) || start_past(q, end);
 }
 
 int
@@ -806,7 +818,7 @@ cq_prepare_next(struct cq *q)
 		BASSERT(n == 0);
 		idx = start == CQ_NONE ? 0 : start / q->upf;
 	} else {
-		if (!file_nearly_full(q, atomic_load_relaxed(&q->max), end))
+		if (!file_nearly_full(q, atomic_load_relaxed(&q->max), end) && !start_past(q, end))
 			return 0;
 		idx = end / q->upf;
 	}
@@ -826,8 +838,6 @@ cq_prepare_next(struct cq *q)
 			return rc;
 		}
 	}
-	if (end == 0)
-		cq__wb_warm(q); /* the queue's first units come next: fault the ring in here */
 	q->next = f;
 	/* release: pairs with acquire in cq_append()/cq_can_append(); publishes next and the table */
 	atomic_store_release(&q->next_ready, 1);
@@ -899,7 +909,10 @@ cq_search(const struct cq *q, int64_t key,
 	return 0;
 }
 
-/* First qoff in [lo, hi) whose unit satisfies phys (+ size when @end) > or >= @phys. */
+/*
+ * First qoff in [lo, hi) whose unit satisfies phys (+ size when @end) > or
+ * >= @phys; CQ_NONE when a unit on the way is in no file (a bug).
+ */
 static uint64_t
 bsearch_phys(const struct cq *q, uint64_t lo, uint64_t hi, int64_t phys, bool end)
 {
@@ -909,7 +922,7 @@ bsearch_phys(const struct cq *q, uint64_t lo, uint64_t hi, int64_t phys, bool en
 		bool past;
 
 		if (!cq__unit_read(q, mid, &u))
-			break; /* no file holds it (a bug): stop low, trimming less */
+			return CQ_NONE;
 		if (end)
 			past = u.phys + (int64_t)u.size > phys;
 		else
@@ -928,21 +941,34 @@ cq_truncate_phys(struct cq *q, int64_t phys_end)
 	uint64_t max = atomic_load_relaxed(&q->max);
 	uint64_t min = atomic_load_relaxed(&q->min);
 	uint64_t nmax;
+	int rc = 0;
 
-	(void)cq_wb_drain(q); /* exclusive: from here on the files hold every unit */
+	/*
+	 * Under the drain lock: a drainer that read the old max must not copy
+	 * ring slots over the zeroed units. First the ring into the files.
+	 */
+	pthread_mutex_lock(&q->wb_lock);
+	(void)cq__wb_drain_locked(q);
 	if (min >= max)
-		return 0;
+		goto out;
 	/* Units are in log order, so those past phys_end are a suffix. */
 	nmax = bsearch_phys(q, min, max, phys_end, true);
+	if (nmax == CQ_NONE) {
+		log_err(CQ_TAG, "cq %s: a unit below max is in no file: not truncated", q->dir);
+		rc = -EIO;
+		goto out;
+	}
 	if (nmax == max)
-		return 0;
+		goto out;
 	zero_units(q, nmax, max);
 	atomic_store_relaxed(&q->max, nmax); /* exclusive: nobody reads meanwhile */
 	atomic_store_relaxed(&q->wb, nmax);
 	cq_set_cursor(q);
 	q->flushed = SP_MIN(q->flushed, nmax);
 	q->dirty_hi = SP_MAX(q->dirty_hi, max);
-	return 0;
+out:
+	pthread_mutex_unlock(&q->wb_lock);
+	return rc;
 }
 
 uint64_t
@@ -950,10 +976,14 @@ cq_count_phys(const struct cq *q, int64_t lo, int64_t hi)
 {
 	uint64_t max = atomic_load_relaxed(&q->max);
 	uint64_t min = atomic_load_relaxed(&q->min);
+	uint64_t a;
+	uint64_t b;
 
 	if (min >= max || hi <= lo)
 		return 0;
-	return bsearch_phys(q, min, max, hi, false) - bsearch_phys(q, min, max, lo, false);
+	b = bsearch_phys(q, min, max, hi, false);
+	a = bsearch_phys(q, min, max, lo, false);
+	return a == CQ_NONE || b == CQ_NONE ? 0 : b - a;
 }
 
 /*
@@ -1028,7 +1058,7 @@ cq_trim_phys(struct cq *q, int64_t min_phys, int64_t now_ms)
 		if (min >= max)
 			break;
 		nmin = bsearch_phys(q, min, max, min_phys, false);
-		if (nmin == min)
+		if (nmin == min || nmin == CQ_NONE)
 			break;
 		/*
 		 * release: pairs with acquire in cq_get()/cq_min(). A CAS, since the
@@ -1078,11 +1108,19 @@ cq_flush(struct cq *q)
 	uint64_t lo = q->flushed;
 	uint64_t fi;
 	uint64_t fi_end;
+	/* acquire: pairs with release in cq_append(): what this flush must make durable */
+	uint64_t want = atomic_load_acquire(&q->max);
 
 	/* Every unit appended before this call into the files, then "max" is how far they hold. */
 	(void)cq_wb_drain(q);
 	/* acquire: pairs with release in cq_wb_drain() and cq_append() (a queue start) */
 	max = atomic_load_acquire(&q->wb);
+	if (max < want) {
+		/* The drain stopped short (no file for a unit: a bug): claim nothing. */
+		log_err_ratelimited(CQ_TAG, "cq %s: units %llu..%llu are only in the ring", q->dir,
+				    (unsigned long long)max, (unsigned long long)want);
+		return -EIO;
+	}
 	end = SP_MAX(max, q->dirty_hi);
 
 	if (atomic_exchange(&q->dir_dirty, false)) {

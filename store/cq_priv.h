@@ -7,6 +7,7 @@
 #ifndef SP_STORE_CQ_PRIV_H
 #define SP_STORE_CQ_PRIV_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -82,8 +83,9 @@ struct cq {
 	/* mailbox: see Ownership in cq.c */
 	struct cq_file next;
 	_Atomic uint32_t next_ready;
-	_Atomic uint64_t cur_end;   /* end (logical) of cur; 0 while there is no file */
-	_Atomic uint64_t start_req; /* first offset asked of a queue with no file */
+	_Atomic uint64_t cur_end; /* end (logical) of cur; 0 while there is no file */
+	/* an offset the core asked for past its file (or of a queue with no file yet) */
+	_Atomic uint64_t start_req;
 
 	/* background writes (release), readers acquire */
 	struct cq_tab *_Atomic tab;
@@ -92,7 +94,9 @@ struct cq {
 	struct cq_tab *graveyard; /* replaced tables, see Reclamation in cq.c */
 	uint64_t flushed;	  /* units below this are durable */
 	uint64_t dirty_hi;	  /* end of units zeroed by truncation, not yet synced */
-	bool ring_hot;		  /* the ring's pages are faulted in (cq_wb_drain()) */
+	/* the drainers (cq_wb_drain()): one at a time, the core never takes it */
+	pthread_mutex_t wb_lock;
+	bool ring_hot; /* the ring's pages are faulted in (under wb_lock) */
 	/* a file was created or renamed in dir since the last flush: any thread sets, flush clears */
 	atomic_bool dir_dirty;
 };
@@ -150,13 +154,8 @@ bool cq__unit_read(const struct cq *q, uint64_t qoff, struct cq_unit *u);
 /* Map the ring (no memory until used). Context: cq_open(). Return: 0, -ENOMEM. */
 int cq__wb_init(struct cq *q);
 
-/*
- * Fault the ring's pages in, once, so that the core never does: when the
- * queue's first file is prepared, or at its first drain (a queue that had
- * files at open). A queue that never takes a unit costs no memory.
- * Context: background side.
- */
-void cq__wb_warm(struct cq *q);
+/* cq_wb_drain() for a caller that holds q->wb_lock. */
+uint64_t cq__wb_drain_locked(struct cq *q);
 
 /* Unmap the ring. Context: exclusive (cq_close()). */
 void cq__wb_free(struct cq *q);

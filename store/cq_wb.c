@@ -32,9 +32,12 @@
  * the ring.
  *
  * Ownership: ring pointer immutable after cq_open(); slots written by the
- * owning core, read by any thread; wb as in struct cq; ring_hot and the
- * copies into the files: the background side (the caller serializes
- * cq_wb_drain() with cq_prepare_next(), cq_trim_phys() and cq_flush()).
+ * owning core, read by any thread; wb as in struct cq. The copies into the
+ * files and ring_hot: one drainer at a time, under wb_lock (the store's
+ * drainer thread, a flush, a replication append that found the ring full),
+ * beside cq_append(), cq_prepare_next() and cq_trim_phys(), which deletes no
+ * file past wb. Two drainers at once would be wrong, not just slow: the
+ * second could copy a slot the core reused after the first raised wb.
  */
 #include <errno.h>
 #include <sys/mman.h>
@@ -54,6 +57,10 @@ cq__wb_init(struct cq *q)
 
 	if (p == MAP_FAILED)
 		return -ENOMEM;
+	if (pthread_mutex_init(&q->wb_lock, NULL) != 0) {
+		munmap(p, CQ_RING_BYTES);
+		return -ENOMEM;
+	}
 	q->ring = p;
 	return 0;
 }
@@ -61,8 +68,10 @@ cq__wb_init(struct cq *q)
 void
 cq__wb_free(struct cq *q)
 {
-	if (q->ring != NULL)
-		munmap(q->ring, CQ_RING_BYTES);
+	if (q->ring == NULL)
+		return;
+	munmap(q->ring, CQ_RING_BYTES);
+	pthread_mutex_destroy(&q->wb_lock);
 	q->ring = NULL;
 }
 
@@ -96,8 +105,14 @@ cq__unit_read(const struct cq *q, uint64_t qoff, struct cq_unit *u)
 	return true;
 }
 
-void
-cq__wb_warm(struct cq *q)
+/*
+ * Fault the ring's pages in, once, so that the core does not: at the
+ * queue's first drain with units (the core faults on the few pages it
+ * touched before). A queue that never takes a unit costs no memory.
+ * Context: under wb_lock.
+ */
+static void
+ring_warm(struct cq *q)
 {
 	if (q->ring_hot)
 		return;
@@ -113,7 +128,7 @@ cq__wb_warm(struct cq *q)
 }
 
 uint64_t
-cq_wb_drain(struct cq *q)
+cq__wb_drain_locked(struct cq *q)
 {
 	/* acquire: pairs with release in cq_append(): the slots below max are written */
 	uint64_t max = atomic_load_acquire(&q->max);
@@ -123,7 +138,7 @@ cq_wb_drain(struct cq *q)
 
 	if (wb >= max)
 		return 0;
-	cq__wb_warm(q);
+	ring_warm(q);
 	for (i = wb; i < max; i++) {
 		uint8_t *p = cq__unit_ptr(q, i);
 		struct cq_unit u;
@@ -146,4 +161,21 @@ cq_wb_drain(struct cq *q)
 							       memory_order_relaxed))
 		return 0;
 	return i - wb;
+}
+
+uint64_t
+cq_wb_drain(struct cq *q)
+{
+	uint64_t n;
+
+	/*
+	 * An idle queue costs two loads, not a lock. acquire: pairs with
+	 * release in cq_append() (max) and in the last drain (wb).
+	 */
+	if (atomic_load_acquire(&q->wb) >= atomic_load_acquire(&q->max))
+		return 0;
+	pthread_mutex_lock(&q->wb_lock);
+	n = cq__wb_drain_locked(q);
+	pthread_mutex_unlock(&q->wb_lock);
+	return n;
 }

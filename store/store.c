@@ -61,6 +61,8 @@ struct store_queue {
 	struct cq *cq;
 	struct store_queue *hnext; /* hash chain (registry mutex) */
 	struct store_queue *lnext; /* list of all queues (registry mutex) */
+	/* the drainer's list (drain_head): set before the queue is published, never changed */
+	struct store_queue *dnext;
 	/* control sets before handing the queue to the owning core */
 	_Atomic uint32_t shard;
 	/* owner writes, stats read relaxed */
@@ -138,6 +140,12 @@ struct store {
 	size_t n_queues;
 	/* deleted topics' queues: out of the registry, kept (mapped) until close */
 	struct store_queue *retired;
+	/*
+	 * Every queue ever opened, retired ones too, newest first, for the
+	 * drainer thread, which walks it without qlock: prepended under qlock
+	 * (release), never unlinked before close.
+	 */
+	struct store_queue *_Atomic drain_head;
 
 	/* service thread only */
 	int64_t last_flush_ms;
@@ -164,8 +172,10 @@ struct store {
 	pthread_t prep; /* CommitLog buffers and segments (store_prepare_logs()) */
 	bool prep_started;
 	pthread_t indexer;
+	pthread_t drainer; /* ConsumeQueue write-behind rings into their files */
 	bool service_started;
 	bool indexer_started;
+	bool drainer_started;
 };
 
 void
@@ -264,6 +274,9 @@ queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid, u
 	s->qmap[h] = q;
 	q->lnext = s->queues;
 	s->queues = q;
+	q->dnext = atomic_load_relaxed(&s->drain_head);
+	/* release: pairs with acquire in drainer_main(): the queue and its cq are set up */
+	atomic_store_release(&s->drain_head, q);
 	s->n_queues++;
 	*out = q;
 	return 0;
@@ -538,20 +551,27 @@ rec_is_dispatched(const struct wire_msg *m)
 	return tx == WIRE_SYSFLAG_TX_NOT || tx == WIRE_SYSFLAG_TX_COMMIT;
 }
 
-/* cq_append() of @u at @qoff, preparing files as needed (startup, a slave's session). */
+/*
+ * cq_append() of @u at @qoff, preparing files and draining the ring as
+ * needed (startup, a slave's session). Return: 0, -errno, -EAGAIN when
+ * neither helped (logged by the caller's error path).
+ */
 static int
 queue_append(struct store_queue *q, uint64_t qoff, const struct cq_unit *u)
 {
-	for (;;) {
-		int rc = cq_append(q->cq, qoff, u);
+	int rc = -EAGAIN;
 
+	/* A file and a drain settle any -EAGAIN: a few tries, never a spin under qlock. */
+	for (int tries = 0; tries < 4 && rc == -EAGAIN; tries++) {
+		rc = cq_append(q->cq, qoff, u);
 		if (rc != -EAGAIN)
-			return rc;
+			break;
 		(void)cq_wb_drain(q->cq); /* a full ring, or a queue start behind one */
 		rc = cq_prepare_next(q->cq);
-		if (rc != 0)
-			return rc;
+		if (rc == 0)
+			rc = -EAGAIN;
 	}
+	return rc;
 }
 
 /*
@@ -860,6 +880,7 @@ static void *flusher_main(void *arg);
 static void *service_main(void *arg);
 static void *prep_main(void *arg);
 static void *indexer_main(void *arg);
+static void *drainer_main(void *arg);
 
 static void store_free(struct store *s);
 
@@ -1465,6 +1486,11 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			goto err_close;
 		}
 		s->indexer_started = true;
+		if (pthread_create(&s->drainer, NULL, drainer_main, s) != 0) {
+			rc = -EAGAIN;
+			goto err_close;
+		}
+		s->drainer_started = true;
 	}
 	/* The cuts are done and the checkpoint says so: the marks go. */
 	rc = s->io->unlink(s->io->ctx, s->cut_path);
@@ -1498,6 +1524,9 @@ store_stop_threads(struct store *s)
 	s->prep_started = false;
 	if (s->indexer_started)
 		pthread_join(s->indexer, NULL);
+	if (s->drainer_started)
+		pthread_join(s->drainer, NULL);
+	s->drainer_started = false;
 	s->service_started = false;
 	s->indexer_started = false;
 }
@@ -2087,14 +2116,6 @@ store_retain(struct store *s, int64_t now_ms)
 	return 0;
 }
 
-/*
- * A round that copied more than this many units of one queue's write-behind
- * ring counts as work: rounds then stay SVC_BUSY_US apart. Below it they
- * back off, so the ring is about an eighth full when the next round comes,
- * and a queue's rate may grow eightfold before its ring fills.
- */
-#define SVC_WB_BUSY_UNITS (CQ_WB_UNITS / 8)
-
 uint64_t
 store_drain_queues(struct store *s)
 {
@@ -2108,10 +2129,11 @@ store_drain_queues(struct store *s)
 }
 
 /*
- * Copy every queue's write-behind ring into its files (cq_wb_drain()) and
- * prepare the next ConsumeQueue file of every queue that wants one. Service
- * thread only. Return: 0 or the first error (the queue keeps refusing
- * appends with -EAGAIN and is retried on the next call).
+ * Prepare the next ConsumeQueue file of every queue that wants one, and
+ * without the store's threads (tests) copy every queue's write-behind ring
+ * into its files first (drainer_main() does it otherwise). Service thread
+ * only. Return: 0 or the first error (the queue keeps refusing appends with
+ * -EAGAIN and is retried on the next call).
  */
 static int
 store_prep_queues_rc(struct store *s)
@@ -2120,8 +2142,8 @@ store_prep_queues_rc(struct store *s)
 
 	pthread_mutex_lock(&s->qlock);
 	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
-		if (cq_wb_drain(q->cq) > SVC_WB_BUSY_UNITS)
-			s->svc_worked = true;
+		if (!s->cfg.threads)
+			(void)cq_wb_drain(q->cq);
 		if (cq_wants_next(q->cq)) {
 			int rc = cq_prepare_next(q->cq);
 
@@ -2326,6 +2348,40 @@ service_main(void *arg)
 	while (!atomic_load_acquire(&s->stop)) {
 		(void)!store_service(s, clk_wall_ms());
 		us = s->svc_worked ? SVC_BUSY_US : SP_MIN(us * 2, SVC_IDLE_US);
+		sleep_us(us);
+	}
+	return NULL;
+}
+
+/*
+ * A drainer round that copied more than this many units of one queue's
+ * write-behind ring counts as work: rounds then stay SVC_BUSY_US apart.
+ * Below it they back off, so a ring is about an eighth full when the next
+ * round comes, and a queue's rate may grow eightfold before its ring fills.
+ */
+#define DRAIN_BUSY_UNITS (CQ_WB_UNITS / 8)
+
+/*
+ * Copies the ConsumeQueues' write-behind rings into their files, on a
+ * thread of its own that waits for no I/O and takes no registry lock, so a
+ * service round stuck in an fdatasync or a retention pass does not fill
+ * the rings (docs/store.md, "Page faults on the core"). Rounds come every
+ * SVC_BUSY_US while a ring fills fast, backing off to SVC_IDLE_US.
+ */
+static void *
+drainer_main(void *arg)
+{
+	struct store *s = arg;
+	long us = SVC_BUSY_US;
+
+	while (!atomic_load_acquire(&s->stop)) {
+		uint64_t most = 0;
+
+		/* acquire: pairs with release in queue_get_locked(): the queue is set up */
+		for (struct store_queue *q = atomic_load_acquire(&s->drain_head); q != NULL;
+		     q = q->dnext)
+			most = SP_MAX(most, cq_wb_drain(q->cq));
+		us = most > DRAIN_BUSY_UNITS ? SVC_BUSY_US : SP_MIN(us * 2, SVC_IDLE_US);
 		sleep_us(us);
 	}
 	return NULL;

@@ -153,7 +153,8 @@ uint64_t cq_max(const struct cq *q); /* next offset to write = entry count (acqu
  * @phys_end (recovery: the log was cut there). The dropped units are zeroed
  * in place (cq_flush() makes that durable); files are kept for reuse.
  * Context: startup or owning core, with the queue to itself (no reader,
- * no background call on it meanwhile); no syscall.
+ * no append, no background call on it meanwhile but a drainer, whose lock
+ * it takes: the ring is drained first).
  * Return: 0 or -errno.
  */
 MUST_CHECK int cq_truncate_phys(struct cq *q, int64_t phys_end);
@@ -198,9 +199,10 @@ MUST_CHECK int cq_search(const struct cq *q, int64_t key,
 /**
  * cq_wb_drain() - copy the units the owning core left in the write-behind
  * ring into their files, and let the core reuse their slots.
- * Context: background side, serialized with cq_prepare_next(),
- * cq_trim_phys() and cq_flush() by the caller; runs beside cq_append().
- * Non-blocking but may take page faults (its own). Return: units copied.
+ * Context: any thread but the owning core (drainers take the queue's
+ * wb_lock, one at a time); runs beside cq_append(), cq_prepare_next(),
+ * cq_trim_phys() and cq_flush(). No I/O wait but may take page faults
+ * (its own) and wait for another drainer. Return: units copied.
  */
 uint64_t cq_wb_drain(struct cq *q);
 

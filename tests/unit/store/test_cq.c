@@ -952,6 +952,23 @@ test_flush(void)
 	s = atomic_load(&tio.syncs);
 	T_ASSERT_EQ(cq_flush(q), 0);
 	T_ASSERT_EQ(atomic_load(&tio.syncs) - s, 1);
+	/* The flush drained the ring first: what it synced holds the units. */
+	{
+		char p[256];
+		uint8_t raw[CQ_UNIT_SIZE];
+		struct cq_unit u;
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/00000000000000000000", qdir);
+		fd = open(p, O_RDONLY);
+		T_ASSERT(fd >= 0);
+		T_ASSERT_EQ(pread(fd, raw, sizeof(raw), 4 * CQ_UNIT_SIZE), (ssize_t)sizeof(raw));
+		close(fd);
+		T_ASSERT_EQ(raw[7], 4 * 100 % 256); /* unit 4: phys 400, big-endian */
+		T_ASSERT_EQ(raw[6], 4 * 100 / 256);
+		T_ASSERT_EQ(cq_get(q, 4, &u), 0);
+		T_ASSERT_EQ(u.phys, 400);
+	}
 	s = atomic_load(&tio.syncs);
 	T_ASSERT_EQ(cq_flush(q), 0);
 	T_ASSERT_EQ(atomic_load(&tio.syncs) - s, 0); /* nothing new */
@@ -1143,6 +1160,35 @@ test_wb_ring_concurrent(void)
 	teardown();
 }
 
+/*
+ * An emptied queue that starts in its next file before the current one is
+ * 3/4 full asks for that file (it used to wait for it for ever).
+ */
+static void
+test_start_in_unprepared_next(void)
+{
+	struct cq_unit u;
+	struct cq *q;
+
+	setup();
+	q = open_q();
+	append_range(q, 0, 2); /* file 0 holds 2 of 8: no next file wanted */
+	T_ASSERT(!cq_wants_next(q));
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 2);
+	T_ASSERT_EQ(cq_trim_phys(q, INT64_MAX, NOW), 0); /* emptied at 2 */
+	u = unit_of(UPF + 3);
+	T_ASSERT_EQ(cq_append(q, UPF + 3, &u), -EAGAIN);
+	T_ASSERT(cq_wants_next(q));
+	T_ASSERT_EQ(cq_prepare_next(q), 0);
+	T_ASSERT(file_exists(UPF));
+	T_ASSERT_EQ(cq_append(q, UPF + 3, &u), 0);
+	T_ASSERT_EQ_U64(cq_min(q), UPF + 3);
+	T_ASSERT_EQ_U64(cq_max(q), UPF + 4);
+	check_range(q, UPF + 3, UPF + 4);
+	cq_close(q);
+	teardown();
+}
+
 /* A queue start writes fillers into the file itself: it waits for an empty ring. */
 static void
 test_wb_start_waits_for_ring(void)
@@ -1182,4 +1228,4 @@ T_MAIN(T_CASE(test_append_get), T_CASE(test_eagain_without_prepare), T_CASE(test
        T_CASE(test_truncate_phys), T_CASE(test_trim_phys), T_CASE(test_trim_grace),
        T_CASE(test_trim_concurrent_readers), T_CASE(test_search), T_CASE(test_bad_files),
        T_CASE(test_flush), T_CASE(test_concurrent_flush), T_CASE(test_wb_ring_concurrent),
-       T_CASE(test_wb_start_waits_for_ring))
+       T_CASE(test_wb_start_waits_for_ring), T_CASE(test_start_in_unprepared_next))
