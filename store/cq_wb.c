@@ -25,8 +25,9 @@
  * its sequence: when the slot was reused meanwhile, wb had passed i before
  * the core wrote it, so the reader sees that wb and reads the file.
  *
- * The files hold a prefix of the queue: units [.., wb). A crash loses the
- * ring, as it lost unsynced pages before; the checkpoint's cq_safe is read
+ * The files hold a prefix of the queue: units [.., wb). A killed process
+ * loses what only the ring held (units stored into a file's mapping used to
+ * survive in the page cache); the checkpoint's cq_safe is read
  * before a flush pass, and cq_flush() drains before it syncs, so the
  * re-dispatch from cq_safe (store.c) puts back every unit that was only in
  * the ring.
