@@ -422,7 +422,7 @@ abs_time(uint64_t mono_ns, struct timespec *ts)
 static uint64_t
 backoff_ns(const struct ctl_breg *b, uint32_t fails)
 {
-	uint64_t cap = SP_MIN(BREG_BACKOFF_MAX_MS, b->interval_ms);
+	uint64_t cap = SP_MIN((uint32_t)BREG_BACKOFF_MAX_MS, b->interval_ms);
 	uint64_t ms = (uint64_t)BREG_BACKOFF_MIN_MS << SP_MIN(fails - 1, 8u);
 
 	return SP_MIN(ms, cap) * 1000000;
@@ -507,10 +507,10 @@ agent_main(void *arg)
 					    err_str(rc));
 		pthread_mutex_lock(&b->mu);
 		built_gen = gen;
-		next_ns =
-			now + (uint64_t)(rc == 0 ? b->interval_ms
-						 : SP_MIN(BREG_SNAPSHOT_RETRY_MS, b->interval_ms)) *
-				      1000000;
+		next_ns = now + (uint64_t)(rc == 0 ? b->interval_ms
+						   : SP_MIN((uint32_t)BREG_SNAPSHOT_RETRY_MS,
+							    b->interval_ms)) *
+					1000000;
 		if (rc != 0)
 			continue;
 		body->seq = ++b->seq;

@@ -353,7 +353,7 @@ dpdk_tx_burst(struct dp_port *dp, const struct dp_tx *tx, unsigned n)
 	if (d->cc_lock == NULL)
 		link_refresh(p);
 	for (unsigned off = 0; off < n;) {
-		unsigned chunk = SP_MIN(n - off, DP_BURST_MAX);
+		unsigned chunk = SP_MIN(n - off, (unsigned)DP_BURST_MAX);
 		unsigned k = 0;
 		unsigned sent;
 
@@ -791,7 +791,7 @@ dp__dpdk_open(const struct dp_port_cfg *cfg, struct dp_port **out)
 				 da->args && da->args[0] ? "," : "", da->args ? da->args : "");
 	}
 	d->memif = strcmp(info.driver_name, "net_memif") == 0;
-	d->nq = SP_MIN(cfg->n, SP_MIN(info.max_rx_queues, info.max_tx_queues));
+	d->nq = SP_MIN(cfg->n, (unsigned)SP_MIN(info.max_rx_queues, info.max_tx_queues));
 	/* SPROCKET_DPDK_QUEUES caps the queue pairs, as a device with fewer would (tests). */
 	if (getenv("SPROCKET_DPDK_QUEUES"))
 		d->nq = SP_MIN(d->nq, (unsigned)atoi(getenv("SPROCKET_DPDK_QUEUES")));

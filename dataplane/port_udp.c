@@ -82,7 +82,7 @@ udp_tx_burst(struct dp_port *p, const struct dp_tx *tx, unsigned n)
 	unsigned sent = 0;
 
 	while (sent < n) {
-		unsigned k = SP_MIN(n - sent, DP_BURST_MAX);
+		unsigned k = SP_MIN(n - sent, (unsigned)DP_BURST_MAX);
 		unsigned m = 0;
 		int rc;
 

@@ -865,7 +865,7 @@ reasm_expire(struct dp_xsrv *s, struct xs_sess *se)
 static void
 expire_scan(struct dp_xsrv *s)
 {
-	unsigned n = SP_MIN(s->cfg.max_sessions, XS_SCAN_BATCH);
+	unsigned n = SP_MIN(s->cfg.max_sessions, (uint32_t)XS_SCAN_BATCH);
 	uint64_t idle = (uint64_t)s->cfg.idle_timeout_ms * 1000000ull;
 
 	for (unsigned k = 0; k < n; k++) {

@@ -313,7 +313,8 @@ main(int argc, char **argv)
 	cfg.backend = DP_BACKEND_DPDK;
 	cfg.ip = o.ip;
 	cfg.base_port = o.port;
-	cfg.n = strcmp(o.mode, "echo") == 0 ? SP_MIN(SP_MAX(o.nports, 1u), DP_PORTS_MAX) : 1;
+	cfg.n = strcmp(o.mode, "echo") == 0 ? SP_MIN(SP_MAX(o.nports, 1u), (unsigned)DP_PORTS_MAX)
+					    : 1;
 	o.nports = cfg.n;
 	cfg.dpdk_args = args;
 	rc = dp_ports_open(&cfg, ports);

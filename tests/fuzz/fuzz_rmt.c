@@ -361,7 +361,8 @@ release(const struct bk_rcmd *c)
 static void
 stat(unsigned op, int32_t status)
 {
-	cpl_by[SP_MIN(op, STAT_OPS - 1)][status >= 0 && status < STAT_ST ? status : STAT_ST - 1]++;
+	cpl_by[SP_MIN(op, (unsigned)STAT_OPS - 1)]
+	      [status >= 0 && status < STAT_ST ? status : STAT_ST - 1]++;
 }
 
 /* Checks what a core put on its completion ring and hands it on to the server. */

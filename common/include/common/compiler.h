@@ -22,8 +22,27 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
-#define SP_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define SP_MAX(a, b) ((a) > (b) ? (a) : (b))
+/*
+ * Each argument evaluated once, as the kernel's min()/max(): an argument may
+ * be a call or an atomic load (SP_MAX(most, drain()) once drained twice and
+ * kept the second, smaller answer). Not for constant expressions.
+ */
+#define SP__CAT2(a, b) a##b
+#define SP__CAT(a, b) SP__CAT2(a, b)
+#define SP__MIN(a, b, x, y)                                                                        \
+	__extension__({                                                                            \
+		__auto_type x = (a);                                                               \
+		__auto_type y = (b);                                                               \
+		x < y ? x : y;                                                                     \
+	})
+#define SP__MAX(a, b, x, y)                                                                        \
+	__extension__({                                                                            \
+		__auto_type x = (a);                                                               \
+		__auto_type y = (b);                                                               \
+		x > y ? x : y;                                                                     \
+	})
+#define SP_MIN(a, b) SP__MIN(a, b, SP__CAT(sp__a, __COUNTER__), SP__CAT(sp__b, __COUNTER__))
+#define SP_MAX(a, b) SP__MAX(a, b, SP__CAT(sp__a, __COUNTER__), SP__CAT(sp__b, __COUNTER__))
 
 SP_NORETURN void sp_assert_fail(const char *expr, const char *file, int line);
 

@@ -585,7 +585,7 @@ test_cut_last(void)
 		for (uint32_t i = 0; i < N; i++)
 			want[i] = i < 250;
 		for (uint64_t o = from; o < 4 * SEG; o += 4096)
-			damage(o, (uint32_t)SP_MIN(4096, 4 * SEG - o), false);
+			damage(o, (uint32_t)SP_MIN((uint64_t)4096, 4 * SEG - o), false);
 		c = recover((enum mode)mode, 0);
 		rep = clog_recovery(c);
 		check_log(c, want);
@@ -623,7 +623,7 @@ test_past_end(void)
 	}
 	T_ASSERT_EQ(start_of(180) / SEG, 2);
 	for (uint64_t o = start_of(180) + 10; o < 3 * SEG; o += 4096)
-		damage(o, (uint32_t)SP_MIN(4096, 3 * SEG - o), false);
+		damage(o, (uint32_t)SP_MIN((uint64_t)4096, 3 * SEG - o), false);
 	damage(3 * SEG, 1000, false);
 	log_capture();
 	c = recover(CRASH, 0);
