@@ -345,17 +345,19 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 			kv_u(b, busy_keys[r], n);
 		}
 		{
-			uint64_t cq = 0, cl = 0;
+			struct store_busy_counts all = {0};
 
 			for (uint32_t i = 0; i < x->bk.ncores; i++) {
-				uint64_t q1 = 0, q2 = 0;
+				struct store_busy_counts one = {0};
 
-				(void)store_busy(x->bk.store, i, &q1, &q2);
-				cq += q1;
-				cl += q2;
+				(void)store_busy(x->bk.store, i, &one);
+				all.cq_file += one.cq_file;
+				all.cq_ring += one.cq_ring;
+				all.clog += one.clog;
 			}
-			kv_u(b, "storeBusyConsumeQueue", cq);
-			kv_u(b, "storeBusyCommitLog", cl);
+			kv_u(b, "storeBusyConsumeQueue", all.cq_file);
+			kv_u(b, "storeBusyConsumeQueueRing", all.cq_ring);
+			kv_u(b, "storeBusyCommitLog", all.clog);
 		}
 		/* a poll-mode core should take none in steady state (docs/dataplane.md) */
 		for (uint32_t i = 0; i < x->bk.ncores; i++) {

@@ -691,13 +691,14 @@ print_stats(const struct bk_ctl *x)
 							      "%s%s %" PRIu64, k ? ", " : "",
 							      bk_busy_names[r], c->st.busy_by[r]);
 			{
-				uint64_t bcq = 0, bcl = 0;
+				struct store_busy_counts sb = {0};
 
-				(void)store_busy(x->bk.store, i, &bcq, &bcl);
+				(void)store_busy(x->bk.store, i, &sb);
 				log_info(BK_TAG,
 					 "core %u: busy by reason: %s (store: ConsumeQueue file "
-					 "%" PRIu64 ", CommitLog window or segment %" PRIu64 ")",
-					 i, why, bcq, bcl);
+					 "%" PRIu64 ", ConsumeQueue ring %" PRIu64
+					 ", CommitLog window or segment %" PRIu64 ")",
+					 i, why, sb.cq_file, sb.cq_ring, sb.clog);
 			}
 		}
 		if (c->st.delayed || c->st.delay_delivered || c->st.delay_dropped)

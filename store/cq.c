@@ -750,14 +750,22 @@ cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u)
 }
 
 bool
-cq_can_append(const struct cq *q)
+cq_ring_full(const struct cq *q)
 {
 	uint64_t max = atomic_load_relaxed(&q->max);
 	/* acquire: pairs with release in cq_wb_drain() */
 	uint64_t wb = atomic_load_acquire(&q->wb);
 
 	/* wb > max: a stale max, read off the owning core (store_queue_get()) */
-	if (wb <= max && max - wb >= CQ_WB_UNITS)
+	return wb <= max && max - wb >= CQ_WB_UNITS;
+}
+
+bool
+cq_can_append(const struct cq *q)
+{
+	uint64_t max = atomic_load_relaxed(&q->max);
+
+	if (cq_ring_full(q))
 		return false;
 	if (q->cur.map != NULL && max < q->cur.first + q->upf)
 		return true;

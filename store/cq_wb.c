@@ -17,8 +17,10 @@
  * and raises wb past it. The core writes unit i only while
  * i - wb < CQ_WB_UNITS, so a slot is reused only once the unit it held is
  * in the file; a full ring answers -EAGAIN (cq_can_append() false), which
- * is the store's busy answer for a background side that has fallen 8,192
- * units behind on one queue.
+ * is the store's busy answer for a background side that has fallen
+ * CQ_WB_UNITS behind on one queue. A drain raises wb every CQ_WB_PUB
+ * units, not only at its end, so a drainer preempted mid-copy has freed
+ * what it copied.
  *
  * Readers (cq__unit_read()) take unit i from the files below wb, else from
  * the ring, checking wb again after the copy, as a seqlock reader checks
@@ -128,6 +130,25 @@ ring_warm(struct cq *q)
 	q->ring_hot = true;
 }
 
+/* Units copied between two raises of wb within one drain. */
+#define CQ_WB_PUB 512
+
+/*
+ * Raise wb from *@pub to @to. release: pairs with acquire in
+ * cq__unit_read() and cq_append(): the copies are in the files before the
+ * core may reuse their slots. Only a queue start moves wb otherwise, and
+ * only when wb == max, so the CAS fails only on a bug. Return: false then.
+ */
+static bool
+wb_publish(struct cq *q, uint64_t *pub, uint64_t to)
+{
+	if (!atomic_compare_exchange_strong_explicit(&q->wb, pub, to, memory_order_release,
+						     memory_order_relaxed))
+		return false;
+	*pub = to;
+	return true;
+}
+
 uint64_t
 cq__wb_drain_locked(struct cq *q)
 {
@@ -135,6 +156,7 @@ cq__wb_drain_locked(struct cq *q)
 	uint64_t max = atomic_load_acquire(&q->max);
 	/* After max: a queue start stores wb before max (cq_append()). */
 	uint64_t wb = atomic_load_acquire(&q->wb);
+	uint64_t pub = wb;
 	uint64_t i;
 
 	if (wb >= max)
@@ -152,14 +174,14 @@ cq__wb_drain_locked(struct cq *q)
 		}
 		slot_load(&q->ring[i & (CQ_WB_UNITS - 1)], &u);
 		cq__unit_store(p, &u);
+		/*
+		 * Published every CQ_WB_PUB units: a drainer preempted mid-round
+		 * (it faults on the files) has freed the slots it copied.
+		 */
+		if (i + 1 - pub >= CQ_WB_PUB && !wb_publish(q, &pub, i + 1))
+			return 0;
 	}
-	/*
-	 * release: pairs with acquire in cq__unit_read() and cq_append(): the
-	 * copies are in the files before the core may reuse their slots. Only
-	 * a queue start moves wb otherwise, and only when wb == max.
-	 */
-	if (i > wb && !atomic_compare_exchange_strong_explicit(&q->wb, &wb, i, memory_order_release,
-							       memory_order_relaxed))
+	if (i > pub && !wb_publish(q, &pub, i))
 		return 0;
 	return i - wb;
 }

@@ -40,11 +40,11 @@
  */
 #define CQ_UNMAP_GRACE_MS 10000
 /*
- * Units a queue's write-behind ring holds (a power of two): 192 KiB of
- * memory per queue that took units, 8 ms at 1 M msg/s on one queue
+ * Units a queue's write-behind ring holds (a power of two): 384 KiB of
+ * memory per queue that took units, 16 ms at 1 M msg/s on one queue
  * (docs/store.md, "Page faults on the core").
  */
-#define CQ_WB_UNITS 8192u
+#define CQ_WB_UNITS 16384u
 
 struct cq;
 
@@ -116,6 +116,9 @@ MUST_CHECK int cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u);
 
 /* Return: true when the unit at cq_max() can be appended now without -EAGAIN. Owning core. */
 bool cq_can_append(const struct cq *q);
+
+/* Return: true when the write-behind ring holds CQ_WB_UNITS undrained units. Owning core. */
+bool cq_ring_full(const struct cq *q);
 
 /*
  * Return: true when the background thread should call cq_prepare_next(): no

@@ -194,13 +194,19 @@ int store_durable(const struct store *s, uint32_t shard, uint64_t ticket);
 int store_ack_state(const struct store *s, uint32_t shard, uint64_t ticket, uint64_t put_ns,
 		    uint64_t now_ns);
 
+/* store_put() calls that answered -EAGAIN (the broker's SYSTEM_BUSY), by reason. */
+struct store_busy_counts {
+	uint64_t cq_file; /* the queue's next ConsumeQueue file not prepared yet */
+	uint64_t cq_ring; /* the queue's ConsumeQueue write-behind ring full (drainer behind) */
+	uint64_t clog;	  /* the CommitLog's write-behind window or next segment not ready */
+};
+
 /*
  * store_busy() - how many store_put() calls of @shard answered -EAGAIN so
- * far: *@cq for a ConsumeQueue file not ready, *@clog for the CommitLog's
- * write-behind window or next segment (the broker answers SYSTEM_BUSY).
+ * far, by reason, into *@out.
  * Context: any thread (relaxed). Return: 0, -EINVAL no such shard.
  */
-int store_busy(const struct store *s, uint32_t shard, uint64_t *cq, uint64_t *clog);
+int store_busy(const struct store *s, uint32_t shard, struct store_busy_counts *out);
 
 /**
  * store_get() - the record at logical offset @qoff of @q, in place, for

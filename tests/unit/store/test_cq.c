@@ -1161,6 +1161,43 @@ test_wb_ring_concurrent(void)
 }
 
 /*
+ * A ring CQ_WB_UNITS behind is full: the core is refused (SYSTEM_BUSY,
+ * counted apart from a file not ready) until a drain frees it.
+ */
+static void
+test_wb_ring_full(void)
+{
+	struct cq_unit u;
+	struct cq *q;
+
+	setup();
+	T_ASSERT_EQ(cq_open(&tops, qdir, WB_UPF, &q), 0);
+	T_ASSERT_EQ(cq_prepare_next(q), 0); /* the first file */
+	for (uint64_t i = 0; i < CQ_WB_UNITS; i++) {
+		u = unit_of(i);
+		if (cq_wants_next(q))
+			T_ASSERT_EQ(cq_prepare_next(q), 0);
+		T_ASSERT(!cq_ring_full(q));
+		T_ASSERT_EQ(cq_append(q, i, &u), 0);
+	}
+	if (cq_wants_next(q))
+		T_ASSERT_EQ(cq_prepare_next(q), 0);
+	T_ASSERT(cq_ring_full(q));
+	T_ASSERT(!cq_can_append(q));
+	u = unit_of(CQ_WB_UNITS);
+	T_ASSERT_EQ(cq_append(q, CQ_WB_UNITS, &u), -EAGAIN);
+	/* Readers see every unit meanwhile, from the ring. */
+	check_range(q, 0, CQ_WB_UNITS);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), CQ_WB_UNITS);
+	T_ASSERT(!cq_ring_full(q));
+	T_ASSERT(cq_can_append(q));
+	T_ASSERT_EQ(cq_append(q, CQ_WB_UNITS, &u), 0);
+	check_range(q, 0, CQ_WB_UNITS + 1);
+	cq_close(q);
+	teardown();
+}
+
+/*
  * An emptied queue that starts in its next file before the current one is
  * 3/4 full asks for that file (it used to wait for it for ever).
  */
@@ -1228,4 +1265,5 @@ T_MAIN(T_CASE(test_append_get), T_CASE(test_eagain_without_prepare), T_CASE(test
        T_CASE(test_truncate_phys), T_CASE(test_trim_phys), T_CASE(test_trim_grace),
        T_CASE(test_trim_concurrent_readers), T_CASE(test_search), T_CASE(test_bad_files),
        T_CASE(test_flush), T_CASE(test_concurrent_flush), T_CASE(test_wb_ring_concurrent),
-       T_CASE(test_wb_start_waits_for_ring), T_CASE(test_start_in_unprepared_next))
+       T_CASE(test_wb_ring_full), T_CASE(test_wb_start_waits_for_ring),
+       T_CASE(test_start_in_unprepared_next))
