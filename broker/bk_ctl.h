@@ -28,6 +28,7 @@ struct bk_rmt;
 struct bk_follow;
 struct bk_sync;
 struct bk_timer;
+struct httpd;
 
 struct jbuf;
 
@@ -86,6 +87,7 @@ struct bk_ctl {
 	struct bk_stats *stats;	 /* bk_stats_ctl.c: control thread only */
 	/* the ACL file (bk_acl_ctl.c): control thread only */
 	struct acl_watch acl_watch;
+	struct httpd *http; /* bk_http.c: /metrics, /health (NULL: off) */
 };
 
 /* aclEnable/aclFile (bk_acl_ctl.c): load at start (0, -errno logged), watch, free at stop. */
@@ -94,6 +96,15 @@ void bk_acl_tick(struct bk_ctl *x, uint64_t now_ms);
 void bk_acl_stop(struct bk_ctl *x);
 /* At stop, before the cores and the remoting port go: refusals by reason, per core. */
 void bk_acl_report(const struct bk_ctl *x);
+
+/*
+ * HTTP endpoints (bk_http.c): start after the broker is ready (0, or -errno
+ * when an explicit httpPort cannot be had, logged); stop before the cores.
+ * bk_metrics.c writes /metrics on the control thread.
+ */
+int bk_http_start(struct bk_ctl *x);
+void bk_http_stop(struct bk_ctl *x);
+void bk_metrics_render(struct bk_ctl *x, struct jbuf *b);
 
 /* Every broker key (bk_keys.c). */
 extern const struct cfg_key bk_keys[];

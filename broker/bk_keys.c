@@ -24,6 +24,11 @@ const struct cfg_key bk_keys[] = {
 	 "IPv4 address advertised for the remoting port"},
 	{"listenPort", CFG_INT, "10911", 0, 65535, NULL,
 	 "remoting TCP port for RocketMQ clients, advertised as brokerIP1:port (0: any free port)"},
+	{"httpPort", CFG_INT, "-1", -1, 65535, NULL,
+	 "HTTP port of /metrics (Prometheus) and /health (0: off; -1: listenPort - 2831, so 8080 "
+	 "for 10911)"},
+	{"httpBindAddress", CFG_STRING, "0.0.0.0", 7, 15, NULL,
+	 "IPv4 address the HTTP endpoints listen on"},
 	{"remotingMaxConnections", CFG_INT, "65536", 1, 1 << 20, NULL,
 	 "remoting connections open at once (more are refused); lowered at start to what the "
 	 "descriptor limit leaves after fdReserve"},

@@ -40,6 +40,7 @@
 #include <urcu/urcu-qsbr.h>
 
 #include "bk_ctl.h"
+#include "control/httpd.h"
 #include "bk_priv.h"
 #include "bk_follow.h"
 #include "bk_rmt.h"
@@ -760,6 +761,7 @@ run(struct bk_ctl *x, int sfd)
 		bk_stats_tick(x, clk_mono_ns() / 1000000);
 		bk_group_tick(x, clk_mono_ns() / 1000000);
 		bk_acl_tick(x, clk_mono_ns() / 1000000);
+		httpd_poll(x->http);
 		bk_slave_follow_poll(x);
 		bk_slave_sync_apply(x);
 		if (clk_mono_ns() >= next_rl) {
@@ -1198,17 +1200,21 @@ main(int argc, char **argv)
 		else if (bk_sync_start(x->breg, BK_SYNC_PERIOD_MS, &x->sync) != 0)
 			goto out_breg;
 	}
+	if (bk_http_start(x) != 0)
+		goto out_breg;
 	err = pthread_create(&x->persist, NULL, persist_main, x);
 	if (err) {
 		log_err(BK_TAG, "offsets writer thread: %s", strerror(err));
 		goto out_breg;
 	}
 	err = run(x, sfd);
+	bk_http_stop(x);
 	rc = err ? 1 : 0;
 	restart = atomic_load(&x->bk.restart);
 	atomic_store_relaxed(&x->persist_stop, true);
 	pthread_join(x->persist, NULL);
 out_breg:
+	bk_http_stop(x);
 	bk_sync_stop(x->sync);
 	x->sync = NULL;
 	bk_slave_report(x);

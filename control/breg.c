@@ -563,6 +563,19 @@ ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
 	return rc;
 }
 
+void
+ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&b->mu);
+	for (uint32_t i = 0; i < b->n_ns; i++)
+		n += b->ns[i].ok_gen > 0;
+	*total = b->n_ns;
+	pthread_mutex_unlock(&b->mu);
+	*accepted = n;
+}
+
 /* Stop and join the threads that started, then free. */
 static void
 breg_destroy(struct ctl_breg *b)

@@ -26,6 +26,8 @@ PKGS=(
 	build-essential meson ninja-build pkgconf python3
 	# libraries
 	liburcu-dev libjemalloc-dev zlib1g-dev libisal-dev libjson-c-dev libjansson-dev libyaml-dev libssl-dev
+	# the HTTP endpoints (/metrics, /health); the test parses /metrics with Prometheus' client
+	libmicrohttpd-dev python3-prometheus-client
 	dpdk-dev libdpdk-dev
 	libbenchmark-dev
 	# the TLS test makes its certificate with the openssl tool

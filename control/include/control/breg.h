@@ -127,6 +127,13 @@ void ctl_breg_kick(struct ctl_breg *b);
 MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms);
 
 /**
+ * ctl_breg_accepted() - how many of the NameServers have accepted at least
+ * one registration (@accepted), of how many (@total).
+ * Context: any control thread; a short mutex, never waits on I/O.
+ */
+void ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total);
+
+/**
  * ctl_breg_master() - a slave's master as the newest registration answer
  * named it (RegisterBrokerResult's haServerAddr and masterAddr).
  * Context: any control thread; a short mutex.

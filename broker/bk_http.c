@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bk_http.c - the broker's HTTP endpoints (docs/observability.md):
+ * /metrics (bk_metrics.c) and /health, served by control/httpd.c's thread
+ * and answered here on the control thread.
+ *
+ * httpPort: 0 turns them off; the default (-1) is listenPort - 2831, so
+ * RocketMQ's 10911 gives 8080 and brokers on one host that differ in
+ * listenPort differ here too. A port given explicitly that cannot be had
+ * stops the start; the default one only logs a warning.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bk_ctl.h"
+#include "bk_follow.h"
+#include "bk_rmt.h"
+#include "common/atomic.h"
+#include "control/httpd.h"
+#include "common/log.h"
+#include "control/breg.h"
+#include "store/clog.h"
+#include "store/meta.h"
+#include "store/store.h"
+
+#define HTTP_PORT_FROM_LISTEN 2831 /* 10911 - 8080 */
+
+static void
+say(struct jbuf *b, const char *s)
+{
+	jbuf_lit(b, s);
+}
+
+/* Ready: cores running, every shard taking writes, registered, a slave following. */
+static void
+health(struct bk_ctl *x, struct httpd_req *r)
+{
+	char line[256];
+	uint32_t acc = 0, total = 0;
+
+	if (!x->cores_running) {
+		r->status = 503;
+		say(&r->body, "not ready: the dataplane cores are not running\n");
+		return;
+	}
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		int err = clog_err(store_clog(x->bk.store, i));
+
+		if (err == 0)
+			continue;
+		r->status = 503;
+		snprintf(line, sizeof(line), "not ready: shard %u refuses writes: %s\n", i,
+			 strerror(-err));
+		say(&r->body, line);
+		return;
+	}
+	if (x->breg) {
+		ctl_breg_accepted(x->breg, &acc, &total);
+		if (acc == 0) {
+			r->status = 503;
+			snprintf(line, sizeof(line),
+				 "not ready: none of the %u NameServers (namesrvAddr) has accepted "
+				 "a "
+				 "registration yet\n",
+				 total);
+			say(&r->body, line);
+			return;
+		}
+	}
+	if (x->follow && !bk_follow_connected(x->follow)) {
+		r->status = 503;
+		say(&r->body, "not ready: a slave with no replication session to its master\n");
+		return;
+	}
+	say(&r->body, "ready\n");
+	snprintf(line, sizeof(line), "broker %s id %lld, %s, %u cores\n", x->bk.conf.broker_name,
+		 (long long)x->bk.conf.broker_id, cfg_get_str(x->cfg, "brokerRole"), x->bk.ncores);
+	say(&r->body, line);
+	if (x->breg) {
+		snprintf(line, sizeof(line), "registered with %u of %u NameServers\n", acc, total);
+		say(&r->body, line);
+	}
+	if (!(atomic_load_relaxed(&x->bk.perm) & META_PERM_WRITE))
+		say(&r->body, "write permission off (SIGUSR1 or WIPE_WRITE_PERM): reads only\n");
+}
+
+static void
+on_http(void *arg, struct httpd_req *r)
+{
+	struct bk_ctl *x = arg;
+
+	if (strcmp(r->path, "/metrics") == 0) {
+		r->ctype = "text/plain; version=0.0.4; charset=utf-8";
+		bk_metrics_render(x, &r->body);
+	} else if (strcmp(r->path, "/health") == 0) {
+		health(x, r);
+	} else if (strcmp(r->path, "/") == 0) {
+		say(&r->body, "sprocket-broker: /metrics (Prometheus), /health\n");
+	} else {
+		r->status = 404;
+		say(&r->body, "no such page (there are /metrics and /health)\n");
+	}
+}
+
+int
+bk_http_start(struct bk_ctl *x)
+{
+	int64_t want = cfg_get_int(x->cfg, "httpPort");
+	int64_t listen = cfg_get_int(x->cfg, "listenPort");
+	bool dflt = want < 0;
+	struct httpd_conf hc = {.tag = BK_TAG,
+				.bind = cfg_get_str(x->cfg, "httpBindAddress"),
+				.wake_fd = x->bk.efd,
+				.fn = on_http,
+				.arg = x};
+	int err;
+
+	if (want == 0) {
+		log_info(BK_TAG, "HTTP endpoints off (httpPort=0)");
+		return 0;
+	}
+	if (dflt)
+		want = listen > HTTP_PORT_FROM_LISTEN ? listen - HTTP_PORT_FROM_LISTEN : 0;
+	hc.port = (uint16_t)want;
+	err = httpd_start(&hc, &x->http);
+	if (err == 0) {
+		log_info(BK_TAG, "HTTP (/metrics, /health) listening on %s:%u",
+			 hc.bind[0] ? hc.bind : "0.0.0.0", httpd_port(x->http));
+		return 0;
+	}
+	if (dflt) {
+		log_warn(BK_TAG,
+			 "HTTP endpoints off: port %u (httpPort's default, listenPort - %d) on %s: "
+			 "%s; set httpPort to another port, or 0",
+			 hc.port, HTTP_PORT_FROM_LISTEN, hc.bind[0] ? hc.bind : "0.0.0.0",
+			 strerror(-err));
+		return 0;
+	}
+	log_err(BK_TAG, "httpPort %u on httpBindAddress %s: %s", hc.port,
+		hc.bind[0] ? hc.bind : "0.0.0.0", strerror(-err));
+	return err;
+}
+
+void
+bk_http_stop(struct bk_ctl *x)
+{
+	httpd_stop(x->http);
+	x->http = NULL;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * httpd.h - a daemon's HTTP endpoints (/metrics, /health) on libmicrohttpd,
+ * never on a dataplane core (docs/observability.md).
+ *
+ * libmicrohttpd's own thread accepts connections and parses requests, under
+ * limits (connections in total and per address, bytes of a request's head,
+ * an idle timeout for slow senders). A GET is handed to the daemon's control
+ * thread: the HTTP thread queues it, writes the control loop's eventfd and
+ * waits; httpd_poll(), called by the control loop, runs the handler there, so
+ * a handler reads what the control thread owns without locks. An answer not
+ * begun within HTTPD_WAIT_MS is a 503. Only GET and HEAD are taken (405).
+ *
+ * Ownership: struct httpd's job list and `closing` under its mutex; the
+ * rest is set at start. httpd_poll() and httpd_stop() on the control thread.
+ */
+#ifndef SP_CONTROL_HTTPD_H
+#define SP_CONTROL_HTTPD_H
+
+#include <stdint.h>
+
+#include "common/jbuf.h"
+
+#define HTTPD_WAIT_MS 2000
+#define HTTPD_CONNS_MAX 64	   /* connections at once */
+#define HTTPD_CONNS_PER_ADDR 16	   /* from one source address */
+#define HTTPD_HEAD_MAX (16u << 10) /* a request's line and headers, bytes */
+#define HTTPD_IDLE_S 10		   /* a connection that sends nothing for this long is closed */
+
+/* One GET, as the handler sees it on the control thread. */
+struct httpd_req {
+	const char *path;  /* the URL's path, without the query */
+	const char *query; /* after '?', or "" */
+	int status;	   /* the handler sets it (200 when left alone) */
+	const char *ctype; /* Content-Type (text/plain when left NULL) */
+	struct jbuf body;  /* the handler writes the answer here */
+};
+
+typedef void (*httpd_fn)(void *arg, struct httpd_req *r);
+
+struct httpd_conf {
+	const char *tag;  /* for the log: "broker", "namesrv" */
+	const char *bind; /* an IPv4 address; NULL or "": 0.0.0.0 */
+	uint16_t port;	  /* 0: any free port (httpd_port() says which) */
+	int wake_fd;	  /* an eventfd the control loop polls */
+	httpd_fn fn;
+	void *arg;
+};
+
+struct httpd;
+
+/* Listen and start the HTTP thread. Return: 0, or -errno (EADDRINUSE, EINVAL: a bad bind address). */
+int httpd_start(const struct httpd_conf *conf, struct httpd **out);
+uint16_t httpd_port(const struct httpd *h);
+/* Control thread: answer every queued request. Cheap when none waits. */
+void httpd_poll(struct httpd *h);
+/* Control thread: queued requests get 503, the HTTP thread stops; NULL is a no-op. */
+void httpd_stop(struct httpd *h);
+/* Requests answered, and refused by a limit or method (relaxed counters, any thread). */
+uint64_t httpd_served(const struct httpd *h);
+uint64_t httpd_refused(const struct httpd *h);
+
+/* Prometheus text format helpers: a label value with \\, \" and \n escaped. */
+void httpd_prom_label(struct jbuf *b, const char *v);
+/* "# HELP name help\n# TYPE name type\n" */
+void httpd_prom_family(struct jbuf *b, const char *name, const char *type, const char *help);
+
+#endif /* SP_CONTROL_HTTPD_H */

@@ -1,0 +1,256 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The broker's HTTP endpoints with real daemons (docs/observability.md; issue 26).
+usage: metrics.py NAMESRV BROKER CLI CASE
+  counts   /health is 503 until the broker is registered, then 200 "ready"; /metrics parses
+           with Prometheus' own parser (python3-prometheus-client), every counter family is
+           monotone between two scrapes, and after N messages sent and consumed
+           sprocket_core_messages_in_total rose by N and messages_out_total by at least N.
+  abuse    Malformed, oversized and slow requests: garbage bytes, a 40 KiB header (431), a
+           20 KiB URL (414), POST (405), an unknown path (404), more connections from one
+           address than allowed, and slow senders that never finish a request: the broker
+           stays up, /health still answers 200 while the slow ones hang, and they are closed
+           within the idle timeout.
+  ports    An explicit httpPort that is taken stops the start with an error naming the key;
+           the default one (listenPort - 2831) taken only logs a warning; httpPort=0 is off.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import itest  # noqa: E402
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # python3 from outside Debian (pyenv): Debian's package is still there
+    sys.path.append("/usr/lib/python3/dist-packages")
+    from prometheus_client.parser import text_string_to_metric_families
+
+NS, BK, CLI, CASE = sys.argv[1:5]
+ENV = itest.Env("met-")
+NSADDR = f"127.0.0.1:{ENV.base}"
+HTTP = ENV.base + 5
+HTTPD_IDLE_S = 10  # control/include/control/httpd.h
+check = ENV.check
+
+
+def wait_until(fn, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.2)
+    return None
+
+
+def namesrv():
+    ENV.start("namesrv", [NS, f"--listenPort={ENV.base}", f"--kvConfigPath={ENV.tmp}/kv.json",
+                          "--bindAddress=127.0.0.1"])
+    if not ENV.wait_log("namesrv", " listening on ", timeout=10):
+        raise SystemExit("the NameServer did not start")
+
+
+def broker_argv(name, extra=(), listen=0):
+    return [BK, f"--namesrvAddr={NSADDR}", f"--listenPort={listen}", f"--brokerName={name}",
+            f"--dataplanePort={ENV.base + 20}", "--dataplaneCores=2",
+            f"--storePathRootDir={ENV.tmp}/{name}", "--mapedFileSizeCommitLog=1048576",
+            "--mapedFileSizeConsumeQueue=60000", f"--storeBufferDir={ENV.tmp}",
+            "--registerNameServerPeriod=1000", "--httpBindAddress=127.0.0.1"] + list(extra)
+
+
+def get(path, port=HTTP, method="GET", data=None):
+    """Return: (status, body text); (None, why) when no answer came."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, data=data)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return None, str(e)
+
+
+def scrape():
+    """Return: {(name, sorted labels): value} of every sample."""
+    st, text = get("/metrics")
+    if st != 200:
+        raise SystemExit(f"/metrics answered {st}: {text[:200]}")
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def total(m, name):
+    return sum(v for (n, _), v in m.items() if n == name)
+
+
+def cli(*args, stdin=None):
+    return subprocess.run([CLI, f"--namesrv={NSADDR}", "--json"] + list(args), input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def case_counts():
+    namesrv()
+    p = ENV.start("broker", broker_argv("broker-m", [f"--httpPort={HTTP}"]))
+    if not ENV.wait_log("broker", "HTTP (/metrics, /health) listening on 127.0.0.1:", 30):
+        raise SystemExit("no HTTP listener in the broker's log")
+    ok = wait_until(lambda: get("/health")[0] == 200, 30)
+    st, body = get("/health")
+    check(ok and body.startswith("ready\n") and "registered with 1 of 1 NameServers" in body,
+          f"/health: 200 ready once registered ({st} {body!r})")
+    check(get("/metrics", method="HEAD")[0] == 200, "HEAD /metrics: 200")
+    check(wait_until(lambda: cli("topic", "create", "MetT", "--queues=4").returncode == 0),
+          "topic created")
+    before = scrape()
+    n = 60
+    r = cli("produce", "MetT", stdin="\n".join(f"m{i}" for i in range(n)) + "\n")
+    sent = r.stdout.count('"SEND_OK"')
+    check(sent == n, f"{n} messages SEND_OK ({sent})")
+    got = wait_until(lambda: (lambda c: c if c.stdout.count('"body"') >= n else None)(
+        cli("consume", "MetT", "--from=first", "-n", str(n), "--wait-ms=2000")), 40)
+    check(got is not None, f"{n} messages consumed")
+    after = scrape()
+    din = total(after, "sprocket_core_messages_in_total") - total(before, "sprocket_core_messages_in_total")
+    dout = total(after, "sprocket_core_messages_out_total") - total(before, "sprocket_core_messages_out_total")
+    check(din == n, f"sprocket_core_messages_in_total rose by {n} ({din})")
+    check(dout >= n, f"sprocket_core_messages_out_total rose by at least {n} ({dout})")
+    back = [k for k, v in before.items()
+            if k[0].endswith("_total") and k in after and after[k] < v]
+    check(not back, f"no counter went back between scrapes ({back[:3]})")
+    info = [k for k in after if k[0] == "sprocket_broker_info"]
+    check(len(info) == 1 and ("broker_name", "broker-m") in info[0][1],
+          f"sprocket_broker_info names the broker ({info})")
+    check(after.get(("sprocket_broker_topics", ())) is not None and
+          after[("sprocket_broker_topics", ())] >= 1, "sprocket_broker_topics counts MetT")
+    written = total(after, "sprocket_store_commitlog_written_bytes")
+    check(written > 0, f"the CommitLog's end is exported ({written} bytes)")
+    faults = [k for k in after if k[0] == "sprocket_core_page_faults_total"]
+    check(len(faults) == 4, f"page faults per core and kind ({len(faults)} samples)")
+    check(p.poll() is None, "the broker is up")
+
+
+def raw(payload, read=True):
+    s = socket.create_connection(("127.0.0.1", HTTP), timeout=5)
+    try:
+        s.sendall(payload)
+        return s.recv(4096).decode(errors="replace") if read else ""
+    except OSError as e:
+        return f"error {e}"
+    finally:
+        s.close()
+
+
+def case_abuse():
+    namesrv()
+    p = ENV.start("broker", broker_argv("broker-a", [f"--httpPort={HTTP}"]))
+    if not ENV.wait_log("broker", "HTTP (/metrics, /health) listening on", 30):
+        raise SystemExit("no HTTP listener in the broker's log")
+    wait_until(lambda: get("/health")[0] == 200, 30)
+    g = socket.create_connection(("127.0.0.1", HTTP), timeout=5)
+    g.sendall(b"\x00\x01\x02 not http at all\r\n\r\n\x7f\xff" * 10)
+    check(get("/health")[0] == 200, "garbage on one connection: /health still 200 on another")
+    g.settimeout(HTTPD_IDLE_S + 5)
+    try:
+        ans = g.recv(4096).decode(errors="replace")
+    except OSError as e:
+        ans = f"error {e}"
+    g.close()
+    check(ans == "" or " 400 " in ans.split("\r\n")[0] or "reset" in ans,
+          f"garbage: 400, or closed within the idle timeout ({ans[:40]!r})")
+    ans = raw(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n")
+    check(" 431 " in ans.split("\r\n")[0] or ans == "" or ans.startswith("error"),
+          f"a 40 KiB header: 431 or closed ({ans[:40]!r})")
+    ans = raw(b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(" 414 " in ans.split("\r\n")[0] or ans == "" or ans.startswith("error"),
+          f"a 20 KiB URL: 414 or closed ({ans[:40]!r})")
+    check(get("/metrics", method="POST", data=b"x=1")[0] == 405, "POST: 405")
+    check(get("/nope")[0] == 404, "an unknown path: 404")
+    # more connections than one address may hold: the extra ones are closed, the daemon stays
+    many = []
+    for _ in range(40):
+        try:
+            many.append(socket.create_connection(("127.0.0.1", HTTP), timeout=2))
+        except OSError:
+            break
+    time.sleep(0.5)
+    for s in many:
+        s.close()
+    time.sleep(0.5)
+    check(get("/health")[0] == 200, "after 40 idle connections from one address: /health 200")
+    # slow senders: half a request, a byte a second
+    slow = []
+    for _ in range(8):
+        s = socket.create_connection(("127.0.0.1", HTTP), timeout=2)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        slow.append(s)
+    t0 = time.time()
+    st, _ = get("/health")
+    check(st == 200 and time.time() - t0 < 3,
+          f"/health answers while 8 slow senders hang ({st}, {time.time() - t0:.2f} s)")
+    closed = 0
+    end = time.time() + 25
+    while time.time() < end and closed < len(slow):
+        closed = 0
+        for s in slow:
+            try:
+                s.settimeout(0.1)
+                if s.recv(1) == b"":
+                    closed += 1
+            except socket.timeout:
+                pass
+            except OSError:
+                closed += 1
+        time.sleep(0.5)
+    check(closed == len(slow), f"slow senders closed within the idle timeout ({closed} of 8)")
+    for s in slow:
+        s.close()
+    check(p.poll() is None and get("/health")[0] == 200, "the broker is up and ready")
+    st, _ = get("/metrics")
+    check(st == 200, "/metrics still answers")
+
+
+def case_ports():
+    namesrv()
+    hold = socket.socket()
+    hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    hold.bind(("127.0.0.1", HTTP))
+    hold.listen(1)
+    p = ENV.start("b1", broker_argv("broker-p", [f"--httpPort={HTTP}"]))
+    try:
+        rc = p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    log = ENV.log_of("b1")
+    check(rc not in (0, None) and f"httpPort {HTTP}" in log,
+          f"an explicit httpPort taken: the start fails naming it (rc {rc})")
+    # the default: listenPort - 2831, taken -> a warning, the broker runs
+    listen = HTTP + 2831
+    p = ENV.start("b2", broker_argv("broker-q", [], listen=listen))
+    check(ENV.wait_log("b2", " ready: ", 30), "with the default port taken the broker starts")
+    check("HTTP endpoints off: port" in ENV.log_of("b2"), "... and says the endpoints are off")
+    p.terminate()
+    p.wait(60)
+    hold.close()
+    p = ENV.start("b3", broker_argv("broker-r", ["--httpPort=0"]))
+    check(ENV.wait_log("b3", " ready: ", 30) and
+          "HTTP endpoints off (httpPort=0)" in ENV.log_of("b3"), "httpPort=0: off, said so")
+
+
+def main():
+    try:
+        {"counts": case_counts, "abuse": case_abuse, "ports": case_ports}[CASE]()
+    finally:
+        rc = ENV.finish("MET_KEEP")
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()
