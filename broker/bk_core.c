@@ -432,6 +432,8 @@ ack_state(const struct bk_core *c, const struct bk_ack *a, uint64_t now)
 static void
 ack_answer(struct bk_core *c, const struct bk_ack *a, int st, uint64_t now)
 {
+	if (c->bk->conf.sync_flush || a->wait_slave)
+		bk_lat_record(c, BK_LAT_DURABLE, now - a->put_ns);
 	if (st == 1) {
 		if (a->ok_status == WIRE_DP_ST_SLAVE_NOT_AVAILABLE)
 			c->st.slave_missing++;
@@ -529,6 +531,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	struct wire_msg m;
 	unsigned asks = 0;
 	bool timed = false;
+	uint64_t t0 = 0;
 	uint32_t level;
 	int32_t status;
 	long rc;
@@ -611,6 +614,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 				return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 							  status, 0);
 		}
+		t0 = clk_mono_fast_ns();
 		rc = store_put(c->bk->store, sq, &m, &res);
 		if (rc < 0)
 			return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
@@ -656,6 +660,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 		a.batch_first = c->bp_tail % c->bp_cap;
 		a.count = 0;
 		pos = 0;
+		t0 = clk_mono_fast_ns();
 		while (wire_batch_next(r.body, r.body_len, &pos, &it) == 1) {
 			m.flag = it.flag;
 			m.body = it.body;
@@ -690,6 +695,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	a.sq = req->op == WIRE_DP_OP_SEND ? sq : t->sq[r.queue_id];
 	a.put_ns = clk_mono_fast_ns();
 	a.handled_ns = a.put_ns;
+	bk_lat_record(c, BK_LAT_APPEND, a.put_ns - t0);
 	bk_core_park_touch(c, a.sq);
 	ack_or_defer(c, &a);
 	return 0;
@@ -925,6 +931,8 @@ bk_core_park_touch(struct bk_core *c, const struct store_queue *sq)
 	c->park_dirty = true;
 	if (!c->park_n || park_queue_dirty(c, sq))
 		return;
+	if (!c->park_touch_ns)
+		c->park_touch_ns = clk_mono_fast_ns();
 	if (c->park_ndirty == sizeof(c->park_dirty_q) / sizeof(c->park_dirty_q[0]))
 		c->park_dirty_all = true;
 	else
@@ -949,6 +957,8 @@ park_run(struct bk_core *c, uint32_t i, uint64_t now)
 		return false;
 	if (pending && !pull_run(c, p, final))
 		return false;
+	if (pending && !final && c->park_touch_ns)
+		bk_lat_record(c, BK_LAT_WAKE, clk_mono_fast_ns() - c->park_touch_ns);
 	p->used = false;
 	c->park_sq[i] = NULL;
 	c->park_n--;
@@ -1225,14 +1235,9 @@ do_ping(struct bk_core *c, const struct dp_xreq *req)
 	return 0;
 }
 
-void
-bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
+static void
+dispatch(struct bk_core *c, const struct dp_xreq *req)
 {
-	struct bk_core *c = arg;
-
-	/* a transport request (s != NULL); remoting ones were checked on the control thread */
-	if (s && c->bk->acl_on && bk_acl_refuses(c, req))
-		return;
 	switch (req->op) {
 	case WIRE_DP_OP_SEND:
 	case WIRE_DP_OP_SEND_BATCH:
@@ -1272,6 +1277,18 @@ bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
 					 WIRE_DP_ST_BAD_REQUEST, 0);
 		return;
 	}
+}
+
+void
+bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg)
+{
+	struct bk_core *c = arg;
+
+	/* a transport request (s != NULL); remoting ones were checked on the control thread */
+	if (s && c->bk->acl_on && bk_acl_refuses(c, req))
+		return;
+	dispatch(c, req);
+	bk_lat_record(c, s ? BK_LAT_REQ_DP : BK_LAT_REQ_RMT, clk_mono_fast_ns() - req->ts_recv_ns);
 }
 
 /* ---- requests from the command ring (RocketMQ remoting, docs/remoting.md) ---- */
@@ -1486,6 +1503,7 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 		work += parks_scan(c, now_ns);
 	c->park_dirty = c->park_dirty_all = false;
 	c->park_ndirty = 0;
+	c->park_touch_ns = 0;
 	if (c->rmt_posted) {
 		uint64_t one = 1;
 

@@ -182,6 +182,99 @@ requests(struct bk_ctl *x, struct jbuf *b)
 				bk_acl_reason_name(r), LD(x->bk.cores[i].st.acl_denied[r]));
 }
 
+/* The latency histograms of enum bk_lat: one family each, the two request ones by port. */
+static const struct lat_family {
+	enum bk_lat k;
+	const char *name, *help, *label;
+} lat_families[] = {
+	{BK_LAT_REQ_DP, "sprocket_core_request_seconds",
+	 "a request's time on a core, from its receipt to its answer (or its park)",
+	 ",port=\"dataplane\""},
+	{BK_LAT_REQ_RMT, "sprocket_core_request_seconds", NULL, ",port=\"remoting\""},
+	{BK_LAT_APPEND, "sprocket_core_store_append_seconds",
+	 "the store's append of one SEND or SEND_BATCH", ""},
+	{BK_LAT_DURABLE, "sprocket_core_durable_wait_seconds",
+	 "SYNC_FLUSH or SYNC_MASTER: from the append to the answer (flushed, slave acked, or timed "
+	 "out)",
+	 ""},
+	{BK_LAT_WAKE, "sprocket_core_long_poll_wake_seconds",
+	 "a parked PULL: from the append that woke it to its answer", ""},
+};
+
+static void
+latency(struct bk_ctl *x, struct jbuf *b)
+{
+	for (size_t j = 0; j < sizeof(lat_families) / sizeof(lat_families[0]); j++) {
+		const struct lat_family *f = &lat_families[j];
+
+		if (f->help)
+			httpd_prom_family(b, f->name, "histogram", f->help);
+		for (uint32_t i = 0; i < x->bk.ncores; i++) {
+			char labels[64];
+
+			snprintf(labels, sizeof(labels), "core=\"%u\"%s", i, f->label);
+			httpd_prom_histogram(b, f->name, labels, &x->bk.cores[i].st.lat[f->k]);
+		}
+	}
+}
+
+/* name{group="g",topic="t",queue="q"} v */
+static void
+at_queue(struct jbuf *b, const char *name, const struct bk_off *e, uint64_t v)
+{
+	jbuf_lit(b, name);
+	jbuf_lit(b, "{group=\"");
+	httpd_prom_label(b, e->group);
+	jbuf_lit(b, "\",topic=\"");
+	httpd_prom_label(b, e->topic);
+	jbuf_lit(b, "\",queue=\"");
+	u64(b, e->qid);
+	jbuf_lit(b, "\"} ");
+	u64(b, v);
+	jbuf_lit(b, "\n");
+}
+
+/*
+ * Consumer lag: every group's committed offset in every queue, against the
+ * queue's end (what a consumer may read: in SYNC_FLUSH, the flushed end). The
+ * slot lives on the core that owns the queue; a slot elsewhere is skipped so
+ * a series never repeats.
+ */
+static void
+consumers(struct bk_ctl *x, struct jbuf *b, bool lag)
+{
+	const char *name = lag ? "sprocket_consumer_lag_messages" : "sprocket_consumer_offset";
+
+	httpd_prom_family(b, name, "gauge",
+			  lag ? "messages a group has yet to consume in a queue: the queue's end "
+				"minus the group's committed offset"
+			      : "a group's committed offset in a queue");
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		const struct bk_core *c = &x->bk.cores[i];
+
+		for (uint32_t k = 0; k <= c->off_mask; k++) {
+			const struct bk_off *e = &c->offs[k];
+			const struct bk_topic *t;
+			uint64_t end;
+			int64_t v;
+
+			/* acquire: pairs with the release in off_find(); the key is immutable after */
+			if (!atomic_load_acquire(&e->used))
+				continue;
+			v = atomic_load_relaxed(&e->offset);
+			t = bk_topic_find(&x->bk, e->topic, e->topic_len);
+			if (v < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i)
+				continue;
+			if (!lag) {
+				at_queue(b, name, e, (uint64_t)v);
+				continue;
+			}
+			end = store_queue_max(x->bk.store, t->sq[e->qid]);
+			at_queue(b, name, e, end > (uint64_t)v ? end - (uint64_t)v : 0);
+		}
+	}
+}
+
 static void
 transport(struct bk_ctl *x, struct jbuf *b)
 {
@@ -383,6 +476,9 @@ bk_metrics_render(struct bk_ctl *x, struct jbuf *b)
 	for (size_t i = 0; i < sizeof(core_stats) / sizeof(core_stats[0]); i++)
 		core_stat(x, b, &core_stats[i]);
 	requests(x, b);
+	latency(x, b);
+	consumers(x, b, true);
+	consumers(x, b, false);
 	stalls(x, b);
 	faults(x, b);
 	transport(x, b);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/atomic.h"
+#include "common/phist.h"
 #include "dp/lcore.h"
 #include "dp/port.h"
 #include "dp/xport.h"
@@ -247,6 +248,16 @@ enum bk_busy_why {
 	BK_BUSY_WHYS
 };
 
+/* Latency histograms a core records on its hot path (bk_core.c), exported by /metrics. */
+enum bk_lat {
+	BK_LAT_REQ_DP,	/* a transport request: received -> handled (answered or parked) */
+	BK_LAT_REQ_RMT, /* a remoting request on this core: received by control -> handled */
+	BK_LAT_APPEND,	/* the store's append of one SEND or SEND_BATCH */
+	BK_LAT_DURABLE, /* SYNC_FLUSH / SYNC_MASTER: appended -> answered (flushed, slave acked) */
+	BK_LAT_WAKE,	/* a parked PULL: the append that woke it -> its answer */
+	BK_LATS
+};
+
 struct bk_core_stats {
 	uint64_t msgs_in;  /* messages stored by SEND and SEND_BATCH */
 	uint64_t msgs_out; /* messages in PULL answers */
@@ -280,6 +291,7 @@ struct bk_core_stats {
 	uint64_t tx_checks;    /* check-backs handed to the remoting port */
 	uint64_t tx_discarded; /* unresolved after transactionCheckMax checks */
 	uint64_t acl_denied[BK_ACL_REASONS]; /* dataplane requests the ACL refused (bk_acl.c) */
+	struct phist lat[BK_LATS];
 };
 
 /*
@@ -412,6 +424,7 @@ struct bk_core {
 	uint32_t park_hi;		    /* no park at or past this index */
 	uint8_t park_ndirty;
 	const struct store_queue *park_dirty_q[8];
+	uint64_t park_touch_ns; /* the first append since the last scan, while pulls are parked */
 	/* consumer offsets: open addressing, never shrinks */
 	struct bk_off *offs;
 	uint32_t off_mask;
@@ -578,6 +591,13 @@ void bk_core_handle(struct dp_xsrv *s, const struct dp_xreq *req, void *arg);
 /* dp_lcore on_cmd: runs a struct bk_rcmd from the control thread. */
 void bk_core_cmd(struct dp_lcore *lc, void *cmd, void *arg);
 /* The next SYSTEM_BUSY answer's reason (bk_core_answer_err() counts it, then forgets it). */
+/* Count @ns in the core's histogram @k (single writer: the core). */
+static inline void
+bk_lat_record(struct bk_core *c, enum bk_lat k, uint64_t ns)
+{
+	phist_record(&c->st.lat[k], ns);
+}
+
 static inline void
 bk_core_busy_why(struct bk_core *c, enum bk_busy_why why)
 {

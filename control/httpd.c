@@ -9,6 +9,7 @@
  * a longer URL 414), and an idle timeout for slow senders.
  */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -327,5 +328,61 @@ httpd_prom_family(struct jbuf *b, const char *name, const char *type, const char
 	jbuf_lit(b, name);
 	jbuf_lit(b, " ");
 	jbuf_lit(b, type);
+	jbuf_lit(b, "\n");
+}
+
+static void
+prom_u64(struct jbuf *b, uint64_t v)
+{
+	char s[24];
+
+	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%" PRIu64, v));
+}
+
+static void
+prom_g(struct jbuf *b, double v)
+{
+	char s[32];
+
+	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%.9g", v));
+}
+
+/* name suffix{labels[,]le="..."} */
+static void
+prom_series(struct jbuf *b, const char *name, const char *suffix, const char *labels)
+{
+	jbuf_lit(b, name);
+	jbuf_lit(b, suffix);
+	jbuf_lit(b, "{");
+	jbuf_lit(b, labels);
+}
+
+void
+httpd_prom_histogram(struct jbuf *b, const char *name, const char *labels, const struct phist *h)
+{
+	const char *sep = labels[0] ? "," : "";
+	uint64_t cum = 0;
+
+	/* Cumulative, as Prometheus wants; _count is the +Inf bucket, so they agree. */
+	for (unsigned k = 0; k <= PHIST_BUCKETS; k++) {
+		cum += __atomic_load_n(&h->b[k], __ATOMIC_RELAXED);
+		prom_series(b, name, "_bucket", labels);
+		jbuf_lit(b, sep);
+		jbuf_lit(b, "le=\"");
+		if (k < PHIST_BUCKETS)
+			prom_g(b, (double)phist_bound_ns(k) / 1e9);
+		else
+			jbuf_lit(b, "+Inf");
+		jbuf_lit(b, "\"} ");
+		prom_u64(b, cum);
+		jbuf_lit(b, "\n");
+	}
+	prom_series(b, name, "_sum", labels);
+	jbuf_lit(b, "} ");
+	prom_g(b, (double)__atomic_load_n(&h->sum_ns, __ATOMIC_RELAXED) / 1e9);
+	jbuf_lit(b, "\n");
+	prom_series(b, name, "_count", labels);
+	jbuf_lit(b, "} ");
+	prom_u64(b, cum);
 	jbuf_lit(b, "\n");
 }

@@ -5,6 +5,11 @@ usage: metrics.py NAMESRV BROKER CLI CASE
            with Prometheus' own parser (python3-prometheus-client), every counter family is
            monotone between two scrapes, and after N messages sent and consumed
            sprocket_core_messages_in_total rose by N and messages_out_total by at least N.
+           The latency histograms are histograms: per series, buckets are cumulative
+           (monotone in le), +Inf equals _count; the store-append one counted N appends and
+           the remoting request one at least N requests, the durable-wait one (SYNC_FLUSH) N. Consumer lag: a group that
+           consumed everything lags 0 in every queue; after M more messages its lag sums
+           to M, and back to 0 once it consumed them.
   abuse    Malformed, oversized and slow requests: garbage bytes, a 40 KiB header (431), a
            20 KiB URL (414), POST (405), an unknown path (404), more connections from one
            address than allowed, and slow senders that never finish a request: the broker
@@ -75,16 +80,51 @@ def get(path, port=HTTP, method="GET", data=None):
         return None, str(e)
 
 
-def scrape():
-    """Return: {(name, sorted labels): value} of every sample."""
+HISTOGRAMS = ("sprocket_core_request_seconds", "sprocket_core_store_append_seconds",
+              "sprocket_core_durable_wait_seconds", "sprocket_core_long_poll_wake_seconds")
+
+
+def scrape(types=None):
+    """Return: {(name, sorted labels): value} of every sample; @types gets {family: type}."""
     st, text = get("/metrics")
     if st != 200:
         raise SystemExit(f"/metrics answered {st}: {text[:200]}")
     out = {}
     for fam in text_string_to_metric_families(text):
+        if types is not None:
+            types[fam.name] = fam.type
         for s in fam.samples:
             out[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return out
+
+
+def histogram_faults(m, fam):
+    """Return: what is wrong with the histogram family @fam in the scrape @m (a list)."""
+    series = {}
+    for (n, labels), v in m.items():
+        if n == fam + "_bucket":
+            rest = tuple(kv for kv in labels if kv[0] != "le")
+            le = dict(labels)["le"]
+            series.setdefault(rest, []).append((float("inf") if le == "+Inf" else float(le), v))
+    bad = []
+    if not series:
+        bad.append(f"{fam}: no series")
+    for rest, buckets in series.items():
+        buckets.sort()
+        counts = [v for _, v in buckets]
+        if any(b < a for a, b in zip(counts, counts[1:])):
+            bad.append(f"{fam}{rest}: buckets not monotone")
+        if buckets[-1][0] != float("inf") or m.get((fam + "_count", rest)) != counts[-1]:
+            bad.append(f"{fam}{rest}: +Inf != _count")
+        if (fam + "_sum", rest) not in m:
+            bad.append(f"{fam}{rest}: no _sum")
+    return bad
+
+
+def lag(m, group):
+    """Return: {(topic, queue): lag} of @group."""
+    return {(dict(k[1])["topic"], dict(k[1])["queue"]): v for k, v in m.items()
+            if k[0] == "sprocket_consumer_lag_messages" and dict(k[1]).get("group") == group}
 
 
 def total(m, name):
@@ -98,7 +138,8 @@ def cli(*args, stdin=None):
 
 def case_counts():
     namesrv()
-    p = ENV.start("broker", broker_argv("broker-m", [f"--httpPort={HTTP}"]))
+    p = ENV.start("broker", broker_argv("broker-m", [f"--httpPort={HTTP}",
+                                                     "--flushDiskType=SYNC_FLUSH"]))
     if not ENV.wait_log("broker", "HTTP (/metrics, /health) listening on 127.0.0.1:", 30):
         raise SystemExit("no HTTP listener in the broker's log")
     ok = wait_until(lambda: get("/health")[0] == 200, 30)
@@ -108,7 +149,8 @@ def case_counts():
     check(get("/metrics", method="HEAD")[0] == 200, "HEAD /metrics: 200")
     check(wait_until(lambda: cli("topic", "create", "MetT", "--queues=4").returncode == 0),
           "topic created")
-    before = scrape()
+    types = {}
+    before = scrape(types)
     n = 60
     r = cli("produce", "MetT", stdin="\n".join(f"m{i}" for i in range(n)) + "\n")
     sent = r.stdout.count('"SEND_OK"')
@@ -133,6 +175,39 @@ def case_counts():
     check(written > 0, f"the CommitLog's end is exported ({written} bytes)")
     faults = [k for k in after if k[0] == "sprocket_core_page_faults_total"]
     check(len(faults) == 4, f"page faults per core and kind ({len(faults)} samples)")
+    for fam in HISTOGRAMS:
+        bad = histogram_faults(after, fam)
+        check(types.get(fam) == "histogram" and not bad,
+              f"{fam} is a histogram, cumulative, +Inf == _count ({types.get(fam)} {bad[:2]})")
+
+    def hcount(m, fam, **want):
+        return sum(v for (nm, lb), v in m.items() if nm == fam + "_count" and
+                   all(dict(lb).get(k) == w for k, w in want.items()))
+    d = hcount(after, "sprocket_core_store_append_seconds") - \
+        hcount(before, "sprocket_core_store_append_seconds")
+    check(d == n, f"sprocket_core_store_append_seconds counted {n} appends ({d})")
+    d = hcount(after, "sprocket_core_durable_wait_seconds") - \
+        hcount(before, "sprocket_core_durable_wait_seconds")
+    check(d == n, f"SYNC_FLUSH: sprocket_core_durable_wait_seconds counted {n} waits ({d})")
+    d = hcount(after, "sprocket_core_request_seconds", port="remoting") - \
+        hcount(before, "sprocket_core_request_seconds", port="remoting")
+    check(d >= n, f"sprocket_core_request_seconds{{port=remoting}} counted >= {n} ({d})")
+    # consumer lag: a group that read everything, then M more messages
+    r = cli("consume", "MetT", "--group=MetG", "--from=first", "-n", str(n), "--wait-ms=2000")
+    check(r.returncode == 0 and r.stdout.count('"body"') >= n, "MetG consumed the topic")
+    lg = lag(scrape(), "MetG")
+    check(len(lg) == 4 and all(v == 0 for v in lg.values()),
+          f"MetG lags 0 in each of the 4 queues ({lg})")
+    more = 20
+    r = cli("produce", "MetT", stdin="\n".join(f"x{i}" for i in range(more)) + "\n")
+    check(r.stdout.count('"SEND_OK"') == more, f"{more} more sent")
+    lg = lag(scrape(), "MetG")
+    check(sum(lg.values()) == more, f"MetG's lag sums to {more} ({lg})")
+    r = cli("consume", "MetT", "--group=MetG", "-n", str(more), "--wait-ms=2000")
+    check(r.returncode == 0, "MetG consumed the rest")
+    lg = wait_until(lambda: (lambda v: v if v and sum(v.values()) == 0 else None)(
+        lag(scrape(), "MetG")), 10)
+    check(lg is not None, f"MetG's lag is back to 0 ({lag(scrape(), 'MetG')})")
     check(p.poll() is None, "the broker is up")
 
 

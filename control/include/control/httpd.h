@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common/jbuf.h"
+#include "common/phist.h"
 
 #define HTTPD_WAIT_MS 2000
 #define HTTPD_CONNS_MAX 64	   /* connections at once */
@@ -64,5 +65,12 @@ uint64_t httpd_refused(const struct httpd *h);
 void httpd_prom_label(struct jbuf *b, const char *v);
 /* "# HELP name help\n# TYPE name type\n" */
 void httpd_prom_family(struct jbuf *b, const char *name, const char *type, const char *help);
+/*
+ * The series of one Prometheus histogram: name_bucket{labels,le=".."} (cumulative),
+ * name_sum{labels} in seconds and name_count{labels}. @labels: `k="v",...` already
+ * escaped, or "". The family's HELP/TYPE lines are the caller's (httpd_prom_family).
+ */
+void httpd_prom_histogram(struct jbuf *b, const char *name, const char *labels,
+			  const struct phist *h);
 
 #endif /* SP_CONTROL_HTTPD_H */
