@@ -344,10 +344,10 @@ prom_g(struct jbuf *b, double v)
 {
 	char s[32];
 
-	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%.9g", v));
+	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%.12g", v));
 }
 
-/* name suffix{labels[,]le="..."} */
+/* name_suffix{labels (the caller closes the braces) */
 static void
 prom_series(struct jbuf *b, const char *name, const char *suffix, const char *labels)
 {
@@ -355,6 +355,19 @@ prom_series(struct jbuf *b, const char *name, const char *suffix, const char *la
 	jbuf_lit(b, suffix);
 	jbuf_lit(b, "{");
 	jbuf_lit(b, labels);
+}
+
+/* name_suffix{labels} or, with none, name_suffix */
+static void
+prom_plain(struct jbuf *b, const char *name, const char *suffix, const char *labels)
+{
+	jbuf_lit(b, name);
+	jbuf_lit(b, suffix);
+	if (labels[0]) {
+		jbuf_lit(b, "{");
+		jbuf_lit(b, labels);
+		jbuf_lit(b, "}");
+	}
 }
 
 void
@@ -377,12 +390,12 @@ httpd_prom_histogram(struct jbuf *b, const char *name, const char *labels, const
 		prom_u64(b, cum);
 		jbuf_lit(b, "\n");
 	}
-	prom_series(b, name, "_sum", labels);
-	jbuf_lit(b, "} ");
+	prom_plain(b, name, "_sum", labels);
+	jbuf_lit(b, " ");
 	prom_g(b, (double)__atomic_load_n(&h->sum_ns, __ATOMIC_RELAXED) / 1e9);
 	jbuf_lit(b, "\n");
-	prom_series(b, name, "_count", labels);
-	jbuf_lit(b, "} ");
+	prom_plain(b, name, "_count", labels);
+	jbuf_lit(b, " ");
 	prom_u64(b, cum);
 	jbuf_lit(b, "\n");
 }

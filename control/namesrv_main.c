@@ -30,13 +30,18 @@
 #include "control/ns.h"
 #include "sp_config.h"
 
-#define NS_TAG "ctl.ns"
+#include "ns_priv.h"
 
 static const char *const level_choices[] = {"err", "warn", "info", "debug", NULL};
 
 static const struct cfg_key ns_keys[] = {
 	{"listenPort", CFG_INT, "9876", 0, 65535, NULL, "remoting TCP port (0: any free port)"},
 	{"bindAddress", CFG_STRING, "0.0.0.0", 7, 15, NULL, "IPv4 address to listen on"},
+	{"httpPort", CFG_INT, "-1", -1, 65535, NULL,
+	 "HTTP port of /metrics and /health (docs/observability.md); 0: off; -1: listenPort - "
+	 "1795 (8081 for 9876)"},
+	{"httpBindAddress", CFG_STRING, NULL, 0, 15, NULL,
+	 "IPv4 address the HTTP endpoints listen on (unset: bindAddress's)"},
 	{"kvConfigPath", CFG_STRING, NULL, 0, 1024, NULL,
 	 "KV config file; its directory is the data dir (default $HOME/namesrv/kvConfig.json)"},
 	{"brokerExpireMs", CFG_INT, "120000", 1, 86400000, NULL,
@@ -223,9 +228,15 @@ main(int argc, char **argv)
 			"brokers "
 			"of other hosts set aclEnable=true with an aclFile, or bindAddress, or "
 			"protectedMode=false");
+	rc = ns__http_start(srv, cfg);
+	if (rc != 0) {
+		ns_server_destroy(srv);
+		goto out;
+	}
 	rc = ns_server_run(srv, sfd);
 	if (rc != 0)
 		log_err(NS_TAG, "io loop failed: %s", err_str(rc));
+	ns__http_stop();
 	ns_server_destroy(srv);
 	(void)log_rl_flush_at(UINT64_MAX); /* what floods were cut short, said at last */
 	if (rc == 0)

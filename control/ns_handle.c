@@ -30,6 +30,7 @@
 #include <urcu/urcu-memb.h>
 
 #include "common/cidr.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/crc32.h"
 #include "common/err.h"
@@ -42,30 +43,6 @@
 #define NS_REMARK_MAX 512
 #define NS_ORDER_NS "ORDER_TOPIC_CONFIG"
 #define NS_SCRATCH_KEEP (1u << 20) /* larger decode scratch shrinks on the next small request */
-
-struct ns_role_ctx {
-	struct wire_rem_cmd cmd;
-	char *scratch;
-	size_t scratch_cap;
-};
-
-/*
- * Ownership: db and kv mutate on the writer thread only and publish through
- * RCU; role[r] belongs to the thread playing role r; conf is immutable.
- */
-struct ns_state {
-	bool order_msg;
-	struct cidr_list admin;	    /* adminAllowedAddrs */
-	const struct cfg *cfg;	    /* GET_NAMESRV_CONFIG; NULL: not available */
-	const struct cfg_key *keys; /* UPDATE_NAMESRV_CONFIG checks bodies against these */
-	size_t n_keys;
-	struct route_db *db;
-	struct ns_kv *kv;
-	struct ns_role_ctx role[2];
-	struct ns_acl acl;
-	size_t inflate_max;		  /* maxInflatedBodySize */
-	_Atomic uint64_t inflate_refused; /* registrations refused for it */
-};
 
 /* A response being built. */
 struct ns_reply {
@@ -770,6 +747,59 @@ is_write_code(int32_t code)
 	}
 }
 
+const char *const ns__req_names[NS_REQ_KINDS] = {
+	[NS_REQ_REGISTER_BROKER] = "REGISTER_BROKER",
+	[NS_REQ_UNREGISTER_BROKER] = "UNREGISTER_BROKER",
+	[NS_REQ_GET_ROUTEINFO_BY_TOPIC] = "GET_ROUTEINFO_BY_TOPIC",
+	[NS_REQ_GET_BROKER_CLUSTER_INFO] = "GET_BROKER_CLUSTER_INFO",
+	[NS_REQ_QUERY_DATA_VERSION] = "QUERY_DATA_VERSION",
+	[NS_REQ_GET_ALL_TOPIC_LIST] = "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+	[NS_REQ_GET_TOPICS_BY_CLUSTER] = "GET_TOPICS_BY_CLUSTER",
+	[NS_REQ_GET_SYSTEM_TOPIC_LIST] = "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+	[NS_REQ_KV] = "KV_CONFIG",
+	[NS_REQ_WRITE_PERM] = "WRITE_PERM_OF_BROKER",
+	[NS_REQ_DELETE_TOPIC] = "DELETE_TOPIC_IN_NAMESRV",
+	[NS_REQ_CONFIG] = "NAMESRV_CONFIG",
+	[NS_REQ_OTHER] = "other",
+};
+
+static enum ns_req_kind
+req_kind(int32_t code)
+{
+	switch (code) {
+	case WIRE_REQ_REGISTER_BROKER:
+		return NS_REQ_REGISTER_BROKER;
+	case WIRE_REQ_UNREGISTER_BROKER:
+		return NS_REQ_UNREGISTER_BROKER;
+	case WIRE_REQ_GET_ROUTEINFO_BY_TOPIC:
+		return NS_REQ_GET_ROUTEINFO_BY_TOPIC;
+	case WIRE_REQ_GET_BROKER_CLUSTER_INFO:
+		return NS_REQ_GET_BROKER_CLUSTER_INFO;
+	case WIRE_REQ_QUERY_DATA_VERSION:
+		return NS_REQ_QUERY_DATA_VERSION;
+	case WIRE_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER:
+		return NS_REQ_GET_ALL_TOPIC_LIST;
+	case WIRE_REQ_GET_TOPICS_BY_CLUSTER:
+		return NS_REQ_GET_TOPICS_BY_CLUSTER;
+	case WIRE_REQ_GET_SYSTEM_TOPIC_LIST_FROM_NS:
+		return NS_REQ_GET_SYSTEM_TOPIC_LIST;
+	case WIRE_REQ_PUT_KV_CONFIG:
+	case WIRE_REQ_GET_KV_CONFIG:
+	case WIRE_REQ_DELETE_KV_CONFIG:
+		return NS_REQ_KV;
+	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
+	case WIRE_REQ_ADD_WRITE_PERM_OF_BROKER:
+		return NS_REQ_WRITE_PERM;
+	case WIRE_REQ_DELETE_TOPIC_IN_NAMESRV:
+		return NS_REQ_DELETE_TOPIC;
+	case WIRE_REQ_GET_NAMESRV_CONFIG:
+	case WIRE_REQ_UPDATE_NAMESRV_CONFIG:
+		return NS_REQ_CONFIG;
+	default:
+		return NS_REQ_OTHER;
+	}
+}
+
 static int
 dispatch_read(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_reply *r)
 {
@@ -826,6 +856,7 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_i
 	struct ns_role_ctx *ctx = &st->role[role];
 	struct wire_rem_cmd *req = &ctx->cmd;
 	struct ns_reply *r;
+	enum ns_req_kind kind;
 	size_t need;
 	int rc;
 
@@ -854,6 +885,8 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_i
 		return 0; /* nobody here sent a request: a stray response is dropped */
 	if (role == NS_ROLE_READER && is_write_code(req->code))
 		return NS_HANDLE_WRITER;
+	kind = req_kind(req->code);
+	__atomic_store_n(&ctx->reqs[kind], ctx->reqs[kind] + 1, __ATOMIC_RELAXED);
 
 	r = malloc(sizeof(*r));
 	if (r == NULL)
@@ -880,12 +913,16 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_i
 	} else if (is_write_code(req->code)) {
 		rc = dispatch_write(st, conn, now_ms, req, r);
 	} else if (role == NS_ROLE_READER) {
+		uint64_t t0 = kind == NS_REQ_GET_ROUTEINFO_BY_TOPIC ? clk_mono_ns() : 0;
+
 		urcu_memb_read_lock();
 		rc = dispatch_read(st, req, r);
 		/* Encode inside the section: GET_KV_CONFIG's value points into a snapshot. */
 		if (rc == 0 && !(req->flag & WIRE_REM_FLAG_ONEWAY))
 			rc = reply_encode(req, r, resp, resp_len);
 		urcu_memb_read_unlock();
+		if (t0)
+			phist_record(&st->route_lat, clk_mono_ns() - t0);
 		goto out;
 	} else {
 		rc = dispatch_read(st, req, r); /* the writer sees its own latest state */

@@ -13,6 +13,8 @@
 #include <limits.h>
 
 #include "common/acl.h"
+#include "common/cidr.h"
+#include "common/phist.h"
 #include "common/atomic.h"
 #include "common/compiler.h"
 #include "control/route.h"
@@ -52,6 +54,55 @@ void ns__acl_fini(struct ns_acl *a);
  */
 MUST_CHECK int ns__acl_check(struct ns_acl *a, uint32_t peer_ip, const struct wire_rem_cmd *req,
 			     char *why, size_t why_len);
+
+/*
+ * Requests counted by kind for /metrics (ns_handle.c counts, ns_http.c
+ * shows): the codes the NameServer answers, and the rest.
+ */
+enum ns_req_kind {
+	NS_REQ_REGISTER_BROKER,
+	NS_REQ_UNREGISTER_BROKER,
+	NS_REQ_GET_ROUTEINFO_BY_TOPIC,
+	NS_REQ_GET_BROKER_CLUSTER_INFO,
+	NS_REQ_QUERY_DATA_VERSION,
+	NS_REQ_GET_ALL_TOPIC_LIST,
+	NS_REQ_GET_TOPICS_BY_CLUSTER,
+	NS_REQ_GET_SYSTEM_TOPIC_LIST,
+	NS_REQ_KV,	     /* PUT, GET, DELETE_KV_CONFIG */
+	NS_REQ_WRITE_PERM,   /* WIPE / ADD_WRITE_PERM_OF_BROKER */
+	NS_REQ_DELETE_TOPIC, /* DELETE_TOPIC_IN_NAMESRV */
+	NS_REQ_CONFIG,	     /* GET / UPDATE_NAMESRV_CONFIG */
+	NS_REQ_OTHER,	     /* answered REQUEST_CODE_NOT_SUPPORTED */
+	NS_REQ_KINDS
+};
+extern const char *const ns__req_names[NS_REQ_KINDS];
+
+struct ns_role_ctx {
+	struct wire_rem_cmd cmd;
+	char *scratch;
+	size_t scratch_cap;
+	uint64_t reqs[NS_REQ_KINDS]; /* requests this role ran (its thread writes, relaxed reads) */
+};
+
+/*
+ * Ownership: db and kv mutate on the writer thread only and publish through
+ * RCU; role[r] belongs to the thread playing role r; route_lat to the reader
+ * role's (the io thread, which also serves /metrics); conf is immutable.
+ */
+struct ns_state {
+	bool order_msg;
+	struct cidr_list admin;	    /* adminAllowedAddrs */
+	const struct cfg *cfg;	    /* GET_NAMESRV_CONFIG; NULL: not available */
+	const struct cfg_key *keys; /* UPDATE_NAMESRV_CONFIG checks bodies against these */
+	size_t n_keys;
+	struct route_db *db;
+	struct ns_kv *kv;
+	struct ns_role_ctx role[2];
+	struct ns_acl acl;
+	size_t inflate_max;		  /* maxInflatedBodySize */
+	_Atomic uint64_t inflate_refused; /* registrations refused for it */
+	struct phist route_lat;		  /* GET_ROUTEINFO_BY_TOPIC: decoded -> answer encoded */
+};
 
 /*
  * Zip-bomb guards of a compressed registration body: at most maxInflatedBodySize
@@ -120,5 +171,16 @@ MUST_CHECK int ns__kv_list_json(struct ns_kv *kv, const char *ns, uint8_t **out,
 
 /* Return: entries (writer thread). */
 uint32_t ns__kv_count(const struct ns_kv *kv);
+
+/*
+ * The HTTP endpoints (ns_http.c, linked into the daemon alone): httpPort and
+ * httpBindAddress of @cfg. Context: main thread, after ns_server_create() and
+ * before ns_server_run(); stop after it returned. Return: 0 (also when off or
+ * the default port is taken: logged), -errno for an explicit port.
+ */
+struct cfg;
+struct ns_server;
+MUST_CHECK int ns__http_start(struct ns_server *srv, const struct cfg *cfg);
+void ns__http_stop(void);
 
 #endif /* SP_CONTROL_NS_PRIV_H */

@@ -143,6 +143,8 @@ struct ns_server {
 	int evfd;
 	uint16_t port;
 	_Atomic bool stop;
+	void (*poll_fn)(void *arg); /* ns_server_set_poll(): once per io loop turn */
+	void *poll_arg;
 
 	/*
 	 * Bytes of receive buffers (io thread's and bulk receiver's; complete
@@ -1148,6 +1150,37 @@ ns_server_port(const struct ns_server *srv)
 	return srv->port;
 }
 
+int
+ns_server_wake_fd(const struct ns_server *srv)
+{
+	return srv->evfd;
+}
+
+struct ns_state *
+ns_server_state(struct ns_server *srv)
+{
+	return srv->st;
+}
+
+void
+ns_server_set_poll(struct ns_server *srv, void (*fn)(void *arg), void *arg)
+{
+	srv->poll_fn = fn;
+	srv->poll_arg = arg;
+}
+
+void
+ns_server_stats(const struct ns_server *srv, struct ns_server_stats *out)
+{
+	out->conns = srv->n_conns;
+	out->refused_conns = srv->refused_conns;
+	out->refused_addr = srv->refused_addr;
+	out->refused_nofd = srv->refused_nofd;
+	out->refused_size = srv->refused_size;
+	out->refused_mem = atomic_load_relaxed(&srv->refused_mem);
+	out->frame_mem = atomic_load_relaxed(&srv->rmem);
+}
+
 void
 ns_server_stop(struct ns_server *srv)
 {
@@ -1223,6 +1256,8 @@ ns_server_run(struct ns_server *srv, int sig_fd)
 					conn_read(srv, c);
 			}
 		}
+		if (srv->poll_fn)
+			srv->poll_fn(srv->poll_arg);
 		now = clk_mono_ns() / 1000000;
 		accept_wake(srv, now);
 		if (now >= next_sweep) {

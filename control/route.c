@@ -1225,3 +1225,23 @@ route_table_topic_count(const struct route_table *t)
 	}
 	return n;
 }
+
+void
+route_table_each(const struct route_table *t,
+		 void (*fn)(void *arg, const struct route_addr_info *a), void *arg)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct route_bname *b = t->b[i];
+		struct route_addr_info a = {.cluster = b->cluster, .bname = b->name};
+
+		if (b->topics)
+			for (uint32_t k = 0; k < b->topics->n; k++)
+				a.topics += b->topics->topics[k].name_len != 0;
+		a.writable = !(b->perm_clear & ROUTE_PERM_WRITE);
+		for (uint32_t k = 0; k < b->n_addrs; k++) {
+			a.addr = b->addrs[k].addr;
+			a.id = b->addrs[k].id;
+			fn(arg, &a);
+		}
+	}
+}

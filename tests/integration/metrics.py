@@ -15,6 +15,10 @@ usage: metrics.py NAMESRV BROKER CLI CASE
            address than allowed, and slow senders that never finish a request: the broker
            stays up, /health still answers 200 while the slow ones hang, and they are closed
            within the idle timeout.
+  namesrv  The NameServer's /health (200 ready) and /metrics: one broker address registered,
+           named with its cluster, brokerName and id; REGISTER_BROKER counted; N route
+           lookups counted by request and by the route-lookup histogram (cumulative, +Inf ==
+           _count); an unknown request counted as "other".
   ports    An explicit httpPort that is taken stops the start with an error naming the key;
            the default one (listenPort - 2831) taken only logs a warning; httpPort=0 is off.
 """
@@ -53,9 +57,12 @@ def wait_until(fn, timeout=30):
     return None
 
 
+NS_HTTP = ENV.base + 6
+
+
 def namesrv():
     ENV.start("namesrv", [NS, f"--listenPort={ENV.base}", f"--kvConfigPath={ENV.tmp}/kv.json",
-                          "--bindAddress=127.0.0.1"])
+                          "--bindAddress=127.0.0.1", f"--httpPort={NS_HTTP}"])
     if not ENV.wait_log("namesrv", " listening on ", timeout=10):
         raise SystemExit("the NameServer did not start")
 
@@ -84,9 +91,9 @@ HISTOGRAMS = ("sprocket_core_request_seconds", "sprocket_core_store_append_secon
               "sprocket_core_durable_wait_seconds", "sprocket_core_long_poll_wake_seconds")
 
 
-def scrape(types=None):
+def scrape(types=None, port=HTTP):
     """Return: {(name, sorted labels): value} of every sample; @types gets {family: type}."""
-    st, text = get("/metrics")
+    st, text = get("/metrics", port=port)
     if st != 200:
         raise SystemExit(f"/metrics answered {st}: {text[:200]}")
     out = {}
@@ -291,6 +298,49 @@ def case_abuse():
     check(st == 200, "/metrics still answers")
 
 
+def case_namesrv():
+    namesrv()
+    check(ENV.wait_log("namesrv", f"HTTP (/metrics, /health) listening on 127.0.0.1:{NS_HTTP}",
+                       10), "the NameServer's HTTP listens on bindAddress by default")
+    st, body = get("/health", port=NS_HTTP)
+    check(st == 200 and body.startswith("ready\n"), f"NameServer /health: 200 ready ({st} {body!r})")
+    p = ENV.start("broker", broker_argv("broker-n", ["--httpPort=0"]))
+    check(wait_until(lambda: scrape(port=NS_HTTP).get(("sprocket_namesrv_brokers", ())) == 1, 30),
+          "sprocket_namesrv_brokers: 1 once the broker registered")
+    check(wait_until(lambda: cli("topic", "create", "NsT", "--queues=2").returncode == 0),
+          "topic created")
+    types = {}
+    before = scrape(types, port=NS_HTTP)
+    rows = [dict(k[1]) for k in before if k[0] == "sprocket_namesrv_broker"]
+    check(len(rows) == 1 and rows[0].get("broker_name") == "broker-n" and
+          rows[0].get("broker_id") == "0" and rows[0].get("cluster") == "DefaultCluster",
+          f"sprocket_namesrv_broker names the registered address ({rows})")
+    reg = before.get(("sprocket_namesrv_requests_total", (("request", "REGISTER_BROKER"),)), 0)
+    check(reg >= 1, f"REGISTER_BROKER counted ({reg})")
+    n = 5
+    for _ in range(n):
+        r = cli("topic", "route", "NsT")
+        check(r.returncode == 0, "topic route answered")
+    # an unknown request code: REQUEST_CODE_NOT_SUPPORTED, counted as other
+    hdr = b'{"code":9999,"flag":0,"language":"JAVA","opaque":1,"serializeTypeCurrentRPC":"JSON","version":401}'
+    with socket.create_connection(("127.0.0.1", ENV.base), timeout=5) as s:
+        s.sendall((4 + len(hdr)).to_bytes(4, "big") + len(hdr).to_bytes(4, "big") + hdr)
+        s.recv(4096)
+    after = scrape(types, port=NS_HTTP)
+    key = ("sprocket_namesrv_requests_total", (("request", "GET_ROUTEINFO_BY_TOPIC"),))
+    d = after.get(key, 0) - before.get(key, 0)
+    check(d >= n, f"GET_ROUTEINFO_BY_TOPIC counted {n} more ({d})")
+    h = "sprocket_namesrv_route_lookup_seconds"
+    dh = after.get((h + "_count", ()), 0) - before.get((h + "_count", ()), 0)
+    check(dh == d, f"the route-lookup histogram counted the same lookups ({dh} vs {d})")
+    bad = histogram_faults(after, h)
+    check(types.get(h) == "histogram" and not bad, f"{h}: a histogram, cumulative ({bad[:2]})")
+    key = ("sprocket_namesrv_requests_total", (("request", "other"),))
+    check(after.get(key, 0) - before.get(key, 0) == 1, "an unknown request counted as other")
+    check(after.get(("sprocket_namesrv_topics", ()), 0) >= 1, "sprocket_namesrv_topics counts NsT")
+    check(p.poll() is None, "the broker is up")
+
+
 def case_ports():
     namesrv()
     hold = socket.socket()
@@ -321,7 +371,8 @@ def case_ports():
 
 def main():
     try:
-        {"counts": case_counts, "abuse": case_abuse, "ports": case_ports}[CASE]()
+        {"counts": case_counts, "abuse": case_abuse, "ports": case_ports,
+         "namesrv": case_namesrv}[CASE]()
     finally:
         rc = ENV.finish("MET_KEEP")
     sys.exit(rc)

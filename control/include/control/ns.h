@@ -134,6 +134,25 @@ uint16_t ns_server_port(const struct ns_server *srv);
  */
 MUST_CHECK int ns_server_run(struct ns_server *srv, int sig_fd);
 
+/*
+ * The io loop's eventfd: another thread that writes it wakes the loop, which
+ * then calls the ns_server_set_poll() function (the HTTP endpoints hand their
+ * requests to the io thread so, ns_http.c). Context: before ns_server_run().
+ */
+int ns_server_wake_fd(const struct ns_server *srv);
+void ns_server_set_poll(struct ns_server *srv, void (*fn)(void *arg), void *arg);
+/* The state the server's requests act on. */
+struct ns_state *ns_server_state(struct ns_server *srv);
+
+/* Connections and refusals (docs/isolation.md). Context: the io thread. */
+struct ns_server_stats {
+	uint32_t conns;
+	uint64_t refused_conns, refused_addr, refused_nofd; /* at accept */
+	uint64_t refused_size, refused_mem;		    /* frames */
+	uint64_t frame_mem;				    /* bytes of partial frames held */
+};
+void ns_server_stats(const struct ns_server *srv, struct ns_server_stats *out);
+
 /* Ask ns_server_run() to return. Context: any thread (not a signal handler). */
 void ns_server_stop(struct ns_server *srv);
 

@@ -239,4 +239,16 @@ MUST_CHECK int route_json_system_topics(const struct route_table *t, uint8_t **o
 /* Return: topics across all brokerNames, duplicates counted once per brokerName. */
 uint64_t route_table_topic_count(const struct route_table *t);
 
+/* One broker address of a snapshot (route_table_each()). */
+struct route_addr_info {
+	const char *cluster, *bname, *addr;
+	int64_t id;
+	uint32_t topics; /* of its brokerName (a master's registration) */
+	bool writable;	 /* not wiped by WIPE_WRITE_PERM_OF_BROKER */
+};
+
+/* Call @fn for each registered address of @t. Context: an RCU reader of @t. */
+void route_table_each(const struct route_table *t,
+		      void (*fn)(void *arg, const struct route_addr_info *a), void *arg);
+
 #endif /* SP_CONTROL_ROUTE_H */

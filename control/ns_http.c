@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ns_http.c - the NameServer's HTTP endpoints (docs/observability.md):
+ * /metrics in Prometheus' text format and /health, served by httpd.c's
+ * thread and answered on the io thread (ns_server_set_poll()), which is an
+ * RCU reader of the route table and owns the connection counters.
+ *
+ * httpPort: 0 turns them off; the default (-1) is listenPort - 1795, so
+ * RocketMQ's 9876 gives 8081 (a broker's default is 8080). A port given
+ * explicitly that cannot be had stops the start; the default one only warns.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "control/httpd.h"
+#include "control/ns.h"
+#include "ns_priv.h"
+#include "sp_config.h"
+
+#define HTTP_PORT_FROM_LISTEN 1795 /* 9876 - 8081 */
+
+struct ns_http {
+	struct ns_server *srv;
+	struct ns_state *st;
+	struct httpd *h;
+	int64_t boot_ms;
+};
+
+static struct ns_http the_http;
+
+static void
+u64(struct jbuf *b, uint64_t v)
+{
+	char s[24];
+
+	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%" PRIu64, v));
+}
+
+/* name v, or name{k="lv"} v */
+static void
+plain(struct jbuf *b, const char *name, const char *k, const char *lv, uint64_t v)
+{
+	jbuf_lit(b, name);
+	if (k) {
+		jbuf_lit(b, "{");
+		jbuf_lit(b, k);
+		jbuf_lit(b, "=\"");
+		httpd_prom_label(b, lv);
+		jbuf_lit(b, "\"}");
+	}
+	jbuf_lit(b, " ");
+	u64(b, v);
+	jbuf_lit(b, "\n");
+}
+
+struct brokers {
+	struct jbuf *b;
+	uint32_t n;
+	bool emit;
+};
+
+static void
+broker_row(void *arg, const struct route_addr_info *a)
+{
+	struct brokers *w = arg;
+	char id[24];
+
+	w->n++;
+	if (!w->emit)
+		return;
+	snprintf(id, sizeof(id), "%" PRId64, a->id);
+	jbuf_lit(w->b, "sprocket_namesrv_broker{cluster=\"");
+	httpd_prom_label(w->b, a->cluster);
+	jbuf_lit(w->b, "\",broker_name=\"");
+	httpd_prom_label(w->b, a->bname);
+	jbuf_lit(w->b, "\",broker_id=\"");
+	jbuf_lit(w->b, id);
+	jbuf_lit(w->b, "\",addr=\"");
+	httpd_prom_label(w->b, a->addr);
+	jbuf_lit(w->b, "\",writable=\"");
+	jbuf_lit(w->b, a->writable ? "true" : "false");
+	jbuf_lit(w->b, "\"} ");
+	u64(w->b, a->topics);
+	jbuf_lit(w->b, "\n");
+}
+
+static void
+metrics(struct ns_http *x, struct jbuf *b)
+{
+	const struct ns_state *st = x->st;
+	const struct route_table *t;
+	struct ns_server_stats ss;
+	struct brokers w = {.b = b};
+	uint64_t topics;
+
+	httpd_prom_family(b, "sprocket_namesrv_info", "gauge", "this NameServer (value 1)");
+	jbuf_lit(b, "sprocket_namesrv_info{version=\"" SP_VERSION "\"} 1\n");
+	httpd_prom_family(b, "sprocket_namesrv_uptime_seconds", "gauge",
+			  "since the NameServer started");
+	plain(b, "sprocket_namesrv_uptime_seconds", NULL, NULL,
+	      (uint64_t)(clk_wall_ms() - x->boot_ms) / 1000);
+
+	urcu_memb_read_lock();
+	t = route_db_current(st->db);
+	route_table_each(t, broker_row, &w);
+	topics = route_table_topic_count(t);
+	httpd_prom_family(b, "sprocket_namesrv_brokers", "gauge",
+			  "broker addresses registered (masters and slaves)");
+	plain(b, "sprocket_namesrv_brokers", NULL, NULL, w.n);
+	httpd_prom_family(b, "sprocket_namesrv_topics", "gauge",
+			  "topics in the routes, counted once per brokerName that serves them");
+	plain(b, "sprocket_namesrv_topics", NULL, NULL, topics);
+	httpd_prom_family(b, "sprocket_namesrv_broker", "gauge",
+			  "one registered broker address; the value is its brokerName's topics");
+	w.emit = true;
+	route_table_each(t, broker_row, &w);
+	urcu_memb_read_unlock();
+
+	httpd_prom_family(b, "sprocket_namesrv_requests_total", "counter",
+			  "remoting requests the NameServer ran, by request");
+	for (unsigned k = 0; k < NS_REQ_KINDS; k++)
+		plain(b, "sprocket_namesrv_requests_total", "request", ns__req_names[k],
+		      __atomic_load_n(&st->role[NS_ROLE_READER].reqs[k], __ATOMIC_RELAXED) +
+			      __atomic_load_n(&st->role[NS_ROLE_WRITER].reqs[k], __ATOMIC_RELAXED));
+	httpd_prom_family(b, "sprocket_namesrv_route_lookup_seconds", "histogram",
+			  "GET_ROUTEINFO_BY_TOPIC on the io thread: the request decoded to its "
+			  "answer encoded");
+	httpd_prom_histogram(b, "sprocket_namesrv_route_lookup_seconds", "", &st->route_lat);
+	httpd_prom_family(b, "sprocket_namesrv_acl_denied_total", "counter",
+			  "route changes and admin requests refused, by reason (docs/security.md)");
+	for (unsigned k = 0; k < NS_ACL_REASONS; k++)
+		plain(b, "sprocket_namesrv_acl_denied_total", "reason", ns_acl_reason_name(k),
+		      ns_acl_denied(x->st, k));
+	httpd_prom_family(b, "sprocket_namesrv_inflate_refused_total", "counter",
+			  "compressed registrations refused for inflating past their limits");
+	plain(b, "sprocket_namesrv_inflate_refused_total", NULL, NULL, ns_inflate_refused(x->st));
+
+	ns_server_stats(x->srv, &ss);
+	httpd_prom_family(b, "sprocket_namesrv_connections", "gauge", "open remoting connections");
+	plain(b, "sprocket_namesrv_connections", NULL, NULL, ss.conns);
+	httpd_prom_family(
+		b, "sprocket_namesrv_refused_total", "counter",
+		"connections and frames refused by a limit, by reason (docs/isolation.md)");
+	plain(b, "sprocket_namesrv_refused_total", "reason", "max_connections", ss.refused_conns);
+	plain(b, "sprocket_namesrv_refused_total", "reason", "per_address", ss.refused_addr);
+	plain(b, "sprocket_namesrv_refused_total", "reason", "no_descriptor", ss.refused_nofd);
+	plain(b, "sprocket_namesrv_refused_total", "reason", "frame_size", ss.refused_size);
+	plain(b, "sprocket_namesrv_refused_total", "reason", "frame_memory", ss.refused_mem);
+	httpd_prom_family(b, "sprocket_namesrv_frame_memory_bytes", "gauge",
+			  "receive buffers of frames not yet whole (maxFrameMemory caps it)");
+	plain(b, "sprocket_namesrv_frame_memory_bytes", NULL, NULL, ss.frame_mem);
+	httpd_prom_family(b, "sprocket_log_lines_suppressed_total", "counter",
+			  "log lines cut by the per-site rate limit");
+	plain(b, "sprocket_log_lines_suppressed_total", NULL, NULL, log_rl_flush());
+}
+
+/* A NameServer that answers is ready: it has nothing to wait for (brokers come to it). */
+static void
+health(struct ns_http *x, struct httpd_req *r)
+{
+	struct brokers w = {0};
+	char line[128];
+
+	urcu_memb_read_lock();
+	route_table_each(route_db_current(x->st->db), broker_row, &w);
+	urcu_memb_read_unlock();
+	jbuf_lit(&r->body, "ready\n");
+	snprintf(line, sizeof(line), "namesrv, %u broker addresses registered\n", w.n);
+	jbuf_lit(&r->body, line);
+}
+
+static void
+on_http(void *arg, struct httpd_req *r)
+{
+	struct ns_http *x = arg;
+
+	if (strcmp(r->path, "/metrics") == 0) {
+		r->ctype = "text/plain; version=0.0.4; charset=utf-8";
+		metrics(x, &r->body);
+	} else if (strcmp(r->path, "/health") == 0) {
+		health(x, r);
+	} else if (strcmp(r->path, "/") == 0) {
+		jbuf_lit(&r->body, "sprocket-namesrv: /metrics (Prometheus), /health\n");
+	} else {
+		r->status = 404;
+		jbuf_lit(&r->body, "no such page (there are /metrics and /health)\n");
+	}
+}
+
+static void
+poll_http(void *arg)
+{
+	httpd_poll(arg);
+}
+
+int
+ns__http_start(struct ns_server *srv, const struct cfg *cfg)
+{
+	struct ns_http *x = &the_http;
+	int64_t want = cfg_get_int(cfg, "httpPort");
+	int64_t listen = ns_server_port(srv);
+	bool dflt = want < 0;
+	struct httpd_conf hc = {.tag = NS_TAG,
+				.bind = cfg_is_set(cfg, "httpBindAddress")
+						? cfg_get_str(cfg, "httpBindAddress")
+						: cfg_get_str(cfg, "bindAddress"),
+				.wake_fd = ns_server_wake_fd(srv),
+				.fn = on_http,
+				.arg = x};
+	int err;
+
+	x->srv = srv;
+	x->st = ns_server_state(srv);
+	x->boot_ms = clk_wall_ms();
+	if (want == 0) {
+		log_info(NS_TAG, "HTTP endpoints off (httpPort=0)");
+		return 0;
+	}
+	if (dflt)
+		want = cfg_get_int(cfg, "listenPort") == 0 || listen <= HTTP_PORT_FROM_LISTEN
+			       ? 0
+			       : listen - HTTP_PORT_FROM_LISTEN;
+	hc.port = (uint16_t)want;
+	err = httpd_start(&hc, &x->h);
+	if (err == 0) {
+		ns_server_set_poll(srv, poll_http, x->h);
+		log_info(NS_TAG, "HTTP (/metrics, /health) listening on %s:%u",
+			 hc.bind[0] ? hc.bind : "0.0.0.0", httpd_port(x->h));
+		return 0;
+	}
+	if (dflt) {
+		log_warn(NS_TAG,
+			 "HTTP endpoints off: port %u (httpPort's default, listenPort - %d) on %s: "
+			 "%s; set httpPort to another port, or 0",
+			 hc.port, HTTP_PORT_FROM_LISTEN, hc.bind[0] ? hc.bind : "0.0.0.0",
+			 strerror(-err));
+		return 0;
+	}
+	log_err(NS_TAG, "httpPort %u on httpBindAddress %s: %s", hc.port,
+		hc.bind[0] ? hc.bind : "0.0.0.0", strerror(-err));
+	return err;
+}
+
+void
+ns__http_stop(void)
+{
+	httpd_stop(the_http.h);
+	the_http.h = NULL;
+}
