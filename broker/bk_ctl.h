@@ -105,6 +105,11 @@ void bk_acl_report(const struct bk_ctl *x);
 int bk_http_start(struct bk_ctl *x);
 void bk_http_stop(struct bk_ctl *x);
 void bk_metrics_render(struct bk_ctl *x, struct jbuf *b);
+struct httpd_req;
+/* /health's answer (bk_http.c): status 200 "ready ..." or 503 "not ready: why". */
+void bk_http_health(struct bk_ctl *x, struct httpd_req *r);
+/* /api/... (bk_api.c). Return: false when @r's path is not one of them. */
+bool bk_api_render(struct bk_ctl *x, struct httpd_req *r);
 
 /* Every broker key (bk_keys.c). */
 extern const struct cfg_key bk_keys[];

@@ -17,6 +17,7 @@
 #include "bk_follow.h"
 #include "bk_rmt.h"
 #include "common/atomic.h"
+#include "console.h"
 #include "control/httpd.h"
 #include "common/log.h"
 #include "control/breg.h"
@@ -33,8 +34,8 @@ say(struct jbuf *b, const char *s)
 }
 
 /* Ready: cores running, every shard taking writes, registered, a slave following. */
-static void
-health(struct bk_ctl *x, struct httpd_req *r)
+void
+bk_http_health(struct bk_ctl *x, struct httpd_req *r)
 {
 	char line[256];
 	uint32_t acc = 0, total = 0;
@@ -88,18 +89,23 @@ health(struct bk_ctl *x, struct httpd_req *r)
 static void
 on_http(void *arg, struct httpd_req *r)
 {
+	const struct console_file *f;
+
 	struct bk_ctl *x = arg;
 
 	if (strcmp(r->path, "/metrics") == 0) {
 		r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 		bk_metrics_render(x, &r->body);
 	} else if (strcmp(r->path, "/health") == 0) {
-		health(x, r);
-	} else if (strcmp(r->path, "/") == 0) {
-		say(&r->body, "sprocket-broker: /metrics (Prometheus), /health\n");
+		bk_http_health(x, r);
+	} else if (bk_api_render(x, r)) {
+		/* answered */
+	} else if ((f = console_for_path(r->path, "broker.html")) != NULL) {
+		r->ctype = f->ctype;
+		jbuf_raw(&r->body, f->data, f->len);
 	} else {
 		r->status = 404;
-		say(&r->body, "no such page (there are /metrics and /health)\n");
+		jbuf_lit(&r->body, "no such page (there are /, /metrics, /health and /api/)\n");
 	}
 }
 

@@ -173,6 +173,9 @@ enum bk_rmt_refuse {
 uint64_t bk_rmt_refused(const struct bk_rmt *r, unsigned reason);
 /* Bytes held now by connections' receive buffers (unfinished frames). Context: control. */
 uint64_t bk_rmt_frame_mem(const struct bk_rmt *r);
+/* The client ids of @group's live members as a JSON array, sorted as they came (control thread). */
+struct jbuf;
+void bk_rmt_members_json(struct bk_rmt *r, const char *group, struct jbuf *b);
 
 /*
  * bk_rmt_tls_init() - TLS on the remoting port as @t says (before any

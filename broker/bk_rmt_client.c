@@ -819,3 +819,17 @@ bk_rmt__proxy_sweep(struct bk_rmt *r)
 		r->proxies[i] = r->proxies[--r->nproxies];
 	}
 }
+
+void
+bk_rmt_members_json(struct bk_rmt *r, const char *group, struct jbuf *b)
+{
+	const struct rgroup *g = r ? group_find(r, group, false) : NULL;
+
+	jbuf_lit(b, "[");
+	for (size_t i = 0; g && i < g->n; i++) {
+		if (i)
+			jbuf_lit(b, ",");
+		jbuf_str(b, g->m[i].client_id, strlen(g->m[i].client_id));
+	}
+	jbuf_lit(b, "]");
+}

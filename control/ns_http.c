@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "console.h"
 #include "control/httpd.h"
 #include "control/ns.h"
 #include "ns_priv.h"
@@ -160,6 +161,69 @@ metrics(struct ns_http *x, struct jbuf *b)
 	plain(b, "sprocket_log_lines_suppressed_total", NULL, NULL, log_rl_flush());
 }
 
+static void
+api_broker(void *arg, const struct route_addr_info *a)
+{
+	struct brokers *w = arg;
+
+	jbuf_lit(w->b, w->n++ ? ",{\"cluster\":" : "{\"cluster\":");
+	jbuf_str(w->b, a->cluster, strlen(a->cluster));
+	jbuf_lit(w->b, ",\"brokerName\":");
+	jbuf_str(w->b, a->bname, strlen(a->bname));
+	jbuf_lit(w->b, ",\"brokerId\":");
+	jbuf_i64(w->b, a->id);
+	jbuf_lit(w->b, ",\"addr\":");
+	jbuf_str(w->b, a->addr, strlen(a->addr));
+	jbuf_lit(w->b, ",\"writable\":");
+	jbuf_lit(w->b, a->writable ? "true" : "false");
+	jbuf_lit(w->b, ",\"topics\":");
+	jbuf_i64(w->b, a->topics);
+	jbuf_lit(w->b, "}");
+}
+
+static void
+api_topic(void *arg, const struct route_topic_info *ti)
+{
+	struct brokers *w = arg;
+
+	jbuf_lit(w->b, w->n++ ? ",{\"topic\":" : "{\"topic\":");
+	jbuf_str(w->b, ti->name, ti->name_len);
+	jbuf_lit(w->b, ",\"cluster\":");
+	jbuf_str(w->b, ti->cluster, strlen(ti->cluster));
+	jbuf_lit(w->b, ",\"brokerName\":");
+	jbuf_str(w->b, ti->bname, strlen(ti->bname));
+	jbuf_lit(w->b, ",\"readQueueNums\":");
+	jbuf_i64(w->b, ti->read_q);
+	jbuf_lit(w->b, ",\"writeQueueNums\":");
+	jbuf_i64(w->b, ti->write_q);
+	jbuf_lit(w->b, ",\"perm\":");
+	jbuf_i64(w->b, ti->perm);
+	jbuf_lit(w->b, "}");
+}
+
+/*
+ * /api/cluster: the routes as the NameServer holds them, field names as the
+ * CLI's --json: {"brokers":[{cluster, brokerName, brokerId, addr, writable,
+ * topics}], "topics":[{topic, cluster, brokerName, readQueueNums,
+ * writeQueueNums, perm}] (one row per topic and brokerName)}.
+ */
+static void
+api_cluster(struct ns_http *x, struct jbuf *b)
+{
+	struct brokers w = {.b = b};
+	const struct route_table *t;
+
+	urcu_memb_read_lock();
+	t = route_db_current(x->st->db);
+	jbuf_lit(b, "{\"brokers\":[");
+	route_table_each(t, api_broker, &w);
+	jbuf_lit(b, "],\"topics\":[");
+	w.n = 0;
+	route_table_each_topic(t, api_topic, &w);
+	jbuf_lit(b, "]}\n");
+	urcu_memb_read_unlock();
+}
+
 /* A NameServer that answers is ready: it has nothing to wait for (brokers come to it). */
 static void
 health(struct ns_http *x, struct httpd_req *r)
@@ -178,6 +242,8 @@ health(struct ns_http *x, struct httpd_req *r)
 static void
 on_http(void *arg, struct httpd_req *r)
 {
+	const struct console_file *f;
+
 	struct ns_http *x = arg;
 
 	if (strcmp(r->path, "/metrics") == 0) {
@@ -185,11 +251,15 @@ on_http(void *arg, struct httpd_req *r)
 		metrics(x, &r->body);
 	} else if (strcmp(r->path, "/health") == 0) {
 		health(x, r);
-	} else if (strcmp(r->path, "/") == 0) {
-		jbuf_lit(&r->body, "sprocket-namesrv: /metrics (Prometheus), /health\n");
+	} else if (strcmp(r->path, "/api/cluster") == 0) {
+		r->ctype = "application/json";
+		api_cluster(x, &r->body);
+	} else if ((f = console_for_path(r->path, "namesrv.html")) != NULL) {
+		r->ctype = f->ctype;
+		jbuf_raw(&r->body, f->data, f->len);
 	} else {
 		r->status = 404;
-		jbuf_lit(&r->body, "no such page (there are /metrics and /health)\n");
+		jbuf_lit(&r->body, "no such page (there are /, /metrics, /health and /api/)\n");
 	}
 }
 

@@ -1245,3 +1245,29 @@ route_table_each(const struct route_table *t,
 		}
 	}
 }
+
+void
+route_table_each_topic(const struct route_table *t,
+		       void (*fn)(void *arg, const struct route_topic_info *ti), void *arg)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct route_bname *b = t->b[i];
+		const struct route_tset *ts = b->topics;
+
+		for (uint32_t k = 0; ts && k < ts->n; k++) {
+			const struct route_topic *tp = &ts->topics[k];
+			struct route_topic_info ti = {
+				.cluster = b->cluster,
+				.bname = b->name,
+				.name = ts->names + tp->name_off,
+				.name_len = tp->name_len,
+				.read_q = tp->read_q,
+				.write_q = tp->write_q,
+				.perm = (uint8_t)(tp->perm & ~b->perm_clear),
+			};
+
+			if (tp->name_len)
+				fn(arg, &ti);
+		}
+	}
+}

@@ -38,8 +38,8 @@ PKGS=(
 	nats-server redis-server libnats-dev libhiredis-dev gnuplot-nox
 )
 if ! $only_bench; then
-	# sanitizer and fuzz builds, formatting
-	PKGS+=(clang llvm libclang-rt-14-dev clang-format)
+	# sanitizer and fuzz builds, formatting; the console's browser test (headless)
+	PKGS+=(clang llvm libclang-rt-14-dev clang-format chromium fonts-dejavu-core)
 fi
 
 missing=()

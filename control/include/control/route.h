@@ -251,4 +251,17 @@ struct route_addr_info {
 void route_table_each(const struct route_table *t,
 		      void (*fn)(void *arg, const struct route_addr_info *a), void *arg);
 
+/* One topic of one brokerName (route_table_each_topic()); @name is not NUL-terminated. */
+struct route_topic_info {
+	const char *cluster, *bname;
+	const char *name;
+	size_t name_len;
+	uint16_t read_q, write_q;
+	uint8_t perm; /* with WIPE_WRITE_PERM's bits cleared */
+};
+
+/* Call @fn for each topic of each brokerName of @t. Context: an RCU reader of @t. */
+void route_table_each_topic(const struct route_table *t,
+			    void (*fn)(void *arg, const struct route_topic_info *ti), void *arg);
+
 #endif /* SP_CONTROL_ROUTE_H */
