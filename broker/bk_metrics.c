@@ -363,6 +363,24 @@ store(struct bk_ctl *x, struct jbuf *b)
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		at_core(b, "sprocket_store_syncs_total", i, NULL, NULL,
 			clog_syncs(store_clog(x->bk.store, i)));
+	httpd_prom_family(b, "sprocket_store_flush_seconds", "histogram",
+			  "a flush round of the shard's CommitLog: write-back and fdatasync");
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		char labels[32];
+
+		snprintf(labels, sizeof(labels), "core=\"%u\"", i);
+		httpd_prom_histogram(b, "sprocket_store_flush_seconds", labels,
+				     clog_flush_hist(store_clog(x->bk.store, i)));
+	}
+	httpd_prom_family(b, "sprocket_store_commitlog_segments", "gauge",
+			  "CommitLog segment files the shard holds (mapedFileSizeCommitLog each)");
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		const struct clog *cl = store_clog(x->bk.store, i);
+		uint64_t seg = clog_seg_size(cl), lo = clog_min(cl) / seg * seg;
+
+		at_core(b, "sprocket_store_commitlog_segments", i, NULL, NULL,
+			(clog_written(cl) - lo) / seg + 1);
+	}
 	httpd_prom_family(
 		b, "sprocket_store_busy_total", "counter",
 		"appends the store refused for a while (SYSTEM_BUSY), by what was not ready");

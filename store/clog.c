@@ -809,12 +809,14 @@ clog_flush(struct clog *c)
 {
 	uint64_t to = atomic_load_acquire(&c->written); /* pairs with clog_commit() */
 	uint64_t from = atomic_load_relaxed(&c->flushed);
+	uint64_t t0;
 	int rc;
 
 	if (to == from && atomic_load_relaxed(&c->err) == 0) {
 		clog__buf_retire(c, to);
 		return 0;
 	}
+	t0 = clk_mono_ns();
 	/*
 	 * Write back what clog_write_back() has not, then sync. After an error
 	 * everything unflushed is written again: Linux may have marked the
@@ -842,6 +844,7 @@ clog_flush(struct clog *c)
 		c->logged_err_off = -1;
 	}
 	c->wb = SP_MAX(c->wb, to);
+	phist_record(&c->flush_lat, clk_mono_ns() - t0);
 	atomic_add_relaxed(&c->syncs, 1);
 	/* release: data durable before the offset says so; pairs with clog_flushed() */
 	atomic_store_release(&c->flushed, to);
@@ -872,6 +875,12 @@ uint64_t
 clog_syncs(const struct clog *c)
 {
 	return atomic_load_relaxed(&c->syncs);
+}
+
+const struct phist *
+clog_flush_hist(const struct clog *c)
+{
+	return &c->flush_lat;
 }
 
 uint64_t

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/atomic.h"
+#include "common/phist.h"
 #include "common/log.h"
 #include "store/clog.h"
 
@@ -93,6 +94,8 @@ struct clog {
 	/* flusher writes (release), any thread reads (acquire) */
 	_Atomic uint64_t flushed;
 	_Atomic uint64_t syncs; /* successful clog_flush() rounds that synced (stats, relaxed) */
+	struct phist
+		flush_lat; /* those rounds' write-back + fdatasync time (clog_flush's caller) */
 	_Atomic int err;
 
 	/* background publishes (release), owner takes and clears */

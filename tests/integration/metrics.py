@@ -88,7 +88,8 @@ def get(path, port=HTTP, method="GET", data=None):
 
 
 HISTOGRAMS = ("sprocket_core_request_seconds", "sprocket_core_store_append_seconds",
-              "sprocket_core_durable_wait_seconds", "sprocket_core_long_poll_wake_seconds")
+              "sprocket_core_durable_wait_seconds", "sprocket_core_long_poll_wake_seconds",
+              "sprocket_store_flush_seconds")
 
 
 def scrape(types=None, port=HTTP):
@@ -196,6 +197,10 @@ def case_counts():
     d = hcount(after, "sprocket_core_durable_wait_seconds") - \
         hcount(before, "sprocket_core_durable_wait_seconds")
     check(d == n, f"SYNC_FLUSH: sprocket_core_durable_wait_seconds counted {n} waits ({d})")
+    d = hcount(after, "sprocket_store_flush_seconds") - hcount(before, "sprocket_store_flush_seconds")
+    check(d >= 1, f"sprocket_store_flush_seconds counted the flush rounds ({d})")
+    segs = [v for (nm, _), v in after.items() if nm == "sprocket_store_commitlog_segments"]
+    check(len(segs) == 2 and all(v >= 1 for v in segs), f"a segment per shard at least ({segs})")
     d = hcount(after, "sprocket_core_request_seconds", port="remoting") - \
         hcount(before, "sprocket_core_request_seconds", port="remoting")
     check(d >= n, f"sprocket_core_request_seconds{{port=remoting}} counted >= {n} ({d})")

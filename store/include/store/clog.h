@@ -383,9 +383,12 @@ uint64_t clog_written_back(const struct clog *c);
 uint64_t clog_written(const struct clog *c); /* local end of appended data (acquire) */
 /* storeTimestamp of the last record appended; INT64_MAX: none since open. Context: owner. */
 int64_t clog_last_store_ms(const struct clog *c);
-uint64_t clog_flushed(const struct clog *c);	 /* local end of durable data (acquire) */
-uint64_t clog_min(const struct clog *c);	 /* first local offset still stored */
-uint64_t clog_syncs(const struct clog *c);	 /* flush rounds that synced data (stats) */
+uint64_t clog_flushed(const struct clog *c); /* local end of durable data (acquire) */
+uint64_t clog_min(const struct clog *c);     /* first local offset still stored */
+uint64_t clog_syncs(const struct clog *c);   /* flush rounds that synced data (stats) */
+/* The flush rounds' time, write-back and fdatasync (relaxed reads; common/phist.h). */
+struct phist;
+const struct phist *clog_flush_hist(const struct clog *c);
 uint64_t clog_bufs_reused(const struct clog *c); /* write-behind buffers reused (stats) */
 int clog_err(const struct clog *c);		 /* 0, or the error fencing appends */
 int clog_prep_err(const struct clog *c);	 /* 0, or why the next segment could not be made */
