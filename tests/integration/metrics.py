@@ -9,7 +9,8 @@ usage: metrics.py NAMESRV BROKER CLI CASE
            (monotone in le), +Inf equals _count; the store-append one counted N appends and
            the remoting request one at least N requests, the durable-wait one (SYNC_FLUSH) N. Consumer lag: a group that
            consumed everything lags 0 in every queue; after M more messages its lag sums
-           to M, and back to 0 once it consumed them.
+           to M, and back to 0 once it consumed them. A PULL parked as a long poll and woken by
+           a SEND counts one sample in the wake-up histogram.
   abuse    Malformed, oversized and slow requests: garbage bytes, a 40 KiB header (431), a
            20 KiB URL (414), POST (405), an unknown path (404), more connections from one
            address than allowed, and slow senders that never finish a request: the broker
@@ -22,6 +23,7 @@ usage: metrics.py NAMESRV BROKER CLI CASE
   ports    An explicit httpPort that is taken stops the start with an error naming the key;
            the default one (listenPort - 2831) taken only logs a warning; httpPort=0 is off.
 """
+import json
 import os
 import socket
 import subprocess
@@ -220,7 +222,46 @@ def case_counts():
     lg = wait_until(lambda: (lambda v: v if v and sum(v.values()) == 0 else None)(
         lag(scrape(), "MetG")), 10)
     check(lg is not None, f"MetG's lag is back to 0 ({lag(scrape(), 'MetG')})")
+    # a long poll woken by an append: the wake-up histogram counts it
+    check(cli("topic", "create", "MetW", "--queues=1").returncode == 0, "topic MetW created")
+    w0 = hcount(scrape(), "sprocket_core_long_poll_wake_seconds")
+    s = long_poll(ENV.rmt_port("broker"), "MetW", 0)
+    time.sleep(0.5)  # parked by now
+    r = cli("produce", "MetW", stdin="wake\n")
+    code = frame_code(s)
+    s.close()
+    check(r.stdout.count('"SEND_OK"') == 1 and code == 0, f"the parked PULL answered SUCCESS ({code})")
+    w1 = hcount(scrape(), "sprocket_core_long_poll_wake_seconds")
+    check(w1 - w0 == 1, f"sprocket_core_long_poll_wake_seconds counted the wake-up ({w1 - w0})")
     check(p.poll() is None, "the broker is up")
+
+
+def long_poll(port, topic, offset, suspend_ms=10000):
+    """A remoting PULL_MESSAGE (code 11) with FLAG_SUSPEND: the broker parks it. Return: the socket."""
+    ext = {"consumerGroup": "MetLP", "topic": topic, "queueId": "0", "queueOffset": str(offset),
+           "maxMsgNums": "32", "sysFlag": "2", "commitOffset": "0",
+           "suspendTimeoutMillis": str(suspend_ms), "subscription": "*", "subVersion": "0"}
+    hdr = json.dumps({"code": 11, "flag": 0, "language": "JAVA", "opaque": 77,
+                      "serializeTypeCurrentRPC": "JSON", "version": 401,
+                      "extFields": ext}).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
+    s.sendall((4 + len(hdr)).to_bytes(4, "big") + len(hdr).to_bytes(4, "big") + hdr)
+    return s
+
+
+def frame_code(s):
+    """The code of the next response frame on @s (None when none came)."""
+    try:
+        head = s.recv(8)
+        if len(head) < 8:
+            return None
+        hlen = int.from_bytes(head[4:8], "big") & 0xffffff
+        h = b""
+        while len(h) < hlen:
+            h += s.recv(hlen - len(h))
+        return json.loads(h)["code"]
+    except (OSError, ValueError):
+        return None
 
 
 def raw(payload, read=True):
