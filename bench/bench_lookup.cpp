@@ -19,7 +19,9 @@ extern "C" {
 #include <urcu/urcu-memb.h>
 
 #include "bench_lookup_bk.h"
+#include "common/clock.h"
 #include "common/hist.h"
+#include "common/phist.h"
 #include "control/route.h"
 }
 
@@ -131,5 +133,32 @@ BM_hist_record(benchmark::State &st)
 	hist_destroy(h);
 }
 BENCHMARK(BM_hist_record);
+
+/* The cores' latency histograms (common/phist.h): one sample, and the fast clock read around it. */
+static void
+BM_phist_record(benchmark::State &st)
+{
+	static struct phist h;
+	uint64_t v = 1;
+
+	for (auto _ : st) {
+		v = v * 6364136223846793005ull + 1442695040888963407ull;
+		phist_record(&h, (v >> 40) % 10000000);
+	}
+	benchmark::DoNotOptimize(h.sum_ns);
+}
+BENCHMARK(BM_phist_record);
+
+static void
+BM_clk_mono_fast(benchmark::State &st)
+{
+	uint64_t t = 0;
+
+	clk_init();
+	for (auto _ : st)
+		t += clk_mono_fast_ns();
+	benchmark::DoNotOptimize(t);
+}
+BENCHMARK(BM_clk_mono_fast);
 
 BENCHMARK_MAIN();

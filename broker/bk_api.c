@@ -12,6 +12,7 @@
  *                 offsets and lag, its live members (remoting clients)
  *   /api/latency  the cores' latency histograms, raw bucket counts
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,8 +103,10 @@ topics(struct bk_ctl *x, struct jbuf *b)
 	const struct bk_topic **v = NULL;
 	size_t n = 0;
 
-	if (t && t->n)
-		v = calloc(t->n, sizeof(*v));
+	if (t && t->n && (v = calloc(t->n, sizeof(*v))) == NULL) {
+		b->err = -ENOMEM; /* a 500, not an empty list */
+		return;
+	}
 	for (uint32_t i = 0; v && i <= t->mask; i++)
 		if (t->slot[i] && n < t->n)
 			v[n++] = t->slot[i];
@@ -182,15 +185,20 @@ groups(struct bk_ctl *x, struct jbuf *b)
 				continue;
 			off = atomic_load_relaxed(&e->offset);
 			t = bk_topic_find(&x->bk, e->topic, e->topic_len);
-			if (off < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i)
+			if (off < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i ||
+			    strlen(e->group) != e->group_len)
 				continue;
 			if (n == cap) {
-				struct grow *nv =
-					realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+				size_t nc = cap ? cap * 2 : 64;
+				struct grow *nv = realloc(v, nc * sizeof(*v));
 
-				if (nv == NULL)
-					break;
+				if (nv == NULL) {
+					free(v);
+					b->err = -ENOMEM; /* a 500, not a short list */
+					return;
+				}
 				v = nv;
+				cap = nc;
 			}
 			v[n++] =
 				(struct grow){e->group, e->topic, e->qid, off,

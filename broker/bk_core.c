@@ -432,8 +432,6 @@ ack_state(const struct bk_core *c, const struct bk_ack *a, uint64_t now)
 static void
 ack_answer(struct bk_core *c, const struct bk_ack *a, int st, uint64_t now)
 {
-	if (c->bk->conf.sync_flush || a->wait_slave)
-		bk_lat_record(c, BK_LAT_DURABLE, now - a->put_ns);
 	if (st == 1) {
 		if (a->ok_status == WIRE_DP_ST_SLAVE_NOT_AVAILABLE)
 			c->st.slave_missing++;
@@ -1480,6 +1478,8 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 
 		if (st == 0)
 			break;
+		/* only answers that waited: those given at the append are not counted */
+		bk_lat_record(c, BK_LAT_DURABLE, now - a->put_ns);
 		ack_answer(c, a, st, now);
 		if (a->op == WIRE_DP_OP_SEND_BATCH)
 			c->bp_head += a->count;

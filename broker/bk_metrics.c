@@ -263,7 +263,9 @@ consumers(struct bk_ctl *x, struct jbuf *b, bool lag)
 				continue;
 			v = atomic_load_relaxed(&e->offset);
 			t = bk_topic_find(&x->bk, e->topic, e->topic_len);
-			if (v < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i)
+			/* a name with a NUL in it (the wire allows one) would repeat a series */
+			if (v < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i ||
+			    strlen(e->group) != e->group_len)
 				continue;
 			if (!lag) {
 				at_queue(b, name, e, (uint64_t)v);

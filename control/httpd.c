@@ -121,10 +121,12 @@ static enum MHD_Result
 answer(struct MHD_Connection *c, unsigned status, const char *ctype, struct jbuf *body)
 {
 	size_t len = 0;
-	uint8_t *p = jbuf_take(body, &len);
+	uint8_t *p = NULL;
 	struct MHD_Response *r;
 	enum MHD_Result rc;
 
+	if (body->err == 0) /* a body cut short by a failed allocation is not sent */
+		p = jbuf_take(body, &len);
 	if (p == NULL) {
 		static const char oom[] = "out of memory\n";
 
@@ -302,18 +304,56 @@ httpd_refused(const struct httpd *h)
 	return h ? atomic_load_explicit(&h->refused, memory_order_relaxed) : 0;
 }
 
+/* Length of the valid UTF-8 sequence at @p (as Go's utf8 decodes it), or 0. */
+static size_t
+utf8_len(const unsigned char *p)
+{
+	unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0; /* no overlong forms */
+	else if (c == 0xed)
+		hi = 0x9f; /* no surrogates */
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f; /* nothing past U+10FFFF */
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
 void
 httpd_prom_label(struct jbuf *b, const char *v)
 {
-	for (const char *p = v; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)v; *p;) {
+		size_t n = utf8_len(p);
+
 		if (*p == '\\')
 			jbuf_raw(b, "\\\\", 2);
 		else if (*p == '"')
 			jbuf_raw(b, "\\\"", 2);
 		else if (*p == '\n')
 			jbuf_raw(b, "\\n", 2);
+		else if (n == 0)
+			jbuf_raw(b, "?", 1); /* Prometheus refuses a scrape with invalid UTF-8 */
 		else
-			jbuf_raw(b, p, 1);
+			jbuf_raw(b, p, n);
+		p += n ? n : 1;
 	}
 }
 

@@ -61,7 +61,7 @@ void httpd_stop(struct httpd *h);
 uint64_t httpd_served(const struct httpd *h);
 uint64_t httpd_refused(const struct httpd *h);
 
-/* Prometheus text format helpers: a label value with \\, \" and \n escaped. */
+/* Prometheus text format helpers: a label value with \\, \" and \n escaped, invalid UTF-8 as '?'. */
 void httpd_prom_label(struct jbuf *b, const char *v);
 /* "# HELP name help\n# TYPE name type\n" */
 void httpd_prom_family(struct jbuf *b, const char *name, const char *type, const char *help);
