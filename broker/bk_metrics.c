@@ -84,23 +84,6 @@ at_core(struct jbuf *b, const char *name, uint32_t core, const char *k, const ch
 	jbuf_lit(b, "\n");
 }
 
-/* name v, or name{k="lv"} v */
-static void
-plain(struct jbuf *b, const char *name, const char *k, const char *lv, uint64_t v)
-{
-	jbuf_lit(b, name);
-	if (k) {
-		jbuf_lit(b, "{");
-		jbuf_lit(b, k);
-		jbuf_lit(b, "=\"");
-		httpd_prom_label(b, lv);
-		jbuf_lit(b, "\"}");
-	}
-	jbuf_lit(b, " ");
-	u64(b, v);
-	jbuf_lit(b, "\n");
-}
-
 /* The per-core counters that are one field of struct bk_core_stats each. */
 static const struct stat_family {
 	const char *name, *type, *help;
@@ -414,10 +397,10 @@ store(struct bk_ctl *x, struct jbuf *b)
 	if (statvfs(cfg_get_str(x->cfg, "storePathRootDir"), &vfs) == 0) {
 		httpd_prom_family(b, "sprocket_store_disk_bytes", "gauge",
 				  "the store's file system: size and what is free to the broker");
-		plain(b, "sprocket_store_disk_bytes", "kind", "total",
-		      (uint64_t)vfs.f_blocks * vfs.f_frsize);
-		plain(b, "sprocket_store_disk_bytes", "kind", "available",
-		      (uint64_t)vfs.f_bavail * vfs.f_frsize);
+		httpd_prom_sample(b, "sprocket_store_disk_bytes", "kind", "total",
+				  (uint64_t)vfs.f_blocks * vfs.f_frsize);
+		httpd_prom_sample(b, "sprocket_store_disk_bytes", "kind", "available",
+				  (uint64_t)vfs.f_bavail * vfs.f_frsize);
 	}
 }
 
@@ -429,21 +412,22 @@ remoting(struct bk_ctl *x, struct jbuf *b)
 	httpd_prom_family(b, "sprocket_remoting_busy_total", "counter",
 			  "remoting requests answered SYSTEM_BUSY, by the limit hit");
 	for (unsigned i = 0; i < BK_RMT_BUSY_REASONS; i++)
-		plain(b, "sprocket_remoting_busy_total", "reason", rmt_busy_labels[i],
-		      bk_rmt_busy_count(x->rmt, i));
+		httpd_prom_sample(b, "sprocket_remoting_busy_total", "reason", rmt_busy_labels[i],
+				  bk_rmt_busy_count(x->rmt, i));
 	httpd_prom_family(b, "sprocket_remoting_refused_total", "counter",
 			  "remoting connections refused or closed by a limit");
 	for (unsigned i = 0; i < BK_RMT_REFUSE_REASONS; i++)
-		plain(b, "sprocket_remoting_refused_total", "reason", rmt_refused_labels[i],
-		      bk_rmt_refused(x->rmt, i));
+		httpd_prom_sample(b, "sprocket_remoting_refused_total", "reason",
+				  rmt_refused_labels[i], bk_rmt_refused(x->rmt, i));
 	httpd_prom_family(b, "sprocket_remoting_acl_denied_total", "counter",
 			  "remoting requests the ACL refused, by reason");
 	for (unsigned i = 0; i < BK_ACL_REASONS; i++)
-		plain(b, "sprocket_remoting_acl_denied_total", "reason", bk_acl_reason_name(i),
-		      bk_rmt_acl_denied(x->rmt, i));
+		httpd_prom_sample(b, "sprocket_remoting_acl_denied_total", "reason",
+				  bk_acl_reason_name(i), bk_rmt_acl_denied(x->rmt, i));
 	httpd_prom_family(b, "sprocket_remoting_frame_memory_bytes", "gauge",
 			  "memory held by remoting frames not yet whole");
-	plain(b, "sprocket_remoting_frame_memory_bytes", NULL, NULL, bk_rmt_frame_mem(x->rmt));
+	httpd_prom_sample(b, "sprocket_remoting_frame_memory_bytes", NULL, NULL,
+			  bk_rmt_frame_mem(x->rmt));
 }
 
 static void
@@ -489,10 +473,10 @@ bk_metrics_render(struct bk_ctl *x, struct jbuf *b)
 	httpd_prom_label(b, cfg_get_str(x->cfg, "brokerRole"));
 	jbuf_lit(b, "\",version=\"" SP_VERSION "\"} 1\n");
 	httpd_prom_family(b, "sprocket_broker_uptime_seconds", "gauge", "since the broker started");
-	plain(b, "sprocket_broker_uptime_seconds", NULL, NULL,
-	      (uint64_t)(clk_wall_ms() - x->admin.boot_ms) / 1000);
+	httpd_prom_sample(b, "sprocket_broker_uptime_seconds", NULL, NULL,
+			  (uint64_t)(clk_wall_ms() - x->admin.boot_ms) / 1000);
 	httpd_prom_family(b, "sprocket_broker_topics", "gauge", "topics this broker serves");
-	plain(b, "sprocket_broker_topics", NULL, NULL, t ? t->n : 0);
+	httpd_prom_sample(b, "sprocket_broker_topics", NULL, NULL, t ? t->n : 0);
 	for (size_t i = 0; i < sizeof(core_stats) / sizeof(core_stats[0]); i++)
 		core_stat(x, b, &core_stats[i]);
 	requests(x, b);
@@ -507,5 +491,5 @@ bk_metrics_render(struct bk_ctl *x, struct jbuf *b)
 	replication(x, b);
 	httpd_prom_family(b, "sprocket_log_lines_suppressed_total", "counter",
 			  "log lines cut by the per-site rate limit");
-	plain(b, "sprocket_log_lines_suppressed_total", NULL, NULL, log_rl_flush());
+	httpd_prom_sample(b, "sprocket_log_lines_suppressed_total", NULL, NULL, log_rl_flush());
 }

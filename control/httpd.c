@@ -439,3 +439,19 @@ httpd_prom_histogram(struct jbuf *b, const char *name, const char *labels, const
 	prom_u64(b, cum);
 	jbuf_lit(b, "\n");
 }
+
+void
+httpd_prom_sample(struct jbuf *b, const char *name, const char *k, const char *lv, uint64_t v)
+{
+	jbuf_lit(b, name);
+	if (k) {
+		jbuf_lit(b, "{");
+		jbuf_lit(b, k);
+		jbuf_lit(b, "=\"");
+		httpd_prom_label(b, lv);
+		jbuf_lit(b, "\"}");
+	}
+	jbuf_lit(b, " ");
+	prom_u64(b, v);
+	jbuf_lit(b, "\n");
+}

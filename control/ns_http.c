@@ -43,23 +43,6 @@ u64(struct jbuf *b, uint64_t v)
 	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%" PRIu64, v));
 }
 
-/* name v, or name{k="lv"} v */
-static void
-plain(struct jbuf *b, const char *name, const char *k, const char *lv, uint64_t v)
-{
-	jbuf_lit(b, name);
-	if (k) {
-		jbuf_lit(b, "{");
-		jbuf_lit(b, k);
-		jbuf_lit(b, "=\"");
-		httpd_prom_label(b, lv);
-		jbuf_lit(b, "\"}");
-	}
-	jbuf_lit(b, " ");
-	u64(b, v);
-	jbuf_lit(b, "\n");
-}
-
 struct brokers {
 	struct jbuf *b;
 	uint32_t n;
@@ -104,8 +87,8 @@ metrics(struct ns_http *x, struct jbuf *b)
 	jbuf_lit(b, "sprocket_namesrv_info{version=\"" SP_VERSION "\"} 1\n");
 	httpd_prom_family(b, "sprocket_namesrv_uptime_seconds", "gauge",
 			  "since the NameServer started");
-	plain(b, "sprocket_namesrv_uptime_seconds", NULL, NULL,
-	      (uint64_t)(clk_wall_ms() - x->boot_ms) / 1000);
+	httpd_prom_sample(b, "sprocket_namesrv_uptime_seconds", NULL, NULL,
+			  (uint64_t)(clk_wall_ms() - x->boot_ms) / 1000);
 
 	urcu_memb_read_lock();
 	t = route_db_current(st->db);
@@ -113,10 +96,10 @@ metrics(struct ns_http *x, struct jbuf *b)
 	topics = route_table_topic_count(t);
 	httpd_prom_family(b, "sprocket_namesrv_brokers", "gauge",
 			  "broker addresses registered (masters and slaves)");
-	plain(b, "sprocket_namesrv_brokers", NULL, NULL, w.n);
+	httpd_prom_sample(b, "sprocket_namesrv_brokers", NULL, NULL, w.n);
 	httpd_prom_family(b, "sprocket_namesrv_topics", "gauge",
 			  "topics in the routes, counted once per brokerName that serves them");
-	plain(b, "sprocket_namesrv_topics", NULL, NULL, topics);
+	httpd_prom_sample(b, "sprocket_namesrv_topics", NULL, NULL, topics);
 	httpd_prom_family(b, "sprocket_namesrv_broker", "gauge",
 			  "one registered broker address; the value is its brokerName's topics");
 	w.emit = true;
@@ -126,9 +109,11 @@ metrics(struct ns_http *x, struct jbuf *b)
 	httpd_prom_family(b, "sprocket_namesrv_requests_total", "counter",
 			  "remoting requests the NameServer ran, by request");
 	for (unsigned k = 0; k < NS_REQ_KINDS; k++)
-		plain(b, "sprocket_namesrv_requests_total", "request", ns__req_names[k],
-		      __atomic_load_n(&st->role[NS_ROLE_READER].reqs[k], __ATOMIC_RELAXED) +
-			      __atomic_load_n(&st->role[NS_ROLE_WRITER].reqs[k], __ATOMIC_RELAXED));
+		httpd_prom_sample(
+			b, "sprocket_namesrv_requests_total", "request", ns__req_names[k],
+			__atomic_load_n(&st->role[NS_ROLE_READER].reqs[k], __ATOMIC_RELAXED) +
+				__atomic_load_n(&st->role[NS_ROLE_WRITER].reqs[k],
+						__ATOMIC_RELAXED));
 	httpd_prom_family(b, "sprocket_namesrv_route_lookup_seconds", "histogram",
 			  "GET_ROUTEINFO_BY_TOPIC on the io thread: the request decoded to its "
 			  "answer encoded");
@@ -136,29 +121,35 @@ metrics(struct ns_http *x, struct jbuf *b)
 	httpd_prom_family(b, "sprocket_namesrv_acl_denied_total", "counter",
 			  "route changes and admin requests refused, by reason (docs/security.md)");
 	for (unsigned k = 0; k < NS_ACL_REASONS; k++)
-		plain(b, "sprocket_namesrv_acl_denied_total", "reason", ns_acl_reason_name(k),
-		      ns_acl_denied(x->st, k));
+		httpd_prom_sample(b, "sprocket_namesrv_acl_denied_total", "reason",
+				  ns_acl_reason_name(k), ns_acl_denied(x->st, k));
 	httpd_prom_family(b, "sprocket_namesrv_inflate_refused_total", "counter",
 			  "compressed registrations refused for inflating past their limits");
-	plain(b, "sprocket_namesrv_inflate_refused_total", NULL, NULL, ns_inflate_refused(x->st));
+	httpd_prom_sample(b, "sprocket_namesrv_inflate_refused_total", NULL, NULL,
+			  ns_inflate_refused(x->st));
 
 	ns_server_stats(x->srv, &ss);
 	httpd_prom_family(b, "sprocket_namesrv_connections", "gauge", "open remoting connections");
-	plain(b, "sprocket_namesrv_connections", NULL, NULL, ss.conns);
+	httpd_prom_sample(b, "sprocket_namesrv_connections", NULL, NULL, ss.conns);
 	httpd_prom_family(
 		b, "sprocket_namesrv_refused_total", "counter",
 		"connections and frames refused by a limit, by reason (docs/isolation.md)");
-	plain(b, "sprocket_namesrv_refused_total", "reason", "max_connections", ss.refused_conns);
-	plain(b, "sprocket_namesrv_refused_total", "reason", "per_address", ss.refused_addr);
-	plain(b, "sprocket_namesrv_refused_total", "reason", "no_descriptor", ss.refused_nofd);
-	plain(b, "sprocket_namesrv_refused_total", "reason", "frame_size", ss.refused_size);
-	plain(b, "sprocket_namesrv_refused_total", "reason", "frame_memory", ss.refused_mem);
+	httpd_prom_sample(b, "sprocket_namesrv_refused_total", "reason", "max_connections",
+			  ss.refused_conns);
+	httpd_prom_sample(b, "sprocket_namesrv_refused_total", "reason", "per_address",
+			  ss.refused_addr);
+	httpd_prom_sample(b, "sprocket_namesrv_refused_total", "reason", "no_descriptor",
+			  ss.refused_nofd);
+	httpd_prom_sample(b, "sprocket_namesrv_refused_total", "reason", "frame_size",
+			  ss.refused_size);
+	httpd_prom_sample(b, "sprocket_namesrv_refused_total", "reason", "frame_memory",
+			  ss.refused_mem);
 	httpd_prom_family(b, "sprocket_namesrv_frame_memory_bytes", "gauge",
 			  "receive buffers of frames not yet whole (maxFrameMemory caps it)");
-	plain(b, "sprocket_namesrv_frame_memory_bytes", NULL, NULL, ss.frame_mem);
+	httpd_prom_sample(b, "sprocket_namesrv_frame_memory_bytes", NULL, NULL, ss.frame_mem);
 	httpd_prom_family(b, "sprocket_log_lines_suppressed_total", "counter",
 			  "log lines cut by the per-site rate limit");
-	plain(b, "sprocket_log_lines_suppressed_total", NULL, NULL, log_rl_flush());
+	httpd_prom_sample(b, "sprocket_log_lines_suppressed_total", NULL, NULL, log_rl_flush());
 }
 
 static void
