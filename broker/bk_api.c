@@ -28,24 +28,18 @@
 
 #define LD(v) __atomic_load_n(&(v), __ATOMIC_RELAXED)
 
-static void
-key(struct jbuf *b, const char *k)
-{
-	jbuf_str(b, k, strlen(k));
-	jbuf_lit(b, ":");
-}
-
+/* "k":"v" and "k":v (jbuf.h writes each part) */
 static void
 kstr(struct jbuf *b, const char *k, const char *v)
 {
-	key(b, k);
-	jbuf_str(b, v, strlen(v));
+	jbuf_key(b, k);
+	jbuf_cstr(b, v);
 }
 
 static void
 ki64(struct jbuf *b, const char *k, int64_t v)
 {
-	key(b, k);
+	jbuf_key(b, k);
 	jbuf_i64(b, v);
 }
 
@@ -76,10 +70,10 @@ broker(struct bk_ctl *x, struct jbuf *b)
 	jbuf_lit(b, ",");
 	ki64(b, "uptimeMs", clk_wall_ms() - x->admin.boot_ms);
 	jbuf_lit(b, ",");
-	key(b, "ready");
-	jbuf_lit(b, h.status == 200 ? "true" : "false");
+	jbuf_key(b, "ready");
+	jbuf_bool(b, h.status == 200);
 	jbuf_lit(b, ",");
-	key(b, "health");
+	jbuf_key(b, "health");
 	jbuf_str(b, (const char *)h.body.p, h.body.len);
 	jbuf_lit(b, ",");
 	ki64(b, "msgsIn", (int64_t)in);
@@ -119,8 +113,8 @@ topics(struct bk_ctl *x, struct jbuf *b)
 		jbuf_lit(b, i ? ",{" : "{");
 		kstr(b, "topic", tp->name);
 		jbuf_lit(b, ",");
-		key(b, "system");
-		jbuf_lit(b, bk_topic_is_system(tp->name) ? "true" : "false");
+		jbuf_key(b, "system");
+		jbuf_bool(b, bk_topic_is_system(tp->name));
 		jbuf_lit(b, ",");
 		ki64(b, "perm", tp->perm);
 		jbuf_lit(b, ",");
@@ -128,8 +122,8 @@ topics(struct bk_ctl *x, struct jbuf *b)
 		jbuf_lit(b, ",");
 		ki64(b, "writeQueueNums", tp->write_queues);
 		jbuf_lit(b, ",");
-		key(b, "order");
-		jbuf_lit(b, tp->order ? "true" : "false");
+		jbuf_key(b, "order");
+		jbuf_bool(b, tp->order);
 		jbuf_lit(b, ",\"queues\":[");
 		for (uint32_t q = 0; q < tp->nq; q++) {
 			jbuf_lit(b, q ? ",{" : "{");
@@ -221,7 +215,7 @@ groups(struct bk_ctl *x, struct jbuf *b)
 		jbuf_lit(b, ",");
 		ki64(b, "lag", lag);
 		jbuf_lit(b, ",");
-		key(b, "members");
+		jbuf_key(b, "members");
 		bk_rmt_members_json(x->rmt, v[i].group, b);
 		jbuf_lit(b, ",\"queues\":[");
 		for (size_t k = i; k < j; k++) {
@@ -267,7 +261,7 @@ latency(struct bk_ctl *x, struct jbuf *b)
 			const struct phist *h = &x->bk.cores[i].st.lat[k];
 
 			jbuf_lit(b, ",");
-			key(b, kinds[k]);
+			jbuf_key(b, kinds[k]);
 			jbuf_lit(b, "[");
 			for (unsigned j = 0; j <= PHIST_BUCKETS; j++) {
 				if (j)

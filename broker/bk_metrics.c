@@ -56,21 +56,13 @@ static const char *const rmt_refused_labels[BK_RMT_REFUSE_REASONS] = {
 	[BK_RMT_REFUSE_FRAME_MEM] = "frame_memory",
 };
 
-static void
-u64(struct jbuf *b, uint64_t v)
-{
-	char s[24];
-
-	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%" PRIu64, v));
-}
-
 /* name{core="i"} v, or name{core="i",k="lv"} v */
 static void
 at_core(struct jbuf *b, const char *name, uint32_t core, const char *k, const char *lv, uint64_t v)
 {
 	jbuf_lit(b, name);
 	jbuf_lit(b, "{core=\"");
-	u64(b, core);
+	httpd_prom_u64(b, core);
 	jbuf_lit(b, "\"");
 	if (k) {
 		jbuf_lit(b, ",");
@@ -80,7 +72,7 @@ at_core(struct jbuf *b, const char *name, uint32_t core, const char *k, const ch
 		jbuf_lit(b, "\"");
 	}
 	jbuf_lit(b, "} ");
-	u64(b, v);
+	httpd_prom_u64(b, v);
 	jbuf_lit(b, "\n");
 }
 
@@ -211,9 +203,9 @@ at_queue(struct jbuf *b, const char *name, const struct bk_off *e, uint64_t v)
 	jbuf_lit(b, "\",topic=\"");
 	httpd_prom_label(b, e->topic);
 	jbuf_lit(b, "\",queue=\"");
-	u64(b, e->qid);
+	httpd_prom_u64(b, e->qid);
 	jbuf_lit(b, "\"} ");
-	u64(b, v);
+	httpd_prom_u64(b, v);
 	jbuf_lit(b, "\n");
 }
 
@@ -468,7 +460,7 @@ bk_metrics_render(struct bk_ctl *x, struct jbuf *b)
 	jbuf_lit(b, "\",broker_name=\"");
 	httpd_prom_label(b, x->bk.conf.broker_name);
 	jbuf_lit(b, "\",broker_id=\"");
-	u64(b, (uint64_t)x->bk.conf.broker_id);
+	httpd_prom_u64(b, (uint64_t)x->bk.conf.broker_id);
 	jbuf_lit(b, "\",role=\"");
 	httpd_prom_label(b, cfg_get_str(x->cfg, "brokerRole"));
 	jbuf_lit(b, "\",version=\"" SP_VERSION "\"} 1\n");

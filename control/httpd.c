@@ -371,8 +371,8 @@ httpd_prom_family(struct jbuf *b, const char *name, const char *type, const char
 	jbuf_lit(b, "\n");
 }
 
-static void
-prom_u64(struct jbuf *b, uint64_t v)
+void
+httpd_prom_u64(struct jbuf *b, uint64_t v)
 {
 	char s[24];
 
@@ -427,7 +427,7 @@ httpd_prom_histogram(struct jbuf *b, const char *name, const char *labels, const
 		else
 			jbuf_lit(b, "+Inf");
 		jbuf_lit(b, "\"} ");
-		prom_u64(b, cum);
+		httpd_prom_u64(b, cum);
 		jbuf_lit(b, "\n");
 	}
 	prom_plain(b, name, "_sum", labels);
@@ -436,7 +436,7 @@ httpd_prom_histogram(struct jbuf *b, const char *name, const char *labels, const
 	jbuf_lit(b, "\n");
 	prom_plain(b, name, "_count", labels);
 	jbuf_lit(b, " ");
-	prom_u64(b, cum);
+	httpd_prom_u64(b, cum);
 	jbuf_lit(b, "\n");
 }
 
@@ -452,6 +452,6 @@ httpd_prom_sample(struct jbuf *b, const char *name, const char *k, const char *l
 		jbuf_lit(b, "\"}");
 	}
 	jbuf_lit(b, " ");
-	prom_u64(b, v);
+	httpd_prom_u64(b, v);
 	jbuf_lit(b, "\n");
 }

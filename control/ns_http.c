@@ -35,14 +35,6 @@ struct ns_http {
 
 static struct ns_http the_http;
 
-static void
-u64(struct jbuf *b, uint64_t v)
-{
-	char s[24];
-
-	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%" PRIu64, v));
-}
-
 struct brokers {
 	struct jbuf *b;
 	uint32_t n;
@@ -70,7 +62,7 @@ broker_row(void *arg, const struct route_addr_info *a)
 	jbuf_lit(w->b, "\",writable=\"");
 	jbuf_lit(w->b, a->writable ? "true" : "false");
 	jbuf_lit(w->b, "\"} ");
-	u64(w->b, a->topics);
+	httpd_prom_u64(w->b, a->topics);
 	jbuf_lit(w->b, "\n");
 }
 
@@ -158,15 +150,15 @@ api_broker(void *arg, const struct route_addr_info *a)
 	struct brokers *w = arg;
 
 	jbuf_lit(w->b, w->n++ ? ",{\"cluster\":" : "{\"cluster\":");
-	jbuf_str(w->b, a->cluster, strlen(a->cluster));
+	jbuf_cstr(w->b, a->cluster);
 	jbuf_lit(w->b, ",\"brokerName\":");
-	jbuf_str(w->b, a->bname, strlen(a->bname));
+	jbuf_cstr(w->b, a->bname);
 	jbuf_lit(w->b, ",\"brokerId\":");
 	jbuf_i64(w->b, a->id);
 	jbuf_lit(w->b, ",\"addr\":");
-	jbuf_str(w->b, a->addr, strlen(a->addr));
+	jbuf_cstr(w->b, a->addr);
 	jbuf_lit(w->b, ",\"writable\":");
-	jbuf_lit(w->b, a->writable ? "true" : "false");
+	jbuf_bool(w->b, a->writable);
 	jbuf_lit(w->b, ",\"topics\":");
 	jbuf_i64(w->b, a->topics);
 	jbuf_lit(w->b, "}");
@@ -180,9 +172,9 @@ api_topic(void *arg, const struct route_topic_info *ti)
 	jbuf_lit(w->b, w->n++ ? ",{\"topic\":" : "{\"topic\":");
 	jbuf_str(w->b, ti->name, ti->name_len);
 	jbuf_lit(w->b, ",\"cluster\":");
-	jbuf_str(w->b, ti->cluster, strlen(ti->cluster));
+	jbuf_cstr(w->b, ti->cluster);
 	jbuf_lit(w->b, ",\"brokerName\":");
-	jbuf_str(w->b, ti->bname, strlen(ti->bname));
+	jbuf_cstr(w->b, ti->bname);
 	jbuf_lit(w->b, ",\"readQueueNums\":");
 	jbuf_i64(w->b, ti->read_q);
 	jbuf_lit(w->b, ",\"writeQueueNums\":");
