@@ -159,13 +159,12 @@ grow_cmp(const void *pa, const void *pb)
 	return c ? c : (a->qid > b->qid) - (a->qid < b->qid);
 }
 
-/* Every committed offset, on the core that owns its queue (as /metrics' consumer lag). */
-static void
-groups(struct bk_ctl *x, struct jbuf *b)
+int
+bk_committed_each(struct bk_ctl *x,
+		  int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t,
+			    int64_t offset),
+		  void *arg)
 {
-	struct grow *v = NULL;
-	size_t n = 0, cap = 0;
-
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
 		const struct bk_core *c = &x->bk.cores[i];
 
@@ -173,32 +172,65 @@ groups(struct bk_ctl *x, struct jbuf *b)
 			const struct bk_off *e = &c->offs[k];
 			const struct bk_topic *t;
 			int64_t off;
+			int rc;
 
 			/* acquire: pairs with the release in off_find(); the key is immutable after */
 			if (!atomic_load_acquire(&e->used))
 				continue;
 			off = atomic_load_relaxed(&e->offset);
 			t = bk_topic_find(&x->bk, e->topic, e->topic_len);
+			/* a name with a NUL in it (the wire allows one) would repeat a series */
 			if (off < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i ||
 			    strlen(e->group) != e->group_len)
 				continue;
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 64;
-				struct grow *nv = realloc(v, nc * sizeof(*v));
-
-				if (nv == NULL) {
-					free(v);
-					b->err = -ENOMEM; /* a 500, not a short list */
-					return;
-				}
-				v = nv;
-				cap = nc;
-			}
-			v[n++] =
-				(struct grow){e->group, e->topic, e->qid, off,
-					      (int64_t)store_queue_max(x->bk.store, t->sq[e->qid])};
+			rc = fn(arg, e, t, off);
+			if (rc != 0)
+				return rc;
 		}
 	}
+	return 0;
+}
+
+struct grows {
+	struct bk_ctl *x;
+	struct grow *v;
+	size_t n, cap;
+};
+
+static int
+grow_add(void *arg, const struct bk_off *e, const struct bk_topic *t, int64_t off)
+{
+	struct grows *g = arg;
+
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 64;
+		struct grow *nv = realloc(g->v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return -ENOMEM;
+		g->v = nv;
+		g->cap = nc;
+	}
+	g->v[g->n++] = (struct grow){e->group, e->topic, e->qid, off,
+				     (int64_t)store_queue_max(g->x->bk.store, t->sq[e->qid])};
+	return 0;
+}
+
+/* Every committed offset (bk_committed_each()), by group. */
+static void
+groups(struct bk_ctl *x, struct jbuf *b)
+{
+	struct grows g = {.x = x};
+	struct grow *v;
+	size_t n;
+
+	if (bk_committed_each(x, grow_add, &g) != 0) {
+		free(g.v);
+		b->err = -ENOMEM; /* a 500, not a short list */
+		return;
+	}
+	v = g.v;
+	n = g.n;
 	if (n)
 		qsort(v, n, sizeof(*v), grow_cmp);
 	jbuf_lit(b, "[");

@@ -108,6 +108,17 @@ void bk_metrics_render(struct bk_ctl *x, struct jbuf *b);
 struct httpd_req;
 /* /health's answer (bk_http.c): status 200 "ready ..." or 503 "not ready: why". */
 void bk_http_health(struct bk_ctl *x, struct httpd_req *r);
+/*
+ * bk_committed_each() (bk_api.c) - call @fn for every committed consumer
+ * offset (>= 0) whose topic and queue exist, from the core that owns the
+ * queue (so each group, topic and queue once), skipping names with a NUL.
+ * /metrics' consumer lag and /api/groups read them so. Context: control
+ * thread. Return: 0, or the first non-zero @fn returned (the walk stops).
+ */
+int bk_committed_each(struct bk_ctl *x,
+		      int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t,
+				int64_t offset),
+		      void *arg);
 /* /api/... (bk_api.c). Return: false when @r's path is not one of them. */
 bool bk_api_render(struct bk_ctl *x, struct httpd_req *r);
 

@@ -211,45 +211,46 @@ at_queue(struct jbuf *b, const char *name, const struct bk_off *e, uint64_t v)
 
 /*
  * Consumer lag: every group's committed offset in every queue, against the
- * queue's end (what a consumer may read: in SYNC_FLUSH, the flushed end). The
- * slot lives on the core that owns the queue; a slot elsewhere is skipped so
- * a series never repeats.
+ * queue's end (what a consumer may read: in SYNC_FLUSH, the flushed end);
+ * bk_committed_each() gives each group, topic and queue once.
  */
+struct consumers {
+	struct bk_ctl *x;
+	struct jbuf *b;
+	const char *name;
+	bool lag;
+};
+
+static int
+consumer_row(void *arg, const struct bk_off *e, const struct bk_topic *t, int64_t off)
+{
+	const struct consumers *w = arg;
+	uint64_t end;
+
+	if (!w->lag) {
+		at_queue(w->b, w->name, e, (uint64_t)off);
+		return 0;
+	}
+	end = store_queue_max(w->x->bk.store, t->sq[e->qid]);
+	at_queue(w->b, w->name, e, end > (uint64_t)off ? end - (uint64_t)off : 0);
+	return 0;
+}
+
 static void
 consumers(struct bk_ctl *x, struct jbuf *b, bool lag)
 {
-	const char *name = lag ? "sprocket_consumer_lag_messages" : "sprocket_consumer_offset";
+	struct consumers w = {
+		.x = x,
+		.b = b,
+		.name = lag ? "sprocket_consumer_lag_messages" : "sprocket_consumer_offset",
+		.lag = lag,
+	};
 
-	httpd_prom_family(b, name, "gauge",
+	httpd_prom_family(b, w.name, "gauge",
 			  lag ? "messages a group has yet to consume in a queue: the queue's end "
 				"minus the group's committed offset"
 			      : "a group's committed offset in a queue");
-	for (uint32_t i = 0; i < x->bk.ncores; i++) {
-		const struct bk_core *c = &x->bk.cores[i];
-
-		for (uint32_t k = 0; k <= c->off_mask; k++) {
-			const struct bk_off *e = &c->offs[k];
-			const struct bk_topic *t;
-			uint64_t end;
-			int64_t v;
-
-			/* acquire: pairs with the release in off_find(); the key is immutable after */
-			if (!atomic_load_acquire(&e->used))
-				continue;
-			v = atomic_load_relaxed(&e->offset);
-			t = bk_topic_find(&x->bk, e->topic, e->topic_len);
-			/* a name with a NUL in it (the wire allows one) would repeat a series */
-			if (v < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i ||
-			    strlen(e->group) != e->group_len)
-				continue;
-			if (!lag) {
-				at_queue(b, name, e, (uint64_t)v);
-				continue;
-			}
-			end = store_queue_max(x->bk.store, t->sq[e->qid]);
-			at_queue(b, name, e, end > (uint64_t)v ? end - (uint64_t)v : 0);
-		}
-	}
+	(void)bk_committed_each(x, consumer_row, &w);
 }
 
 static void
