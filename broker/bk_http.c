@@ -112,40 +112,14 @@ on_http(void *arg, struct httpd_req *r)
 int
 bk_http_start(struct bk_ctl *x)
 {
-	int64_t want = cfg_get_int(x->cfg, "httpPort");
-	int64_t listen = cfg_get_int(x->cfg, "listenPort");
-	bool dflt = want < 0;
 	struct httpd_conf hc = {.tag = BK_TAG,
 				.bind = cfg_get_str(x->cfg, "httpBindAddress"),
 				.wake_fd = x->bk.efd,
 				.fn = on_http,
 				.arg = x};
-	int err;
 
-	if (want == 0) {
-		log_info(BK_TAG, "HTTP endpoints off (httpPort=0)");
-		return 0;
-	}
-	if (dflt)
-		want = listen > HTTP_PORT_FROM_LISTEN ? listen - HTTP_PORT_FROM_LISTEN : 0;
-	hc.port = (uint16_t)want;
-	err = httpd_start(&hc, &x->http);
-	if (err == 0) {
-		log_info(BK_TAG, "HTTP (/metrics, /health) listening on %s:%u",
-			 hc.bind[0] ? hc.bind : "0.0.0.0", httpd_port(x->http));
-		return 0;
-	}
-	if (dflt) {
-		log_warn(BK_TAG,
-			 "HTTP endpoints off: port %u (httpPort's default, listenPort - %d) on %s: "
-			 "%s; set httpPort to another port, or 0",
-			 hc.port, HTTP_PORT_FROM_LISTEN, hc.bind[0] ? hc.bind : "0.0.0.0",
-			 strerror(-err));
-		return 0;
-	}
-	log_err(BK_TAG, "httpPort %u on httpBindAddress %s: %s", hc.port,
-		hc.bind[0] ? hc.bind : "0.0.0.0", strerror(-err));
-	return err;
+	return httpd_open(&hc, cfg_get_int(x->cfg, "httpPort"), cfg_get_int(x->cfg, "listenPort"),
+			  HTTP_PORT_FROM_LISTEN, &x->http);
 }
 
 void

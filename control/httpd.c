@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -454,4 +455,38 @@ httpd_prom_sample(struct jbuf *b, const char *name, const char *k, const char *l
 	jbuf_lit(b, " ");
 	httpd_prom_u64(b, v);
 	jbuf_lit(b, "\n");
+}
+
+int
+httpd_open(struct httpd_conf *hc, int64_t http_port, int64_t listen_port, int from_listen,
+	   struct httpd **out)
+{
+	const char *bind = hc->bind && hc->bind[0] ? hc->bind : "0.0.0.0";
+	bool dflt = http_port < 0;
+	int err;
+
+	*out = NULL;
+	if (http_port == 0) {
+		log_info(hc->tag, "HTTP endpoints off (httpPort=0)");
+		return 0;
+	}
+	if (dflt)
+		http_port = listen_port > from_listen ? listen_port - from_listen : 0;
+	hc->port = (uint16_t)http_port;
+	err = httpd_start(hc, out);
+	if (err == 0) {
+		log_info(hc->tag, "HTTP (/metrics, /health) listening on %s:%u", bind,
+			 httpd_port(*out));
+		return 0;
+	}
+	*out = NULL;
+	if (dflt) {
+		log_warn(hc->tag,
+			 "HTTP endpoints off: port %u (httpPort's default, listenPort - %d) on %s: "
+			 "%s; set httpPort to another port, or 0",
+			 hc->port, from_listen, bind, strerror(-err));
+		return 0;
+	}
+	log_err(hc->tag, "httpPort %u on httpBindAddress %s: %s", hc->port, bind, strerror(-err));
+	return err;
 }

@@ -256,9 +256,6 @@ int
 ns__http_start(struct ns_server *srv, const struct cfg *cfg)
 {
 	struct ns_http *x = &the_http;
-	int64_t want = cfg_get_int(cfg, "httpPort");
-	int64_t listen = ns_server_port(srv);
-	bool dflt = want < 0;
 	struct httpd_conf hc = {.tag = NS_TAG,
 				.bind = cfg_is_set(cfg, "httpBindAddress")
 						? cfg_get_str(cfg, "httpBindAddress")
@@ -271,32 +268,10 @@ ns__http_start(struct ns_server *srv, const struct cfg *cfg)
 	x->srv = srv;
 	x->st = ns_server_state(srv);
 	x->boot_ms = clk_wall_ms();
-	if (want == 0) {
-		log_info(NS_TAG, "HTTP endpoints off (httpPort=0)");
-		return 0;
-	}
-	if (dflt)
-		want = cfg_get_int(cfg, "listenPort") == 0 || listen <= HTTP_PORT_FROM_LISTEN
-			       ? 0
-			       : listen - HTTP_PORT_FROM_LISTEN;
-	hc.port = (uint16_t)want;
-	err = httpd_start(&hc, &x->h);
-	if (err == 0) {
+	err = httpd_open(&hc, cfg_get_int(cfg, "httpPort"), cfg_get_int(cfg, "listenPort"),
+			 HTTP_PORT_FROM_LISTEN, &x->h);
+	if (err == 0 && x->h)
 		ns_server_set_poll(srv, poll_http, x->h);
-		log_info(NS_TAG, "HTTP (/metrics, /health) listening on %s:%u",
-			 hc.bind[0] ? hc.bind : "0.0.0.0", httpd_port(x->h));
-		return 0;
-	}
-	if (dflt) {
-		log_warn(NS_TAG,
-			 "HTTP endpoints off: port %u (httpPort's default, listenPort - %d) on %s: "
-			 "%s; set httpPort to another port, or 0",
-			 hc.port, HTTP_PORT_FROM_LISTEN, hc.bind[0] ? hc.bind : "0.0.0.0",
-			 strerror(-err));
-		return 0;
-	}
-	log_err(NS_TAG, "httpPort %u on httpBindAddress %s: %s", hc.port,
-		hc.bind[0] ? hc.bind : "0.0.0.0", strerror(-err));
 	return err;
 }
 

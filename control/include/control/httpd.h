@@ -53,6 +53,15 @@ struct httpd;
 /* Listen and start the HTTP thread. Return: 0, or -errno (EADDRINUSE, EINVAL: a bad bind address). */
 int httpd_start(const struct httpd_conf *conf, struct httpd **out);
 uint16_t httpd_port(const struct httpd *h);
+/*
+ * httpd_open() - start the endpoints as the keys say, logged under @hc->tag:
+ * @http_port 0 is off; -1 (the default) is @listen_port - @from_listen (any
+ * free port when that is not above 0), and that port taken only warns; any
+ * other port taken stops the start. Return: 0 (*@out NULL when off or the
+ * default port was taken), or -errno for an explicit port.
+ */
+int httpd_open(struct httpd_conf *hc, int64_t http_port, int64_t listen_port, int from_listen,
+	       struct httpd **out);
 /* Control thread: answer every queued request. Cheap when none waits. */
 void httpd_poll(struct httpd *h);
 /* Control thread: queued requests get 503, the HTTP thread stops; NULL is a no-op. */
