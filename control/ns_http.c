@@ -35,10 +35,10 @@ struct ns_http {
 
 static struct ns_http the_http;
 
+/* Broker addresses counted, and written to @b unless it is NULL. */
 struct brokers {
 	struct jbuf *b;
 	uint32_t n;
-	bool emit;
 };
 
 static void
@@ -48,7 +48,7 @@ broker_row(void *arg, const struct route_addr_info *a)
 	char id[24];
 
 	w->n++;
-	if (!w->emit)
+	if (w->b == NULL)
 		return;
 	snprintf(id, sizeof(id), "%" PRId64, a->id);
 	jbuf_lit(w->b, "sprocket_namesrv_broker{cluster=\"");
@@ -84,19 +84,17 @@ metrics(struct ns_http *x, struct jbuf *b)
 
 	urcu_memb_read_lock();
 	t = route_db_current(st->db);
+	httpd_prom_family(b, "sprocket_namesrv_broker", "gauge",
+			  "one registered broker address; the value is its brokerName's topics");
 	route_table_each(t, broker_row, &w);
 	topics = route_table_topic_count(t);
+	urcu_memb_read_unlock();
 	httpd_prom_family(b, "sprocket_namesrv_brokers", "gauge",
 			  "broker addresses registered (masters and slaves)");
 	httpd_prom_sample(b, "sprocket_namesrv_brokers", NULL, NULL, w.n);
 	httpd_prom_family(b, "sprocket_namesrv_topics", "gauge",
 			  "topics in the routes, counted once per brokerName that serves them");
 	httpd_prom_sample(b, "sprocket_namesrv_topics", NULL, NULL, topics);
-	httpd_prom_family(b, "sprocket_namesrv_broker", "gauge",
-			  "one registered broker address; the value is its brokerName's topics");
-	w.emit = true;
-	route_table_each(t, broker_row, &w);
-	urcu_memb_read_unlock();
 
 	httpd_prom_family(b, "sprocket_namesrv_requests_total", "counter",
 			  "remoting requests the NameServer ran, by request");
@@ -211,7 +209,7 @@ api_cluster(struct ns_http *x, struct jbuf *b)
 static void
 health(struct ns_http *x, struct httpd_req *r)
 {
-	struct brokers w = {0};
+	struct brokers w = {NULL, 0}; /* counted only */
 	char line[128];
 
 	urcu_memb_read_lock();
