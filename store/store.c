@@ -1984,6 +1984,19 @@ store_query_key(struct store *s, const char *topic, const char *key, int64_t beg
 	return rc < 0 ? rc : (long)found;
 }
 
+long
+store_copy_phys(struct store *s, int64_t phys, uint8_t *buf, size_t cap)
+{
+	const uint8_t *rec;
+	unsigned e = bg_read_enter(s); /* any thread: as store_query_key() */
+	long n = store_get_phys(s, phys, &rec);
+
+	if (n > 0 && (size_t)n <= cap)
+		memcpy(buf, rec, (size_t)n);
+	bg_read_exit(s, e);
+	return n;
+}
+
 static int
 index_record(struct idx *x, const struct wire_msg *m, int64_t phys)
 {

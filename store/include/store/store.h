@@ -275,6 +275,13 @@ MUST_CHECK int store_earliest_time(const struct store *s, const struct store_que
 long store_query_key(struct store *s, const char *topic, const char *key, int64_t begin_ms,
 		     int64_t end_ms, int64_t *phys, size_t max);
 
+/**
+ * store_copy_phys() - copy the record at global @phys into @buf when it fits
+ * (reads guarded as store_query_key()'s, so any thread may call it).
+ * Return: the record's length (copied only when <= @cap), or store_get_phys()'s -errno.
+ */
+long store_copy_phys(struct store *s, int64_t phys, uint8_t *buf, size_t cap);
+
 /* One round of the service thread's work (tests call it without threads). */
 MUST_CHECK int store_service(struct store *s, int64_t now_ms);
 /*
