@@ -151,13 +151,35 @@ answer(struct MHD_Connection *c, unsigned status, const char *ctype, struct jbuf
 }
 
 static enum MHD_Result
+take_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *val)
+{
+	struct httpd_req *r = cls;
+
+	(void)kind;
+	if (r->nargs >= HTTPD_ARGS_MAX)
+		return MHD_NO;
+	r->args[r->nargs].key = key;
+	r->args[r->nargs].val = val ? val : "";
+	r->nargs++;
+	return MHD_YES;
+}
+
+const char *
+httpd_arg(const struct httpd_req *r, const char *key)
+{
+	for (unsigned i = 0; i < r->nargs; i++)
+		if (strcmp(r->args[i].key, key) == 0)
+			return r->args[i].val;
+	return NULL;
+}
+
+static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	   const char *version, const char *upload, size_t *upload_len, void **state)
 {
 	struct httpd *h = cls;
 	struct job j = {.req = {.status = MHD_HTTP_OK}};
 	char path[256];
-	const char *q;
 	size_t n;
 	enum MHD_Result rc;
 
@@ -171,7 +193,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		jbuf_lit(&j.req.body, "only GET and HEAD\n");
 		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, &j.req.body);
 	}
-	/* libmicrohttpd has cut the query off @url; arguments come through MHD_lookup_* */
+	/* libmicrohttpd has cut the query off @url and decoded its arguments */
 	n = strcspn(url, "?");
 	if (n >= sizeof(path)) {
 		atomic_fetch_add_explicit(&h->refused, 1, memory_order_relaxed);
@@ -180,9 +202,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	}
 	memcpy(path, url, n);
 	path[n] = '\0';
-	q = url[n] == '?' ? url + n + 1 : "";
 	j.req.path = path;
-	j.req.query = q;
+	(void)MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, take_arg, &j.req);
 	run_on_control(h, &j);
 	if (j.req.status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		atomic_fetch_add_explicit(&h->refused, 1, memory_order_relaxed);
@@ -305,9 +326,9 @@ httpd_refused(const struct httpd *h)
 	return h ? atomic_load_explicit(&h->refused, memory_order_relaxed) : 0;
 }
 
-/* Length of the valid UTF-8 sequence at @p (as Go's utf8 decodes it), or 0. */
+/* Length of the valid UTF-8 sequence at @p within @avail bytes (as Go's utf8 decodes it), or 0. */
 static size_t
-utf8_len(const unsigned char *p)
+utf8_len(const unsigned char *p, size_t avail)
 {
 	unsigned char c = p[0], lo = 0x80, hi = 0xbf;
 	size_t n;
@@ -321,6 +342,8 @@ utf8_len(const unsigned char *p)
 	else if (c >= 0xf0 && c <= 0xf4)
 		n = 4;
 	else
+		return 0;
+	if (n > avail)
 		return 0;
 	if (c == 0xe0)
 		lo = 0xa0; /* no overlong forms */
@@ -342,7 +365,7 @@ void
 httpd_prom_label(struct jbuf *b, const char *v)
 {
 	for (const unsigned char *p = (const unsigned char *)v; *p;) {
-		size_t n = utf8_len(p);
+		size_t n = utf8_len(p, SIZE_MAX); /* the NUL stops a sequence */
 
 		if (*p == '\\')
 			jbuf_raw(b, "\\\\", 2);
@@ -356,6 +379,30 @@ httpd_prom_label(struct jbuf *b, const char *v)
 			jbuf_raw(b, p, n);
 		p += n ? n : 1;
 	}
+}
+
+void
+httpd_json_str(struct jbuf *b, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *clean = malloc(n ? n : 1);
+
+	if (clean == NULL) {
+		b->err = -ENOMEM;
+		return;
+	}
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_len(p + i, n - i);
+
+		if (k == 0) {
+			clean[i++] = '?';
+			continue;
+		}
+		memcpy(clean + i, p + i, k);
+		i += k;
+	}
+	jbuf_str(b, clean, n);
+	free(clean);
 }
 
 void

@@ -28,10 +28,17 @@
 #define HTTPD_HEAD_MAX (16u << 10) /* a request's line and headers, bytes */
 #define HTTPD_IDLE_S 10		   /* a connection that sends nothing for this long is closed */
 
+#define HTTPD_ARGS_MAX 8 /* query arguments a handler sees (the first ones) */
+
+struct httpd_arg {
+	const char *key, *val; /* URL-decoded, NUL-terminated; val "" when absent */
+};
+
 /* One GET, as the handler sees it on the control thread. */
 struct httpd_req {
-	const char *path;  /* the URL's path, without the query */
-	const char *query; /* after '?', or "" */
+	const char *path; /* the URL's path, without the query */
+	unsigned nargs;
+	struct httpd_arg args[HTTPD_ARGS_MAX];
 	int status;	   /* the handler sets it (200 when left alone) */
 	const char *ctype; /* Content-Type (text/plain when left NULL) */
 	struct jbuf body;  /* the handler writes the answer here */
@@ -69,6 +76,11 @@ void httpd_stop(struct httpd *h);
 /* Requests answered, and refused by a limit or method (relaxed counters, any thread). */
 uint64_t httpd_served(const struct httpd *h);
 uint64_t httpd_refused(const struct httpd *h);
+
+/* The query argument @key's value (the first one), or NULL. */
+const char *httpd_arg(const struct httpd_req *r, const char *key);
+/* A JSON string of @n bytes with invalid UTF-8 written as '?' (jbuf_str() escapes the rest). */
+void httpd_json_str(struct jbuf *b, const char *s, size_t n);
 
 /* Prometheus text format helpers: a label value with \\, \" and \n escaped, invalid UTF-8 as '?'. */
 void httpd_prom_label(struct jbuf *b, const char *v);
