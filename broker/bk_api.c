@@ -11,6 +11,7 @@
  *   /api/groups   every consumer group with committed offsets: per queue
  *                 offsets and lag, its live members (remoting clients)
  *   /api/latency  the cores' latency histograms, raw bucket counts
+ *   /api/message  a message lookup by key or msgId (bk_api_msg.c)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -320,6 +321,11 @@ bk_api_render(struct bk_ctl *x, struct httpd_req *r)
 		{"/api/latency", latency},
 	};
 
+	if (strcmp(r->path, "/api/message") == 0) {
+		bk_api_message(x, r);
+		jbuf_lit(&r->body, "\n");
+		return true;
+	}
 	for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
 		if (strcmp(r->path, api[i].path) != 0)
 			continue;

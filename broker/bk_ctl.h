@@ -119,6 +119,8 @@ int bk_committed_each(struct bk_ctl *x,
 		      int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t,
 				int64_t offset),
 		      void *arg);
+/* /api/message?topic=&key= | ?id= [&topic=] (bk_api_msg.c): status and body in @r. */
+void bk_api_message(struct bk_ctl *x, struct httpd_req *r);
 /* /api/... (bk_api.c). Return: false when @r's path is not one of them. */
 bool bk_api_render(struct bk_ctl *x, struct httpd_req *r);
 

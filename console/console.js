@@ -63,7 +63,7 @@ function percentile(bounds, counts, p) {
 // ---- the broker ----
 
 const COLORS = ["#1a73e8", "#e8710a", "#188038", "#d01884", "#9334e6", "#12b5cb", "#b3261e", "#5f6368"];
-const state = { lastTopics: null, lastAt: 0, lastLat: null, series: [], kind: "request_dataplane" };
+const state = { lastTopics: null, lastAt: 0, lastGroups: null, lastGroupsAt: 0, lastLat: null, series: [], kind: "request_dataplane" };
 
 function brokerHeader(b) {
   document.title = "sprocket " + b.brokerName;
@@ -95,13 +95,22 @@ function brokerTopics(topics, now) {
   replace("topics", table("topics", ["topic", "write/read queues", { name: "perm", num: 1 }, { name: "messages", num: 1 }, { name: "msg/s", num: 1 }, "queues: min..max offset"], rows));
 }
 
-function brokerGroups(groups) {
-  const rows = groups.map(g => el("tr", { "data-group": g.group },
+function brokerGroups(groups, now) {
+  const prev = state.lastGroups, dt = (now - state.lastGroupsAt) / 1000;
+  const consumed = g => g.queues.reduce((a, q) => a + q.consumerOffset, 0);
+  const rows = groups.map(g => {
+    const was = prev && prev.get(g.group);
+    const rate = was !== undefined && dt > 0 ? Math.max(0, (consumed(g) - was) / dt) : null;
+    return el("tr", { "data-group": g.group },
     td(g.group),
     td(g.members.length ? g.members.join(", ") : "none online"),
     el("td", { class: "num lag", "data-lag": String(g.lag) }, g.lag),
-    el("td", { class: "queues" }, g.queues.map(q => `${q.topic} q${q.queueId}: ${q.consumerOffset}/${q.brokerOffset} (lag ${q.lag})`).join("  "))));
-  replace("groups", table("groups", ["group", "members", { name: "lag", num: 1 }, "per queue: consumer/broker offset"], rows));
+    el("td", { class: "num rate" }, rate === null ? "-" : rate.toFixed(1)),
+    el("td", { class: "queues" }, g.queues.map(q => `${q.topic} q${q.queueId}: ${q.consumerOffset}/${q.brokerOffset} (lag ${q.lag})`).join("  ")));
+  });
+  state.lastGroups = new Map(groups.map(g => [g.group, consumed(g)]));
+  state.lastGroupsAt = now;
+  replace("groups", table("groups", ["group", "members", { name: "lag", num: 1 }, { name: "msg/s", num: 1 }, "per queue: consumer/broker offset"], rows));
 }
 
 function brokerLatency(lat) {
@@ -161,7 +170,7 @@ async function brokerTick() {
     const [b, topics, groups, lat] = await Promise.all([api("/api/broker"), api("/api/topics"), api("/api/groups"), api("/api/latency")]);
     brokerHeader(b);
     brokerTopics(topics, Date.now());
-    brokerGroups(groups);
+    brokerGroups(groups, Date.now());
     brokerLatency(lat);
     replace("error", el("div", { id: "error" }));
   } catch (e) {
@@ -169,7 +178,39 @@ async function brokerTick() {
   }
 }
 
+// The form's arguments are the page's own (?topic=&key=&id=): a lookup has an address to share.
+async function brokerLookup() {
+  const args = new URLSearchParams(location.search);
+  const form = document.getElementById("lookup");
+  for (const k of ["topic", "key", "id"]) form.elements[k].value = args.get(k) || "";
+  if (!args.get("key") && !args.get("id")) return;
+  const q = new URLSearchParams();
+  for (const k of ["topic", "key", "id"]) if (args.get(k)) q.set(k, args.get(k));
+  let r;
+  try {
+    const resp = await fetch("/api/message?" + q, { cache: "no-store" });
+    r = await resp.json();
+  } catch (e) {
+    replace("found", el("div", { id: "found", class: "err" }, "the lookup failed: " + e.message));
+    return;
+  }
+  if (r.error) {
+    replace("found", el("div", { id: "found", class: "err" }, r.error));
+    return;
+  }
+  const rows = r.messages.map(m => el("tr", { "data-msgid": m.msgId },
+    td(m.msgId), td(`${m.topic} q${m.queueId}@${m.queueOffset}`),
+    td(new Date(m.storeTimestamp).toISOString()),
+    td(Object.entries(m.properties).filter(([k]) => ["KEYS", "TAGS", "UNIQ_KEY"].includes(k)).map(([k, v]) => `${k}=${v}`).join(" ")),
+    el("td", { class: "body" }, m.body !== undefined ? m.body : "hex " + m.bodyHex, m.bodyTruncated ? ` (${m.bodyLength} bytes, cut)` : ""),
+    td(m.consumedBy.length ? m.consumedBy.map(c => `${c.group}: ${c.consumed ? "consumed" : "not yet"}`).join(", ") : "no group")));
+  replace("found", el("div", { id: "found", "data-found": String(r.messages.length) },
+    el("div", { class: "muted" }, `${r.messages.length} found` + (r.hint ? ": " + r.hint : "")),
+    table("messages", ["msgId", "queue@offset", "stored", "keys", "body", "consumer groups"], rows)));
+}
+
 function brokerPage() {
+  brokerLookup();
   document.getElementById("kind").addEventListener("change", ev => { state.kind = ev.target.value; state.series = []; });
   brokerTick();
   setInterval(brokerTick, 1000);

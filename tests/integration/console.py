@@ -8,15 +8,20 @@ A NameServer and a broker with their HTTP endpoints; the CLI creates topic ConT,
 messages and consumes 10 as group ConG. Chromium (Debian's `chromium`, headless) loads the
 broker's page and the test reads the DOM it built from /api/: the broker is ready, ConT is
 listed (TBW102, a system topic, is not), ConG lags 20; a topic created after that appears
-at the next load; once ConG read the rest its lag is 0. The NameServer's page lists the
-broker (master, id 0) and ConT. Screenshots of both pages go to SHOTS_DIR (kept).
+at the next load; once ConG read the rest its lag is 0. The message lookup (/?topic=&key=
+on the page, /api/message behind it) finds two messages sent with a key, says which
+groups consumed them, and finds one by its offset msgId and by its client msgId; bad
+lookups get 400 with a reason. The NameServer's page lists the broker (master, id 0) and
+ConT. Screenshots of both pages go to SHOTS_DIR (kept).
 """
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +66,55 @@ def group_lag(dom, group):
 def cli(*args, stdin=None):
     return subprocess.run([CLI, f"--namesrv={NSADDR}"] + list(args), input=stdin,
                           capture_output=True, text=True, timeout=120)
+
+
+def api(query):
+    """GET /api/message?@query: (status, parsed JSON)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{HTTP}/api/message?{query}",
+                                    timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def lookup_case(url):
+    r = cli("produce", "ConT", "--key=ConK", stdin="alpha\nbeta\n")
+    ids = re.findall(r"SEND_OK ([0-9A-F]{32}) ", r.stdout)
+    check(r.returncode == 0 and len(ids) == 2, f"2 messages sent with key ConK ({r.stdout!r})")
+    dom = browse(url + "?topic=ConT&key=ConK", os.path.join(SHOTS, "lookup.png"))
+    rows = re.findall(r'<tr data-msgid="([0-9A-F]{32})">(.*?)</tr>', dom, re.S)
+    check(sorted(i for i, _ in rows) == sorted(ids),
+          f"the page's lookup by key lists both msgIds ({[i for i, _ in rows]})")
+    check(all("ConG: not yet" in row for _, row in rows), "... not yet consumed by ConG")
+    check(sorted(re.sub(r"<[^>]+>", "|", row).split("|")[9] for _, row in rows)
+          == ["alpha", "beta"], "... with their bodies")
+    check(cli("consume", "ConT", "--group=ConG", "-n", "2", "--wait-ms=2000").returncode == 0,
+          "ConG consumed them")
+    st, j = api("topic=ConT&key=ConK")
+    check(st == 200 and len(j["messages"]) == 2 and
+          all(c == {"group": "ConG", "consumed": True}
+              for m in j["messages"] for c in m["consumedBy"]),
+          f"/api/message: both consumed by ConG ({st} {j})")
+    uniq = j["messages"][0]["properties"].get("UNIQ_KEY", "")
+    want = j["messages"][0]["msgId"]
+    st, j = api(f"id={want}")
+    check(st == 200 and [m["msgId"] for m in j["messages"]] == [want],
+          f"found by its offset msgId ({st} {j})")
+    st, j = api(f"topic=ConT&id={uniq}")
+    check(st == 200 and [m["msgId"] for m in j["messages"]] == [want],
+          f"found by its client msgId and topic ({st} {j})")
+    st, j = api(f"id={uniq}")
+    check(st == 200 and j["messages"] == [] and "topic" in j.get("hint", ""),
+          f"a client msgId without the topic: none, and a hint ({st} {j})")
+    st, j = api("id=" + want[:-1] + ("0" if want[-1] != "0" else "1"))
+    check(st == 200 and j["messages"] == [], f"an offset msgId inside a record: none ({j})")
+    for q in ("key=ConK", "topic=ConT", "id=xyz", "topic=" + "T" * 300 + "&key=k"):
+        st, j = api(q)
+        check(st == 400 and j.get("error"), f"?{q[:40]}: 400 with a reason ({st} {j})")
+    dom = browse(url + "?id=xyz")
+    check(re.search(r'<div id="found" class="err">[^<]*32 hex', dom) is not None,
+          "the page shows why a lookup was refused")
 
 
 def ready():
@@ -113,6 +167,7 @@ def main_case():
     dom = browse(url)
     check('data-topic="ConNew"' in dom, "a topic just created appears")
     check(group_lag(dom, "ConG") == 0, f"ConG's lag dropped to 0 ({group_lag(dom, 'ConG')})")
+    lookup_case(url)
 
     dom = browse(f"http://127.0.0.1:{NS_HTTP}/", os.path.join(SHOTS, "namesrv.png"))
     check(re.search(r'<tr data-broker="broker-c" data-id="0">.*?master', dom, re.S) is not None,
