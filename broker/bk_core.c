@@ -619,6 +619,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 						  put_status(c, rc), 0);
 		c->st.sends++;
 		c->st.msgs_in++;
+		c->st.bytes_in += res.size;
 		c->st.delayed += level > 0;
 		c->st.timed += timed;
 		if (asks & BK_MSG_TX)
@@ -683,6 +684,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 				a.qoff = res.qoff;
 			}
 			c->batch_phys[c->bp_tail++ % c->bp_cap] = res.phys;
+			c->st.bytes_in += res.size;
 			a.ticket = res.ticket;
 			a.count++;
 		}
@@ -803,6 +805,7 @@ pull_run(struct bk_core *c, struct bk_park *p, bool final)
 	if (rl < 0)
 		return true;
 	c->st.msgs_out += cnt;
+	c->st.bytes_out += bytes;
 	if (p->off) {
 		/* single writer (this core): relaxed load and store, no read-modify-write */
 		atomic_store_relaxed(&p->off->pulls, atomic_load_relaxed(&p->off->pulls) + 1);

@@ -86,6 +86,10 @@ static const struct stat_family {
 	 "messages stored by SEND and SEND_BATCH (dataplane and remoting)", ST(msgs_in)},
 	{"sprocket_core_messages_out_total", "counter", "messages delivered in PULL answers",
 	 ST(msgs_out)},
+	{"sprocket_core_message_bytes_in_total", "counter",
+	 "CommitLog bytes of the messages stored (records, headers included)", ST(bytes_in)},
+	{"sprocket_core_message_bytes_out_total", "counter",
+	 "record bytes delivered in PULL answers", ST(bytes_out)},
 	{"sprocket_core_pulls_parked_total", "counter", "PULLs held as long polls", ST(parked)},
 	{"sprocket_core_redirects_total", "counter",
 	 "requests answered with the core that owns the queue", ST(redirects)},
@@ -113,6 +117,28 @@ core_stat(struct bk_ctl *x, struct jbuf *b, const struct stat_family *f)
 
 		at_core(b, f->name, i, NULL, NULL, __atomic_load_n(p, __ATOMIC_RELAXED));
 	}
+}
+
+/* What a core holds now: acknowledgements waiting for a flush or a slave, parked PULLs. */
+static void
+waiting(struct bk_ctl *x, struct jbuf *b)
+{
+	httpd_prom_family(b, "sprocket_core_pending_acks", "gauge",
+			  "SENDs stored and waiting for their flush (SYNC_FLUSH) or a slave "
+			  "(SYNC_MASTER)");
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		const struct bk_core *c = &x->bk.cores[i];
+		uint32_t head = __atomic_load_n(&c->ack_head, __ATOMIC_RELAXED);
+		uint32_t tail = __atomic_load_n(&c->ack_tail, __ATOMIC_RELAXED);
+
+		/* two relaxed reads of the core's plain indexes: head first, so head <= tail */
+		at_core(b, "sprocket_core_pending_acks", i, NULL, NULL,
+			tail - head <= c->ack_cap ? tail - head : 0);
+	}
+	httpd_prom_family(b, "sprocket_core_pulls_parked", "gauge", "PULLs held as long polls now");
+	for (uint32_t i = 0; i < x->bk.ncores; i++)
+		at_core(b, "sprocket_core_pulls_parked", i, NULL, NULL,
+			__atomic_load_n(&x->bk.cores[i].park_n, __ATOMIC_RELAXED));
 }
 
 static void
@@ -477,6 +503,7 @@ bk_metrics_render(struct bk_ctl *x, struct jbuf *b)
 	consumers(x, b, true);
 	consumers(x, b, false);
 	stalls(x, b);
+	waiting(x, b);
 	faults(x, b);
 	transport(x, b);
 	store(x, b);

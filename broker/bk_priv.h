@@ -261,6 +261,8 @@ enum bk_lat {
 struct bk_core_stats {
 	uint64_t msgs_in;  /* messages stored by SEND and SEND_BATCH */
 	uint64_t msgs_out; /* messages in PULL answers */
+	uint64_t bytes_in;  /* CommitLog record bytes of those stored */
+	uint64_t bytes_out; /* record bytes in PULL answers */
 	uint64_t sends;
 	uint64_t send_batches;
 	uint64_t pulls;

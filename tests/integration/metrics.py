@@ -173,6 +173,16 @@ def case_counts():
     dout = total(after, "sprocket_core_messages_out_total") - total(before, "sprocket_core_messages_out_total")
     check(din == n, f"sprocket_core_messages_in_total rose by {n} ({din})")
     check(dout >= n, f"sprocket_core_messages_out_total rose by at least {n} ({dout})")
+    bin_ = total(after, "sprocket_core_message_bytes_in_total") - \
+        total(before, "sprocket_core_message_bytes_in_total")
+    bout = total(after, "sprocket_core_message_bytes_out_total") - \
+        total(before, "sprocket_core_message_bytes_out_total")
+    # a record: 91 bytes of fixed fields, the topic, the body and its properties
+    check(n * (91 + 4 + 2) < bin_ < n * 1024, f"message bytes in: {n} records' worth ({bin_})")
+    check(bout >= bin_, f"message bytes out at least those in ({bout} >= {bin_})")
+    check(total(after, "sprocket_core_pending_acks") == 0 and
+          len([k for k in after if k[0] == "sprocket_core_pulls_parked"]) == 2,
+          "pending acks 0 once every SEND was answered; parked PULLs per core")
     back = [k for k, v in before.items()
             if k[0].endswith("_total") and k in after and after[k] < v]
     check(not back, f"no counter went back between scrapes ({back[:3]})")
