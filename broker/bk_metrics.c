@@ -149,11 +149,15 @@ stalls(struct bk_ctl *x, struct jbuf *b)
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		at_core(b, "sprocket_core_stalls_total", i, NULL, NULL,
 			atomic_load_relaxed(&x->bk.cores[i].lc.st.stalls));
-	httpd_prom_family(b, "sprocket_core_stall_max_nanoseconds", "gauge",
+	httpd_prom_family(b, "sprocket_core_stall_max_seconds", "gauge",
 			  "the longest such iteration");
-	for (uint32_t i = 0; i < x->bk.ncores; i++)
-		at_core(b, "sprocket_core_stall_max_nanoseconds", i, NULL, NULL,
-			atomic_load_relaxed(&x->bk.cores[i].lc.st.stall_max_ns));
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		jbuf_lit(b, "sprocket_core_stall_max_seconds{core=\"");
+		httpd_prom_u64(b, i);
+		jbuf_lit(b, "\"} ");
+		httpd_prom_seconds(b, atomic_load_relaxed(&x->bk.cores[i].lc.st.stall_max_ns));
+		jbuf_lit(b, "\n");
+	}
 }
 
 static void
@@ -464,15 +468,19 @@ replication(struct bk_ctl *x, struct jbuf *b)
 		at_core(b, "sprocket_replication_lag_bytes", i, NULL, NULL,
 			atomic_load_explicit(&lag.bytes, memory_order_relaxed));
 	}
-	httpd_prom_family(b, "sprocket_replication_lag_ms", "gauge",
+	httpd_prom_family(b, "sprocket_replication_lag_seconds", "gauge",
 			  "a slave's shard: age of the oldest master record not copied yet");
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
 		struct bk_follow_lag lag = {0};
 		uint64_t end = 0, bytes = 0;
 
 		bk_follow_stats(x->follow, i, &end, &bytes, &lag);
-		at_core(b, "sprocket_replication_lag_ms", i, NULL, NULL,
-			atomic_load_explicit(&lag.ms, memory_order_relaxed));
+		jbuf_lit(b, "sprocket_replication_lag_seconds{core=\"");
+		httpd_prom_u64(b, i);
+		jbuf_lit(b, "\"} ");
+		httpd_prom_seconds(b,
+				   atomic_load_explicit(&lag.ms, memory_order_relaxed) * 1000000u);
+		jbuf_lit(b, "\n");
 	}
 }
 

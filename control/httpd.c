@@ -435,6 +435,12 @@ prom_g(struct jbuf *b, double v)
 	jbuf_raw(b, s, (size_t)snprintf(s, sizeof(s), "%.12g", v));
 }
 
+void
+httpd_prom_seconds(struct jbuf *b, uint64_t ns)
+{
+	prom_g(b, (double)ns / 1e9);
+}
+
 /* name_suffix{labels (the caller closes the braces) */
 static void
 prom_series(struct jbuf *b, const char *name, const char *suffix, const char *labels)

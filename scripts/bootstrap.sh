@@ -74,6 +74,26 @@ if $only_bench; then
 	exit 0
 fi
 
+# promtool checks /metrics (tests/integration/metrics.py). Debian ships it in
+# the prometheus package, whose install also enables a Prometheus server: take
+# the one tool out of the package instead.
+if ! command -v promtool >/dev/null 2>&1; then
+	echo "bootstrap: promtool from Debian's prometheus package"
+	tmp=$(mktemp -d)
+	chmod 755 "$tmp" # apt's _apt user writes the download
+	if (cd "$tmp" && apt-get download -qq prometheus) &&
+		dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"; then
+		SUDO=""
+		[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+		$SUDO install -m 0755 "$tmp/x/usr/bin/promtool" /usr/local/bin/promtool
+	else
+		echo "bootstrap: could not fetch the prometheus package (promtool)" >&2
+		rm -rf "$tmp"
+		exit 1
+	fi
+	rm -rf "$tmp"
+fi
+
 # tests/compat/node_modules exactly as package-lock.json says (npm ci), again
 # only when the lock, package.json or node changed since the last install: the
 # stamp lives in node_modules, so deleting node_modules also reinstalls.

@@ -2,7 +2,8 @@
 """The broker's HTTP endpoints with real daemons (docs/observability.md; issue 26).
 usage: metrics.py NAMESRV BROKER CLI CASE
   counts   /health is 503 until the broker is registered, then 200 "ready"; /metrics parses
-           with Prometheus' own parser (python3-prometheus-client), every counter family is
+           with Prometheus' own parser (python3-prometheus-client) and passes `promtool check
+           metrics` (names, units, types), every counter family is
            monotone between two scrapes, and after N messages sent and consumed
            sprocket_core_messages_in_total rose by N and messages_out_total by at least N.
            The latency histograms are histograms: per series, buckets are cumulative
@@ -94,6 +95,20 @@ HISTOGRAMS = ("sprocket_core_request_seconds", "sprocket_core_store_append_secon
               "sprocket_store_flush_seconds")
 
 
+def promtool(port, what):
+    """`promtool check metrics` (Debian's, unpacked by scripts/bootstrap.sh) on a scrape."""
+    st, text = get("/metrics", port=port)
+    try:
+        r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                           text=True, timeout=60)
+    except FileNotFoundError:
+        check(False, "promtool is installed (scripts/bootstrap.sh)")
+        return
+    check(st == 200 and r.returncode == 0,
+          f"promtool check metrics: {what}'s /metrics passes ({r.returncode}: "
+          f"{(r.stdout + r.stderr).strip()[:300]})")
+
+
 def scrape(types=None, port=HTTP):
     """Return: {(name, sorted labels): value} of every sample; @types gets {family: type}."""
     st, text = get("/metrics", port=port)
@@ -169,6 +184,7 @@ def case_counts():
         cli("consume", "MetT", "--from=first", "-n", str(n), "--wait-ms=2000")), 40)
     check(got is not None, f"{n} messages consumed")
     after = scrape()
+    promtool(HTTP, "the broker")
     din = total(after, "sprocket_core_messages_in_total") - total(before, "sprocket_core_messages_in_total")
     dout = total(after, "sprocket_core_messages_out_total") - total(before, "sprocket_core_messages_out_total")
     check(din == n, f"sprocket_core_messages_in_total rose by {n} ({din})")
@@ -384,6 +400,7 @@ def case_namesrv():
         s.sendall((4 + len(hdr)).to_bytes(4, "big") + len(hdr).to_bytes(4, "big") + hdr)
         s.recv(4096)
     after = scrape(types, port=NS_HTTP)
+    promtool(NS_HTTP, "the NameServer")
     key = ("sprocket_namesrv_requests_total", (("request", "GET_ROUTEINFO_BY_TOPIC"),))
     d = after.get(key, 0) - before.get(key, 0)
     check(d >= n, f"GET_ROUTEINFO_BY_TOPIC counted {n} more ({d})")

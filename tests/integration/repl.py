@@ -37,6 +37,7 @@ import random
 import shutil
 import signal
 import subprocess
+import urllib.request
 import sys
 import tempfile
 import time
@@ -235,6 +236,18 @@ def case_sync_kill_master():
     check(stop(m) == 0, "the master stops cleanly")
 
 
+def slave_metrics(port):
+    """A caught-up slave's /metrics: replication lag 0 per shard, and promtool passes."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    lag = [l for l in text.splitlines() if l.startswith("sprocket_replication_lag_")]
+    check(len(lag) == 4 and all(l.endswith(" 0") for l in lag),
+          f"the slave's /metrics: replication lag 0 in bytes and seconds per shard ({lag})")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode == 0, f"promtool check metrics passes on the slave ({r.stdout}{r.stderr})")
+
+
 def case_async_slave_kill():
     namesrv()
     m = broker("master", "ASYNC_MASTER", 0, BASE + 10)
@@ -246,13 +259,15 @@ def case_async_slave_kill():
     check(prod.poll() is None, "the producer is still sending at the slave's kill")
     stop(s, signal.SIGKILL)
     time.sleep(0.5)
-    s = broker("slave", "SLAVE", 1, BASE + 20)
+    s = broker("slave", "SLAVE", 1, BASE + 20,
+               extra=[f"--httpPort={BASE + 31}", "--httpBindAddress=127.0.0.1"])
     check(prod.poll() is None, "... and at its restart")
     prod.wait(300)
     sent = read_lines(os.path.join(TMP, "prod.jsonl"))
     ok = sum(1 for l in sent if l.get("ok"))
     check(ok == n, f"every SEND acknowledged ({ok} of {n})")
     time.sleep(2)
+    slave_metrics(BASE + 31)
     check(stop(s) == 0, "the slave stops cleanly")
     copied = [l for l in log_of("slave").splitlines() if "followed:" in l]
     check(len(copied) >= 2 and all(" 0 bytes copied" not in l for l in copied[-2:]),

@@ -88,6 +88,8 @@ void httpd_prom_label(struct jbuf *b, const char *v);
 void httpd_prom_family(struct jbuf *b, const char *name, const char *type, const char *help);
 /* @v in decimal, as a sample's value or a label's. */
 void httpd_prom_u64(struct jbuf *b, uint64_t v);
+/* @ns as seconds (Prometheus' base unit), as a sample's value. */
+void httpd_prom_seconds(struct jbuf *b, uint64_t ns);
 /* "name v\n", or with @k: "name{k=\"lv\"} v\n" (@lv escaped). */
 void httpd_prom_sample(struct jbuf *b, const char *name, const char *k, const char *lv, uint64_t v);
 /*
