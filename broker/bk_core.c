@@ -124,6 +124,55 @@ bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len)
 		c->st.gone++;
 }
 
+static unsigned
+err_op(uint16_t op)
+{
+	return op == WIRE_DP_OP_SEND	     ? BK_ERR_SEND
+	       : op == WIRE_DP_OP_SEND_BATCH ? BK_ERR_SEND_BATCH
+	       : op == WIRE_DP_OP_PULL	     ? BK_ERR_PULL
+					     : BK_ERR_OTHER_OP;
+}
+
+/* The row of @st in bk_core_stats.err_by[][]: 0 for a status not named there. */
+static unsigned
+err_status(int32_t st)
+{
+	switch (st) {
+	case WIRE_DP_ST_SYSTEM_ERROR:
+		return 1;
+	case WIRE_DP_ST_NOT_SUPPORTED:
+		return 2;
+	case WIRE_DP_ST_FLUSH_DISK_TIMEOUT:
+		return 3;
+	case WIRE_DP_ST_SLAVE_NOT_AVAILABLE:
+		return 4;
+	case WIRE_DP_ST_FLUSH_SLAVE_TIMEOUT:
+		return 5;
+	case WIRE_DP_ST_MESSAGE_ILLEGAL:
+		return 6;
+	case WIRE_DP_ST_SERVICE_NOT_AVAILABLE:
+		return 7;
+	case WIRE_DP_ST_NO_PERMISSION:
+		return 8;
+	case WIRE_DP_ST_TOPIC_NOT_EXIST:
+		return 9;
+	case WIRE_DP_ST_PULL_NOT_FOUND:
+		return 10;
+	case WIRE_DP_ST_PULL_RETRY_IMMEDIATELY:
+		return 11;
+	case WIRE_DP_ST_PULL_OFFSET_MOVED:
+		return 12;
+	case WIRE_DP_ST_QUERY_NOT_FOUND:
+		return 13;
+	case WIRE_DP_ST_SUBSCRIPTION_GROUP_NOT_EXIST:
+		return 14;
+	case WIRE_DP_ST_BAD_REQUEST:
+		return 15;
+	default:
+		return 0;
+	}
+}
+
 int
 bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns,
 		   int32_t status, int redirect)
@@ -144,6 +193,7 @@ bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t
 		c->busy_why = BK_BUSY_OTHER;
 	} else {
 		c->st.errors++;
+		c->st.err_by[err_op(op)][err_status(status)]++;
 	}
 	fixed = wire_dp_resp_fixed_len(op);
 	len = WIRE_DP_RESP_HEAD_LEN + (uint32_t)(fixed > 0 ? fixed : 0);

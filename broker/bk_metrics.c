@@ -93,8 +93,6 @@ static const struct stat_family {
 	{"sprocket_core_pulls_parked_total", "counter", "PULLs held as long polls", ST(parked)},
 	{"sprocket_core_redirects_total", "counter",
 	 "requests answered with the core that owns the queue", ST(redirects)},
-	{"sprocket_core_errors_total", "counter", "requests answered with an error status",
-	 ST(errors)},
 	{"sprocket_core_types_refused_total", "counter",
 	 "SENDs of a message type this broker does not take", ST(type_refused)},
 	{"sprocket_core_flush_timeouts_total", "counter", "SYNC_FLUSH answers FLUSH_DISK_TIMEOUT",
@@ -160,6 +158,27 @@ stalls(struct bk_ctl *x, struct jbuf *b)
 	}
 }
 
+static const char *const err_ops[BK_ERR_OPS] = {"send", "send_batch", "pull", "other"};
+/* in err_status()'s order (bk_core.c): RocketMQ's ResponseCode names */
+static const char *const err_statuses[BK_ERR_STATUSES] = {
+	"OTHER",
+	"SYSTEM_ERROR",
+	"NOT_SUPPORTED",
+	"FLUSH_DISK_TIMEOUT",
+	"SLAVE_NOT_AVAILABLE",
+	"FLUSH_SLAVE_TIMEOUT",
+	"MESSAGE_ILLEGAL",
+	"SERVICE_NOT_AVAILABLE",
+	"NO_PERMISSION",
+	"TOPIC_NOT_EXIST",
+	"PULL_NOT_FOUND",
+	"PULL_RETRY_IMMEDIATELY",
+	"PULL_OFFSET_MOVED",
+	"QUERY_NOT_FOUND",
+	"SUBSCRIPTION_GROUP_NOT_EXIST",
+	"BAD_REQUEST",
+};
+
 static void
 requests(struct bk_ctl *x, struct jbuf *b)
 {
@@ -173,6 +192,26 @@ requests(struct bk_ctl *x, struct jbuf *b)
 			LD(c->st.send_batches));
 		at_core(b, "sprocket_core_requests_total", i, "op", "pull", LD(c->st.pulls));
 	}
+	httpd_prom_family(b, "sprocket_core_errors_total", "counter",
+			  "requests answered with an error status (not SYSTEM_BUSY, not a "
+			  "redirect), by operation and status; only those that happened");
+	for (uint32_t i = 0; i < x->bk.ncores; i++)
+		for (unsigned o = 0; o < BK_ERR_OPS; o++)
+			for (unsigned k = 0; k < BK_ERR_STATUSES; k++) {
+				uint64_t v = LD(x->bk.cores[i].st.err_by[o][k]);
+
+				if (v == 0)
+					continue;
+				jbuf_lit(b, "sprocket_core_errors_total{core=\"");
+				httpd_prom_u64(b, i);
+				jbuf_lit(b, "\",op=\"");
+				jbuf_lit(b, err_ops[o]);
+				jbuf_lit(b, "\",status=\"");
+				jbuf_lit(b, err_statuses[k]);
+				jbuf_lit(b, "\"} ");
+				httpd_prom_u64(b, v);
+				jbuf_lit(b, "\n");
+			}
 	httpd_prom_family(b, "sprocket_core_busy_total", "counter",
 			  "requests a core answered SYSTEM_BUSY, by reason (docs/isolation.md)");
 	for (uint32_t i = 0; i < x->bk.ncores; i++)

@@ -258,9 +258,14 @@ enum bk_lat {
 	BK_LATS
 };
 
+/* Error answers by operation and status (sprocket_core_errors_total{op,status}, bk_metrics.c). */
+enum bk_err_op { BK_ERR_SEND, BK_ERR_SEND_BATCH, BK_ERR_PULL, BK_ERR_OTHER_OP, BK_ERR_OPS };
+
+#define BK_ERR_STATUSES 16 /* the statuses err_status() (bk_core.c) names, and 0: any other */
+
 struct bk_core_stats {
-	uint64_t msgs_in;  /* messages stored by SEND and SEND_BATCH */
-	uint64_t msgs_out; /* messages in PULL answers */
+	uint64_t msgs_in;   /* messages stored by SEND and SEND_BATCH */
+	uint64_t msgs_out;  /* messages in PULL answers */
 	uint64_t bytes_in;  /* CommitLog record bytes of those stored */
 	uint64_t bytes_out; /* record bytes in PULL answers */
 	uint64_t sends;
@@ -271,6 +276,8 @@ struct bk_core_stats {
 	uint64_t busy;
 	uint64_t busy_by[BK_BUSY_WHYS]; /* busy by reason (enum bk_busy_why) */
 	uint64_t errors;
+	uint64_t err_by[BK_ERR_OPS]
+		       [BK_ERR_STATUSES]; /* errors by err_op(), err_status() (bk_core.c) */
 	uint64_t flush_timeouts;
 	uint64_t gone;		 /* answers whose request had gone */
 	uint64_t slave_timeouts; /* SYNC_MASTER: FLUSH_SLAVE_TIMEOUT answers */

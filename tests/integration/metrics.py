@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The broker's HTTP endpoints with real daemons (docs/observability.md; issue 26).
-usage: metrics.py NAMESRV BROKER CLI CASE
+usage: metrics.py NAMESRV BROKER CLI CASE SP_XTOOL
   counts   /health is 503 until the broker is registered, then 200 "ready"; /metrics parses
            with Prometheus' own parser (python3-prometheus-client) and passes `promtool check
            metrics` (names, units, types), every counter family is
            monotone between two scrapes, and after N messages sent and consumed
-           sprocket_core_messages_in_total rose by N and messages_out_total by at least N.
+           sprocket_core_messages_in_total rose by N and messages_out_total by at least N,
+           the message bytes likewise; a dataplane SEND over maxMessageSize counts one
+           errors_total{op="send",status="MESSAGE_ILLEGAL"}.
            The latency histograms are histograms: per series, buckets are cumulative
            (monotone in le), +Inf equals _count; the store-append one counted N appends and
            the remoting request one at least N requests, the durable-wait one (SYNC_FLUSH) the N that waited. Consumer lag: a group that
@@ -42,7 +44,7 @@ except ImportError:  # python3 from outside Debian (pyenv): Debian's package is 
     sys.path.append("/usr/lib/python3/dist-packages")
     from prometheus_client.parser import text_string_to_metric_families
 
-NS, BK, CLI, CASE = sys.argv[1:5]
+NS, BK, CLI, CASE, XT = sys.argv[1:6]
 ENV = itest.Env("met-")
 NSADDR = f"127.0.0.1:{ENV.base}"
 HTTP = ENV.base + 5
@@ -164,7 +166,8 @@ def cli(*args, stdin=None):
 def case_counts():
     namesrv()
     p = ENV.start("broker", broker_argv("broker-m", [f"--httpPort={HTTP}",
-                                                     "--flushDiskType=SYNC_FLUSH"]))
+                                                     "--flushDiskType=SYNC_FLUSH",
+                                                     "--maxMessageSize=1024"]))
     if not ENV.wait_log("broker", "HTTP (/metrics, /health) listening on 127.0.0.1:", 30):
         raise SystemExit("no HTTP listener in the broker's log")
     ok = wait_until(lambda: get("/health")[0] == 200, 30)
@@ -199,6 +202,13 @@ def case_counts():
     check(total(after, "sprocket_core_pending_acks") == 0 and
           len([k for k in after if k[0] == "sprocket_core_pulls_parked"]) == 2,
           "pending acks 0 once every SEND was answered; parked PULLs per core")
+    # a dataplane SEND (libsprocket) the core refuses: over maxMessageSize
+    r = subprocess.run([XT, "produce", f"--namesrv={NSADDR}", "--topic=MetT", "--count=1",
+                        "--body=" + "x" * 2000], capture_output=True, text=True, timeout=60)
+    errs = [(k, v) for k, v in scrape().items() if k[0] == "sprocket_core_errors_total"]
+    check(r.returncode != 0 and len(errs) == 1 and
+          dict(errs[0][0][1]).get("status") == "MESSAGE_ILLEGAL" and errs[0][1] == 1,
+          f"a body over maxMessageSize: errors_total{{op=send,status=MESSAGE_ILLEGAL}} 1 ({errs})")
     back = [k for k, v in before.items()
             if k[0].endswith("_total") and k in after and after[k] < v]
     check(not back, f"no counter went back between scrapes ({back[:3]})")
