@@ -16,7 +16,10 @@ PREFIXES = {
     "libsp_net.a": ("dp_",),
     "libsp_dp.a": ("dp_",),
     "libsp_ctl.a": ("ns_", "ctl_", "route_"),
-    "libsprocket.a": ("sp_",),
+    "libsp_client.a": ("sp_",),
+    # the installed one: sp_client, sp_base, sp_wire and sp_net together
+    "libsprocket.a": ("sp_", "log_", "err_", "clk_", "crc32_", "cfg_", "hist_", "ring_", "jbuf_",
+                      "cidr_", "sha1_", "hmac_", "ipcount_", "fdlim_", "wire_", "dp_"),
     "libsp_bk.a": ("bk_",),
     "libsp_cli.a": ("cli_",),
 }

@@ -33,7 +33,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/compiler.h"
+/* A result the caller must look at (GCC and clang; empty elsewhere). */
+#ifndef SP_MUST_CHECK
+#if defined(__GNUC__)
+#define SP_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define SP_MUST_CHECK
+#endif
+#endif
+
+/* ---- the library ---- */
+
+/* The library's version, "MAJOR.MINOR.PATCH" (the release it was built from). */
+const char *sp_version(void);
 
 /* ---- errors ---- */
 
@@ -103,7 +115,7 @@ struct sp_client;
  * Return: 0; -EINVAL bad config (no namesrv); -ENOTSUP backend not built;
  * -EPERM af_packet without CAP_NET_RAW; -ENOMEM; other negative errno.
  */
-MUST_CHECK int sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out);
+SP_MUST_CHECK int sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out);
 
 /**
  * sp_client_destroy() - stop the threads, close every session (requests in
@@ -133,8 +145,8 @@ struct sp_mq {
  * Context: any thread; blocks on the first use of a topic.
  * Return: 0; -ENOENT the topic does not exist; -ENOMEM; route fetch errors.
  */
-MUST_CHECK int sp_topic_queues(struct sp_client *c, const char *topic, bool readable,
-			       struct sp_mq **out, size_t *n);
+SP_MUST_CHECK int sp_topic_queues(struct sp_client *c, const char *topic, bool readable,
+				  struct sp_mq **out, size_t *n);
 
 /* ---- messages ---- */
 

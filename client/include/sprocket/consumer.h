@@ -25,7 +25,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/compiler.h"
 #include "sprocket/client.h"
 
 /* ---- pull ---- */
@@ -66,8 +65,8 @@ struct sp_pull_result {
  * status); -EINVAL; -ENOENT no route or queue; SP_ERR_STATUS(st) another
  * broker status; transport errors.
  */
-MUST_CHECK int sp_pull(struct sp_client *c, const struct sp_mq *mq, const struct sp_pull_req *req,
-		       struct sp_pull_result *res);
+SP_MUST_CHECK int sp_pull(struct sp_client *c, const struct sp_mq *mq,
+			  const struct sp_pull_req *req, struct sp_pull_result *res);
 
 void sp_pull_result_free(struct sp_pull_result *res);
 
@@ -79,14 +78,14 @@ void sp_pull_result_free(struct sp_pull_result *res);
  * Context: any thread; blocks for one round trip.
  * Return: 0 with *@off set, or a negative error.
  */
-MUST_CHECK int sp_min_offset(struct sp_client *c, const struct sp_mq *mq, int64_t *off);
-MUST_CHECK int sp_max_offset(struct sp_client *c, const struct sp_mq *mq, int64_t *off);
-MUST_CHECK int sp_search_offset(struct sp_client *c, const struct sp_mq *mq, int64_t ts_ms,
-				int64_t *off);
-MUST_CHECK int sp_query_offset(struct sp_client *c, const char *group, const struct sp_mq *mq,
-			       int64_t *off);
-MUST_CHECK int sp_update_offset(struct sp_client *c, const char *group, const struct sp_mq *mq,
-				int64_t off);
+SP_MUST_CHECK int sp_min_offset(struct sp_client *c, const struct sp_mq *mq, int64_t *off);
+SP_MUST_CHECK int sp_max_offset(struct sp_client *c, const struct sp_mq *mq, int64_t *off);
+SP_MUST_CHECK int sp_search_offset(struct sp_client *c, const struct sp_mq *mq, int64_t ts_ms,
+				   int64_t *off);
+SP_MUST_CHECK int sp_query_offset(struct sp_client *c, const char *group, const struct sp_mq *mq,
+				  int64_t *off);
+SP_MUST_CHECK int sp_update_offset(struct sp_client *c, const char *group, const struct sp_mq *mq,
+				   int64_t off);
 
 /**
  * sp_send_back() - hand a message that failed to be consumed back to the
@@ -96,8 +95,8 @@ MUST_CHECK int sp_update_offset(struct sp_client *c, const char *group, const st
  * Context: any thread; blocks for one round trip.
  * Return: 0 or a negative error.
  */
-MUST_CHECK int sp_send_back(struct sp_client *c, const char *group, const struct sp_msg_ext *m,
-			    const char *broker, int32_t delay_level, int32_t max_reconsume);
+SP_MUST_CHECK int sp_send_back(struct sp_client *c, const char *group, const struct sp_msg_ext *m,
+			       const char *broker, int32_t delay_level, int32_t max_reconsume);
 
 /* ---- tag expressions ---- */
 
@@ -157,8 +156,8 @@ struct sp_push;
  * (blocks for those round trips), starts the consume threads.
  * Return: 0; -EINVAL; -ENOENT the topic has no route; other negative errors.
  */
-MUST_CHECK int sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg,
-			     struct sp_push **out);
+SP_MUST_CHECK int sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg,
+				struct sp_push **out);
 
 /**
  * sp_push_stop() - stop pulling, let the consume threads finish the message
@@ -172,6 +171,6 @@ void sp_push_stop(struct sp_push *p);
  * Return: the queues this member consumes, its %RETRY%<group> queues
  * included once that topic exists (a malloc'd copy in *@out; free() it).
  */
-MUST_CHECK int sp_push_queues(struct sp_push *p, struct sp_mq **out, size_t *n);
+SP_MUST_CHECK int sp_push_queues(struct sp_push *p, struct sp_mq **out, size_t *n);
 
 #endif /* SPROCKET_CONSUMER_H */

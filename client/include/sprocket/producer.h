@@ -25,7 +25,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/compiler.h"
 #include "sprocket/client.h"
 
 /*
@@ -78,8 +77,8 @@ typedef void (*sp_send_cb)(void *arg, int err, const struct sp_send_result *res)
  * Context: any thread; allocates.
  * Return: 0, -EINVAL, -ENOMEM.
  */
-MUST_CHECK int sp_producer_create(struct sp_client *c, const struct sp_producer_cfg *cfg,
-				  struct sp_producer **out);
+SP_MUST_CHECK int sp_producer_create(struct sp_client *c, const struct sp_producer_cfg *cfg,
+				     struct sp_producer **out);
 
 /* Waits for async sends in flight, then frees. Context: not from a send callback. */
 void sp_producer_destroy(struct sp_producer *p);
@@ -92,16 +91,16 @@ void sp_producer_destroy(struct sp_producer *p);
  * message; -ENOENT no route; -ETIMEDOUT; SP_ERR_STATUS(st) the broker refused
  * it on the last try; other negative errno.
  */
-MUST_CHECK int sp_producer_send(struct sp_producer *p, const struct sp_msg *msg,
-				struct sp_send_result *res);
+SP_MUST_CHECK int sp_producer_send(struct sp_producer *p, const struct sp_msg *msg,
+				   struct sp_send_result *res);
 
 /**
  * sp_producer_send_async() - send @msg; @cb runs once with the outcome.
  * Context: any thread; blocks only for a route fetch on first use of a topic.
  * Return: 0 (@cb will run exactly once); a negative error (@cb will not run).
  */
-MUST_CHECK int sp_producer_send_async(struct sp_producer *p, const struct sp_msg *msg,
-				      sp_send_cb cb, void *arg);
+SP_MUST_CHECK int sp_producer_send_async(struct sp_producer *p, const struct sp_msg *msg,
+					 sp_send_cb cb, void *arg);
 
 /**
  * sp_producer_send_oneway() - send @msg without waiting or retrying; the answer
@@ -109,7 +108,7 @@ MUST_CHECK int sp_producer_send_async(struct sp_producer *p, const struct sp_msg
  * Context: any thread.
  * Return: 0 handed to the I/O thread; a negative error.
  */
-MUST_CHECK int sp_producer_send_oneway(struct sp_producer *p, const struct sp_msg *msg);
+SP_MUST_CHECK int sp_producer_send_oneway(struct sp_producer *p, const struct sp_msg *msg);
 
 /**
  * sp_producer_send_batch() - send @n messages of one topic as one SEND_BATCH
@@ -119,9 +118,9 @@ MUST_CHECK int sp_producer_send_oneway(struct sp_producer *p, const struct sp_ms
  * Return: as sp_producer_send(); -EINVAL topics differ or @n is 0; -EMSGSIZE
  * the batch exceeds the transport's message limit.
  */
-MUST_CHECK int sp_producer_send_batch(struct sp_producer *p, const struct sp_msg *msgs, size_t n,
-				      struct sp_send_result *res,
-				      char (*msg_ids)[SP_MSGID_LEN + 1]);
+SP_MUST_CHECK int sp_producer_send_batch(struct sp_producer *p, const struct sp_msg *msgs, size_t n,
+					 struct sp_send_result *res,
+					 char (*msg_ids)[SP_MSGID_LEN + 1]);
 
 /* ---- transactional producer (RocketMQ's TransactionMQProducer; docs/client.md) ---- */
 
@@ -156,8 +155,8 @@ struct sp_tx_producer;
  * remoting connection to each broker it sent a half to, and heartbeats).
  * Context: any thread; allocates. Return: 0, -EINVAL, -ENOMEM, -errno.
  */
-MUST_CHECK int sp_tx_producer_create(struct sp_client *c, const struct sp_tx_producer_cfg *cfg,
-				     struct sp_tx_producer **out);
+SP_MUST_CHECK int sp_tx_producer_create(struct sp_client *c, const struct sp_tx_producer_cfg *cfg,
+					struct sp_tx_producer **out);
 void sp_tx_producer_destroy(struct sp_tx_producer *p);
 
 /**
@@ -171,7 +170,7 @@ void sp_tx_producer_destroy(struct sp_tx_producer *p);
  * -EINVAL a delay level, a delivery time or a batch; an END_TRANSACTION
  * error (the half is stored: the check-back resolves it).
  */
-MUST_CHECK int sp_tx_send(struct sp_tx_producer *p, const struct sp_msg *msg, sp_tx_exec_fn exec,
-			  void *arg, struct sp_send_result *res, enum sp_tx_state *state);
+SP_MUST_CHECK int sp_tx_send(struct sp_tx_producer *p, const struct sp_msg *msg, sp_tx_exec_fn exec,
+			     void *arg, struct sp_send_result *res, enum sp_tx_state *state);
 
 #endif /* SPROCKET_PRODUCER_H */
