@@ -278,6 +278,7 @@ MUST_CHECK int sp__pull_prepare(struct sp_client *c, const struct sp_mq *mq,
  * Decodes @call's PULL response into @res (takes call->resp over on
  * SP_PULL_FOUND). Return: 0, SP_ERR_STATUS(st) another status, -EBADMSG.
  */
-MUST_CHECK int sp__pull_parse(struct sp__call *call, const char *expr, struct sp_pull_result *res);
+MUST_CHECK int sp__pull_parse(struct sp_client *c, struct sp__call *call, const char *expr,
+			      struct sp_pull_result *res);
 
 #endif /* SP_CLIENT_PRIV_H */

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "client_priv.h"
 #include "common/clock.h"
@@ -96,6 +97,10 @@ sp_producer_create(struct sp_client *c, const struct sp_producer_cfg *cfg, struc
 	else
 		p->cfg.retry_times = 2, p->cfg.fault_tolerance = true;
 	p->cfg.group = NULL; /* not kept */
+	if (!p->cfg.compress_over)
+		p->cfg.compress_over = 4096;
+	if (p->cfg.compress_level < 1 || p->cfg.compress_level > 9)
+		p->cfg.compress_level = 5;
 	if (!p->cfg.send_timeout_ms)
 		p->cfg.send_timeout_ms = 3000;
 	if (p->cfg.retry_times > 16)
@@ -132,12 +137,13 @@ psend_free(struct psend *s)
 
 static int
 encode(struct psend *s, uint16_t op, const char *topic, const char *props, size_t props_len,
-       const void *body, size_t body_len, int32_t flag)
+       const void *body, size_t body_len, int32_t flag, int32_t sysflag)
 {
 	struct wire_dp_send_req r = {
 		.born_ts = clk_wall_ms_fast(),
 		.queue_id = 0,
 		.flag = op == WIRE_DP_OP_SEND ? flag : 0,
+		.sysflag = sysflag,
 		.topic = topic,
 		.topic_len = (uint16_t)strlen(topic),
 		.props = props,
@@ -201,9 +207,24 @@ prepare_one(struct sp_producer *p, const struct sp_msg *m, struct psend **out)
 	}
 	sp__msgid_new(s->res.msg_id);
 	err = sp__msg_props(m, s->res.msg_id, props, SP__PROPS_MAX, &plen);
-	if (!err)
+	if (!err && m->body_len >= p->cfg.compress_over) {
+		/* as RocketMQ's producer: zlib, kept whatever its size */
+		uLongf zlen = compressBound((uLong)m->body_len);
+		uint8_t *z = malloc(zlen);
+
+		if (z == NULL)
+			err = -ENOMEM;
+		else if (compress2(z, &zlen, m->body, (uLong)m->body_len, p->cfg.compress_level) !=
+			 Z_OK)
+			err = -EINVAL;
+		else
+			err = encode(s, WIRE_DP_OP_SEND, m->topic, props, plen, z, zlen, m->flag,
+				     WIRE_SYSFLAG_COMPRESSED);
+		free(z);
+	} else if (!err) {
 		err = encode(s, WIRE_DP_OP_SEND, m->topic, props, plen, m->body, m->body_len,
-			     m->flag);
+			     m->flag, 0);
+	}
 	free(props);
 	if (err) {
 		psend_free(s);
@@ -730,7 +751,7 @@ batch_encode(struct psend *s, const struct sp_msg *msgs, size_t from, size_t n,
 	}
 	free(s->call->req);
 	s->call->req = NULL;
-	err = encode(s, WIRE_DP_OP_SEND_BATCH, s->topic, NULL, 0, body, body_len, 0);
+	err = encode(s, WIRE_DP_OP_SEND_BATCH, s->topic, NULL, 0, body, body_len, 0, 0);
 out:
 	free(body);
 	free(props);

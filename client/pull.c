@@ -12,9 +12,11 @@
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "client_priv.h"
 #include "sprocket/consumer.h"
+#include "wire/record.h"
 
 #define MAX_REDIRECTS 3
 
@@ -121,11 +123,74 @@ sp__pull_prepare(struct sp_client *c, const struct sp_mq *mq, const struct sp_pu
 
 struct pull_priv {
 	uint8_t *resp;
+	void **inflated; /* bodies inflated for the caller (one malloc each) */
+	size_t n_inflated;
 	alignas(8) char mem[];
 };
 
+/*
+ * Bodies a producer compressed (sysFlag bit 0: zlib, RocketMQ 4's only kind;
+ * RocketMQ 5 names the kind in bits 8-10, 0 or 3 for zlib) are handed to the
+ * caller inflated, as RocketMQ's clients do; sys_flag still says it was
+ * compressed. A body that does not inflate, or would pass SP__INFLATE_MAX,
+ * or of another kind (LZ4, ZSTD), is left as stored, and logged.
+ */
+#define SP__INFLATE_MAX (64u << 20)
+
+static void
+inflate_bodies(struct sp_client *c, struct pull_priv *pp, struct sp_pull_result *res)
+{
+	for (size_t i = 0; i < res->n_msgs; i++) {
+		struct sp_msg_ext *m = &res->msgs[i];
+		unsigned kind = ((unsigned)m->sys_flag >> 8) & 7;
+		uLongf cap = (uLongf)m->body_len * 4 + 256;
+		uint8_t *out = NULL;
+		int zr = Z_BUF_ERROR;
+
+		if (!(m->sys_flag & WIRE_SYSFLAG_COMPRESSED))
+			continue;
+		if (kind != 0 && kind != 3) {
+			sp__log(c, SP_LOG_WARN,
+				"%s: body compressed with kind %u (not zlib): left as stored",
+				m->msg_id, kind);
+			continue;
+		}
+		if (pp->inflated == NULL) {
+			pp->inflated = calloc(res->n_msgs, sizeof(*pp->inflated));
+			if (pp->inflated == NULL)
+				return;
+		}
+		while (cap <= SP__INFLATE_MAX) {
+			uLongf len = cap;
+			uint8_t *b = realloc(out, cap);
+
+			if (b == NULL)
+				break;
+			out = b;
+			zr = uncompress(out, &len, m->body, (uLong)m->body_len);
+			if (zr == Z_OK) {
+				m->body = out;
+				m->body_len = len;
+				pp->inflated[pp->n_inflated++] = out;
+				out = NULL;
+				break;
+			}
+			if (zr != Z_BUF_ERROR)
+				break;
+			cap *= 2;
+		}
+		if (out != NULL || zr != Z_OK) {
+			free(out);
+			sp__log(c, SP_LOG_WARN,
+				"%s: compressed body does not inflate (%s): left as stored",
+				m->msg_id, zr == Z_BUF_ERROR ? "over 64 MiB" : "not zlib data");
+		}
+	}
+}
+
 int
-sp__pull_parse(struct sp__call *call, const char *expr, struct sp_pull_result *res)
+sp__pull_parse(struct sp_client *c, struct sp__call *call, const char *expr,
+	       struct sp_pull_result *res)
 {
 	struct wire_dp_pull_resp r;
 	struct pull_priv *pp;
@@ -174,6 +239,9 @@ sp__pull_parse(struct sp__call *call, const char *expr, struct sp_pull_result *r
 		return (int)n;
 	}
 	res->n_msgs = (size_t)n;
+	pp->inflated = NULL;
+	pp->n_inflated = 0;
+	inflate_bodies(c, pp, res);
 	/* the messages point into the response: the result takes it over */
 	pp->resp = call->resp;
 	call->resp = NULL;
@@ -189,6 +257,9 @@ sp_pull_result_free(struct sp_pull_result *res)
 	if (!res || !res->priv_)
 		return;
 	pp = res->priv_;
+	for (size_t i = 0; i < pp->n_inflated; i++)
+		free(pp->inflated[i]);
+	free(pp->inflated);
 	free(pp->resp);
 	free(pp);
 	res->priv_ = NULL;
@@ -213,7 +284,7 @@ sp_pull(struct sp_client *c, const struct sp_mq *mq, const struct sp_pull_req *r
 	if (!err)
 		err = call_run(c, mq->topic, call);
 	if (!err)
-		err = sp__pull_parse(call, req->expr, res);
+		err = sp__pull_parse(c, call, req->expr, res);
 	sp__call_free(call);
 	return err;
 }

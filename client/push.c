@@ -314,7 +314,7 @@ handle(struct worker *w, struct item *it)
 	int err = it->call->err;
 
 	if (!err)
-		err = sp__pull_parse(it->call, q->retry ? "*" : p->expr, &res);
+		err = sp__pull_parse(p->c, it->call, q->retry ? "*" : p->expr, &res);
 	if (err == SP_ERR_STATUS(WIRE_DP_ST_REDIRECT)) {
 		struct wire_dp_resp_head h;
 

@@ -45,7 +45,16 @@ struct sp_producer_cfg {
 	uint32_t fault_avoid_ms;     /* how long a failed broker is avoided (30000) */
 	sp_queue_select_fn selector; /* NULL: round robin */
 	void *selector_arg;
+	/*
+	 * RocketMQ's compressMsgBodyOverHowmuch: a body of at least this many
+	 * bytes is sent zlib-compressed (sysFlag bit 0; consumers inflate it);
+	 * 0: 4096, as RocketMQ; SP_COMPRESS_OFF: never. Batches are not.
+	 */
+	uint32_t compress_over;
+	int compress_level; /* zlib level 1..9; 0: 5 (RocketMQ's default) */
 };
+
+#define SP_COMPRESS_OFF UINT32_MAX
 
 struct sp_producer;
 
