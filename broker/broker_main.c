@@ -51,6 +51,7 @@
 #include "common/fdlimit.h"
 #include "common/log.h"
 #include "control/breg.h"
+#include "control/notify.h"
 #include "store/verify.h"
 #include "wire/dp.h"
 #include "wire/remoting.h"
@@ -1207,7 +1208,9 @@ main(int argc, char **argv)
 		log_err(BK_TAG, "offsets writer thread: %s", strerror(err));
 		goto out_breg;
 	}
+	ctl_notify(BK_TAG, "READY=1");
 	err = run(x, sfd);
+	ctl_notify(BK_TAG, "STOPPING=1");
 	bk_http_stop(x);
 	rc = err ? 1 : 0;
 	restart = atomic_load(&x->bk.restart);

@@ -27,6 +27,7 @@
 #include "common/err.h"
 #include "common/fdlimit.h"
 #include "common/log.h"
+#include "control/notify.h"
 #include "control/ns.h"
 #include "sp_config.h"
 
@@ -233,7 +234,9 @@ main(int argc, char **argv)
 		ns_server_destroy(srv);
 		goto out;
 	}
+	ctl_notify(NS_TAG, "READY=1");
 	rc = ns_server_run(srv, sfd);
+	ctl_notify(NS_TAG, "STOPPING=1");
 	if (rc != 0)
 		log_err(NS_TAG, "io loop failed: %s", err_str(rc));
 	ns__http_stop();
