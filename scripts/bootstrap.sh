@@ -28,6 +28,8 @@ PKGS=(
 	liburcu-dev libjemalloc-dev zlib1g-dev libisal-dev libjson-c-dev libjansson-dev libyaml-dev libssl-dev
 	# the HTTP endpoints (/metrics, /health); the test parses /metrics with Prometheus' client
 	libmicrohttpd-dev python3-prometheus-client
+	# the daemons' sd_notify (systemd Type=notify units)
+	libsystemd-dev
 	dpdk-dev libdpdk-dev
 	libbenchmark-dev
 	# the TLS test makes its certificate with the openssl tool
@@ -40,6 +42,8 @@ PKGS=(
 if ! $only_bench; then
 	# sanitizer and fuzz builds, formatting; the console's browser test (headless)
 	PKGS+=(clang llvm libclang-rt-14-dev clang-format chromium fonts-dejavu-core)
+	# the Debian package (scripts/deb.sh) and its test in a fresh root (tests/integration/deb.py)
+	PKGS+=(dpkg-dev debootstrap make)
 fi
 
 missing=()
