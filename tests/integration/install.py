@@ -10,13 +10,17 @@ finds sprocket.pc there, the compiler sees only its include/ and no project head
 shared (libsprocket.so.0) and the static (--static) form. Then against a NameServer and a
 broker started from the same root: producer sends 10, pull_consumer reads those 10 and
 commits, push_consumer (another group) gets 10, tx_producer's committed message is
-delivered and its rolled-back one is not. A sanitizer build compiles the examples with the
+delivered and its rolled-back one is not. Each daemon, given a NOTIFY_SOCKET as systemd's
+Type=notify units do, sends READY=1 once it serves, and the broker STOPPING=1 on SIGTERM
+before it exits 0. A sanitizer build compiles the examples with the
 same -fsanitize, as its libsprocket needs.
 """
 import glob
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -84,12 +88,29 @@ def main_case():
     check(os.path.join(libdir, "libsprocket.so.0") in ldd,
           "the shared build loads the installed libsprocket.so.0")
 
+    # systemd's Type=notify, as the units use it: a datagram socket in NOTIFY_SOCKET
+    notify = {}
+    for name in ("namesrv", "broker"):
+        notify[name] = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify[name].bind(os.path.join(ENV.tmp, f"notify-{name}"))
+        notify[name].settimeout(30)
+
+    def said(name):
+        try:
+            return notify[name].recv(4096).decode()
+        except OSError as e:
+            return f"nothing ({e})"
+
+    os.environ["NOTIFY_SOCKET"] = os.path.join(ENV.tmp, "notify-namesrv")
     ENV.start("namesrv", [os.path.join(bindir, "sprocket-namesrv"), f"--listenPort={ENV.base}",
                           f"--kvConfigPath={ENV.tmp}/kv.json", "--bindAddress=127.0.0.1",
                           "--httpPort=0"])
     if not ENV.wait_log("namesrv", " listening on ", timeout=10):
         raise SystemExit("the NameServer did not start")
-    ENV.start("broker", [os.path.join(bindir, "sprocket-broker"), f"--namesrvAddr={NSADDR}",
+    msg = said("namesrv")
+    check(msg == "READY=1", f"the NameServer told systemd READY=1 once listening ({msg})")
+    os.environ["NOTIFY_SOCKET"] = os.path.join(ENV.tmp, "notify-broker")
+    bk = ENV.start("broker", [os.path.join(bindir, "sprocket-broker"), f"--namesrvAddr={NSADDR}",
                          "--listenPort=0", "--brokerName=broker-i",
                          f"--dataplanePort={ENV.base + 20}", "--dataplaneCores=2",
                          f"--storePathRootDir={ENV.tmp}/store", "--httpPort=0",
@@ -97,6 +118,9 @@ def main_case():
                          f"--storeBufferDir={ENV.tmp}", "--registerNameServerPeriod=1000"])
     if not ENV.wait_log("broker", " ready: ", timeout=30):
         raise SystemExit("the broker did not start")
+    del os.environ["NOTIFY_SOCKET"]
+    msg = said("broker")
+    check(msg == "READY=1", f"the broker told systemd READY=1 once ready ({msg})")
     cli = os.path.join(bindir, "sprocket")
     ok = False
     for _ in range(30):
@@ -136,6 +160,10 @@ def main_case():
             env=renv)
     bodies = [l.split(" ", 2)[2] for l in r.stdout.splitlines() if l.count(" ") >= 2]
     check(bodies == ["commit"], f"only the committed one is delivered ({bodies})")
+    bk.send_signal(signal.SIGTERM)
+    msg = said("broker")
+    check(msg == "STOPPING=1" and bk.wait(60) == 0,
+          f"on SIGTERM the broker told systemd STOPPING=1 and exited 0 ({msg})")
 
 
 def main():
