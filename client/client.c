@@ -611,6 +611,11 @@ sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out)
 		snprintf(c->client_id, sizeof(c->client_id), "sprocket@%d", (int)getpid());
 	c->cfg.client_id = c->client_id;
 	c->cfg.iface = NULL; /* not kept: used only below */
+	if (cfg->access_key && cfg->access_key[0] && cfg->secret_key && cfg->secret_key[0] &&
+	    strlen(cfg->access_key) < sizeof(c->ak)) {
+		snprintf(c->ak, sizeof(c->ak), "%s", cfg->access_key);
+		hmac_sha1_key(&c->rem_key, cfg->secret_key, strlen(cfg->secret_key));
+	}
 	c->cfg.access_key = c->cfg.secret_key = NULL;
 	c->cfg.dpdk_args = NULL;
 	if (!c->cfg.connect_timeout_ms)
@@ -756,5 +761,6 @@ sp_client_destroy(struct sp_client *c)
 	pthread_cond_destroy(&c->route_cond);
 	pthread_mutex_destroy(&c->exec_lock);
 	pthread_cond_destroy(&c->exec_cond);
+	memset(&c->rem_key, 0, sizeof(c->rem_key));
 	free(c);
 }

@@ -24,9 +24,11 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/hmac.h"
 #include "dp/port.h"
 #include "dp/xport.h"
 #include "sprocket/client.h"
+#include "sprocket/consumer.h"
 #include "sprocket/route.h"
 #include "wire/dp.h"
 
@@ -98,6 +100,10 @@ struct sp_client {
 	struct sp_client_cfg cfg;
 	char namesrv[1024];
 	char client_id[WIRE_DP_CLIENT_ID_MAX + 1];
+	/* ACL account for remoting calls (push consumers' heartbeats): the access key and the
+	 * HMAC state of the secret, not the secret (docs/security.md); ak[0] 0: none */
+	char ak[257];
+	struct hmac_sha1 rem_key;
 
 	/* I/O thread */
 	struct dp_port *port;
@@ -278,6 +284,43 @@ MUST_CHECK int sp__pull_prepare(struct sp_client *c, const struct sp_mq *mq,
  * Decodes @call's PULL response into @res (takes call->resp over on
  * SP_PULL_FOUND). Return: 0, SP_ERR_STATUS(st) another status, -EBADMSG.
  */
+/* ---- a push consumer's group (rebalance.c) ---- */
+
+struct sp_rem;
+struct sp__rbl_broker {
+	char addr[64]; /* a master's remoting address */
+	struct sp_rem *rem;
+};
+
+/* Ownership: the push consumer's control thread. */
+struct sp__rbl {
+	struct sp_client *c;
+	struct sp__rbl_broker *b;
+	size_t nb;
+};
+
+struct sp__rbl_group {
+	const char *group, *topic, *expr;
+	const char *retry_topic; /* "" or NULL: none */
+	enum sp_consume_from from;
+};
+
+/*
+ * HEART_BEAT to every master of @g->topic, then the group's member ids from
+ * one of them: *@ids sorted (sp__rbl_ids_free()). Return: 0 or a negative error.
+ */
+MUST_CHECK int sp__rbl_members(struct sp__rbl *r, const struct sp__rbl_group *g, char ***ids,
+			       size_t *n);
+void sp__rbl_ids_free(char **ids, size_t n);
+/* UNREGISTER_CLIENT of @group (NULL: none) at every broker talked to; close. */
+void sp__rbl_close(struct sp__rbl *r, const char *group);
+/*
+ * @mine[q] = queue @q (of @mqs, sorted) is @me's among @ids (sorted).
+ * Return: 0, -ENOENT @me is not among @ids, -ENOMEM.
+ */
+MUST_CHECK int sp__rbl_allocate(enum sp_rebalance how, const struct sp_mq *mqs, size_t nq,
+				char *const *ids, size_t n, const char *me, bool *mine);
+
 MUST_CHECK int sp__pull_parse(struct sp_client *c, struct sp__call *call, const char *expr,
 			      struct sp_pull_result *res);
 

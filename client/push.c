@@ -69,6 +69,9 @@ struct pq {
 	struct sp_push *p;
 	struct sp_mq mq;
 	unsigned worker;
+	bool used;	  /* the slot holds a queue (slots never move: pulls point at them) */
+	bool dropped;	  /* rebalanced away: no more pulls or messages; freed once idle */
+	unsigned inwork;  /* answers queued for or in its consume thread */
 	bool have_offset; /* the start offset is known */
 	bool pulling;	  /* a PULL is in flight or queued for the consume thread */
 	bool paused;	  /* backlog full: the consume thread pulls when it drains */
@@ -115,6 +118,9 @@ struct sp_push {
 	struct worker *w;
 	unsigned n_w;
 	pthread_t ctl;
+	bool dynamic;	      /* rebalancing membership (member_count 0) */
+	struct sp__rbl rbl;   /* control thread */
+	uint64_t rbl_next_ns; /* control thread: next heartbeat and rebalance */
 };
 
 static void
@@ -160,7 +166,7 @@ issue_pull(struct pq *q)
 	int err;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->stopping || q->pulling) {
+	if (p->stopping || q->pulling || q->dropped || !q->used) {
 		pthread_mutex_unlock(&p->lock);
 		sp__call_free(call);
 		return;
@@ -200,7 +206,7 @@ pull_done(struct sp__call *call)
 	struct worker *w = &p->w[q->worker];
 
 	pthread_mutex_lock(&p->lock);
-	if (p->stopping || !it) {
+	if (p->stopping || q->dropped || !it) {
 		q->pulling = false;
 		q->retry_at_ns = clk_mono_ns() + RETRY_NS;
 		free(it);
@@ -208,6 +214,7 @@ pull_done(struct sp__call *call)
 		unref_unlock(p);
 		return;
 	}
+	q->inwork++;
 	it->next = NULL;
 	it->q = q;
 	it->call = call;
@@ -332,6 +339,13 @@ handle(struct worker *w, struct item *it)
 	sp__call_free(it->call);
 	pthread_mutex_lock(&p->lock);
 	q->pulling = false;
+	if (q->dropped) {
+		/* rebalanced away: its next owner pulls from the committed offset */
+		pthread_mutex_unlock(&p->lock);
+		if (!err)
+			sp_pull_result_free(&res);
+		return;
+	}
 	if (err) {
 		q->retry_at_ns = clk_mono_ns() + RETRY_NS;
 		pthread_mutex_unlock(&p->lock);
@@ -364,7 +378,7 @@ handle(struct worker *w, struct item *it)
 		bool stop;
 
 		pthread_mutex_lock(&p->lock);
-		stop = p->stopping;
+		stop = p->stopping || q->dropped;
 		pthread_mutex_unlock(&p->lock);
 		if (stop || !consume_one(q, &res.msgs[i]))
 			break; /* not consumed: redelivered after the committed offset */
@@ -374,7 +388,7 @@ handle(struct worker *w, struct item *it)
 		pthread_mutex_unlock(&p->lock);
 	}
 	pthread_mutex_lock(&p->lock);
-	if (!p->stopping) {
+	if (!p->stopping && !q->dropped) {
 		/* messages the tag re-check dropped count as consumed */
 		q->consumed = SP_MAX(q->consumed, res.next_offset);
 		pull_now = q->paused && q->backlog < p->cfg.max_backlog / 2;
@@ -407,6 +421,7 @@ worker_main(void *arg)
 		if (!w->head)
 			w->tail = NULL;
 		if (p->stopping) {
+			it->q->inwork--;
 			sp__call_free(it->call);
 			free(it);
 			p->refs--; /* the owner's reference keeps p alive here */
@@ -414,8 +429,9 @@ worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&p->lock);
 		handle(w, it);
-		free(it);
 		pthread_mutex_lock(&p->lock);
+		it->q->inwork--;
+		free(it);
 		p->refs--;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -465,7 +481,7 @@ commit_all(struct sp_push *p)
 
 		pthread_mutex_lock(&p->lock);
 		off = q->consumed;
-		if (!q->have_offset || off == q->committed) {
+		if (!q->used || !q->have_offset || off == q->committed) {
 			pthread_mutex_unlock(&p->lock);
 			continue;
 		}
@@ -520,6 +536,7 @@ subscribe_retry(struct sp_push *p, uint64_t now)
 		q->mq = mqs[first + i];
 		q->worker = (unsigned)((base + i) % p->n_w);
 		q->retry = true;
+		q->used = true;
 		if (start_offset(p, q) != 0)
 			q->retry_at_ns = now + RETRY_NS;
 	}
@@ -535,6 +552,181 @@ subscribe_retry(struct sp_push *p, uint64_t now)
 			issue_pull(&p->qs[base + i]);
 }
 
+/* ---- rebalancing (rebalance.c finds the members and splits the queues) ---- */
+
+/* A slot for a new queue. Context: control thread, p->lock held. */
+static struct pq *
+slot_take(struct sp_push *p)
+{
+	for (size_t i = 0; i < p->n_q; i++)
+		if (!p->qs[i].used)
+			return &p->qs[i];
+	return p->n_q < p->cap_q ? &p->qs[p->n_q++] : NULL;
+}
+
+static bool
+same_mq(const struct sp_mq *a, const struct sp_mq *b)
+{
+	return a->queue_id == b->queue_id && strcmp(a->broker, b->broker) == 0 &&
+	       strcmp(a->topic, b->topic) == 0;
+}
+
+/* Commit what was consumed of @q (a queue being given up). Context: control thread. */
+static void
+commit_one(struct sp_push *p, struct pq *q)
+{
+	int64_t off;
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	off = q->consumed;
+	if (!q->have_offset || off == q->committed) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	pthread_mutex_unlock(&p->lock);
+	err = sp_update_offset(p->c, p->group, &q->mq, off);
+	if (err) {
+		sp__log(p->c, SP_LOG_WARN, "commit offset %lld of %s/%d: %s", (long long)off,
+			q->mq.topic, (int)q->mq.queue_id, sp_strerror(err));
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	q->committed = off;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * This member's share of @topic's queues for members @ids: queues it no
+ * longer owns stop (their offsets committed at once), new ones start.
+ * Context: control thread.
+ */
+static void
+rebalance_topic(struct sp_push *p, const char *topic, bool retry, char *const *ids, size_t n)
+{
+	struct sp_mq *mqs;
+	size_t nq, nadd = 0, ndrop = 0;
+	bool *mine;
+	struct pq **add, **drop;
+
+	if (sp_topic_queues(p->c, topic, true, &mqs, &nq) != 0)
+		return; /* the retry topic before the first heartbeat created it */
+	mine = calloc(nq + 1, sizeof(*mine));
+	add = calloc(nq + 1, sizeof(*add));
+	drop = calloc(p->cap_q + 1, sizeof(*drop));
+	if (!mine || !add || !drop ||
+	    sp__rbl_allocate(p->cfg.allocate, mqs, nq, ids, n, p->c->client_id, mine) != 0)
+		goto out;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_q; i++) {
+		struct pq *q = &p->qs[i];
+		size_t k;
+
+		if (!q->used || q->dropped || q->retry != retry || strcmp(q->mq.topic, topic) != 0)
+			continue;
+		for (k = 0; k < nq && !same_mq(&mqs[k], &q->mq); k++)
+			;
+		if (k < nq && mine[k]) {
+			mine[k] = false; /* kept: nothing to add */
+			continue;
+		}
+		q->dropped = true;
+		drop[ndrop++] = q;
+	}
+	for (size_t k = 0; k < nq; k++) {
+		struct pq *q;
+
+		if (!mine[k])
+			continue;
+		q = slot_take(p);
+		if (q == NULL) {
+			sp__log(p->c, SP_LOG_WARN, "group %s: no room for queue %s/%s/%d", p->group,
+				mqs[k].topic, mqs[k].broker, (int)mqs[k].queue_id);
+			continue;
+		}
+		memset(q, 0, sizeof(*q));
+		q->p = p;
+		q->mq = mqs[k];
+		q->worker = (unsigned)((size_t)(q - p->qs) % p->n_w);
+		q->retry = retry;
+		q->used = true;
+		add[nadd++] = q;
+	}
+	pthread_mutex_unlock(&p->lock);
+	for (size_t i = 0; i < ndrop; i++)
+		commit_one(p, drop[i]);
+	for (size_t i = 0; i < nadd; i++) {
+		if (start_offset(p, add[i]) == 0) {
+			issue_pull(add[i]);
+		} else {
+			pthread_mutex_lock(&p->lock);
+			add[i]->retry_at_ns = clk_mono_ns() + RETRY_NS;
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+	if (nadd || ndrop)
+		sp__log(p->c, SP_LOG_INFO,
+			"group %s: %zu member(s), %s: took %zu queue(s), gave up %zu", p->group, n,
+			topic, nadd, ndrop);
+out:
+	free(drop);
+	free(add);
+	free(mine);
+	free(mqs);
+}
+
+/* A heartbeat, the member list, and this member's queues. Context: control thread. */
+static void
+rebalance(struct sp_push *p, uint64_t now)
+{
+	struct sp__rbl_group g = {.group = p->group,
+				  .topic = p->topic,
+				  .expr = p->expr,
+				  .retry_topic = p->retry_topic,
+				  .from = p->cfg.from};
+	char **ids;
+	size_t n;
+	int err;
+
+	pthread_mutex_lock(&p->lock);
+	if (now < p->rbl_next_ns) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	p->rbl_next_ns = now + (uint64_t)p->cfg.rebalance_ms * 1000000ull;
+	pthread_mutex_unlock(&p->lock);
+	err = sp__rbl_members(&p->rbl, &g, &ids, &n);
+	if (err) {
+		/* keep what it has: the brokers will be asked again next round */
+		sp__log(p->c, SP_LOG_WARN, "group %s: member list: %s", p->group, sp_strerror(err));
+		return;
+	}
+	rebalance_topic(p, p->topic, false, ids, n);
+	if (p->retry_topic[0])
+		rebalance_topic(p, p->retry_topic, true, ids, n);
+	sp__rbl_ids_free(ids, n);
+}
+
+/* Slots of queues given up, idle now: their last consumed offset committed, then free. */
+static void
+free_dropped(struct sp_push *p)
+{
+	for (size_t i = 0; i < p->n_q; i++) {
+		struct pq *q = &p->qs[i];
+		bool idle;
+
+		pthread_mutex_lock(&p->lock);
+		idle = q->used && q->dropped && !q->pulling && q->inwork == 0;
+		pthread_mutex_unlock(&p->lock);
+		if (!idle)
+			continue;
+		commit_one(p, q); /* a message that was in the callback at the drop */
+		pthread_mutex_lock(&p->lock);
+		q->used = false;
+		pthread_mutex_unlock(&p->lock);
+	}
+}
+
 static void *
 ctl_main(void *arg)
 {
@@ -547,13 +739,22 @@ ctl_main(void *arg)
 		struct timespec ts;
 
 		pthread_mutex_unlock(&p->lock);
-		subscribe_retry(p, now);
+		if (p->dynamic) {
+			rebalance(p, now);
+			free_dropped(p);
+		} else {
+			subscribe_retry(p, now);
+		}
 		for (size_t i = 0; i < p->n_q; i++) {
 			struct pq *q = &p->qs[i];
 			bool need_off;
 			bool need_pull;
 
 			pthread_mutex_lock(&p->lock);
+			if (!q->used || q->dropped) {
+				pthread_mutex_unlock(&p->lock);
+				continue;
+			}
 			need_off = !q->have_offset && now >= q->retry_at_ns;
 			need_pull = q->have_offset && !q->pulling && !q->paused && q->retry_at_ns &&
 				    now >= q->retry_at_ns;
@@ -626,7 +827,9 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	if (!c || !cfg || !cfg->group || !cfg->topic || !cfg->fn || !cfg->group[0] ||
 	    strlen(cfg->group) > WIRE_DP_GROUP_MAX || strlen(cfg->topic) > SP_TOPIC_MAX)
 		return -EINVAL;
-	if (cfg->member_count && cfg->member_index >= cfg->member_count)
+	if ((cfg->member_count && cfg->member_index >= cfg->member_count) ||
+	    (cfg->allocate != SP_REBALANCE_AVERAGE &&
+	     cfg->allocate != SP_REBALANCE_CONSISTENT_HASH))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -641,8 +844,11 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	p->cfg.expr = p->expr;
 	if (!p->cfg.threads)
 		p->cfg.threads = 4;
+	p->dynamic = p->cfg.member_count == 0;
 	if (!p->cfg.member_count)
 		p->cfg.member_count = 1;
+	if (!p->cfg.rebalance_ms)
+		p->cfg.rebalance_ms = 20000;
 	if (!p->cfg.pull_batch)
 		p->cfg.pull_batch = 32;
 	if (!p->cfg.suspend_ms)
@@ -662,8 +868,16 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	err = sp_topic_queues(c, p->topic, true, &mqs, &n);
 	if (err)
 		goto err_free;
-	sp__mq_allocate(n, p->cfg.member_index, p->cfg.member_count, &first, &len);
-	p->cap_q = len + RETRY_QUEUES_MAX;
+	if (p->dynamic) {
+		/* the first rebalance (control thread, at once) takes the queues; a slot
+		 * given up stays taken while its parked PULL is out: room for both */
+		first = len = 0;
+		p->cap_q = 2 * (n + RETRY_QUEUES_MAX) + 8;
+		p->rbl.c = c;
+	} else {
+		sp__mq_allocate(n, p->cfg.member_index, p->cfg.member_count, &first, &len);
+		p->cap_q = len + RETRY_QUEUES_MAX;
+	}
 	p->qs = calloc(p->cap_q, sizeof(*p->qs));
 	if (strncmp(p->topic, RETRY_PREFIX, strlen(RETRY_PREFIX)) != 0 &&
 	    strlen(RETRY_PREFIX) + strlen(p->group) <= SP_TOPIC_MAX)
@@ -678,6 +892,7 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 		p->qs[i].p = p;
 		p->qs[i].mq = mqs[first + i];
 		p->qs[i].worker = (unsigned)(i % p->n_w);
+		p->qs[i].used = true;
 	}
 	free(mqs);
 	mqs = NULL;
@@ -742,6 +957,8 @@ sp_push_stop(struct sp_push *p)
 	for (unsigned i = 0; i < p->n_w; i++)
 		pthread_join(p->w[i].th, NULL);
 	commit_all(p);
+	if (p->dynamic)
+		sp__rbl_close(&p->rbl, p->group); /* the others take its queues at once */
 	pthread_mutex_lock(&p->lock);
 	unref_unlock(p); /* PULLs still parked on a broker free it when they return */
 }
@@ -755,9 +972,10 @@ sp_push_queues(struct sp_push *p, struct sp_mq **out, size_t *n)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_lock(&p->lock);
-	cnt = p->n_q;
-	for (size_t i = 0; i < cnt; i++)
-		m[i] = p->qs[i].mq;
+	cnt = 0;
+	for (size_t i = 0; i < p->n_q; i++)
+		if (p->qs[i].used && !p->qs[i].dropped)
+			m[cnt++] = p->qs[i].mq;
 	pthread_mutex_unlock(&p->lock);
 	*out = m;
 	*n = cnt;

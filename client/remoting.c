@@ -213,6 +213,22 @@ sp_rem_credentials(struct sp_rem *c, const char *ak, const char *sk)
 	return 0;
 }
 
+int
+sp_rem_credentials_key(struct sp_rem *c, const char *ak, const struct hmac_sha1 *key)
+{
+	char *k;
+
+	if (!ak || !ak[0] || strlen(ak) > 256)
+		return -EINVAL;
+	k = strdup(ak);
+	if (!k)
+		return -ENOMEM;
+	free(c->ak);
+	c->ak = k;
+	c->key = *key;
+	return 0;
+}
+
 void
 sp_rem_close(struct sp_rem *c)
 {

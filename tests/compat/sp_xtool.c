@@ -24,7 +24,8 @@
  * msgId, every property, queueId, queueOffset, reconsumeTimes and the body as
  * hex. pull mode reads every read queue from the group's committed offset
  * (else the first or the last offset), commits what it printed (unless
- * --no-commit); push mode runs a push consumer of the group (one member). It
+ * --no-commit); push mode runs a push consumer of the group (one member, or
+ * with --rebalance a member that joins the group and takes its share). It
  * stops once at least N messages were printed (then lingers --linger-ms to
  * print any extra ones) or at the timeout; every message delivered is printed,
  * so a caller sees duplicates and extras. Exit 0 when N were reached (or N is
@@ -85,6 +86,8 @@ struct xt_opts {
 	long timeout_ms;
 	long linger_ms;
 	bool commit;
+	int rebalance; /* push: -1 one fixed member; else an enum sp_rebalance */
+	long rebalance_ms;
 };
 
 static pthread_mutex_t xt_out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,6 +104,7 @@ usage(void)
 		"       sp_xtool consume --namesrv=H:P --topic=T --group=G [--expr=TAGS]\n"
 		"                        [--mode=pull|push] [--from=first|last] [--count=N]\n"
 		"                        [--timeout-ms=MS] [--linger-ms=MS] [--no-commit]\n"
+		"                        [--rebalance=average|hash] [--rebalance-ms=MS]\n"
 		"  common: [--backend=udp|af_packet|dpdk] [--local-ip=A] [--iface=IF]\n"
 		"          [--dpdk-args=S] [--verbose]\n"
 		"  \"{i}\" in --tag, --keys, --prop values and --body is the message index.\n");
@@ -631,7 +635,10 @@ consume_push(struct sp_client *c, const struct xt_opts *o, uint64_t deadline, ui
 		.expr = o->expr,
 		.fn = push_cb,
 		.from = o->from,
-		.member_count = 1,
+		.member_count = o->rebalance < 0 ? 1 : 0,
+		.allocate =
+			o->rebalance < 0 ? SP_REBALANCE_AVERAGE : (enum sp_rebalance)o->rebalance,
+		.rebalance_ms = (uint32_t)o->rebalance_ms,
 		.suspend_ms = 1000,
 		.commit_interval_ms = 1000,
 	};
@@ -697,6 +704,8 @@ enum {
 	OPT_TIMEOUT,
 	OPT_LINGER,
 	OPT_NO_COMMIT,
+	OPT_REBALANCE,
+	OPT_REBALANCE_MS,
 	OPT_HELP,
 };
 
@@ -721,6 +730,8 @@ static const struct option xt_longopts[] = {
 	{"from", required_argument, NULL, OPT_FROM},
 	{"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
 	{"linger-ms", required_argument, NULL, OPT_LINGER},
+	{"rebalance", required_argument, NULL, OPT_REBALANCE},
+	{"rebalance-ms", required_argument, NULL, OPT_REBALANCE_MS},
 	{"no-commit", no_argument, NULL, OPT_NO_COMMIT},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -808,6 +819,16 @@ parse_opt(struct xt_opts *o, int opt, const char *arg)
 	case OPT_NO_COMMIT:
 		o->commit = false;
 		return true;
+	case OPT_REBALANCE:
+		if (strcmp(arg, "average") == 0)
+			o->rebalance = SP_REBALANCE_AVERAGE;
+		else if (strcmp(arg, "hash") == 0)
+			o->rebalance = SP_REBALANCE_CONSISTENT_HASH;
+		else
+			return false;
+		return true;
+	case OPT_REBALANCE_MS:
+		return parse_long(arg, 1, &o->rebalance_ms);
 	default:
 		return false;
 	}
@@ -825,6 +846,7 @@ main(int argc, char **argv)
 		.from = SP_FROM_FIRST,
 		.timeout_ms = 30000,
 		.commit = true,
+		.rebalance = -1,
 	};
 	struct sigaction sa = {.sa_handler = on_signal};
 	int opt;

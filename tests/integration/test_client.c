@@ -1206,7 +1206,9 @@ static void
 test_bad_input(void)
 {
 	const char *args[] = {"--autoCreateTopicEnable=false", "--maxMessageSize=4096", NULL};
-	struct sp_producer_cfg pc = {.retry_times = 2, .send_timeout_ms = 5000};
+	/* not compressed: 8 KiB of zeros would deflate below the broker's maxMessageSize */
+	struct sp_producer_cfg pc = {
+		.retry_times = 2, .send_timeout_ms = 5000, .compress_over = SP_COMPRESS_OFF};
 	static uint8_t big[8192];
 	struct sp_client *c;
 	struct sp_producer *p;

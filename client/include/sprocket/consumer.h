@@ -8,11 +8,18 @@
  * both consumers re-check every message's TAGS against the expression by
  * string, as RocketMQ clients do, so hash collisions never reach the caller.
  *
- * Clustering membership: the broker has no heartbeat or member list on the
- * dataplane yet, so a push consumer takes its place in the group from its
- * config (member_index of member_count) and gets its share of the topic's
- * queues by RocketMQ's AllocateMessageQueueAveragely over the sorted queue
- * list. Every member must be configured with the same member_count.
+ * Clustering: the members of a group share the topic's queues, each queue
+ * consumed by one member, and they rebalance as members come and go, as
+ * RocketMQ's consumers do: every rebalance_ms a push consumer sends a
+ * heartbeat to the topic's brokers (RocketMQ's HEART_BEAT on their remoting
+ * port, where the member lists live, so Java and ali-ons consumers may share
+ * the group), reads the member list and takes its share by the allocation
+ * strategy (@allocate). A queue it gives up stops at the next message, and
+ * its offset is committed before another member starts from it (a message
+ * in the callback then may be consumed twice: at least once). Or fixed
+ * membership: member_count > 0 gives this member the share member_index of
+ * member_count, no heartbeats (every member configured alike).
+ * One push consumer per group per client: the client id names the member.
  *
  * Retries: as RocketMQ's, the push consumer also subscribes to
  * %RETRY%<group>, where the broker puts the messages it sent back, as soon
@@ -130,16 +137,29 @@ enum sp_consume_from {
 	SP_FROM_TIMESTAMP = 2, /* CONSUME_FROM_TIMESTAMP, see from_ts_ms */
 };
 
+/* How a group's members split the queues (their allocation strategy). */
+enum sp_rebalance {
+	SP_REBALANCE_AVERAGE = 0, /* AllocateMessageQueueAveragely: contiguous ranges */
+	/*
+	 * AllocateMessageQueueConsistentHash: a hash ring of the members; a
+	 * member joining or leaving moves only the queues next to its points
+	 * (sticky), at the price of a less even split.
+	 */
+	SP_REBALANCE_CONSISTENT_HASH = 1,
+};
+
 struct sp_push_cfg {
 	const char *group;
 	const char *topic;
 	const char *expr; /* "*" (default) or "a || b" */
 	sp_consume_fn fn;
 	void *arg;
-	unsigned threads;	   /* consume threads (default 4) */
-	unsigned member_index;	   /* this member's place in the group, 0..member_count-1 */
-	unsigned member_count;	   /* members of the group (default 1); see the file comment */
-	enum sp_consume_from from; /* where to start when the group has no committed offset */
+	unsigned threads;	    /* consume threads (default 4) */
+	unsigned member_index;	    /* fixed membership: this member's place, 0..member_count-1 */
+	unsigned member_count;	    /* > 0: fixed membership of this many; 0: rebalance (default) */
+	enum sp_rebalance allocate; /* the strategy when rebalancing (AVERAGE) */
+	uint32_t rebalance_ms;	    /* heartbeat and rebalance period (20000, RocketMQ's) */
+	enum sp_consume_from from;  /* where to start when the group has no committed offset */
 	int64_t from_ts_ms;
 	uint32_t pull_batch;	     /* max messages per pull (32) */
 	uint32_t suspend_ms;	     /* long-poll time (15000) */

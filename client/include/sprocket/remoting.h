@@ -66,6 +66,10 @@ MUST_CHECK int sp_rem_next(struct sp_rem *c, uint32_t timeout_ms, size_t frame_m
  * Return: 0, -EINVAL (empty or too long), -ENOMEM.
  */
 MUST_CHECK int sp_rem_credentials(struct sp_rem *c, const char *ak, const char *sk);
+struct hmac_sha1;
+/* As sp_rem_credentials(), with the HMAC state sp_rem_credentials() would make of the secret. */
+MUST_CHECK int sp_rem_credentials_key(struct sp_rem *c, const char *ak,
+				      const struct hmac_sha1 *key);
 
 void sp_rem_resp_free(struct sp_rem_resp *resp);
 void sp_rem_close(struct sp_rem *c);

@@ -367,6 +367,66 @@ test_select_by_hash(void)
 	}
 }
 
+/* Each member's share of @nq queues among @n members: owner[q] is its member, or -1 / -2. */
+static void
+owners(enum sp_rebalance how, size_t nq, size_t n, char **ids, int *owner)
+{
+	struct sp_mq mqs[64];
+	bool mine[64];
+
+	for (size_t q = 0; q < nq; q++) {
+		snprintf(mqs[q].topic, sizeof(mqs[q].topic), "T");
+		snprintf(mqs[q].broker, sizeof(mqs[q].broker), "broker-%c", q < nq / 2 ? 'a' : 'b');
+		mqs[q].queue_id = (int32_t)(q % (nq / 2 ? nq / 2 : 1));
+		owner[q] = -1;
+	}
+	for (size_t m = 0; m < n; m++) {
+		T_ASSERT_EQ(sp__rbl_allocate(how, mqs, nq, ids, n, ids[m], mine), 0);
+		for (size_t q = 0; q < nq; q++)
+			if (mine[q])
+				owner[q] = owner[q] == -1 ? (int)m : -2; /* -2: two owners */
+	}
+}
+
+static void
+test_rebalance_allocate(void)
+{
+	char *ids[] = {"10.0.0.1@100", "10.0.0.2@200", "10.0.0.3@300", "10.0.0.4@400"};
+	int o4[16], o3[16];
+	bool mine[16];
+	struct sp_mq mq = {.topic = "T", .broker = "b", .queue_id = 0};
+	size_t moved = 0, counts[4] = {0};
+
+	/* average: contiguous ranges, the first members one more (AllocateMessageQueueAveragely) */
+	owners(SP_REBALANCE_AVERAGE, 10, 4, ids, o4);
+	for (size_t q = 0; q < 10; q++)
+		T_ASSERT_EQ(o4[q], q < 3 ? 0 : q < 6 ? 1 : q < 8 ? 2 : 3);
+	/* a member the list lacks gets nothing, and says so */
+	T_ASSERT_EQ(sp__rbl_allocate(SP_REBALANCE_AVERAGE, &mq, 1, ids, 4, "stranger", mine),
+		    -ENOENT);
+	/* more members than queues: the last ones idle */
+	owners(SP_REBALANCE_AVERAGE, 2, 4, ids, o4);
+	T_ASSERT(o4[0] == 0 && o4[1] == 1);
+	/* consistent hash: one owner per queue, every member some of 16 */
+	owners(SP_REBALANCE_CONSISTENT_HASH, 16, 4, ids, o4);
+	for (size_t q = 0; q < 16; q++) {
+		T_ASSERT(o4[q] >= 0);
+		counts[o4[q]]++;
+	}
+	for (size_t m = 0; m < 4; m++)
+		T_ASSERT(counts[m] > 0);
+	/* the last member leaves: only its queues move */
+	owners(SP_REBALANCE_CONSISTENT_HASH, 16, 3, ids, o3);
+	for (size_t q = 0; q < 16; q++) {
+		T_ASSERT(o3[q] >= 0);
+		if (o4[q] != 3)
+			T_ASSERT_EQ(o3[q], o4[q]);
+		moved += o4[q] != o3[q];
+	}
+	T_ASSERT_EQ(moved, counts[3]);
+}
+
 T_MAIN(T_CASE(test_strerror), T_CASE(test_props), T_CASE(test_msgid), T_CASE(test_tag_expr),
        T_CASE(test_fault), T_CASE(test_allocate), T_CASE(test_topic_build),
-       T_CASE(test_batch_roundtrip), T_CASE(test_records_decode), T_CASE(test_select_by_hash))
+       T_CASE(test_batch_roundtrip), T_CASE(test_records_decode), T_CASE(test_select_by_hash),
+       T_CASE(test_rebalance_allocate))
