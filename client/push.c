@@ -2,8 +2,9 @@
 /*
  * push.c - the push consumer: long polling, consume threads, offsets.
  *
- * Each queue this member owns (AllocateMessageQueueAveragely over the sorted
- * read queues, member_index of member_count) has one PULL in flight at a
+ * Each queue this member owns (its share of the group, found each
+ * rebalance_ms by rebalance.c from the brokers' member list, or fixed:
+ * member_index of member_count) has one PULL in flight at a
  * time, with SUSPEND so the broker parks it until messages arrive. The I/O
  * thread hands each answer, undecoded, to the consume thread that serves
  * the queue (queue i -> thread i % threads), so a queue's messages are
@@ -23,8 +24,13 @@
  * failed). That topic exists only after the group's first SEND_BACK, so the
  * control thread looks its route up every RETRY_ROUTE_NS (at once after a
  * send back) until it appears, then adds its share of the retry queues
- * (same member_index/member_count allocation), from the first offset when
- * the group has none committed. A message from it is handed to the callback
+ * (fixed membership; a rebalancing member allocates them each round like
+ * the topic's), from the first offset when the group has none committed.
+ *
+ * Rebalancing: a queue given up is marked dropped: its answers are dropped
+ * unread, its consume thread stops before the next message, its offset is
+ * committed at once; its slot is freed (the last consumed offset committed
+ * again) once no PULL or answer of it is out. New queues take free slots. A message from it is handed to the callback
  * with its original topic, from the RETRY_TOPIC property.
  *
  * Offsets: a queue's consumed offset is the offset after the last message
@@ -41,8 +47,11 @@
  * frees it. After stop, answers are dropped on arrival.
  *
  * Ownership: struct sp_push fields are guarded by p->lock except the
- * immutable config; each struct pq's consume-side fields (next_pull,
- * consumed) are written by its consume thread under p->lock.
+ * immutable config and rbl (control thread); each struct pq's consume-side
+ * fields (next_pull, consumed) are written by its consume thread under
+ * p->lock; used, dropped and the slot's queue by the control thread under
+ * p->lock; inwork by the I/O thread (+1) and the consume thread (-1) under
+ * p->lock.
  */
 #include <errno.h>
 #include <stdio.h>
