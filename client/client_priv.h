@@ -312,6 +312,13 @@ struct sp__rbl_group {
 MUST_CHECK int sp__rbl_members(struct sp__rbl *r, const struct sp__rbl_group *g, char ***ids,
 			       size_t *n);
 void sp__rbl_ids_free(char **ids, size_t n);
+/*
+ * LOCK_BATCH_MQ (@lock) or UNLOCK_BATCH_MQ of @mqs for @group at their brokers (orderly
+ * consumers): @ok[i] (NULL when unlocking) says which this client holds now.
+ * Return: 0, or the last error (the others were still asked).
+ */
+MUST_CHECK int sp__rbl_lock(struct sp__rbl *r, const char *group, const struct sp_mq *mqs, size_t n,
+			    bool lock, bool *ok);
 /* UNREGISTER_CLIENT of @group (NULL: none) at every broker talked to; close. */
 void sp__rbl_close(struct sp__rbl *r, const char *group);
 /*

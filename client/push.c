@@ -64,73 +64,7 @@
 #include "common/clock.h"
 #include "sprocket/consumer.h"
 
-#define RETRY_NS (1000ull * 1000000ull)
-#define RETRY_ROUTE_NS (1000ull * 1000000ull)
-#define RETRY_QUEUES_MAX 16
-#define SEND_BACK_TRIES 3
-#define SEND_BACK_BUSY_MS 5000 /* how long SYSTEM_BUSY answers are waited out */
-#define CONSUME_LATER_MS 1000
-#define RETRY_PREFIX "%RETRY%"
-
-struct sp_push;
-
-struct pq {
-	struct sp_push *p;
-	struct sp_mq mq;
-	unsigned worker;
-	bool used;	  /* the slot holds a queue (slots never move: pulls point at them) */
-	bool dropped;	  /* rebalanced away: no more pulls or messages; freed once idle */
-	unsigned inwork;  /* answers queued for or in its consume thread */
-	bool have_offset; /* the start offset is known */
-	bool pulling;	  /* a PULL is in flight or queued for the consume thread */
-	bool paused;	  /* backlog full: the consume thread pulls when it drains */
-	bool retry;	  /* a queue of %RETRY%<group> (immutable once added) */
-	int64_t next_pull;
-	int64_t consumed; /* everything before it is consumed */
-	int64_t committed;
-	unsigned backlog;
-	uint64_t retry_at_ns;
-	uint16_t redirect_port; /* a REDIRECT named the owning core: the route is stale */
-};
-
-struct item {
-	struct item *next;
-	struct pq *q;
-	struct sp__call *call;
-};
-
-struct worker {
-	struct sp_push *p;
-	pthread_t th;
-	pthread_cond_t cond;
-	struct item *head;
-	struct item *tail;
-};
-
-struct sp_push {
-	struct sp_client *c;
-	struct sp_push_cfg cfg;
-	char group[WIRE_DP_GROUP_MAX + 1];
-	char topic[SP_TOPIC_MAX + 1];
-	char *expr;
-
-	pthread_mutex_t lock;
-	pthread_cond_t ctl_cond;
-	bool stopping;
-	unsigned refs; /* owner + PULLs in flight */
-	struct pq *qs; /* room for cap_q: retry queues are added later, qs never moves */
-	size_t n_q;    /* written by the control thread under lock */
-	size_t cap_q;
-	char retry_topic[SP_TOPIC_MAX + 1]; /* "" when none (name too long) */
-	bool retry_added;		    /* control thread only */
-	uint64_t retry_check_ns;	    /* next route lookup of retry_topic */
-	struct worker *w;
-	unsigned n_w;
-	pthread_t ctl;
-	bool dynamic;	      /* rebalancing membership (member_count 0) */
-	struct sp__rbl rbl;   /* control thread */
-	uint64_t rbl_next_ns; /* control thread: next heartbeat and rebalance */
-};
+#include "push_priv.h"
 
 static void
 push_free(struct sp_push *p)
@@ -161,8 +95,8 @@ unref_unlock(struct sp_push *p)
 static void pull_done(struct sp__call *call);
 
 /* Starts the next PULL of @q. Context: p->lock not held. */
-static void
-issue_pull(struct pq *q)
+void
+sp__push_issue_pull(struct pq *q)
 {
 	struct sp_push *p = q->p;
 	struct sp_pull_req req = {
@@ -175,7 +109,7 @@ issue_pull(struct pq *q)
 	int err;
 
 	pthread_mutex_lock(&p->lock);
-	if (p->stopping || q->pulling || q->dropped || !q->used) {
+	if (p->stopping || q->pulling || q->dropped || !q->used || (p->cfg.orderly && !q->locked)) {
 		pthread_mutex_unlock(&p->lock);
 		sp__call_free(call);
 		return;
@@ -290,6 +224,20 @@ send_back(struct pq *q, const struct sp_msg_ext *m)
 	return false;
 }
 
+/* Orderly, out of tries: SEND_BACK with delay level -1, to %DLQ%<group> (RocketMQ's). */
+static bool
+send_dlq(struct pq *q, const struct sp_msg_ext *m)
+{
+	struct sp_push *p = q->p;
+	int err = sp_send_back(p->c, p->group, m, q->mq.broker, -1, p->cfg.max_reconsume);
+
+	if (err)
+		sp__log(p->c, SP_LOG_WARN, "dead-letter of %s (queue %d offset %lld) failed: %s",
+			m->msg_id, (int)q->mq.queue_id, (long long)m->queue_offset,
+			sp_strerror(err));
+	return err == 0;
+}
+
 /* Return: true when @m is consumed (or sent back); false: the consumer is stopping. */
 static bool
 consume_one(struct pq *q, const struct sp_msg_ext *m)
@@ -309,10 +257,16 @@ consume_one(struct pq *q, const struct sp_msg_ext *m)
 		view.topic = topic;
 		cm = &view;
 	}
-	for (;;) {
+	for (int32_t tries = 0;; tries++) {
 		if (p->cfg.fn(p->cfg.arg, &q->mq, cm) == SP_CONSUME_SUCCESS)
 			return true;
-		if (send_back(q, m))
+		if (p->cfg.orderly && tries < p->cfg.max_reconsume) {
+			/* in place: the next message waits (RocketMQ's SUSPEND_CURRENT_QUEUE) */
+			if (!pause_ms(p, CONSUME_LATER_MS))
+				return false;
+			continue;
+		}
+		if (p->cfg.orderly ? send_dlq(q, m) : send_back(q, m))
 			return true;
 		/* consume it again here later rather than lose it */
 		if (!pause_ms(p, CONSUME_LATER_MS))
@@ -341,7 +295,7 @@ handle(struct worker *w, struct item *it)
 			pthread_mutex_lock(&p->lock);
 			q->pulling = false;
 			pthread_mutex_unlock(&p->lock);
-			issue_pull(q);
+			sp__push_issue_pull(q);
 			return;
 		}
 	}
@@ -380,14 +334,16 @@ handle(struct worker *w, struct item *it)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (pull_now)
-		issue_pull(q);
+		sp__push_issue_pull(q);
 	if (res.status != SP_PULL_FOUND)
 		return;
 	for (size_t i = 0; i < res.n_msgs; i++) {
 		bool stop;
 
 		pthread_mutex_lock(&p->lock);
-		stop = p->stopping || q->dropped;
+		stop = p->stopping || q->dropped ||
+		       (p->cfg.orderly &&
+			(!q->locked || clk_mono_ns() - q->locked_ns > LOCK_LIVE_NS));
 		pthread_mutex_unlock(&p->lock);
 		if (stop || !consume_one(q, &res.msgs[i]))
 			break; /* not consumed: redelivered after the committed offset */
@@ -407,7 +363,7 @@ handle(struct worker *w, struct item *it)
 	pthread_mutex_unlock(&p->lock);
 	sp_pull_result_free(&res);
 	if (pull_now)
-		issue_pull(q);
+		sp__push_issue_pull(q);
 }
 
 static void *
@@ -449,8 +405,8 @@ worker_main(void *arg)
 
 /* ---- offsets ---- */
 
-static int
-start_offset(struct sp_push *p, struct pq *q)
+int
+sp__push_start_offset(struct sp_push *p, struct pq *q)
 {
 	int64_t off;
 	int err = sp_query_offset(p->c, p->group, &q->mq, &off);
@@ -546,7 +502,7 @@ subscribe_retry(struct sp_push *p, uint64_t now)
 		q->worker = (unsigned)((base + i) % p->n_w);
 		q->retry = true;
 		q->used = true;
-		if (start_offset(p, q) != 0)
+		if (sp__push_start_offset(p, q) != 0)
 			q->retry_at_ns = now + RETRY_NS;
 	}
 	free(mqs);
@@ -558,182 +514,7 @@ subscribe_retry(struct sp_push *p, uint64_t now)
 		p->retry_topic);
 	for (size_t i = 0; i < len; i++)
 		if (p->qs[base + i].have_offset)
-			issue_pull(&p->qs[base + i]);
-}
-
-/* ---- rebalancing (rebalance.c finds the members and splits the queues) ---- */
-
-/* A slot for a new queue. Context: control thread, p->lock held. */
-static struct pq *
-slot_take(struct sp_push *p)
-{
-	for (size_t i = 0; i < p->n_q; i++)
-		if (!p->qs[i].used)
-			return &p->qs[i];
-	return p->n_q < p->cap_q ? &p->qs[p->n_q++] : NULL;
-}
-
-static bool
-same_mq(const struct sp_mq *a, const struct sp_mq *b)
-{
-	return a->queue_id == b->queue_id && strcmp(a->broker, b->broker) == 0 &&
-	       strcmp(a->topic, b->topic) == 0;
-}
-
-/* Commit what was consumed of @q (a queue being given up). Context: control thread. */
-static void
-commit_one(struct sp_push *p, struct pq *q)
-{
-	int64_t off;
-	int err;
-
-	pthread_mutex_lock(&p->lock);
-	off = q->consumed;
-	if (!q->have_offset || off == q->committed) {
-		pthread_mutex_unlock(&p->lock);
-		return;
-	}
-	pthread_mutex_unlock(&p->lock);
-	err = sp_update_offset(p->c, p->group, &q->mq, off);
-	if (err) {
-		sp__log(p->c, SP_LOG_WARN, "commit offset %lld of %s/%d: %s", (long long)off,
-			q->mq.topic, (int)q->mq.queue_id, sp_strerror(err));
-		return;
-	}
-	pthread_mutex_lock(&p->lock);
-	q->committed = off;
-	pthread_mutex_unlock(&p->lock);
-}
-
-/*
- * This member's share of @topic's queues for members @ids: queues it no
- * longer owns stop (their offsets committed at once), new ones start.
- * Context: control thread.
- */
-static void
-rebalance_topic(struct sp_push *p, const char *topic, bool retry, char *const *ids, size_t n)
-{
-	struct sp_mq *mqs;
-	size_t nq, nadd = 0, ndrop = 0;
-	bool *mine;
-	struct pq **add, **drop;
-
-	if (sp_topic_queues(p->c, topic, true, &mqs, &nq) != 0)
-		return; /* the retry topic before the first heartbeat created it */
-	mine = calloc(nq + 1, sizeof(*mine));
-	add = calloc(nq + 1, sizeof(*add));
-	drop = calloc(p->cap_q + 1, sizeof(*drop));
-	if (!mine || !add || !drop ||
-	    sp__rbl_allocate(p->cfg.allocate, mqs, nq, ids, n, p->c->client_id, mine) != 0)
-		goto out;
-	pthread_mutex_lock(&p->lock);
-	for (size_t i = 0; i < p->n_q; i++) {
-		struct pq *q = &p->qs[i];
-		size_t k;
-
-		if (!q->used || q->dropped || q->retry != retry || strcmp(q->mq.topic, topic) != 0)
-			continue;
-		for (k = 0; k < nq && !same_mq(&mqs[k], &q->mq); k++)
-			;
-		if (k < nq && mine[k]) {
-			mine[k] = false; /* kept: nothing to add */
-			continue;
-		}
-		q->dropped = true;
-		drop[ndrop++] = q;
-	}
-	for (size_t k = 0; k < nq; k++) {
-		struct pq *q;
-
-		if (!mine[k])
-			continue;
-		q = slot_take(p);
-		if (q == NULL) {
-			sp__log(p->c, SP_LOG_WARN, "group %s: no room for queue %s/%s/%d", p->group,
-				mqs[k].topic, mqs[k].broker, (int)mqs[k].queue_id);
-			continue;
-		}
-		memset(q, 0, sizeof(*q));
-		q->p = p;
-		q->mq = mqs[k];
-		q->worker = (unsigned)((size_t)(q - p->qs) % p->n_w);
-		q->retry = retry;
-		q->used = true;
-		add[nadd++] = q;
-	}
-	pthread_mutex_unlock(&p->lock);
-	for (size_t i = 0; i < ndrop; i++)
-		commit_one(p, drop[i]);
-	for (size_t i = 0; i < nadd; i++) {
-		if (start_offset(p, add[i]) == 0) {
-			issue_pull(add[i]);
-		} else {
-			pthread_mutex_lock(&p->lock);
-			add[i]->retry_at_ns = clk_mono_ns() + RETRY_NS;
-			pthread_mutex_unlock(&p->lock);
-		}
-	}
-	if (nadd || ndrop)
-		sp__log(p->c, SP_LOG_INFO,
-			"group %s: %zu member(s), %s: took %zu queue(s), gave up %zu", p->group, n,
-			topic, nadd, ndrop);
-out:
-	free(drop);
-	free(add);
-	free(mine);
-	free(mqs);
-}
-
-/* A heartbeat, the member list, and this member's queues. Context: control thread. */
-static void
-rebalance(struct sp_push *p, uint64_t now)
-{
-	struct sp__rbl_group g = {.group = p->group,
-				  .topic = p->topic,
-				  .expr = p->expr,
-				  .retry_topic = p->retry_topic,
-				  .from = p->cfg.from};
-	char **ids;
-	size_t n;
-	int err;
-
-	pthread_mutex_lock(&p->lock);
-	if (now < p->rbl_next_ns) {
-		pthread_mutex_unlock(&p->lock);
-		return;
-	}
-	p->rbl_next_ns = now + (uint64_t)p->cfg.rebalance_ms * 1000000ull;
-	pthread_mutex_unlock(&p->lock);
-	err = sp__rbl_members(&p->rbl, &g, &ids, &n);
-	if (err) {
-		/* keep what it has: the brokers will be asked again next round */
-		sp__log(p->c, SP_LOG_WARN, "group %s: member list: %s", p->group, sp_strerror(err));
-		return;
-	}
-	rebalance_topic(p, p->topic, false, ids, n);
-	if (p->retry_topic[0])
-		rebalance_topic(p, p->retry_topic, true, ids, n);
-	sp__rbl_ids_free(ids, n);
-}
-
-/* Slots of queues given up, idle now: their last consumed offset committed, then free. */
-static void
-free_dropped(struct sp_push *p)
-{
-	for (size_t i = 0; i < p->n_q; i++) {
-		struct pq *q = &p->qs[i];
-		bool idle;
-
-		pthread_mutex_lock(&p->lock);
-		idle = q->used && q->dropped && !q->pulling && q->inwork == 0;
-		pthread_mutex_unlock(&p->lock);
-		if (!idle)
-			continue;
-		commit_one(p, q); /* a message that was in the callback at the drop */
-		pthread_mutex_lock(&p->lock);
-		q->used = false;
-		pthread_mutex_unlock(&p->lock);
-	}
+			sp__push_issue_pull(&p->qs[base + i]);
 }
 
 static void *
@@ -749,11 +530,13 @@ ctl_main(void *arg)
 
 		pthread_mutex_unlock(&p->lock);
 		if (p->dynamic) {
-			rebalance(p, now);
-			free_dropped(p);
+			sp__push_rebalance(p, now);
+			sp__push_free_dropped(p);
 		} else {
 			subscribe_retry(p, now);
 		}
+		if (p->cfg.orderly)
+			sp__push_lock_round(p, now);
 		for (size_t i = 0; i < p->n_q; i++) {
 			struct pq *q = &p->qs[i];
 			bool need_off;
@@ -764,6 +547,10 @@ ctl_main(void *arg)
 				pthread_mutex_unlock(&p->lock);
 				continue;
 			}
+			if (p->cfg.orderly && !q->locked) {
+				pthread_mutex_unlock(&p->lock);
+				continue; /* no pulls before the broker's lock */
+			}
 			need_off = !q->have_offset && now >= q->retry_at_ns;
 			need_pull = q->have_offset && !q->pulling && !q->paused && q->retry_at_ns &&
 				    now >= q->retry_at_ns;
@@ -771,8 +558,8 @@ ctl_main(void *arg)
 				q->retry_at_ns = 0;
 			pthread_mutex_unlock(&p->lock);
 			if (need_off) {
-				if (start_offset(p, q) == 0) {
-					issue_pull(q);
+				if (sp__push_start_offset(p, q) == 0) {
+					sp__push_issue_pull(q);
 				} else {
 					pthread_mutex_lock(&p->lock);
 					q->retry_at_ns = now + RETRY_NS;
@@ -780,7 +567,7 @@ ctl_main(void *arg)
 				}
 			}
 			if (need_pull)
-				issue_pull(q);
+				sp__push_issue_pull(q);
 		}
 		if (now - last_commit >= (uint64_t)p->cfg.commit_interval_ms * 1000000ull) {
 			commit_all(p);
@@ -877,6 +664,7 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	err = sp_topic_queues(c, p->topic, true, &mqs, &n);
 	if (err)
 		goto err_free;
+	p->rbl.c = c;
 	if (p->dynamic) {
 		/* the first rebalance (control thread, at once) takes the queues; a slot
 		 * given up stays taken while its parked PULL is out: room for both */
@@ -906,7 +694,7 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	free(mqs);
 	mqs = NULL;
 	for (size_t i = 0; i < p->n_q; i++) {
-		err = start_offset(p, &p->qs[i]);
+		err = sp__push_start_offset(p, &p->qs[i]);
 		if (err) {
 			/* the control thread retries; a broker may be down for now */
 			sp__log(c, SP_LOG_WARN, "start offset of %s/%s/%d: %s", p->topic,
@@ -930,7 +718,8 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 		goto err_stop;
 	for (size_t i = 0; i < p->n_q; i++)
 		if (p->qs[i].have_offset)
-			issue_pull(&p->qs[i]);
+			sp__push_issue_pull(
+				&p->qs[i]); /* orderly: not before the control thread locked it */
 	*out = p;
 	return 0;
 
@@ -966,8 +755,10 @@ sp_push_stop(struct sp_push *p)
 	for (unsigned i = 0; i < p->n_w; i++)
 		pthread_join(p->w[i].th, NULL);
 	commit_all(p);
-	if (p->dynamic)
-		sp__rbl_close(&p->rbl, p->group); /* the others take its queues at once */
+	if (p->cfg.orderly)
+		sp__push_unlock_all(p); /* the next owners start now */
+	if (p->dynamic || p->cfg.orderly)
+		sp__rbl_close(&p->rbl, p->dynamic ? p->group : NULL); /* others take its queues */
 	pthread_mutex_lock(&p->lock);
 	unref_unlock(p); /* PULLs still parked on a broker free it when they return */
 }

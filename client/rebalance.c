@@ -237,6 +237,136 @@ sp__rbl_close(struct sp__rbl *r, const char *group)
 	r->nb = 0;
 }
 
+/* ---- queue locks (orderly consumers) ---- */
+
+/* The remoting address of the master of @mq's broker, from @mq's topic route. */
+static bool
+mq_addr(struct sp_client *c, const struct sp_mq *mq, char *addr, size_t cap)
+{
+	struct sp__topic *t;
+	bool found = false;
+
+	if (sp__topic_get(c, mq->topic, &t) != 0)
+		return false;
+	for (uint32_t i = 0; i < t->route->n_brokers && !found; i++)
+		if (strcmp(t->route->brokers[i].name, mq->broker) == 0 &&
+		    t->route->brokers[i].addr[0]) {
+			snprintf(addr, cap, "%s", t->route->brokers[i].addr);
+			found = true;
+		}
+	sp__topic_put(c, t);
+	return found;
+}
+
+/* {"lockOKMQSet":[{"brokerName","queueId","topic"}]}: mark @ok[i] for each of @mqs named. */
+static void
+locked_parse(const struct sp_rem_resp *resp, const struct sp_mq *mqs, const bool *part, size_t n,
+	     bool *ok)
+{
+	struct json_tokener *tok = json_tokener_new();
+	json_object *o = NULL, *set;
+
+	if (tok != NULL && resp->cmd.body_len <= INT32_MAX)
+		o = json_tokener_parse_ex(tok, (const char *)resp->cmd.body,
+					  (int)resp->cmd.body_len);
+	json_tokener_free(tok);
+	if (o == NULL || !json_object_object_get_ex(o, "lockOKMQSet", &set) ||
+	    !json_object_is_type(set, json_type_array)) {
+		json_object_put(o);
+		return;
+	}
+	for (size_t k = 0; k < json_object_array_length(set); k++) {
+		json_object *e = json_object_array_get_idx(set, k), *v;
+		const char *topic = NULL, *broker = NULL;
+		int qid = -1;
+
+		if (json_object_object_get_ex(e, "topic", &v))
+			topic = json_object_get_string(v);
+		if (json_object_object_get_ex(e, "brokerName", &v))
+			broker = json_object_get_string(v);
+		if (json_object_object_get_ex(e, "queueId", &v))
+			qid = json_object_get_int(v);
+		for (size_t i = 0; topic && i < n; i++)
+			if (part[i] && mqs[i].queue_id == qid && strcmp(mqs[i].topic, topic) == 0 &&
+			    (!broker || strcmp(mqs[i].broker, broker) == 0))
+				ok[i] = true;
+	}
+	json_object_put(o);
+}
+
+int
+sp__rbl_lock(struct sp__rbl *r, const char *group, const struct sp_mq *mqs, size_t n, bool lock,
+	     bool *ok)
+{
+	bool *done = calloc(n + 1, sizeof(*done)), *part = calloc(n + 1, sizeof(*part));
+	int rc = 0;
+
+	if (done == NULL || part == NULL) {
+		free(done);
+		free(part);
+		return -ENOMEM;
+	}
+	if (ok != NULL)
+		memset(ok, 0, n * sizeof(*ok));
+	/* one LOCK_BATCH_MQ / UNLOCK_BATCH_MQ per broker, naming its queues */
+	for (size_t i = 0; i < n; i++) {
+		char addr[64];
+		struct sp__rbl_broker *b;
+		struct jbuf body;
+		struct wire_rem_cmd req = {.code = lock ? WIRE_REQ_LOCK_BATCH_MQ
+							: WIRE_REQ_UNLOCK_BATCH_MQ,
+					   .language = WIRE_LANG_CPP,
+					   .version = WIRE_REM_VERSION_V4_9_8,
+					   .serialize = WIRE_REM_JSON};
+		struct sp_rem_resp resp;
+		bool first = true;
+
+		if (done[i])
+			continue;
+		memset(part, 0, n * sizeof(*part));
+		for (size_t k = i; k < n; k++)
+			if (!done[k] && strcmp(mqs[k].broker, mqs[i].broker) == 0)
+				part[k] = done[k] = true;
+		if (!mq_addr(r->c, &mqs[i], addr, sizeof(addr)) ||
+		    (b = broker_get(r, addr)) == NULL) {
+			rc = -ENOENT;
+			continue;
+		}
+		jbuf_init(&body);
+		jbuf_lit(&body, "{\"clientId\":");
+		jbuf_cstr(&body, r->c->client_id);
+		jbuf_lit(&body, ",\"consumerGroup\":");
+		jbuf_cstr(&body, group);
+		jbuf_lit(&body, ",\"mqSet\":[");
+		for (size_t k = i; k < n; k++) {
+			if (!part[k])
+				continue;
+			jbuf_lit(&body, first ? "{\"brokerName\":" : ",{\"brokerName\":");
+			first = false;
+			jbuf_cstr(&body, mqs[k].broker);
+			jbuf_lit(&body, ",\"queueId\":");
+			jbuf_i64(&body, mqs[k].queue_id);
+			jbuf_lit(&body, ",\"topic\":");
+			jbuf_cstr(&body, mqs[k].topic);
+			jbuf_lit(&body, "}");
+		}
+		jbuf_lit(&body, "],\"onlyThisBroker\":false}");
+		if (body.err == 0 && call(r->c, b, &req, body.p, body.len, &resp) == 0) {
+			if (resp.cmd.code != WIRE_RSP_SUCCESS)
+				rc = SP_ERR_STATUS(resp.cmd.code);
+			else if (lock && ok != NULL)
+				locked_parse(&resp, mqs, part, n, ok);
+			sp_rem_resp_free(&resp);
+		} else {
+			rc = body.err ? body.err : -EIO;
+		}
+		jbuf_free(&body);
+	}
+	free(done);
+	free(part);
+	return rc;
+}
+
 /* ---- allocation ---- */
 
 static uint64_t

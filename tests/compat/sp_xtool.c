@@ -88,6 +88,7 @@ struct xt_opts {
 	bool commit;
 	int rebalance; /* push: -1 one fixed member; else an enum sp_rebalance */
 	long rebalance_ms;
+	bool orderly;
 };
 
 static pthread_mutex_t xt_out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,7 +105,8 @@ usage(void)
 		"       sp_xtool consume --namesrv=H:P --topic=T --group=G [--expr=TAGS]\n"
 		"                        [--mode=pull|push] [--from=first|last] [--count=N]\n"
 		"                        [--timeout-ms=MS] [--linger-ms=MS] [--no-commit]\n"
-		"                        [--rebalance=average|hash] [--rebalance-ms=MS]\n"
+		"                        [--rebalance=average|hash] [--rebalance-ms=MS] "
+		"[--orderly]\n"
 		"  common: [--backend=udp|af_packet|dpdk] [--local-ip=A] [--iface=IF]\n"
 		"          [--dpdk-args=S] [--verbose]\n"
 		"  \"{i}\" in --tag, --keys, --prop values and --body is the message index.\n");
@@ -639,6 +641,7 @@ consume_push(struct sp_client *c, const struct xt_opts *o, uint64_t deadline, ui
 		.allocate =
 			o->rebalance < 0 ? SP_REBALANCE_AVERAGE : (enum sp_rebalance)o->rebalance,
 		.rebalance_ms = (uint32_t)o->rebalance_ms,
+		.orderly = o->orderly,
 		.suspend_ms = 1000,
 		.commit_interval_ms = 1000,
 	};
@@ -706,6 +709,7 @@ enum {
 	OPT_NO_COMMIT,
 	OPT_REBALANCE,
 	OPT_REBALANCE_MS,
+	OPT_ORDERLY,
 	OPT_HELP,
 };
 
@@ -732,6 +736,7 @@ static const struct option xt_longopts[] = {
 	{"linger-ms", required_argument, NULL, OPT_LINGER},
 	{"rebalance", required_argument, NULL, OPT_REBALANCE},
 	{"rebalance-ms", required_argument, NULL, OPT_REBALANCE_MS},
+	{"orderly", no_argument, NULL, OPT_ORDERLY},
 	{"no-commit", no_argument, NULL, OPT_NO_COMMIT},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -829,6 +834,9 @@ parse_opt(struct xt_opts *o, int opt, const char *arg)
 		return true;
 	case OPT_REBALANCE_MS:
 		return parse_long(arg, 1, &o->rebalance_ms);
+	case OPT_ORDERLY:
+		o->orderly = true;
+		return true;
 	default:
 		return false;
 	}

@@ -2,7 +2,7 @@
 """libsprocket consumer groups that rebalance as members come and go (docs/client.md;
 issue 27).
 
-usage: rebalance.py NAMESRV BROKER SP_XTOOL CLI STRATEGY     (average | hash)
+usage: rebalance.py NAMESRV BROKER SP_XTOOL CLI STRATEGY     (average | hash | orderly)
 
 A broker with topic RbT (8 queues) and a producer (sp_xtool, dataplane) sending keys rb-0..
 in bursts for about 14 s. Push consumers of group RbG (sp_xtool consume --mode=push
@@ -17,6 +17,10 @@ Checked:
   - once the group is stable (C and D, from 3 rebalance periods after A left), no message
     is consumed twice and the two split the 8 queues with no queue at both;
   - after each change the queues come back to one owner each (no queue idle: all consumed).
+orderly (average allocation, orderly members: the broker's queue locks): the same without
+the kill (a dead member's locks hold its queues for the broker's 60 s), and stricter: no
+message consumed twice at all, and each queue's messages consumed in offset order across
+members (a new owner starts after the last message the old one consumed).
 Prints the duplicate count, and how long after B's kill and A's stop their queues were
 consumed again by the others.
 """
@@ -36,16 +40,18 @@ ENV = itest.Env("rbl-")
 NSADDR = f"127.0.0.1:{ENV.base}"
 check = ENV.check
 REBALANCE_MS = 500
+ORDERLY = STRATEGY == "orderly"
 
 
 class Member:
     def __init__(self, name):
         self.name = name
         self.got = []  # (monotonic time, key, queueId)
+        how = ["--rebalance=average", "--orderly"] if ORDERLY else [f"--rebalance={STRATEGY}"]
         self.p = subprocess.Popen(
             [XT, "consume", f"--namesrv={NSADDR}", "--topic=RbT", "--group=RbG", "--mode=push",
-             f"--rebalance={STRATEGY}", f"--rebalance-ms={REBALANCE_MS}", "--count=0",
-             "--timeout-ms=120000", "--from=first"],
+             f"--rebalance-ms={REBALANCE_MS}", "--count=0", "--timeout-ms=120000",
+             "--from=first"] + how,
             stdout=subprocess.PIPE, stderr=open(os.path.join(ENV.tmp, name + ".err"), "w"),
             text=True)
         self.t = threading.Thread(target=self.read, daemon=True)
@@ -57,7 +63,8 @@ class Member:
                 m = json.loads(line)
             except ValueError:
                 continue
-            self.got.append((time.monotonic(), m.get("keys", ""), m.get("queueId")))
+            self.got.append((time.monotonic(), m.get("keys", ""), m.get("queueId"),
+                             m.get("queueOffset")))
 
 
 def produce(stop, sent):
@@ -110,8 +117,13 @@ def main_case():
     members["C"] = Member("C")
     events.append(("C joined", time.monotonic()))
     time.sleep(2)
-    members["B"].p.send_signal(signal.SIGKILL)
-    events.append(("B killed", time.monotonic()))
+    if ORDERLY:
+        members["B"].p.send_signal(signal.SIGTERM)  # a dead one's locks would hold 60 s
+        check(members["B"].p.wait(30) == 0, "B stopped cleanly on SIGTERM")
+        events.append(("B stopped", time.monotonic()))
+    else:
+        members["B"].p.send_signal(signal.SIGKILL)
+        events.append(("B killed", time.monotonic()))
     time.sleep(2)
     members["D"] = Member("D")
     events.append(("D joined", time.monotonic()))
@@ -127,7 +139,7 @@ def main_case():
     # wait until every SEND_OK key was consumed by someone (or give up after 60 s)
     deadline = time.time() + 60
     while time.time() < deadline:
-        got = {k for m in members.values() for _, k, _ in m.got}
+        got = {k for m in members.values() for _, k, _, _ in m.got}
         if set(sent) <= got:
             break
         time.sleep(0.5)
@@ -140,7 +152,7 @@ def main_case():
 
     seen = {}  # key -> [(time, member, queue)], by time
     for name, m in members.items():
-        for t, k, q in m.got:
+        for t, k, q, _ in m.got:
             if k.startswith("rb-"):
                 seen.setdefault(k, []).append((t, name, q))
     first, dups = {}, []  # dups: (key, first delivery, a later one by another member)
@@ -157,9 +169,9 @@ def main_case():
             return True  # killed: its uncommitted window comes again
         if member == "A":
             return True  # stopped, committed; a parked batch may still be in flight
-        later = [t for t, _, q in members[member].got if q == queue and t > after]
+        later = [t for t, _, q, _ in members[member].got if q == queue and t > after]
         others = [t for n, m in members.items() if n != member
-                  for t, _, q in m.got if q == queue and t > after]
+                  for t, _, q, _ in m.got if q == queue and t > after]
         return bool(others) and (not later or min(others) <= max(later) + 5)
     bad = [d for d in dups if not (d[2][0] >= d[1][0] and gave_up(d[1][1], d[1][2], d[1][0]))]
     check(not bad, f"every duplicate is in an at-least-once window: {len(dups)} duplicates "
@@ -168,17 +180,30 @@ def main_case():
     late = [d for d in dups if d[2][0] > settled]
     check(not late, f"a stable group (C and D) consumes nothing twice: {len(late)} duplicates "
           f"after the last change settled ({late[:3]})")
-    qs = {n: {q for t, _, q in members[n].got if settled < t} for n in ("C", "D")}
+    qs = {n: {q for t, _, q, _ in members[n].got if settled < t} for n in ("C", "D")}
     check(qs["C"] and qs["D"] and not qs["C"] & qs["D"] and len(qs["C"] | qs["D"]) == 8,
           f"C and D split the 8 queues between them once stable ({sorted(qs['C'])} / "
           f"{sorted(qs['D'])})")
-    for who, what in (("B", "B killed"), ("A", "A stopped")):
+    if ORDERLY:
+        check(not dups, f"orderly: no message consumed twice ({len(dups)}: {dups[:3]})")
+        per_q = {}
+        for name, m in members.items():
+            for t, k, q, off in m.got:
+                if k.startswith("rb-"):
+                    per_q.setdefault(q, []).append((t, off, name))
+        disorder = []
+        for q, v in per_q.items():
+            v.sort()
+            disorder += [(q, a, b) for a, b in zip(v, v[1:]) if b[1] <= a[1]]
+        check(not disorder, f"orderly: each queue consumed in offset order across members "
+              f"({len(disorder)} out of order: {disorder[:3]})")
+    for who, what in (("B", "B stopped" if ORDERLY else "B killed"), ("A", "A stopped")):
         t = dict(events)[what]
-        held = {q for ft, _, q in members[who].got if t - 1.0 < ft <= t}
+        held = {q for ft, _, q, _ in members[who].got if t - 1.0 < ft <= t}
         took = []
         for q in held:  # first delivery of each of its queues by another member
             later = [ft for n, m in members.items() if n != who
-                     for ft, _, mq in m.got if mq == q and ft > t]
+                     for ft, _, mq, _ in m.got if mq == q and ft > t]
             took.append(min(later) - t if later else float("inf"))
         print(f"# {what} at {t - t0:.1f} s: its {len(held)} queues consumed again by others "
               f"after {max(took) if took else 0:.2f} s (the last of them)")

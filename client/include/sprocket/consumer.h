@@ -158,8 +158,18 @@ struct sp_push_cfg {
 	unsigned member_index;	    /* fixed membership: this member's place, 0..member_count-1 */
 	unsigned member_count;	    /* > 0: fixed membership of this many; 0: rebalance (default) */
 	enum sp_rebalance allocate; /* the strategy when rebalancing (AVERAGE) */
-	uint32_t rebalance_ms;	    /* heartbeat and rebalance period (20000, RocketMQ's) */
-	enum sp_consume_from from;  /* where to start when the group has no committed offset */
+	/*
+	 * RocketMQ's MessageListenerOrderly: each queue is consumed by one
+	 * thread of one member at a time, in queue order, also across a
+	 * rebalance (the member holds the broker's lock on the queue,
+	 * LOCK_BATCH_MQ, renewed every 20 s; a new owner starts once the old
+	 * one let go, or its lock expired after the broker's 60 s). A message
+	 * the callback fails is retried in place every second, up to
+	 * max_reconsume times, then goes to the group's DLQ.
+	 */
+	bool orderly;
+	uint32_t rebalance_ms;	   /* heartbeat and rebalance period (20000, RocketMQ's) */
+	enum sp_consume_from from; /* where to start when the group has no committed offset */
 	int64_t from_ts_ms;
 	uint32_t pull_batch;	     /* max messages per pull (32) */
 	uint32_t suspend_ms;	     /* long-poll time (15000) */
