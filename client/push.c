@@ -76,6 +76,7 @@ push_free(struct sp_push *p)
 	free(p->w);
 	free(p->qs);
 	free(p->expr);
+	sp__push_local_close(p);
 	free(p);
 }
 
@@ -115,8 +116,8 @@ sp__push_issue_pull(struct pq *q)
 		return;
 	}
 	req.offset = q->next_pull;
-	if (q->consumed > q->committed)
-		req.commit_offset = q->consumed;
+	if (q->consumed > q->committed && !p->cfg.broadcast)
+		req.commit_offset = q->consumed; /* broadcast: offsets stay on this member */
 	q->pulling = true;
 	q->paused = false;
 	p->refs++;
@@ -266,6 +267,14 @@ consume_one(struct pq *q, const struct sp_msg_ext *m)
 				return false;
 			continue;
 		}
+		if (p->cfg.broadcast) {
+			/* RocketMQ's broadcasting: a failed message is not consumed again */
+			sp__log(p->c, SP_LOG_WARN,
+				"broadcast: %s (queue %d offset %lld) failed: "
+				"dropped",
+				m->msg_id, (int)q->mq.queue_id, (long long)m->queue_offset);
+			return true;
+		}
 		if (p->cfg.orderly ? send_dlq(q, m) : send_back(q, m))
 			return true;
 		/* consume it again here later rather than lose it */
@@ -409,9 +418,10 @@ int
 sp__push_start_offset(struct sp_push *p, struct pq *q)
 {
 	int64_t off;
-	int err = sp_query_offset(p->c, p->group, &q->mq, &off);
+	int err = p->cfg.broadcast ? sp__push_local_get(p, &q->mq, &off)
+				   : sp_query_offset(p->c, p->group, &q->mq, &off);
 
-	if (err == SP_ERR_STATUS(WIRE_DP_ST_QUERY_NOT_FOUND)) {
+	if (err == SP_ERR_STATUS(WIRE_DP_ST_QUERY_NOT_FOUND) || err == -ENOENT) {
 		switch (q->retry ? SP_FROM_FIRST : p->cfg.from) {
 		case SP_FROM_FIRST:
 			err = sp_min_offset(p->c, &q->mq, &off);
@@ -439,6 +449,10 @@ sp__push_start_offset(struct sp_push *p, struct pq *q)
 static void
 commit_all(struct sp_push *p)
 {
+	if (p->cfg.broadcast) {
+		(void)sp__push_local_save(p); /* logged when it fails; retried next time */
+		return;
+	}
 	for (size_t i = 0; i < p->n_q; i++) {
 		struct pq *q = &p->qs[i];
 		int64_t off;
@@ -624,6 +638,7 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	    strlen(cfg->group) > WIRE_DP_GROUP_MAX || strlen(cfg->topic) > SP_TOPIC_MAX)
 		return -EINVAL;
 	if ((cfg->member_count && cfg->member_index >= cfg->member_count) ||
+	    (cfg->broadcast && (cfg->orderly || cfg->member_count)) ||
 	    (cfg->allocate != SP_REBALANCE_AVERAGE &&
 	     cfg->allocate != SP_REBALANCE_CONSISTENT_HASH))
 		return -EINVAL;
@@ -640,7 +655,7 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	p->cfg.expr = p->expr;
 	if (!p->cfg.threads)
 		p->cfg.threads = 4;
-	p->dynamic = p->cfg.member_count == 0;
+	p->dynamic = p->cfg.member_count == 0 && !p->cfg.broadcast; /* broadcast: every queue */
 	if (!p->cfg.member_count)
 		p->cfg.member_count = 1;
 	if (!p->cfg.rebalance_ms)
@@ -658,6 +673,12 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->ctl_cond, NULL);
 	p->refs = 1;
+	if (p->cfg.broadcast) {
+		p->cfg.offset_dir = NULL; /* not kept */
+		err = sp__push_local_open(p, cfg->offset_dir);
+		if (err)
+			goto err_free;
+	}
 	err = -ENOMEM;
 	if (!p->expr)
 		goto err_free;
@@ -676,7 +697,8 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 		p->cap_q = len + RETRY_QUEUES_MAX;
 	}
 	p->qs = calloc(p->cap_q, sizeof(*p->qs));
-	if (strncmp(p->topic, RETRY_PREFIX, strlen(RETRY_PREFIX)) != 0 &&
+	/* broadcast: no retry topic (a failed message is dropped, as in RocketMQ) */
+	if (!p->cfg.broadcast && strncmp(p->topic, RETRY_PREFIX, strlen(RETRY_PREFIX)) != 0 &&
 	    strlen(RETRY_PREFIX) + strlen(p->group) <= SP_TOPIC_MAX)
 		snprintf(p->retry_topic, sizeof(p->retry_topic), "%s%s", RETRY_PREFIX, p->group);
 	p->n_w = p->cfg.threads;

@@ -82,10 +82,12 @@ struct sp_push {
 	struct worker *w;
 	unsigned n_w;
 	pthread_t ctl;
-	bool dynamic;	       /* rebalancing membership (member_count 0) */
-	struct sp__rbl rbl;    /* control thread */
-	uint64_t rbl_next_ns;  /* control thread: next heartbeat and rebalance */
-	uint64_t lock_next_ns; /* control thread, orderly: next LOCK_BATCH_MQ round */
+	bool dynamic;		   /* rebalancing membership (member_count 0) */
+	struct sp__rbl rbl;	   /* control thread */
+	uint64_t rbl_next_ns;	   /* control thread: next heartbeat and rebalance */
+	uint64_t lock_next_ns;	   /* control thread, orderly: next LOCK_BATCH_MQ round */
+	struct json_object *local; /* broadcast: the offset table (push_local.c), under lock */
+	char *local_path;
 };
 
 /* push.c */
@@ -93,6 +95,14 @@ struct sp_push {
 void sp__push_issue_pull(struct pq *q);
 /* @q's start: the group's committed offset, else consume_from. Return: 0 or -errno. */
 MUST_CHECK int sp__push_start_offset(struct sp_push *p, struct pq *q);
+
+/* push_local.c: a broadcast consumer's offsets on its own disk */
+MUST_CHECK int sp__push_local_open(struct sp_push *p, const char *dir);
+/* Return: 0 with *@off, -ENOENT none kept for @mq. */
+MUST_CHECK int sp__push_local_get(struct sp_push *p, const struct sp_mq *mq, int64_t *off);
+/* Write every queue's consumed offset (when one changed). Return: 0 or -errno (logged). */
+int sp__push_local_save(struct sp_push *p);
+void sp__push_local_close(struct sp_push *p);
 
 /* push_group.c, on the control thread */
 void sp__push_rebalance(struct sp_push *p, uint64_t now);

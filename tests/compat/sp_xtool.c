@@ -89,6 +89,8 @@ struct xt_opts {
 	int rebalance; /* push: -1 one fixed member; else an enum sp_rebalance */
 	long rebalance_ms;
 	bool orderly;
+	bool broadcast;
+	const char *offset_dir;
 };
 
 static pthread_mutex_t xt_out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -107,6 +109,7 @@ usage(void)
 		"                        [--timeout-ms=MS] [--linger-ms=MS] [--no-commit]\n"
 		"                        [--rebalance=average|hash] [--rebalance-ms=MS] "
 		"[--orderly]\n"
+		"                        [--broadcast [--offset-dir=DIR]]\n"
 		"  common: [--backend=udp|af_packet|dpdk] [--local-ip=A] [--iface=IF]\n"
 		"          [--dpdk-args=S] [--verbose]\n"
 		"  \"{i}\" in --tag, --keys, --prop values and --body is the message index.\n");
@@ -637,11 +640,13 @@ consume_push(struct sp_client *c, const struct xt_opts *o, uint64_t deadline, ui
 		.expr = o->expr,
 		.fn = push_cb,
 		.from = o->from,
-		.member_count = o->rebalance < 0 ? 1 : 0,
+		.member_count = o->rebalance < 0 && !o->broadcast ? 1 : 0,
 		.allocate =
 			o->rebalance < 0 ? SP_REBALANCE_AVERAGE : (enum sp_rebalance)o->rebalance,
 		.rebalance_ms = (uint32_t)o->rebalance_ms,
 		.orderly = o->orderly,
+		.broadcast = o->broadcast,
+		.offset_dir = o->offset_dir,
 		.suspend_ms = 1000,
 		.commit_interval_ms = 1000,
 	};
@@ -710,6 +715,8 @@ enum {
 	OPT_REBALANCE,
 	OPT_REBALANCE_MS,
 	OPT_ORDERLY,
+	OPT_BROADCAST,
+	OPT_OFFSET_DIR,
 	OPT_HELP,
 };
 
@@ -737,6 +744,8 @@ static const struct option xt_longopts[] = {
 	{"rebalance", required_argument, NULL, OPT_REBALANCE},
 	{"rebalance-ms", required_argument, NULL, OPT_REBALANCE_MS},
 	{"orderly", no_argument, NULL, OPT_ORDERLY},
+	{"broadcast", no_argument, NULL, OPT_BROADCAST},
+	{"offset-dir", required_argument, NULL, OPT_OFFSET_DIR},
 	{"no-commit", no_argument, NULL, OPT_NO_COMMIT},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -836,6 +845,12 @@ parse_opt(struct xt_opts *o, int opt, const char *arg)
 		return parse_long(arg, 1, &o->rebalance_ms);
 	case OPT_ORDERLY:
 		o->orderly = true;
+		return true;
+	case OPT_BROADCAST:
+		o->broadcast = true;
+		return true;
+	case OPT_OFFSET_DIR:
+		o->offset_dir = arg;
 		return true;
 	default:
 		return false;

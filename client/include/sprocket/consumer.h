@@ -168,6 +168,15 @@ struct sp_push_cfg {
 	 * max_reconsume times, then goes to the group's DLQ.
 	 */
 	bool orderly;
+	/*
+	 * BROADCASTING: every member consumes every queue, each from its own
+	 * place, kept on its own disk (RocketMQ's LocalFileOffsetStore):
+	 * <offset_dir>/<group>.json, offset_dir NULL: $HOME/.sprocket/offsets.
+	 * A message the callback fails is logged and not consumed again, as in
+	 * RocketMQ. Not with orderly or member_count.
+	 */
+	bool broadcast;
+	const char *offset_dir;
 	uint32_t rebalance_ms;	   /* heartbeat and rebalance period (20000, RocketMQ's) */
 	enum sp_consume_from from; /* where to start when the group has no committed offset */
 	int64_t from_ts_ms;

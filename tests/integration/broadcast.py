@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: Apache-2.0
+"""libsprocket broadcast push consumers with offsets on their own disk (docs/client.md;
+issue 27).
+
+usage: broadcast.py NAMESRV BROKER SP_XTOOL CLI
+
+Topic BcT (4 queues), 200 messages. Two members of broadcast group BcG, each with its own
+offset directory (sp_xtool consume --mode=push --broadcast --offset-dir=...), both consume all
+200. The broker keeps no offset for BcG. Each member's <dir>/BcG.json holds an offset per
+queue that sums to 200. Then 50 more messages: member A, restarted on its directory, consumes
+exactly those 50 (none of the first 200 again); a member with a fresh directory and
+--from=first consumes all 250.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import itest  # noqa: E402
+
+NS, BK, XT, CLI = sys.argv[1:5]
+ENV = itest.Env("bc-")
+NSADDR = f"127.0.0.1:{ENV.base}"
+check = ENV.check
+
+
+def consume(name, count, extra=()):
+    d = os.path.join(ENV.tmp, "offsets-" + name)
+    r = subprocess.run([XT, "consume", f"--namesrv={NSADDR}", "--topic=BcT", "--group=BcG",
+                        "--mode=push", "--broadcast", f"--offset-dir={d}", f"--count={count}",
+                        "--linger-ms=1500", "--timeout-ms=30000"] + list(extra),
+                       capture_output=True, text=True, timeout=90)
+    keys = [json.loads(l).get("keys") for l in r.stdout.splitlines() if l.startswith("{")]
+    return r, keys, d
+
+
+def produce(start, n):
+    r = subprocess.run([XT, "produce", f"--namesrv={NSADDR}", "--topic=BcT", f"--count={n}",
+                        f"--start={start}", "--keys=bc-{i}"], capture_output=True, text=True,
+                       timeout=60)
+    return r.returncode == 0 and r.stdout.count('"ok":true') == n
+
+
+def main_case():
+    ENV.start("namesrv", [NS, f"--listenPort={ENV.base}", f"--kvConfigPath={ENV.tmp}/kv.json",
+                          "--bindAddress=127.0.0.1", "--httpPort=0"])
+    if not ENV.wait_log("namesrv", " listening on ", timeout=10):
+        raise SystemExit("the NameServer did not start")
+    ENV.start("broker", [BK, f"--namesrvAddr={NSADDR}", "--listenPort=0", "--brokerName=broker-c",
+                         f"--dataplanePort={ENV.base + 20}", "--dataplaneCores=2", "--httpPort=0",
+                         f"--storePathRootDir={ENV.tmp}/store", "--mapedFileSizeCommitLog=1048576",
+                         "--mapedFileSizeConsumeQueue=60000", f"--storeBufferDir={ENV.tmp}",
+                         "--registerNameServerPeriod=1000"])
+    if not ENV.wait_log("broker", " ready: ", timeout=30):
+        raise SystemExit("the broker did not start")
+    ok = False
+    for _ in range(50):
+        if subprocess.run([CLI, f"--namesrv={NSADDR}", "topic", "create", "BcT", "--queues=4"],
+                          capture_output=True).returncode == 0:
+            ok = True
+            break
+        time.sleep(0.2)
+    check(ok, "topic BcT created")
+    check(produce(0, 200), "200 messages sent")
+    want = {f"bc-{i}" for i in range(200)}
+    for name in ("A", "B"):
+        r, keys, d = consume(name, 200)
+        check(r.returncode == 0 and set(keys) == want and len(keys) == 200,
+              f"member {name} consumed all 200, once each ({len(keys)}, {len(set(keys))} "
+              f"distinct; {r.stderr.strip()[-200:]})")
+        try:
+            with open(os.path.join(d, "BcG.json")) as f:
+                tab = json.load(f)["offsetTable"]
+        except (OSError, ValueError, KeyError) as e:
+            tab = {"error": str(e)}
+        check(len(tab) == 4 and sum(tab.values()) == 200,
+              f"member {name}'s {d}/BcG.json: an offset per queue, summing to 200 ({tab})")
+    r = subprocess.run([CLI, f"--namesrv={NSADDR}", "--json", "group", "describe", "BcG"],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        queues = json.loads(r.stdout).get("queues", []) if r.returncode == 0 else []
+    except ValueError:
+        queues = [{"unparsed": r.stdout[:200]}]
+    committed = [q for q in queues if q.get("consumerOffset", -1) > 0]
+    check(not committed, f"the broker keeps no offset for the broadcast group ({committed[:2]}; "
+          f"group describe: {r.returncode} {(r.stdout + r.stderr).strip()[:160]})")
+    check(produce(200, 50), "50 more sent")
+    r, keys, _ = consume("A", 50)
+    check(r.returncode == 0 and set(keys) == {f"bc-{i}" for i in range(200, 250)} and
+          len(keys) == 50, f"A, restarted on its offsets, consumed the 50 new ones only "
+          f"({len(keys)}: {sorted(set(keys) - {f'bc-{i}' for i in range(200, 250)})[:5]})")
+    r, keys, _ = consume("C", 250, ["--from=first"])
+    check(r.returncode == 0 and len(set(keys)) == 250, f"a new member reads all 250 ({len(keys)})")
+
+
+def main():
+    try:
+        main_case()
+    finally:
+        rc = ENV.finish("BC_KEEP")
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()
