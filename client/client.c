@@ -679,6 +679,11 @@ sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out)
 	err = sp__route_thread_start(c);
 	if (err)
 		goto err_stop_io;
+	err = sp__stats_start(c);
+	if (err) {
+		sp__route_thread_stop(c);
+		goto err_stop_io;
+	}
 	*out = c;
 	return 0;
 
@@ -717,6 +722,7 @@ sp_client_destroy(struct sp_client *c)
 {
 	if (!c)
 		return;
+	sp__stats_stop(c);
 	sp__route_thread_stop(c);
 	pthread_mutex_lock(&c->lock);
 	c->stopping = true;

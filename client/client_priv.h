@@ -143,7 +143,33 @@ struct sp_client {
 	bool exec_stop;
 	bool exec_exited;
 	pthread_t exec_thread;
+
+	/* stats for sp_client_cfg.stats (stats.c), under stats_lock */
+	pthread_mutex_t stats_lock;
+	pthread_cond_t stats_cond;
+	struct sp__bstats *bst;
+	size_t n_bst;
+	bool stats_stop;
+	pthread_t stats_thread;
 };
+
+/* One broker's figures (stats.c). */
+struct sp__bstats {
+	char broker[SP_BROKER_MAX + 1];
+	uint64_t sends, errors, retries;
+	int64_t in_flight;
+	struct hist *lat; /* ns, answered attempts */
+};
+
+/* stats.c: no-ops without a stats callback */
+int sp__stats_start(struct sp_client *c);
+void sp__stats_stop(struct sp_client *c);
+/* An attempt handed to the port for @broker. */
+void sp__stats_sent(struct sp_client *c, const char *broker);
+/* Its end: answered after @lat_ns, or failed without an answer. */
+void sp__stats_answer(struct sp_client *c, const char *broker, uint64_t lat_ns, bool answered);
+/* A failed attempt made again (@retry), or a send that failed in the end. */
+void sp__stats_count(struct sp_client *c, const char *broker, bool retry);
 
 /* A unit of work for the callback thread. */
 struct sp__work {

@@ -440,6 +440,7 @@ send_step(struct psend *s)
 
 	s->res.t_submit_ns = call->t_submit_ns;
 	s->res.t_done_ns = call->t_done_ns;
+	sp__stats_answer(p->c, s->broker, call->t_done_ns - call->t_submit_ns, !err);
 	if (!err) {
 		err = wire_dp_send_resp_decode(s->op, call->resp, call->resp_len, &r);
 		if (err) {
@@ -494,6 +495,7 @@ send_step(struct psend *s)
 		(int)s->res.queue_id, sp_strerror(err));
 	sp__call_reset(call);
 	s->redirects = 0;
+	sp__stats_count(p->c, s->broker, true);
 	if (target(s))
 		return 0; /* keep the send's error, not the route's */
 	s->res.tries++;
@@ -510,11 +512,14 @@ run_sync(struct psend *s, struct sp_send_result *res)
 	if (!err) {
 		s->res.tries = 1;
 		for (;;) {
+			sp__stats_sent(s->p->c, s->broker);
 			(void)sp__call_sync(s->p->c, s->call);
 			if (!send_step(s))
 				break;
 		}
 		err = s->err;
+		if (err)
+			sp__stats_count(s->p->c, s->broker, false);
 	}
 	if (res)
 		*res = s->res;
@@ -614,9 +619,12 @@ async_step(void *arg)
 
 	if (send_step(s)) {
 		s->call->done = async_done;
+		sp__stats_sent(s->p->c, s->broker);
 		sp__call_submit(s->p->c, s->call);
 		return;
 	}
+	if (s->err)
+		sp__stats_count(s->p->c, s->broker, false);
 	async_finish(s);
 }
 
@@ -649,6 +657,7 @@ sp_producer_send_async(struct sp_producer *p, const struct sp_msg *msg, sp_send_
 	pthread_mutex_lock(&p->lock);
 	p->inflight++;
 	pthread_mutex_unlock(&p->lock);
+	sp__stats_sent(p->c, s->broker);
 	sp__call_submit(p->c, s->call);
 	return 0;
 }

@@ -280,6 +280,8 @@ cl_client_new(struct cl_env *e)
 		/* a loaded 2-CPU box can take over a second to answer a fresh broker's CONNECT */
 		.connect_timeout_ms = e->connect_timeout_ms ? e->connect_timeout_ms : 5000,
 		.route_refresh_ms = e->route_refresh_ms,
+		.stats = e->stats,
+		.stats_interval_ms = e->stats_interval_ms,
 		.log_level = v && v[0] == '2' ? SP_LOG_DEBUG
 			     : v	      ? SP_LOG_INFO
 					      : SP_LOG_WARN,

@@ -40,6 +40,8 @@ struct cl_env {
 	uint32_t route_refresh_ms;   /* clients' route refresh period (0: the library's 30 s) */
 	const char *wait_topic;	     /* cl_broker_start() waits for its route (NULL: TBW102) */
 	struct t_child sw;	     /* dpdk: the memif switch (pid 0: none) */
+	sp_stats_fn stats;	     /* the clients' stats callback (NULL: none) */
+	uint32_t stats_interval_ms;
 };
 
 /* Return: the backend named @s ("udp", "af_packet", "dpdk"), or -1. */

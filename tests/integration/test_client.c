@@ -1380,13 +1380,87 @@ test_placement(void)
 	cl_env_stop(&E);
 }
 
+static struct {
+	pthread_mutex_t mu;
+	unsigned calls;
+	uint64_t sends, errors, p50, p99, max, in_flight;
+	bool named;
+} st_seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+stats_cb(void *arg, const struct sp_broker_stats *st, size_t n)
+{
+	(void)arg;
+	pthread_mutex_lock(&st_seen.mu);
+	st_seen.calls++;
+	for (size_t i = 0; i < n; i++) {
+		st_seen.named |= strcmp(st[i].broker, "broker-a") == 0;
+		st_seen.sends += st[i].sends;
+		st_seen.errors += st[i].errors;
+		st_seen.in_flight = st[i].in_flight;
+		if (st[i].sends) {
+			st_seen.p50 = st[i].p50_ns;
+			st_seen.p99 = st[i].p99_ns;
+			st_seen.max = st[i].max_ns;
+		}
+	}
+	pthread_mutex_unlock(&st_seen.mu);
+}
+
+/*
+ * The stats callback: every interval, per broker, the sends of the interval
+ * with their latency percentiles, failures, retries and what is in flight.
+ */
+static void
+test_stats(void)
+{
+	const char *args[] = {"--defaultTopicQueueNums=2", NULL};
+	struct sp_producer_cfg pc = {.retry_times = 2};
+	struct sp_msg m = {.topic = "Stats", .body = "s", .body_len = 1};
+	struct sp_send_result res;
+	struct sp_client *c;
+	struct sp_producer *p;
+	uint64_t before;
+
+	cl_env_start(&E, g_be);
+	cl_broker_start(&E, 0, args);
+	E.stats = stats_cb;
+	E.stats_interval_ms = 100;
+	c = cl_client_new(&E);
+	E.stats = NULL;
+	T_ASSERT_EQ(sp_producer_create(c, &pc, &p), 0);
+	T_ASSERT_EQ(sp_producer_send(p, &m, &res), 0); /* creates the topic */
+	usleep(300000);
+	pthread_mutex_lock(&st_seen.mu);
+	before = st_seen.sends;
+	pthread_mutex_unlock(&st_seen.mu);
+	for (int i = 0; i < 200; i++)
+		T_ASSERT_EQ(sp_producer_send(p, &m, &res), 0);
+	usleep(400000);
+	pthread_mutex_lock(&st_seen.mu);
+	printf("# stats: %u calls, %llu sends (200 made), p50 %llu ns, p99 %llu, max %llu\n",
+	       st_seen.calls, (unsigned long long)(st_seen.sends - before),
+	       (unsigned long long)st_seen.p50, (unsigned long long)st_seen.p99,
+	       (unsigned long long)st_seen.max);
+	T_ASSERT(st_seen.calls >= 3);
+	T_ASSERT(st_seen.named);
+	T_ASSERT_EQ(st_seen.sends - before, 200);
+	T_ASSERT_EQ(st_seen.errors, 0);
+	T_ASSERT_EQ(st_seen.in_flight, 0);
+	T_ASSERT(st_seen.p50 > 0 && st_seen.p50 <= st_seen.p99 && st_seen.p99 <= st_seen.max);
+	pthread_mutex_unlock(&st_seen.mu);
+	sp_producer_destroy(p);
+	sp_client_destroy(c);
+	cl_env_stop(&E);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(test_basic),	      T_CASE(test_million),
 	T_CASE(test_sync_flush_kill), T_CASE(test_async_flush_kill),
 	T_CASE(test_write_protect),   T_CASE(test_send_back),
 	T_CASE(test_delay_level),     T_CASE(test_deliver_time),
 	T_CASE(test_transactions),    T_CASE(test_bad_input),
-	T_CASE(test_placement),
+	T_CASE(test_placement),	      T_CASE(test_stats),
 };
 
 int

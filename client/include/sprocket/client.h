@@ -84,6 +84,22 @@ enum sp_backend {
 	SP_BACKEND_DPDK = 2,
 };
 
+/* ---- stats ---- */
+
+/* One broker's sends over the last interval (sp_client_cfg.stats). */
+struct sp_broker_stats {
+	char broker[128];   /* brokerName */
+	uint64_t sends;	    /* attempts answered or failed in the interval */
+	uint64_t errors;    /* sends that failed in the end (after their retries) */
+	uint64_t retries;   /* attempts that failed here and were made again */
+	uint64_t in_flight; /* attempts out now */
+	/* answered attempts: handed to the port -> answer, over the interval (0: none) */
+	uint64_t p50_ns, p99_ns, p999_ns, max_ns;
+};
+
+/* Called every stats_interval_ms on the client's "sp-stats" thread, one row per broker sent to. */
+typedef void (*sp_stats_fn)(void *arg, const struct sp_broker_stats *st, size_t n);
+
 struct sp_client_cfg {
 	const char *namesrv; /* "host:port;host:port" (required) */
 	enum sp_backend backend;
@@ -105,6 +121,9 @@ struct sp_client_cfg {
 	 * absorbed at create and not kept (docs/security.md) */
 	const char *access_key;
 	const char *secret_key;
+	sp_stats_fn stats; /* NULL: no figures kept */
+	void *stats_arg;
+	uint32_t stats_interval_ms; /* default 10000 */
 };
 
 struct sp_client;
