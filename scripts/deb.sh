@@ -57,7 +57,7 @@ Version: $version
 Architecture: $arch
 Maintainer: sprocket developers <sprocket@localhost>
 Installed-Size: $size
-Depends: $deps, adduser
+Depends: $deps, adduser, procps
 Section: net
 Priority: optional
 Description: low-latency message broker with RocketMQ's model and protocol

@@ -6,7 +6,8 @@ usage: deb.py SOURCE_ROOT     (root; DEB_KEEP=1 keeps the scratch dir; exit 77: 
 scripts/deb.sh builds the package from the tree. debootstrap makes a minimal bookworm root;
 apt installs the .deb there, pulling its dependencies from Debian. Checked: the user sprocket
 and /var/lib/sprocket exist; /etc/sprocket's files are conffiles; the man pages, the units
-and libsprocket.so.0 (in ldconfig's cache) are installed. Then, in a network namespace of
+and libsprocket.so.0 (in ldconfig's cache) are installed; `systemd-analyze verify` accepts
+sprocket-namesrv.service and sprocket-broker@broker.service. Then, in a network namespace of
 its own (loopback only), the installed sprocket-namesrv and sprocket-broker run as the user
 sprocket, each with its file from /etc/sprocket, as the units would start them; the installed
 CLI creates a topic, produces 20 messages and a group consumes all 20. Removing the package
@@ -101,7 +102,7 @@ def main():
         shutil.copy(deb, os.path.join(root, "tmp", "sprocket.deb"))
         r = in_root(root, "apt-get update -qq && DEBIAN_FRONTEND=noninteractive "
                           "apt-get install -y -qq --no-install-recommends ./tmp/sprocket.deb "
-                          "iproute2 util-linux", timeout=1200)
+                          "iproute2 util-linux systemd", timeout=1200)
         check(r.returncode == 0, f"apt installs the package and its dependencies "
               f"({(r.stdout + r.stderr).strip()[-400:]})")
         r = in_root(root, "id sprocket && stat -c '%U %a' /var/lib/sprocket && "
@@ -116,6 +117,12 @@ def main():
               "/etc/sprocket/broker.properties" in out and "libsprocket.so.0" in out,
               f"user sprocket, /var/lib/sprocket, conffiles, man pages, units, libsprocket "
               f"({out.strip()[-400:]} {r.stderr.strip()[-200:]})")
+        # no systemd runs here: its own checker reads the units as systemd would load them
+        # (--man=no: the minimal root has no man-db to open Documentation=man:...)
+        r = in_root(root, "systemd-analyze verify --man=no sprocket-namesrv.service "
+                          "sprocket-broker@broker.service 2>&1")
+        check(r.returncode == 0, f"systemd-analyze verify passes both units "
+              f"({r.stdout.strip()[-400:]})")
         r = run(["unshare", "--net", "chroot", root, "/bin/sh", "-c", RUN], timeout=300)
         out = r.stdout
         sent = out.count("SEND_OK")
