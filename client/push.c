@@ -119,6 +119,7 @@ sp__push_issue_pull(struct pq *q)
 	if (q->consumed > q->committed && !p->cfg.broadcast)
 		req.commit_offset = q->consumed; /* broadcast: offsets stay on this member */
 	q->pulling = true;
+	q->pull_epoch = q->lock_epoch;
 	q->paused = false;
 	p->refs++;
 	pthread_mutex_unlock(&p->lock);
@@ -289,7 +290,7 @@ handle(struct worker *w, struct item *it)
 	struct sp_push *p = w->p;
 	struct pq *q = it->q;
 	struct sp_pull_result res;
-	bool pull_now = false;
+	bool pull_now = false, broke = false;
 	int err = it->call->err;
 
 	if (!err)
@@ -313,6 +314,16 @@ handle(struct worker *w, struct item *it)
 	q->pulling = false;
 	if (q->dropped) {
 		/* rebalanced away: its next owner pulls from the committed offset */
+		pthread_mutex_unlock(&p->lock);
+		if (!err)
+			sp_pull_result_free(&res);
+		return;
+	}
+	if (p->cfg.orderly && (!q->locked || q->pull_epoch != q->lock_epoch)) {
+		/* the lock was lost since this PULL went out: read again from the last
+		 * message consumed, once locked again (sp__push_lock_round()) */
+		q->next_pull = q->consumed;
+		q->backlog = 0;
 		pthread_mutex_unlock(&p->lock);
 		if (!err)
 			sp_pull_result_free(&res);
@@ -354,15 +365,22 @@ handle(struct worker *w, struct item *it)
 		       (p->cfg.orderly &&
 			(!q->locked || clk_mono_ns() - q->locked_ns > LOCK_LIVE_NS));
 		pthread_mutex_unlock(&p->lock);
-		if (stop || !consume_one(q, &res.msgs[i]))
+		if (stop || !consume_one(q, &res.msgs[i])) {
+			broke = true;
 			break; /* not consumed: redelivered after the committed offset */
+		}
 		pthread_mutex_lock(&p->lock);
 		q->consumed = res.msgs[i].queue_offset + 1;
 		q->backlog--;
 		pthread_mutex_unlock(&p->lock);
 	}
 	pthread_mutex_lock(&p->lock);
-	if (!p->stopping && !q->dropped) {
+	if (broke && !p->stopping && !q->dropped) {
+		/* orderly, the lock lost mid-batch: the rest is read again once locked */
+		q->next_pull = q->consumed;
+		q->backlog = 0;
+		pull_now = false;
+	} else if (!p->stopping && !q->dropped) {
 		/* messages the tag re-check dropped count as consumed */
 		q->consumed = SP_MAX(q->consumed, res.next_offset);
 		pull_now = q->paused && q->backlog < p->cfg.max_backlog / 2;

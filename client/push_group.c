@@ -212,10 +212,16 @@ sp__push_lock_round(struct sp_push *p, uint64_t now)
 	for (size_t i = 0; i < n; i++) {
 		if (qs[i]->dropped)
 			continue;
-		if (ok[i])
+		if (ok[i]) {
 			qs[i]->locked_ns = now;
-		else
+			/* (again) ours: its first PULL, or the next after the lock was lost */
+			if (!qs[i]->locked && qs[i]->have_offset && !qs[i]->pulling)
+				qs[i]->retry_at_ns = 1;
+		} else {
 			missing = true;
+			if (qs[i]->locked)
+				qs[i]->lock_epoch++;
+		}
 		qs[i]->locked = ok[i];
 	}
 	p->lock_next_ns = now + (missing || !mqs ? LOCK_RETRY_NS : LOCK_RENEW_NS);

@@ -31,15 +31,17 @@ struct pq {
 	struct sp_push *p;
 	struct sp_mq mq;
 	unsigned worker;
-	bool used;	    /* the slot holds a queue (slots never move: pulls point at them) */
-	bool dropped;	    /* rebalanced away: no more pulls or messages; freed once idle */
-	unsigned inwork;    /* answers queued for or in its consume thread */
-	bool locked;	    /* orderly: this client holds the broker's lock on it */
-	uint64_t locked_ns; /* orderly: when the lock was last granted */
-	bool have_offset;   /* the start offset is known */
-	bool pulling;	    /* a PULL is in flight or queued for the consume thread */
-	bool paused;	    /* backlog full: the consume thread pulls when it drains */
-	bool retry;	    /* a queue of %RETRY%<group> (immutable once added) */
+	bool used;	     /* the slot holds a queue (slots never move: pulls point at them) */
+	bool dropped;	     /* rebalanced away: no more pulls or messages; freed once idle */
+	unsigned inwork;     /* answers queued for or in its consume thread */
+	bool locked;	     /* orderly: this client holds the broker's lock on it */
+	uint64_t locked_ns;  /* orderly: when the lock was last granted */
+	unsigned lock_epoch; /* orderly: +1 each time the lock is lost */
+	unsigned pull_epoch; /* orderly: lock_epoch when the PULL out now was issued */
+	bool have_offset;    /* the start offset is known */
+	bool pulling;	     /* a PULL is in flight or queued for the consume thread */
+	bool paused;	     /* backlog full: the consume thread pulls when it drains */
+	bool retry;	     /* a queue of %RETRY%<group> (immutable once added) */
 	int64_t next_pull;
 	int64_t consumed; /* everything before it is consumed */
 	int64_t committed;

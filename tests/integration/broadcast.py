@@ -9,7 +9,8 @@ offset directory (sp_xtool consume --mode=push --broadcast --offset-dir=...), bo
 200. The broker keeps no offset for BcG. Each member's <dir>/BcG.json holds an offset per
 queue that sums to 200. Then 50 more messages: member A, restarted on its directory, consumes
 exactly those 50 (none of the first 200 again); a member with a fresh directory and
---from=first consumes all 250.
+--from=first consumes all 250. Last, an orderly consumer with fixed membership (not
+broadcast) reads all 250, every queue in offset order.
 """
 import json
 import os
@@ -93,6 +94,16 @@ def main_case():
           f"({len(keys)}: {sorted(set(keys) - {f'bc-{i}' for i in range(200, 250)})[:5]})")
     r, keys, _ = consume("C", 250, ["--from=first"])
     check(r.returncode == 0 and len(set(keys)) == 250, f"a new member reads all 250 ({len(keys)})")
+    # an orderly consumer with fixed membership (one member) locks its queues, then reads
+    r = subprocess.run([XT, "consume", f"--namesrv={NSADDR}", "--topic=BcT", "--group=BcOrd",
+                        "--mode=push", "--orderly", "--count=250", "--linger-ms=500",
+                        "--timeout-ms=30000"], capture_output=True, text=True, timeout=90)
+    got = [(json.loads(l)["queueId"], json.loads(l)["queueOffset"])
+           for l in r.stdout.splitlines() if l.startswith("{")]
+    in_order = all(a[1] < b[1] for q in {g[0] for g in got}
+                   for a, b in zip([g for g in got if g[0] == q], [g for g in got if g[0] == q][1:]))
+    check(r.returncode == 0 and len(set(got)) == 250 and in_order,
+          f"an orderly fixed-membership consumer reads all 250, each queue in order ({len(got)})")
 
 
 def main():
