@@ -200,17 +200,15 @@ sp_rem_connect(const char *addr, uint32_t timeout_ms, struct sp_rem **out)
 int
 sp_rem_credentials(struct sp_rem *c, const char *ak, const char *sk)
 {
-	char *k;
+	struct hmac_sha1 key;
+	int rc;
 
-	if (!ak || !sk || !ak[0] || !sk[0] || strlen(ak) > 256 || strlen(sk) > 256)
+	if (!sk || !sk[0] || strlen(sk) > 256)
 		return -EINVAL;
-	k = strdup(ak);
-	if (!k)
-		return -ENOMEM;
-	free(c->ak);
-	c->ak = k;
-	hmac_sha1_key(&c->key, sk, strlen(sk));
-	return 0;
+	hmac_sha1_key(&key, sk, strlen(sk));
+	rc = sp_rem_credentials_key(c, ak, &key);
+	memset(&key, 0, sizeof(key));
+	return rc;
 }
 
 int

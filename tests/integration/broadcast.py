@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import itest  # noqa: E402
@@ -45,25 +44,7 @@ def produce(start, n):
 
 
 def main_case():
-    ENV.start("namesrv", [NS, f"--listenPort={ENV.base}", f"--kvConfigPath={ENV.tmp}/kv.json",
-                          "--bindAddress=127.0.0.1", "--httpPort=0"])
-    if not ENV.wait_log("namesrv", " listening on ", timeout=10):
-        raise SystemExit("the NameServer did not start")
-    ENV.start("broker", [BK, f"--namesrvAddr={NSADDR}", "--listenPort=0", "--brokerName=broker-c",
-                         f"--dataplanePort={ENV.base + 20}", "--dataplaneCores=2", "--httpPort=0",
-                         f"--storePathRootDir={ENV.tmp}/store", "--mapedFileSizeCommitLog=1048576",
-                         "--mapedFileSizeConsumeQueue=60000", f"--storeBufferDir={ENV.tmp}",
-                         "--registerNameServerPeriod=1000"])
-    if not ENV.wait_log("broker", " ready: ", timeout=30):
-        raise SystemExit("the broker did not start")
-    ok = False
-    for _ in range(50):
-        if subprocess.run([CLI, f"--namesrv={NSADDR}", "topic", "create", "BcT", "--queues=4"],
-                          capture_output=True).returncode == 0:
-            ok = True
-            break
-        time.sleep(0.2)
-    check(ok, "topic BcT created")
+    ENV.start_pair(NS, BK, CLI, "BcT", 4, broker="broker-c")
     check(produce(0, 200), "200 messages sent")
     want = {f"bc-{i}" for i in range(200)}
     for name in ("A", "B"):

@@ -5,6 +5,7 @@
     env.start("namesrv", [...argv])  # its output goes to <tmp>/namesrv.log
     env.wait_log("namesrv", " listening on ")
     env.check(cond, "what")          # prints ok/FAIL, remembers failures
+    env.start_pair(NS, BK, CLI, "T", 4)  # NameServer + 2-core broker + topic T
     env.finish()                     # stops every daemon, prints logs on failure, exit code
 """
 import os
@@ -54,6 +55,34 @@ class Env:
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
         self.procs.append(p)
         return p
+
+    def start_pair(self, ns_bin, bk_bin, cli_bin, topic, queues, broker="broker-t",
+                   broker_args=()):
+        """A NameServer on base, a 2-core broker registered with it (HTTP off), and @topic
+        with @queues queues made by the CLI. Raises SystemExit when a daemon does not start.
+        Return: the NameServer's "ip:port"."""
+        ns = f"127.0.0.1:{self.base}"
+        self.start("namesrv", [ns_bin, f"--listenPort={self.base}",
+                               f"--kvConfigPath={self.tmp}/kv.json", "--bindAddress=127.0.0.1",
+                               "--httpPort=0"])
+        if not self.wait_log("namesrv", " listening on ", timeout=10):
+            raise SystemExit("the NameServer did not start")
+        self.start("broker", [bk_bin, f"--namesrvAddr={ns}", "--listenPort=0",
+                              f"--brokerName={broker}", f"--dataplanePort={self.base + 20}",
+                              "--dataplaneCores=2", "--httpPort=0",
+                              f"--storePathRootDir={self.tmp}/store",
+                              "--mapedFileSizeCommitLog=8388608",
+                              "--mapedFileSizeConsumeQueue=60000", f"--storeBufferDir={self.tmp}",
+                              "--registerNameServerPeriod=1000"] + list(broker_args))
+        if not self.wait_log("broker", " ready: ", timeout=30):
+            raise SystemExit("the broker did not start")
+        for _ in range(50):
+            if subprocess.run([cli_bin, f"--namesrv={ns}", "topic", "create", topic,
+                               f"--queues={queues}"], capture_output=True).returncode == 0:
+                self.check(True, f"topic {topic} created with {queues} queues")
+                return ns
+            time.sleep(0.2)
+        raise SystemExit(f"topic {topic} could not be created")
 
     def rmt_port(self, name):
         for line in self.log_of(name).splitlines():

@@ -85,25 +85,7 @@ def produce(stop, sent):
 
 
 def main_case():
-    ENV.start("namesrv", [NS, f"--listenPort={ENV.base}", f"--kvConfigPath={ENV.tmp}/kv.json",
-                          "--bindAddress=127.0.0.1", "--httpPort=0"])
-    if not ENV.wait_log("namesrv", " listening on ", timeout=10):
-        raise SystemExit("the NameServer did not start")
-    ENV.start("broker", [BK, f"--namesrvAddr={NSADDR}", "--listenPort=0", "--brokerName=broker-r",
-                         f"--dataplanePort={ENV.base + 20}", "--dataplaneCores=2", "--httpPort=0",
-                         f"--storePathRootDir={ENV.tmp}/store", "--mapedFileSizeCommitLog=8388608",
-                         "--mapedFileSizeConsumeQueue=60000", f"--storeBufferDir={ENV.tmp}",
-                         "--registerNameServerPeriod=1000"])
-    if not ENV.wait_log("broker", " ready: ", timeout=30):
-        raise SystemExit("the broker did not start")
-    ok = False
-    for _ in range(50):
-        if subprocess.run([CLI, f"--namesrv={NSADDR}", "topic", "create", "RbT", "--queues=8"],
-                          capture_output=True).returncode == 0:
-            ok = True
-            break
-        time.sleep(0.2)
-    check(ok, "topic RbT created with 8 queues")
+    ENV.start_pair(NS, BK, CLI, "RbT", 8, broker="broker-r")
 
     sent, stop = {}, threading.Event()
     members, events = {}, []
