@@ -605,6 +605,7 @@ sp_client_create(const struct sp_client_cfg *cfg, struct sp_client **out)
 	c->cfg = *cfg;
 	snprintf(c->namesrv, sizeof(c->namesrv), "%s", cfg->namesrv);
 	c->cfg.namesrv = c->namesrv;
+	c->client_id_given = cfg->client_id != NULL;
 	if (cfg->client_id)
 		snprintf(c->client_id, sizeof(c->client_id), "%s", cfg->client_id);
 	else

@@ -100,6 +100,7 @@ struct sp_client {
 	struct sp_client_cfg cfg;
 	char namesrv[1024];
 	char client_id[WIRE_DP_CLIENT_ID_MAX + 1];
+	bool client_id_given; /* by the application (else "sprocket@<pid>") */
 	/* ACL account for remoting calls (push consumers' heartbeats): the access key and the
 	 * HMAC state of the secret, not the secret (docs/security.md); ak[0] 0: none */
 	char ak[257];
@@ -321,6 +322,7 @@ struct sp__rbl_broker {
 /* Ownership: the push consumer's control thread. */
 struct sp__rbl {
 	struct sp_client *c;
+	char cid[256]; /* sp__rbl_cid() */
 	struct sp__rbl_broker *b;
 	size_t nb;
 };
@@ -340,11 +342,14 @@ MUST_CHECK int sp__rbl_members(struct sp__rbl *r, const struct sp__rbl_group *g,
 void sp__rbl_ids_free(char **ids, size_t n);
 /*
  * LOCK_BATCH_MQ (@lock) or UNLOCK_BATCH_MQ of @mqs for @group at their brokers (orderly
- * consumers): @ok[i] (NULL when unlocking) says which this client holds now.
+ * consumers): @ok[i] (NULL when unlocking) says which this client holds now,
+ * @asked[i] (or NULL) whether its broker answered at all.
  * Return: 0, or the last error (the others were still asked).
  */
 MUST_CHECK int sp__rbl_lock(struct sp__rbl *r, const char *group, const struct sp_mq *mqs, size_t n,
-			    bool lock, bool *ok);
+			    bool lock, bool *ok, bool *asked);
+/* The member id in the group (heartbeats, member lists, locks). */
+const char *sp__rbl_cid(struct sp__rbl *r);
 /* UNREGISTER_CLIENT of @group (NULL: none) at every broker talked to; close. */
 void sp__rbl_close(struct sp__rbl *r, const char *group);
 /*

@@ -226,6 +226,18 @@ send_back(struct pq *q, const struct sp_msg_ext *m)
 	return false;
 }
 
+/*
+ * Orderly: may @q's consume thread go on with the batch read under lock epoch
+ * @epoch? Its lock held, fresh (renewed within LOCK_LIVE_NS), the same epoch.
+ * Always true for other consumers. Context: p->lock held.
+ */
+static bool
+orderly_ok(const struct pq *q, unsigned epoch)
+{
+	return !q->p->cfg.orderly || (q->locked && q->lock_epoch == epoch &&
+				      clk_mono_ns() - q->locked_ns <= LOCK_LIVE_NS);
+}
+
 /* Orderly, out of tries: SEND_BACK with delay level -1, to %DLQ%<group> (RocketMQ's). */
 static bool
 send_dlq(struct pq *q, const struct sp_msg_ext *m)
@@ -240,9 +252,12 @@ send_dlq(struct pq *q, const struct sp_msg_ext *m)
 	return err == 0;
 }
 
-/* Return: true when @m is consumed (or sent back); false: the consumer is stopping. */
+/*
+ * Return: true when @m is consumed (or sent back); false when it was not: the
+ * consumer is stopping, or (orderly) the queue is no longer this member's.
+ */
 static bool
-consume_one(struct pq *q, const struct sp_msg_ext *m)
+consume_one(struct pq *q, const struct sp_msg_ext *m, unsigned epoch)
 {
 	struct sp_push *p = q->p;
 	char topic[SP_TOPIC_MAX + 1];
@@ -263,9 +278,16 @@ consume_one(struct pq *q, const struct sp_msg_ext *m)
 		if (p->cfg.fn(p->cfg.arg, &q->mq, cm) == SP_CONSUME_SUCCESS)
 			return true;
 		if (p->cfg.orderly && tries < p->cfg.max_reconsume) {
+			bool mine;
+
 			/* in place: the next message waits (RocketMQ's SUSPEND_CURRENT_QUEUE) */
 			if (!pause_ms(p, CONSUME_LATER_MS))
 				return false;
+			pthread_mutex_lock(&p->lock);
+			mine = !q->dropped && orderly_ok(q, epoch);
+			pthread_mutex_unlock(&p->lock);
+			if (!mine)
+				return false; /* not ours now: its next owner consumes it */
 			continue;
 		}
 		if (p->cfg.broadcast) {
@@ -291,6 +313,7 @@ handle(struct worker *w, struct item *it)
 	struct pq *q = it->q;
 	struct sp_pull_result res;
 	bool pull_now = false, broke = false;
+	unsigned epoch;
 	int err = it->call->err;
 
 	if (!err)
@@ -298,7 +321,8 @@ handle(struct worker *w, struct item *it)
 	if (err == SP_ERR_STATUS(WIRE_DP_ST_REDIRECT)) {
 		struct wire_dp_resp_head h;
 
-		if (wire_dp_resp_head_decode(it->call->resp, it->call->resp_len, &h) == 0) {
+		if (wire_dp_resp_head_decode(it->call->resp, it->call->resp_len, &h) == 0 &&
+		    q->redirects++ < MAX_REDIRECTS) {
 			q->redirect_port = h.redirect_port;
 			sp__topic_refresh_soon(p->c, q->mq.topic);
 			sp__call_free(it->call);
@@ -324,6 +348,9 @@ handle(struct worker *w, struct item *it)
 		 * message consumed, once locked again (sp__push_lock_round()) */
 		q->next_pull = q->consumed;
 		q->backlog = 0;
+		q->paused = false;
+		if (q->locked)
+			q->retry_at_ns = 1; /* locked again already: the control loop pulls */
 		pthread_mutex_unlock(&p->lock);
 		if (!err)
 			sp_pull_result_free(&res);
@@ -331,12 +358,14 @@ handle(struct worker *w, struct item *it)
 	}
 	if (err) {
 		q->retry_at_ns = clk_mono_ns() + RETRY_NS;
+		q->redirects = 0;
 		pthread_mutex_unlock(&p->lock);
 		sp__log(p->c, SP_LOG_WARN, "pull %s/%s/%d: %s", q->mq.topic, q->mq.broker,
 			(int)q->mq.queue_id, sp_strerror(err));
 		return;
 	}
 	/* every earlier answer of this queue went through this thread already */
+	q->redirects = 0;
 	q->next_pull = res.next_offset;
 	if (res.status == SP_PULL_FOUND) {
 		q->backlog += (unsigned)res.n_msgs;
@@ -357,15 +386,16 @@ handle(struct worker *w, struct item *it)
 		sp__push_issue_pull(q);
 	if (res.status != SP_PULL_FOUND)
 		return;
+	pthread_mutex_lock(&p->lock);
+	epoch = q->lock_epoch;
+	pthread_mutex_unlock(&p->lock);
 	for (size_t i = 0; i < res.n_msgs; i++) {
 		bool stop;
 
 		pthread_mutex_lock(&p->lock);
-		stop = p->stopping || q->dropped ||
-		       (p->cfg.orderly &&
-			(!q->locked || clk_mono_ns() - q->locked_ns > LOCK_LIVE_NS));
+		stop = p->stopping || q->dropped || !orderly_ok(q, epoch);
 		pthread_mutex_unlock(&p->lock);
-		if (stop || !consume_one(q, &res.msgs[i])) {
+		if (stop || !consume_one(q, &res.msgs[i], epoch)) {
 			broke = true;
 			break; /* not consumed: redelivered after the committed offset */
 		}
@@ -376,9 +406,15 @@ handle(struct worker *w, struct item *it)
 	}
 	pthread_mutex_lock(&p->lock);
 	if (broke && !p->stopping && !q->dropped) {
-		/* orderly, the lock lost mid-batch: the rest is read again once locked */
+		/* orderly, the lock lost or stale mid-batch: the rest is read again from
+		 * here once locked anew (a PULL out now is discarded: a new epoch) */
 		q->next_pull = q->consumed;
 		q->backlog = 0;
+		q->paused = false;
+		if (q->locked) {
+			q->locked = false;
+			q->lock_epoch++;
+		}
 		pull_now = false;
 	} else if (!p->stopping && !q->dropped) {
 		/* messages the tag re-check dropped count as consumed */
@@ -733,7 +769,8 @@ sp_push_start(struct sp_client *c, const struct sp_push_cfg *cfg, struct sp_push
 	}
 	free(mqs);
 	mqs = NULL;
-	for (size_t i = 0; i < p->n_q; i++) {
+	for (size_t i = 0; i < p->n_q && !p->cfg.orderly; i++) {
+		/* orderly: the control loop reads it once the queue is locked */
 		err = sp__push_start_offset(p, &p->qs[i]);
 		if (err) {
 			/* the control thread retries; a broker may be down for now */
@@ -771,9 +808,7 @@ err_stop:
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 0; i < p->n_w; i++)
 		pthread_join(p->w[i].th, NULL);
-	for (unsigned i = p->n_w; i < p->cfg.threads; i++)
-		pthread_cond_destroy(&p->w[i].cond);
-	p->n_w = p->cfg.threads;
+	p->n_w = p->cfg.threads; /* push_free() destroys every condition variable */
 err_free:
 	free(mqs);
 	push_free(p);

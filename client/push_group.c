@@ -34,8 +34,11 @@ same_mq(const struct sp_mq *a, const struct sp_mq *b)
 	       strcmp(a->topic, b->topic) == 0;
 }
 
-/* Commit what was consumed of @q (a queue being given up). Context: control thread. */
-static void
+/*
+ * Commit what was consumed of @q (a queue being given up). Context: control
+ * thread. Return: true when the broker has it (or there was nothing to commit).
+ */
+static bool
 commit_one(struct sp_push *p, struct pq *q)
 {
 	int64_t off;
@@ -45,18 +48,19 @@ commit_one(struct sp_push *p, struct pq *q)
 	off = q->consumed;
 	if (!q->have_offset || off == q->committed) {
 		pthread_mutex_unlock(&p->lock);
-		return;
+		return true;
 	}
 	pthread_mutex_unlock(&p->lock);
 	err = sp_update_offset(p->c, p->group, &q->mq, off);
 	if (err) {
 		sp__log(p->c, SP_LOG_WARN, "commit offset %lld of %s/%d: %s", (long long)off,
 			q->mq.topic, (int)q->mq.queue_id, sp_strerror(err));
-		return;
+		return false;
 	}
 	pthread_mutex_lock(&p->lock);
 	q->committed = off;
 	pthread_mutex_unlock(&p->lock);
+	return true;
 }
 
 /*
@@ -78,7 +82,7 @@ rebalance_topic(struct sp_push *p, const char *topic, bool retry, char *const *i
 	add = calloc(nq + 1, sizeof(*add));
 	drop = calloc(p->cap_q + 1, sizeof(*drop));
 	if (!mine || !add || !drop ||
-	    sp__rbl_allocate(p->cfg.allocate, mqs, nq, ids, n, p->c->client_id, mine) != 0)
+	    sp__rbl_allocate(p->cfg.allocate, mqs, nq, ids, n, sp__rbl_cid(&p->rbl), mine) != 0)
 		goto out;
 	pthread_mutex_lock(&p->lock);
 	for (size_t i = 0; i < p->n_q; i++) {
@@ -98,9 +102,18 @@ rebalance_topic(struct sp_push *p, const char *topic, bool retry, char *const *i
 	}
 	for (size_t k = 0; k < nq; k++) {
 		struct pq *q;
+		bool draining = false;
 
 		if (!mine[k])
 			continue;
+		for (size_t i = 0; i < p->n_q && !draining; i++)
+			draining =
+				p->qs[i].used && p->qs[i].dropped && same_mq(&p->qs[i].mq, &mqs[k]);
+		if (draining) {
+			/* its old slot still has a PULL or an answer out: take it once freed
+			 * (sp__push_free_dropped() asks for the next round at once) */
+			continue;
+		}
 		q = slot_take(p);
 		if (q == NULL) {
 			sp__log(p->c, SP_LOG_WARN, "group %s: no room for queue %s/%s/%d", p->group,
@@ -188,7 +201,7 @@ sp__push_lock_round(struct sp_push *p, uint64_t now)
 {
 	struct sp_mq *mqs;
 	struct pq **qs;
-	bool *ok;
+	bool *ok, *asked;
 	size_t n = 0;
 	bool missing = false;
 
@@ -200,22 +213,29 @@ sp__push_lock_round(struct sp_push *p, uint64_t now)
 	mqs = calloc(p->cap_q + 1, sizeof(*mqs));
 	qs = calloc(p->cap_q + 1, sizeof(*qs));
 	ok = calloc(p->cap_q + 1, sizeof(*ok));
-	for (size_t i = 0; mqs && qs && ok && i < p->n_q; i++)
+	asked = calloc(p->cap_q + 1, sizeof(*asked));
+	for (size_t i = 0; mqs && qs && ok && asked && i < p->n_q; i++)
 		if (p->qs[i].used && !p->qs[i].dropped) {
 			qs[n] = &p->qs[i];
 			mqs[n++] = p->qs[i].mq;
 		}
 	pthread_mutex_unlock(&p->lock);
-	if (n && sp__rbl_lock(&p->rbl, p->group, mqs, n, true, ok) != 0)
+	if (n && sp__rbl_lock(&p->rbl, p->group, mqs, n, true, ok, asked) != 0)
 		sp__log(p->c, SP_LOG_WARN, "group %s: some queue locks not asked", p->group);
 	pthread_mutex_lock(&p->lock);
 	for (size_t i = 0; i < n; i++) {
 		if (qs[i]->dropped)
 			continue;
+		if (!asked[i]) {
+			/* no answer: neither kept nor lost; LOCK_LIVE_NS stops it if it lasts */
+			missing = true;
+			continue;
+		}
 		if (ok[i]) {
 			qs[i]->locked_ns = now;
-			/* (again) ours: its first PULL, or the next after the lock was lost */
-			if (!qs[i]->locked && qs[i]->have_offset && !qs[i]->pulling)
+			/* (again) ours: its first PULL (or offset), or the next after a loss;
+			 * a PULL still out of the lost epoch is discarded and asks again */
+			if (!qs[i]->locked)
 				qs[i]->retry_at_ns = 1;
 		} else {
 			missing = true;
@@ -226,6 +246,7 @@ sp__push_lock_round(struct sp_push *p, uint64_t now)
 	}
 	p->lock_next_ns = now + (missing || !mqs ? LOCK_RETRY_NS : LOCK_RENEW_NS);
 	pthread_mutex_unlock(&p->lock);
+	free(asked);
 	free(ok);
 	free(qs);
 	free(mqs);
@@ -244,9 +265,16 @@ sp__push_free_dropped(struct sp_push *p)
 		pthread_mutex_unlock(&p->lock);
 		if (!idle)
 			continue;
-		commit_one(p, q); /* a message that was in the callback at the drop */
-		/* the next owner starts after the last message consumed here */
-		if (q->locked && sp__rbl_lock(&p->rbl, p->group, &q->mq, 1, false, NULL) != 0)
+		/* a message that was in the callback at the drop; the next owner starts
+		 * after the last message consumed here, so unlock only once committed
+		 * (else the broker's lock expires first) */
+		if (!commit_one(p, q))
+			sp__log(p->c, SP_LOG_WARN,
+				"group %s: %s/%s/%d given up uncommitted: left locked until "
+				"the broker's lock expires",
+				p->group, q->mq.topic, q->mq.broker, (int)q->mq.queue_id);
+		else if (q->locked &&
+			 sp__rbl_lock(&p->rbl, p->group, &q->mq, 1, false, NULL, NULL) != 0)
 			sp__log(p->c, SP_LOG_WARN,
 				"group %s: unlock of %s/%s/%d failed: its next "
 				"owner waits for the broker's lock expiry",
@@ -254,6 +282,7 @@ sp__push_free_dropped(struct sp_push *p)
 		pthread_mutex_lock(&p->lock);
 		q->used = false;
 		q->locked = false;
+		p->rbl_next_ns = 0; /* a queue waiting for this slot's end is taken now */
 		pthread_mutex_unlock(&p->lock);
 	}
 }
@@ -263,6 +292,6 @@ sp__push_unlock_all(struct sp_push *p)
 {
 	for (size_t i = 0; i < p->n_q; i++)
 		if (p->qs[i].used && p->qs[i].locked &&
-		    sp__rbl_lock(&p->rbl, p->group, &p->qs[i].mq, 1, false, NULL) != 0)
+		    sp__rbl_lock(&p->rbl, p->group, &p->qs[i].mq, 1, false, NULL, NULL) != 0)
 			sp__log(p->c, SP_LOG_WARN, "group %s: unlock at stop failed", p->group);
 }

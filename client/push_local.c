@@ -114,7 +114,7 @@ sp__push_local_save(struct sp_push *p)
 {
 	char tmp[PATH_MAX];
 	json_object *root;
-	const char *text;
+	char *text;
 	bool changed = false;
 	int fd, rc = 0;
 	size_t len;
@@ -137,20 +137,26 @@ sp__push_local_save(struct sp_push *p)
 	}
 	root = json_object_new_object();
 	json_object_object_add(root, "offsetTable", json_object_get(p->local));
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
-	len = strlen(text);
+	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+	json_object_put(root);
+	pthread_mutex_unlock(&p->lock);
+	/* the file work unlocked: the I/O thread takes p->lock for every answer */
+	len = text ? strlen(text) : 0;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", p->local_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	errno = 0;
+	fd = text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
 	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) != 0 ||
 	    rename(tmp, p->local_path) != 0)
 		rc = errno ? -errno : -EIO;
 	if (fd >= 0)
 		close(fd);
-	json_object_put(root);
-	if (rc != 0) /* not on disk: the next commit writes them again */
+	free(text);
+	if (rc != 0) { /* not on disk: the next commit writes them again */
+		pthread_mutex_lock(&p->lock);
 		for (size_t i = 0; i < p->n_q; i++)
 			p->qs[i].committed = -1;
-	pthread_mutex_unlock(&p->lock);
+		pthread_mutex_unlock(&p->lock);
+	}
 	if (rc != 0)
 		sp__log(p->c, SP_LOG_WARN, "%s: offsets not saved: %s", p->local_path,
 			strerror(-rc));

@@ -14,6 +14,7 @@
 #include "client_priv.h"
 #include "sprocket/consumer.h"
 
+#define MAX_REDIRECTS 3 /* a queue redirected more in a row: a pull error */
 #define RETRY_NS (1000ull * 1000000ull)
 #define RETRY_ROUTE_NS (1000ull * 1000000ull)
 #define RETRY_QUEUES_MAX 16
@@ -48,6 +49,7 @@ struct pq {
 	unsigned backlog;
 	uint64_t retry_at_ns;
 	uint16_t redirect_port; /* a REDIRECT named the owning core: the route is stale */
+	uint8_t redirects;	/* REDIRECTs in a row (MAX_REDIRECTS, then an error) */
 };
 
 struct item {

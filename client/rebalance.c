@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -54,6 +55,25 @@ broker_get(struct sp__rbl *r, const char *addr)
 	memset(b, 0, sizeof(*b));
 	snprintf(b->addr, sizeof(b->addr), "%s", addr);
 	return b;
+}
+
+/*
+ * The id this member goes by in its group: the client id the application
+ * gave, else the host name before the default "sprocket@<pid>", so members
+ * on two hosts with the same pid differ (RocketMQ's clientIP@instance).
+ */
+const char *
+sp__rbl_cid(struct sp__rbl *r)
+{
+	if (r->cid[0] == '\0') {
+		char host[64] = "";
+
+		if (r->c->client_id_given || gethostname(host, sizeof(host) - 1) != 0 || !host[0])
+			snprintf(r->cid, sizeof(r->cid), "%.200s", r->c->client_id);
+		else
+			snprintf(r->cid, sizeof(r->cid), "%.63s@%.150s", host, r->c->client_id);
+	}
+	return r->cid;
 }
 
 static int
@@ -165,6 +185,15 @@ ids_parse(const struct sp_rem_resp *resp, char ***out, size_t *n)
 	}
 	json_object_put(o);
 	qsort(ids, k, sizeof(*ids), cmp_str);
+	for (size_t i = 1; i < k;) { /* unique, as the allocation needs */
+		if (strcmp(ids[i], ids[i - 1]) == 0) {
+			free(ids[i]);
+			memmove(&ids[i], &ids[i + 1], (k - i - 1) * sizeof(*ids));
+			k--;
+		} else {
+			i++;
+		}
+	}
 	*out = ids;
 	*n = k;
 	return 0;
@@ -181,7 +210,7 @@ sp__rbl_members(struct sp__rbl *r, const struct sp__rbl_group *g, char ***ids, s
 	if (rc != 0)
 		return rc;
 	jbuf_init(&body);
-	rc = heartbeat_body(g, r->c->client_id, &body);
+	rc = heartbeat_body(g, sp__rbl_cid(r), &body);
 	for (uint32_t i = 0; rc == 0 && i < t->route->n_brokers; i++) {
 		const char *addr = t->route->brokers[i].addr;
 		struct wire_rem_cmd req = {.code = WIRE_REQ_HEART_BEAT,
@@ -226,7 +255,7 @@ sp__rbl_close(struct sp__rbl *r, const char *group)
 
 		/* so the others take our queues at once, not after the broker's expiry */
 		if (group != NULL && r->b[i].rem != NULL &&
-		    wire_rem_ext_add(&req, "clientID", r->c->client_id) == 0 &&
+		    wire_rem_ext_add(&req, "clientID", sp__rbl_cid(r)) == 0 &&
 		    wire_rem_ext_add(&req, "consumerGroup", group) == 0 &&
 		    call(r->c, &r->b[i], &req, NULL, 0, &resp) == 0)
 			sp_rem_resp_free(&resp);
@@ -296,7 +325,7 @@ locked_parse(const struct sp_rem_resp *resp, const struct sp_mq *mqs, const bool
 
 int
 sp__rbl_lock(struct sp__rbl *r, const char *group, const struct sp_mq *mqs, size_t n, bool lock,
-	     bool *ok)
+	     bool *ok, bool *asked)
 {
 	bool *done = calloc(n + 1, sizeof(*done)), *part = calloc(n + 1, sizeof(*part));
 	int rc = 0;
@@ -308,6 +337,8 @@ sp__rbl_lock(struct sp__rbl *r, const char *group, const struct sp_mq *mqs, size
 	}
 	if (ok != NULL)
 		memset(ok, 0, n * sizeof(*ok));
+	if (asked != NULL)
+		memset(asked, 0, n * sizeof(*asked));
 	/* one LOCK_BATCH_MQ / UNLOCK_BATCH_MQ per broker, naming its queues */
 	for (size_t i = 0; i < n; i++) {
 		char addr[64];
@@ -334,7 +365,7 @@ sp__rbl_lock(struct sp__rbl *r, const char *group, const struct sp_mq *mqs, size
 		}
 		jbuf_init(&body);
 		jbuf_lit(&body, "{\"clientId\":");
-		jbuf_cstr(&body, r->c->client_id);
+		jbuf_cstr(&body, sp__rbl_cid(r));
 		jbuf_lit(&body, ",\"consumerGroup\":");
 		jbuf_cstr(&body, group);
 		jbuf_lit(&body, ",\"mqSet\":[");
@@ -356,6 +387,8 @@ sp__rbl_lock(struct sp__rbl *r, const char *group, const struct sp_mq *mqs, size
 				rc = SP_ERR_STATUS(resp.cmd.code);
 			else if (lock && ok != NULL)
 				locked_parse(&resp, mqs, part, n, ok);
+			for (size_t k = i; asked != NULL && k < n; k++)
+				asked[k] |= part[k] && resp.cmd.code == WIRE_RSP_SUCCESS;
 			sp_rem_resp_free(&resp);
 		} else {
 			rc = body.err ? body.err : -EIO;
