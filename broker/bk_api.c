@@ -29,21 +29,6 @@
 
 #define LD(v) __atomic_load_n(&(v), __ATOMIC_RELAXED)
 
-/* "k":"v" and "k":v (jbuf.h writes each part) */
-static void
-kstr(struct jbuf *b, const char *k, const char *v)
-{
-	jbuf_key(b, k);
-	jbuf_cstr(b, v);
-}
-
-static void
-ki64(struct jbuf *b, const char *k, int64_t v)
-{
-	jbuf_key(b, k);
-	jbuf_i64(b, v);
-}
-
 static void
 broker(struct bk_ctl *x, struct jbuf *b)
 {
@@ -57,19 +42,19 @@ broker(struct bk_ctl *x, struct jbuf *b)
 		out += LD(x->bk.cores[i].st.msgs_out);
 	}
 	jbuf_lit(b, "{");
-	kstr(b, "cluster", x->bk.conf.cluster);
+	jbuf_kv_str(b, "cluster", x->bk.conf.cluster);
 	jbuf_lit(b, ",");
-	kstr(b, "brokerName", x->bk.conf.broker_name);
+	jbuf_kv_str(b, "brokerName", x->bk.conf.broker_name);
 	jbuf_lit(b, ",");
-	ki64(b, "brokerId", x->bk.conf.broker_id);
+	jbuf_kv_i64(b, "brokerId", x->bk.conf.broker_id);
 	jbuf_lit(b, ",");
-	kstr(b, "role", cfg_get_str(x->cfg, "brokerRole"));
+	jbuf_kv_str(b, "role", cfg_get_str(x->cfg, "brokerRole"));
 	jbuf_lit(b, ",");
-	kstr(b, "version", SP_VERSION);
+	jbuf_kv_str(b, "version", SP_VERSION);
 	jbuf_lit(b, ",");
-	ki64(b, "cores", x->bk.ncores);
+	jbuf_kv_i64(b, "cores", x->bk.ncores);
 	jbuf_lit(b, ",");
-	ki64(b, "uptimeMs", clk_wall_ms() - x->admin.boot_ms);
+	jbuf_kv_i64(b, "uptimeMs", clk_wall_ms() - x->admin.boot_ms);
 	jbuf_lit(b, ",");
 	jbuf_key(b, "ready");
 	jbuf_bool(b, h.status == 200);
@@ -77,9 +62,9 @@ broker(struct bk_ctl *x, struct jbuf *b)
 	jbuf_key(b, "health");
 	jbuf_str(b, (const char *)h.body.p, h.body.len);
 	jbuf_lit(b, ",");
-	ki64(b, "msgsIn", (int64_t)in);
+	jbuf_kv_i64(b, "msgsIn", (int64_t)in);
 	jbuf_lit(b, ",");
-	ki64(b, "msgsOut", (int64_t)out);
+	jbuf_kv_i64(b, "msgsOut", (int64_t)out);
 	jbuf_lit(b, "}");
 	jbuf_free(&h.body);
 }
@@ -112,29 +97,31 @@ topics(struct bk_ctl *x, struct jbuf *b)
 		const struct bk_topic *tp = v[i];
 
 		jbuf_lit(b, i ? ",{" : "{");
-		kstr(b, "topic", tp->name);
+		jbuf_kv_str(b, "topic", tp->name);
 		jbuf_lit(b, ",");
 		jbuf_key(b, "system");
 		jbuf_bool(b, bk_topic_is_system(tp->name));
 		jbuf_lit(b, ",");
-		ki64(b, "perm", tp->perm);
+		jbuf_kv_i64(b, "perm", tp->perm);
 		jbuf_lit(b, ",");
-		ki64(b, "readQueueNums", tp->read_queues);
+		jbuf_kv_i64(b, "readQueueNums", tp->read_queues);
 		jbuf_lit(b, ",");
-		ki64(b, "writeQueueNums", tp->write_queues);
+		jbuf_kv_i64(b, "writeQueueNums", tp->write_queues);
 		jbuf_lit(b, ",");
 		jbuf_key(b, "order");
 		jbuf_bool(b, tp->order);
 		jbuf_lit(b, ",\"queues\":[");
 		for (uint32_t q = 0; q < tp->nq; q++) {
 			jbuf_lit(b, q ? ",{" : "{");
-			ki64(b, "queueId", q);
+			jbuf_kv_i64(b, "queueId", q);
 			jbuf_lit(b, ",");
-			ki64(b, "core", tp->core[q]);
+			jbuf_kv_i64(b, "core", tp->core[q]);
 			jbuf_lit(b, ",");
-			ki64(b, "minOffset", (int64_t)store_queue_min(x->bk.store, tp->sq[q]));
+			jbuf_kv_i64(b, "minOffset",
+				    (int64_t)store_queue_min(x->bk.store, tp->sq[q]));
 			jbuf_lit(b, ",");
-			ki64(b, "maxOffset", (int64_t)store_queue_max(x->bk.store, tp->sq[q]));
+			jbuf_kv_i64(b, "maxOffset",
+				    (int64_t)store_queue_max(x->bk.store, tp->sq[q]));
 			jbuf_lit(b, "}");
 		}
 		jbuf_lit(b, "]}");
@@ -244,24 +231,24 @@ groups(struct bk_ctl *x, struct jbuf *b)
 			j++;
 		}
 		jbuf_lit(b, i ? ",{" : "{");
-		kstr(b, "group", v[i].group);
+		jbuf_kv_str(b, "group", v[i].group);
 		jbuf_lit(b, ",");
-		ki64(b, "lag", lag);
+		jbuf_kv_i64(b, "lag", lag);
 		jbuf_lit(b, ",");
 		jbuf_key(b, "members");
 		bk_rmt_members_json(x->rmt, v[i].group, b);
 		jbuf_lit(b, ",\"queues\":[");
 		for (size_t k = i; k < j; k++) {
 			jbuf_lit(b, k > i ? ",{" : "{");
-			kstr(b, "topic", v[k].topic);
+			jbuf_kv_str(b, "topic", v[k].topic);
 			jbuf_lit(b, ",");
-			ki64(b, "queueId", v[k].qid);
+			jbuf_kv_i64(b, "queueId", v[k].qid);
 			jbuf_lit(b, ",");
-			ki64(b, "brokerOffset", v[k].end);
+			jbuf_kv_i64(b, "brokerOffset", v[k].end);
 			jbuf_lit(b, ",");
-			ki64(b, "consumerOffset", v[k].offset);
+			jbuf_kv_i64(b, "consumerOffset", v[k].offset);
 			jbuf_lit(b, ",");
-			ki64(b, "lag", v[k].end > v[k].offset ? v[k].end - v[k].offset : 0);
+			jbuf_kv_i64(b, "lag", v[k].end > v[k].offset ? v[k].end - v[k].offset : 0);
 			jbuf_lit(b, "}");
 		}
 		jbuf_lit(b, "]}");
@@ -289,7 +276,7 @@ latency(struct bk_ctl *x, struct jbuf *b)
 	jbuf_lit(b, "],\"cores\":[");
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
 		jbuf_lit(b, i ? ",{" : "{");
-		ki64(b, "core", i);
+		jbuf_kv_i64(b, "core", i);
 		for (unsigned k = 0; k < BK_LATS; k++) {
 			const struct phist *h = &x->bk.cores[i].st.lat[k];
 

@@ -77,20 +77,8 @@ host(struct jbuf *b, const char *k, const struct wire_host *h)
 {
 	char s[64];
 
-	if (h->v6)
-		snprintf(s, sizeof(s), "[ipv6]:%u", h->port);
-	else
-		snprintf(s, sizeof(s), "%u.%u.%u.%u:%u", h->addr[0], h->addr[1], h->addr[2],
-			 h->addr[3], h->port);
-	jbuf_key(b, k);
-	jbuf_cstr(b, s);
-}
-
-static void
-ki64(struct jbuf *b, const char *k, int64_t v)
-{
-	jbuf_key(b, k);
-	jbuf_i64(b, v);
+	wire_host_format(h, s, sizeof(s));
+	jbuf_kv_str(b, k, s);
 }
 
 /* Text a browser can show: no control bytes but tab and line ends. */
@@ -109,7 +97,7 @@ body(struct jbuf *b, const struct wire_msg *m)
 	static const char hx[] = "0123456789abcdef";
 	uint32_t n = m->body_len < MSG_BODY_MAX ? m->body_len : MSG_BODY_MAX;
 
-	ki64(b, "bodyLength", m->body_len);
+	jbuf_kv_i64(b, "bodyLength", m->body_len);
 	jbuf_lit(b, ",");
 	jbuf_key(b, "bodyTruncated");
 	jbuf_bool(b, n < m->body_len);
@@ -149,23 +137,23 @@ message(struct bk_ctl *x, struct jbuf *b, const struct wire_msg *m)
 	jbuf_key(b, "topic");
 	httpd_json_str(b, m->topic, m->topic_len);
 	jbuf_lit(b, ",");
-	ki64(b, "queueId", m->queue_id);
+	jbuf_kv_i64(b, "queueId", m->queue_id);
 	jbuf_lit(b, ",");
-	ki64(b, "queueOffset", m->queue_offset);
+	jbuf_kv_i64(b, "queueOffset", m->queue_offset);
 	jbuf_lit(b, ",");
-	ki64(b, "commitLogOffset", m->phys_offset);
+	jbuf_kv_i64(b, "commitLogOffset", m->phys_offset);
 	jbuf_lit(b, ",");
-	ki64(b, "bornTimestamp", m->born_ts);
+	jbuf_kv_i64(b, "bornTimestamp", m->born_ts);
 	jbuf_lit(b, ",");
-	ki64(b, "storeTimestamp", m->store_ts);
+	jbuf_kv_i64(b, "storeTimestamp", m->store_ts);
 	jbuf_lit(b, ",");
 	host(b, "bornHost", &m->born_host);
 	jbuf_lit(b, ",");
 	host(b, "storeHost", &m->store_host);
 	jbuf_lit(b, ",");
-	ki64(b, "reconsumeTimes", m->reconsume_times);
+	jbuf_kv_i64(b, "reconsumeTimes", m->reconsume_times);
 	jbuf_lit(b, ",");
-	ki64(b, "sysFlag", m->sys_flag);
+	jbuf_kv_i64(b, "sysFlag", m->sys_flag);
 	jbuf_lit(b, ",");
 	jbuf_key(b, "compressed");
 	jbuf_bool(b, (m->sys_flag & WIRE_SYSFLAG_COMPRESSED) != 0);

@@ -77,16 +77,6 @@ printable(const uint8_t *b, uint32_t n)
 	return true;
 }
 
-static void
-host_str(const struct wire_host *h, char *out, size_t len)
-{
-	if (h->v6)
-		snprintf(out, len, "[ipv6]:%u", h->port);
-	else
-		snprintf(out, len, "%u.%u.%u.%u:%u", h->addr[0], h->addr[1], h->addr[2], h->addr[3],
-			 h->port);
-}
-
 static json_object *
 msg_json(const struct wire_msg *m, bool hex)
 {
@@ -103,9 +93,9 @@ msg_json(const struct wire_msg *m, bool hex)
 	json_object_object_add(o, "commitLogOffset", json_object_new_int64(m->phys_offset));
 	json_object_object_add(o, "bornTimestamp", json_object_new_int64(m->born_ts));
 	json_object_object_add(o, "storeTimestamp", json_object_new_int64(m->store_ts));
-	host_str(&m->born_host, host, sizeof(host));
+	wire_host_format(&m->born_host, host, sizeof(host));
 	json_object_object_add(o, "bornHost", json_object_new_string(host));
-	host_str(&m->store_host, host, sizeof(host));
+	wire_host_format(&m->store_host, host, sizeof(host));
 	json_object_object_add(o, "storeHost", json_object_new_string(host));
 	json_object_object_add(o, "reconsumeTimes", json_object_new_int(m->reconsume_times));
 	json_object_object_add(o, "sysFlag", json_object_new_int(m->sys_flag));

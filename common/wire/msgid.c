@@ -13,6 +13,49 @@
 
 static const char msgid_hex[] = "0123456789ABCDEF";
 
+/* Appends @v in decimal at @out[*at] within @len (keeping room for the NUL). */
+static void
+put_dec(char *out, size_t len, size_t *at, unsigned v)
+{
+	char d[10];
+	size_t n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n && *at + 1 < len)
+		out[(*at)++] = d[--n];
+}
+
+static void
+put_str(char *out, size_t len, size_t *at, const char *s)
+{
+	while (*s && *at + 1 < len)
+		out[(*at)++] = *s++;
+}
+
+void
+wire_host_format(const struct wire_host *h, char *out, size_t len)
+{
+	size_t at = 0;
+
+	if (len == 0)
+		return;
+	if (h->v6) {
+		put_str(out, len, &at, "[ipv6]");
+	} else {
+		for (int i = 0; i < 4; i++) {
+			if (i)
+				put_str(out, len, &at, ".");
+			put_dec(out, len, &at, h->addr[i]);
+		}
+	}
+	put_str(out, len, &at, ":");
+	put_dec(out, len, &at, h->port);
+	out[at] = '\0';
+}
+
 size_t
 wire_msgid_encode(const struct wire_host *store_host, int64_t phys_offset, char out[WIRE_MSGID_MAX])
 {

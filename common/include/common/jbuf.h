@@ -66,6 +66,21 @@ jbuf_bool(struct jbuf *b, bool v)
 	jbuf_lit(b, v ? "true" : "false");
 }
 
+/* `"key":value` members (@k a literal, @v escaped). */
+static inline void
+jbuf_kv_str(struct jbuf *b, const char *k, const char *v)
+{
+	jbuf_key(b, k);
+	jbuf_cstr(b, v);
+}
+
+static inline void
+jbuf_kv_i64(struct jbuf *b, const char *k, int64_t v)
+{
+	jbuf_key(b, k);
+	jbuf_i64(b, v);
+}
+
 /* Drops a trailing ',' (after the last member of an object or array). */
 static inline void
 jbuf_uncomma(struct jbuf *b)

@@ -142,6 +142,9 @@ MUST_CHECK int wire_props_copy_except(char *dst, size_t cap, size_t *len, const 
 #define WIRE_MSGID_V6_LEN 56
 #define WIRE_MSGID_MAX (WIRE_MSGID_V6_LEN + 1)
 
+/* "a.b.c.d:port" (IPv6: "[ipv6]:port") into @out, as the CLI and the console show hosts. */
+void wire_host_format(const struct wire_host *h, char *out, size_t len);
+
 /* Writes the uppercase hex id and a NUL. Return: its length (32 or 56). */
 size_t wire_msgid_encode(const struct wire_host *store_host, int64_t phys_offset,
 			 char out[WIRE_MSGID_MAX]);

@@ -314,6 +314,21 @@ test_tag_hash(void)
 	T_ASSERT_EQ(wire_tag_hash("polygenelubricants", 18), (int32_t)0x80000000);
 }
 
+static void
+test_host_format(void)
+{
+	struct wire_host v4 = {.addr = {10, 0, 255, 1}, .port = 10911};
+	struct wire_host v6 = {.port = 65535, .v6 = true};
+	char s[32];
+
+	wire_host_format(&v4, s, sizeof(s));
+	T_ASSERT_STREQ(s, "10.0.255.1:10911");
+	wire_host_format(&v6, s, sizeof(s));
+	T_ASSERT_STREQ(s, "[ipv6]:65535");
+	wire_host_format(&v4, s, 6); /* cut, still a string */
+	T_ASSERT_STREQ(s, "10.0.");
+}
+
 T_MAIN(T_CASE(test_roundtrip_v4), T_CASE(test_roundtrip_v6), T_CASE(test_decode_errors),
        T_CASE(test_blank), T_CASE(test_props), T_CASE(test_msgid), T_CASE(test_batch),
-       T_CASE(test_tag_hash))
+       T_CASE(test_tag_hash), T_CASE(test_host_format))
