@@ -584,7 +584,7 @@ do_send(struct bk_core *c, const struct dp_xreq *req)
 	int32_t status;
 	long rc;
 
-	if (c->bk->conf.role == BK_ROLE_SLAVE) {
+	if (!bk_core_writable(c)) {
 		/* RocketMQ: "message store is slave mode, so putMessage is forbidden" */
 		c->st.write_refused++;
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
@@ -1155,7 +1155,7 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	bool dlq;
 	long n;
 
-	if (c->bk->conf.role == BK_ROLE_SLAVE) {
+	if (!bk_core_writable(c)) {
 		c->st.write_refused++;
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SERVICE_NOT_AVAILABLE, 0);

@@ -88,6 +88,7 @@ struct bk_ctl {
 	/* the ACL file (bk_acl_ctl.c): control thread only */
 	struct acl_watch acl_watch;
 	struct httpd *http; /* bk_http.c: /metrics, /health (NULL: off) */
+	struct bk_ha *ha;   /* bk_ha.c: failover through etcd (NULL: static roles) */
 };
 
 /* aclEnable/aclFile (bk_acl_ctl.c): load at start (0, -errno logged), watch, free at stop. */

@@ -358,6 +358,16 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 				     fs->shard, fs->f->master_str);
 		return;
 	}
+	if (r.epoch != 0 && r.epoch < atomic_load_relaxed(&fs->f->bk->epoch)) {
+		/* a replaced master (docs/failover.md): nothing of it is taken */
+		fs->backoff_ms = FOLLOW_RETRY_MS;
+		log_warn_ratelimited(FOLLOW_TAG,
+				     "shard %u: %s is master of epoch %" PRIu64
+				     ", replaced in epoch %" PRIu64 ": not following it",
+				     fs->shard, fs->f->master_str, r.epoch,
+				     atomic_load_relaxed(&fs->f->bk->epoch));
+		return;
+	}
 	if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY) {
 		fs->backoff_ms = 1;
 		if (++fs->busy_row % 1000 == 0)
@@ -470,6 +480,7 @@ submit(struct follow_shard *fs, uint64_t offset)
 		.suspend_ms = FOLLOW_SUSPEND_MS,
 		.shard = (uint16_t)fs->shard,
 		.cores = (uint16_t)bk->ncores,
+		.epoch = atomic_load_relaxed(&bk->epoch),
 		.name = bk->conf.broker_name,
 		.name_len = (uint16_t)strlen(bk->conf.broker_name),
 	};
@@ -747,4 +758,18 @@ bk_follow_connected(const struct bk_follow *f)
 		    !atomic_load_relaxed(&f->sh[i].halted))
 			return false;
 	return true;
+}
+
+uint64_t
+bk_follow_contact_ms(const struct bk_follow *f)
+{
+	uint64_t oldest = UINT64_MAX;
+
+	for (uint32_t i = 0; i < f->bk->ncores; i++) {
+		uint64_t t = atomic_load_relaxed(&f->sh[i].last_ok_ms);
+
+		if (t < oldest)
+			oldest = t;
+	}
+	return oldest == UINT64_MAX ? 0 : oldest;
 }

@@ -36,6 +36,9 @@ void bk_follow_stop(struct bk_follow *f);
 /* Every shard that can follow has a session to the master (relaxed). */
 bool bk_follow_connected(const struct bk_follow *f);
 
+/* The oldest of the shards' last answers from the master (wall ms; 0: a shard had none). */
+uint64_t bk_follow_contact_ms(const struct bk_follow *f);
+
 /*
  * How far a shard is behind its master, as of its last answer: bytes the
  * master had past ours, and the age of our newest record while any (0 when

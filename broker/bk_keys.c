@@ -108,6 +108,16 @@ const struct cfg_key bk_keys[] = {
 	{"haMaxGapNotInSync", CFG_INT, "268435456", 1, 1LL << 40, NULL,
 	 "SYNC_MASTER: a slave further behind than this many bytes is not in sync "
 	 "(SLAVE_NOT_AVAILABLE)"},
+	{"controllerAddr", CFG_STRING, NULL, 0, 1000, NULL,
+	 "automatic failover (docs/failover.md): the etcd cluster's client endpoints, "
+	 "host:port;host:port...; brokerId then names this member of the group (1 and up) and "
+	 "brokerRole the kind of master it is when elected (SLAVE: never elected). Empty: "
+	 "static roles"},
+	{"controllerLeaseSeconds", CFG_INT, "3", 1, 60, NULL,
+	 "failover: the master's lease in etcd; a dead master is replaced this long after its "
+	 "last renewal, and a master that cannot renew stops taking writes before that"},
+	{"controllerKeyPrefix", CFG_STRING, "/sprocket", 1, 100, NULL,
+	 "failover: where in etcd the groups' records live (<prefix>/<cluster>/<brokerName>/)"},
 	{"brokerPermission", CFG_INT, "6", 0, 7, NULL, "2 write, 4 read (6 both)"},
 	{"statsSampleMillis", CFG_INT, "60000", 1000, 3600000, NULL,
 	 "how often per-topic and per-group counts are sampled: one \"minute\" of statsAll's "

@@ -17,6 +17,7 @@
 
 #include "bk_ctl.h"
 #include "bk_follow.h"
+#include "bk_ha.h"
 #include "bk_rmt.h"
 #include "common/clock.h"
 #include "control/httpd.h"
@@ -559,4 +560,5 @@ bk_metrics_render(struct bk_ctl *x, struct jbuf *b)
 	httpd_prom_family(b, "sprocket_log_lines_suppressed_total", "counter",
 			  "log lines cut by the per-site rate limit");
 	httpd_prom_sample(b, "sprocket_log_lines_suppressed_total", NULL, NULL, log_rl_flush());
+	bk_ha_metrics(x, b);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/atomic.h"
+#include "common/clock.h"
 #include "common/phist.h"
 #include "dp/lcore.h"
 #include "dp/port.h"
@@ -284,7 +285,8 @@ struct bk_core_stats {
 	uint64_t slave_missing;	 /* SYNC_MASTER: SLAVE_NOT_AVAILABLE answers */
 	uint64_t repl_requests;	 /* REPL requests from slaves */
 	uint64_t repl_bytes;	 /* log bytes sent to slaves */
-	uint64_t write_refused;	 /* SENDs refused because this broker is a slave */
+	uint64_t write_refused;	 /* SENDs refused: a slave, or a master without its lease */
+	uint64_t repl_fenced;	 /* REPLs of a later epoch: this master was replaced */
 	uint64_t type_refused;	 /* SENDs of a type not taken yet (bk_msgtype.h) */
 	uint64_t delayed;	 /* messages put into SCHEDULE_TOPIC_XXXX */
 	uint64_t delay_delivered;
@@ -528,6 +530,18 @@ struct bk {
 	int efd; /* eventfd: a core asks the control thread for work */
 	/* a slave's replication asks for a restart (its log is cut at the next start) */
 	_Atomic bool restart;
+	/*
+	 * Failover (bk_ha.c, docs/failover.md). @epoch: the group's epoch this
+	 * broker is master of, or follows as a slave (0: static roles; the HA
+	 * thread writes, cores and the follow sessions read). A master takes
+	 * writes only before @write_until_ns (CLOCK_MONOTONIC; its lease's
+	 * end less a margin, renewed by the HA thread; UINT64_MAX with static
+	 * roles) and while not @fenced (set once by a core that met a higher
+	 * epoch or by the HA thread stepping down; never cleared).
+	 */
+	_Atomic uint64_t epoch;
+	_Atomic uint64_t write_until_ns;
+	_Atomic bool fenced;
 	/* control is (about to be) waiting: a core that posted a completion pokes efd */
 	alignas(64) _Atomic bool ctl_sleeping;
 	struct wire_host store_host;
@@ -645,6 +659,20 @@ const struct bk_topic *bk_core_topic_for_write(struct bk_core *c, const char *na
 
 /* The message types (bk_msgtype.h BK_MSG_*) a single SEND may ask of core @c. */
 unsigned bk_core_msg_allow(const struct bk_core *c);
+
+/*
+ * A client's write may be taken on core @c: a master that is not fenced and
+ * whose lease (failover, bk_ha.c) holds now (the TSC clock: a few ns).
+ */
+static inline bool
+bk_core_writable(const struct bk_core *c)
+{
+	const struct bk *bk = c->bk;
+
+	return bk->conf.role != BK_ROLE_SLAVE && !atomic_load_relaxed(&bk->fenced) &&
+	       (atomic_load_relaxed(&bk->write_until_ns) == UINT64_MAX ||
+		clk_mono_fast_ns() < atomic_load_relaxed(&bk->write_until_ns));
+}
 
 /* ---- delay levels (bk_delay.c) ---- */
 /* The level a message's DELAY asks for, clamped to the table (RocketMQ), or 0. */

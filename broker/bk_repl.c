@@ -66,9 +66,16 @@ repl_answer(struct bk_core *c, struct dp_xhandle h, uint64_t recv_ns, int32_t st
 		.base_end = c->repl_base_end,
 		.seg_size = c->bk->conf.seg_size,
 		.cores = (uint16_t)c->bk->ncores,
-		.flags = c->bk->conf.role == BK_ROLE_SYNC_MASTER && !c->bk->conf.sync_flush
+		/*
+		 * With failover, the group's next master is its most caught-up
+		 * slave: what a slave holds past that master's base_end was never
+		 * acknowledged (docs/failover.md), so a deposed master's tail is cut.
+		 */
+		.flags = c->bk->conf.role == BK_ROLE_SYNC_MASTER && !c->bk->conf.sync_flush &&
+					 atomic_load_relaxed(&c->bk->epoch) == 0
 				 ? WIRE_DP_REPL_F_SLAVE_ACKED
 				 : 0,
+		.epoch = atomic_load_relaxed(&c->bk->epoch),
 		.data = data,
 		.data_len = len,
 	};
@@ -193,6 +200,19 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 	c->st.repl_requests++;
 	if (wire_dp_repl_req_decode(req->msg, req->len, &r) != 0 || r.shard != c->id) {
 		bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, 0);
+		return;
+	}
+	if (cf->role != BK_ROLE_SLAVE && r.epoch > atomic_load_relaxed(&c->bk->epoch) &&
+	    atomic_load_relaxed(&c->bk->epoch) != 0) {
+		/*
+		 * The slave follows a later epoch: this master was replaced
+		 * (docs/failover.md). No write from now on; the HA thread sees
+		 * the fence and steps down.
+		 */
+		atomic_store(&c->bk->fenced, true);
+		c->st.repl_fenced++;
+		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_SERVICE_NOT_AVAILABLE, r.offset,
+			    NULL, 0);
 		return;
 	}
 	if (cf->role == BK_ROLE_SLAVE) {

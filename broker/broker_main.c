@@ -43,6 +43,7 @@
 #include "control/httpd.h"
 #include "bk_priv.h"
 #include "bk_follow.h"
+#include "bk_ha.h"
 #include "bk_rmt.h"
 #include "bk_sync.h"
 #include "common/clock.h"
@@ -771,7 +772,9 @@ run(struct bk_ctl *x, int sfd)
 			next_rl = clk_mono_ns() + 1000000000ull;
 		}
 		if (atomic_load(&x->bk.restart)) {
-			log_warn(BK_TAG, "restarting: the log is cut to the master's at the start");
+			if (bk_ha_restart_why(x) == NULL)
+				log_warn(BK_TAG,
+					 "restarting: the log is cut to the master's at the start");
 			return 0;
 		}
 		if (p[0].revents & POLLIN) {
@@ -934,8 +937,11 @@ main(int argc, char **argv)
 		.offset_slots = (uint32_t)cfg_get_int(cfg, "consumerOffsetSlotsPerCore"),
 	};
 	x->bk.ncores = x->bk.conf.cores;
-	if (bk_ctl_role_setup(x) != 0 || bk_delay_conf(x) != 0 || bk_timer_conf(x) != 0 ||
-	    bk_tx_conf(x) != 0)
+	atomic_store_relaxed(&x->bk.write_until_ns, UINT64_MAX); /* static roles: no lease */
+	/* With controllerAddr, etcd's record decides the role (docs/failover.md). */
+	err = bk_ha_setup(x);
+	if (err < 0 || (err == 0 && bk_ctl_role_setup(x) != 0) || bk_delay_conf(x) != 0 ||
+	    bk_timer_conf(x) != 0 || bk_tx_conf(x) != 0)
 		goto out;
 	/*
 	 * A slave on dpdk follows its master through its own device (the
@@ -943,7 +949,7 @@ main(int argc, char **argv)
 	 * dataplanePort + dataplaneCores + i, for bk_follow's session i.
 	 */
 	x->nports = x->bk.ncores;
-	if (x->bk.conf.role == BK_ROLE_SLAVE &&
+	if ((x->bk.conf.role == BK_ROLE_SLAVE || x->ha != NULL) &&
 	    strcmp(cfg_get_str(cfg, "dataplaneBackend"), "dpdk") == 0)
 		x->nports = 2 * x->bk.ncores;
 	if (x->nports > DP_PORTS_MAX) {
@@ -1157,6 +1163,9 @@ main(int argc, char **argv)
 					.dp_mac = dp_mac,
 					.dp_port = x->bk.conf.dp_port,
 					.dp_cores = (uint16_t)x->bk.ncores,
+					.epoch = x->bk.conf.role != BK_ROLE_SLAVE
+							 ? atomic_load(&x->bk.epoch)
+							 : 0,
 				},
 			.snapshot = reg_snapshot,
 			.release = reg_release,
@@ -1187,9 +1196,10 @@ main(int argc, char **argv)
 		 bk_rmt_port(x->rmt), sc.root, cfg_get_str(cfg, "flushDiskType"),
 		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
 	if (x->bk.conf.role == BK_ROLE_SLAVE) {
-		const char *m = cfg_get_str(cfg, "haMasterAddress");
+		const char *m = x->ha ? bk_ha_master(x) : cfg_get_str(cfg, "haMasterAddress");
 
-		x->master_fixed = m[0] != '\0';
+		/* with failover, the master comes from etcd (bk_ha.c), not the NameServer */
+		x->master_fixed = m[0] != '\0' || x->ha != NULL;
 		if (bk_follow_start(&x->bk, m,
 				    x->nports > x->bk.ncores ? &x->ports[x->bk.ncores] : NULL,
 				    &x->follow) != 0)
@@ -1201,7 +1211,7 @@ main(int argc, char **argv)
 		else if (bk_sync_start(x->breg, BK_SYNC_PERIOD_MS, &x->sync) != 0)
 			goto out_breg;
 	}
-	if (bk_http_start(x) != 0)
+	if (bk_http_start(x) != 0 || bk_ha_start(x) != 0)
 		goto out_breg;
 	err = pthread_create(&x->persist, NULL, persist_main, x);
 	if (err) {
@@ -1218,6 +1228,7 @@ main(int argc, char **argv)
 	pthread_join(x->persist, NULL);
 out_breg:
 	bk_http_stop(x);
+	bk_ha_stop(x); /* before the follow sessions and the store it reads */
 	bk_sync_stop(x->sync);
 	x->sync = NULL;
 	bk_slave_report(x);
@@ -1259,6 +1270,7 @@ out_store:
 out:
 	bk_rmt_destroy(x->rmt);
 	bk_acl_stop(x);
+	bk_ha_stop(x);
 	(void)log_rl_flush_at(UINT64_MAX); /* what floods were cut short, said at last */
 	log_info(BK_TAG, "stopped");
 	if (x->bk.efd > 0)

@@ -96,6 +96,7 @@ struct ctl_breg {
 	char broker_id[24];
 	char dp_port[8];
 	char dp_cores[8];
+	char epoch[24];
 	ctl_breg_snapshot_fn snapshot;
 	ctl_breg_release_fn release;
 	void *arg;
@@ -369,6 +370,8 @@ ns_register(struct breg_ns *ns, const struct breg_body *body)
 	rc = cmd_init(b, cmd, WIRE_REQ_REGISTER_BROKER);
 	if (rc == 0 && b->info.ha_addr != NULL)
 		rc = wire_rem_ext_add(cmd, "haServerAddr", b->info.ha_addr);
+	if (rc == 0 && b->info.epoch != 0)
+		rc = wire_rem_ext_add(cmd, "sprocketEpoch", b->epoch);
 	if (rc == 0 && (rc = wire_rem_ext_add(cmd, "compressed", "false")) == 0)
 		rc = wire_rem_ext_add(cmd, "bodyCrc32", body->crc);
 	if (rc == 0 && b->info.has_dp) {
@@ -664,6 +667,7 @@ info_copy(struct ctl_breg *b, const struct ctl_breg_info *in)
 	snprintf(b->broker_id, sizeof(b->broker_id), "%" PRId64, in->broker_id);
 	snprintf(b->dp_port, sizeof(b->dp_port), "%u", (unsigned)in->dp_port);
 	snprintf(b->dp_cores, sizeof(b->dp_cores), "%u", (unsigned)in->dp_cores);
+	snprintf(b->epoch, sizeof(b->epoch), "%" PRIu64, in->epoch);
 	return 0;
 }
 

@@ -287,6 +287,16 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "crc32 not match");
 		return 0;
 	}
+	{
+		int64_t ep = 0;
+
+		rc = wire_rem_ext_i64(req, "sprocketEpoch", &ep);
+		if (rc == -EINVAL || ep < 0) {
+			reply_set(r, WIRE_RSP_SYSTEM_ERROR, "bad sprocketEpoch");
+			return 0;
+		}
+		reg.epoch = (uint64_t)ep;
+	}
 	if (dp_parse(req, &reg.dp, &why) != 0) {
 		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "%s", why);
 		return 0;
@@ -335,6 +345,11 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 	rc = route_db_register(st->db, &reg, now_ms, &out);
 	if (rc == -ENOMEM)
 		return rc;
+	if (rc == 0 && out.replaced[0] != '\0')
+		log_warn(NS_TAG,
+			 "broker %s id 0: %s (master of epoch %" PRIu64 ") replaced by %s, "
+			 "master of epoch %" PRIu64,
+			 reg.bname, out.replaced, out.replaced_epoch, reg.addr, reg.epoch);
 	if (rc == -EEXIST) {
 		log_warn_ratelimited(NS_TAG,
 				     "refused broker %s id %" PRId64

@@ -91,6 +91,7 @@ struct route_live {
 	uint64_t last_ms;
 	struct route_dv dv;
 	uint64_t conn;
+	uint64_t epoch;
 };
 
 /*
@@ -612,6 +613,7 @@ live_upsert(struct route_db *db, const struct route_reg *reg, uint64_t now_ms)
 	l->last_ms = now_ms;
 	l->dv = reg->dv;
 	l->conn = reg->conn;
+	l->epoch = reg->epoch;
 }
 
 static void
@@ -645,6 +647,8 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 	const struct route_bname *cb = table_find(db->cur, reg->bname);
 
 	reg->topics = NULL;
+	out->replaced[0] = '\0';
+	out->replaced_epoch = 0;
 	if ((rc = live_reserve(db)) != 0)
 		goto err_put;
 	if (topics == NULL && !reg_changes(cb, reg) && prev != NULL &&
@@ -657,13 +661,24 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 	/*
 	 * Refuse a second live process under one (brokerName, brokerId): two
 	 * masters of a group would otherwise replace each other at every
-	 * registration, and clients would flip between them.
+	 * registration, and clients would flip between them. Unless the
+	 * newcomer is master of a later epoch (failover, docs/failover.md):
+	 * the holder was replaced and will step down (its later registrations,
+	 * of the old epoch, are refused here in turn).
 	 */
 	if (cb != NULL && (k = bname_find_id(cb, reg->id)) >= 0 &&
-	    strcmp(cb->addrs[k].addr, reg->addr) != 0 && live_find(db, cb->addrs[k].addr) != NULL) {
-		snprintf(out->holder, sizeof(out->holder), "%s", cb->addrs[k].addr);
-		rc = -EEXIST;
-		goto err_put;
+	    strcmp(cb->addrs[k].addr, reg->addr) != 0) {
+		const struct route_live *h = live_find(db, cb->addrs[k].addr);
+
+		if (h != NULL && (reg->id != 0 || reg->epoch <= h->epoch)) {
+			snprintf(out->holder, sizeof(out->holder), "%s", cb->addrs[k].addr);
+			rc = -EEXIST;
+			goto err_put;
+		}
+		if (h != NULL) {
+			snprintf(out->replaced, sizeof(out->replaced), "%s", h->addr);
+			out->replaced_epoch = h->epoch;
+		}
 	}
 	/* Refuse a full brokerName before changing anything. */
 	if (cb != NULL && cb->n_addrs >= ROUTE_ADDRS_MAX && bname_find_id(cb, reg->id) < 0) {

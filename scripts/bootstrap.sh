@@ -30,6 +30,8 @@ PKGS=(
 	libmicrohttpd-dev python3-prometheus-client
 	# the daemons' sd_notify (systemd Type=notify units)
 	libsystemd-dev
+	# automatic failover: the coordination service and its CLI (tests, scripts/cluster.sh --failover)
+	etcd-server etcd-client
 	dpdk-dev libdpdk-dev
 	libbenchmark-dev
 	# the TLS test makes its certificate with the openssl tool

@@ -6,9 +6,10 @@
  *
  * Request: offset u64, seg_size u64, flushed u64, prev_off u64,
  * prev_size u32, prev_hash u32, max_bytes u32, suspend_ms u32, shard u16,
- * cores u16, name_len u16, reserved u16 (0), then the slave's brokerName.
+ * cores u16, name_len u16, reserved u16 (0), epoch u64, then the slave's
+ * brokerName.
  * Response op part: master_end u64, data_offset u64, min_offset u64,
- * base_end u64, seg_size u64, cores u16, flags u16, data_len u32,
+ * base_end u64, seg_size u64, cores u16, flags u16, data_len u32, epoch u64,
  * then data_len bytes of log. The same rules as every other body (dp.c's
  * DESIGN): lengths add up exactly, reserved bytes are 0.
  */
@@ -40,6 +41,7 @@ wire_dp_repl_req_encode(const struct wire_dp_repl_req *r, uint8_t *buf, size_t c
 	wire_st_le16(buf + 50, r->cores);
 	wire_st_le16(buf + 52, r->name_len);
 	wire_st_le16(buf + 54, 0);
+	wire_st_le64(buf + 56, r->epoch);
 	memcpy(buf + WIRE_DP_REPL_REQ_FIXED, r->name, r->name_len);
 	return WIRE_DP_REPL_REQ_FIXED + (long)r->name_len;
 }
@@ -60,6 +62,7 @@ wire_dp_repl_req_decode(const uint8_t *msg, size_t len, struct wire_dp_repl_req 
 	r->shard = wire_ld_le16(msg + 48);
 	r->cores = wire_ld_le16(msg + 50);
 	r->name_len = wire_ld_le16(msg + 52);
+	r->epoch = wire_ld_le64(msg + 56);
 	if (wire_ld_le16(msg + 54) != 0 || r->name_len == 0 || r->name_len > WIRE_DP_TOPIC_MAX ||
 	    r->max_bytes == 0 || (uint64_t)WIRE_DP_REPL_REQ_FIXED + r->name_len != len)
 		return -EBADMSG;
@@ -89,6 +92,7 @@ wire_dp_repl_resp_encode(const struct wire_dp_repl_resp *r, uint8_t *buf, size_t
 	wire_st_le16(p + 40, r->cores);
 	wire_st_le16(p + 42, r->flags);
 	wire_st_le32(p + 44, r->data_len);
+	wire_st_le64(p + 48, r->epoch);
 	if (r->data_len)
 		memmove(buf + fixed, r->data, r->data_len);
 	return (long)(fixed + r->data_len);
@@ -112,6 +116,7 @@ wire_dp_repl_resp_decode(const uint8_t *msg, size_t len, struct wire_dp_repl_res
 	r->cores = wire_ld_le16(p + 40);
 	r->data_len = wire_ld_le32(p + 44);
 	r->flags = wire_ld_le16(p + 42);
+	r->epoch = wire_ld_le64(p + 48);
 	if ((r->flags & ~WIRE_DP_REPL_F_ALL) != 0 || (uint64_t)fixed + r->data_len != len ||
 	    (r->data_len && r->head.status != WIRE_DP_ST_SUCCESS))
 		return -EBADMSG;

@@ -142,8 +142,8 @@ enum wire_dp_reset_reason {
 #define WIRE_DP_PING_REQ_FIXED 8
 #define WIRE_DP_PING_RESP_FIXED 8
 #define WIRE_DP_RESET_LEN 8
-#define WIRE_DP_REPL_REQ_FIXED 56
-#define WIRE_DP_REPL_RESP_FIXED 48
+#define WIRE_DP_REPL_REQ_FIXED 64
+#define WIRE_DP_REPL_RESP_FIXED 56
 
 /* A decoded packet header (magic and version are implied). */
 struct wire_dp_hdr {
@@ -557,6 +557,12 @@ struct wire_dp_repl_req {
 	uint32_t suspend_ms;
 	uint16_t shard;
 	uint16_t cores;
+	/*
+	 * The group's epoch the slave follows (docs/failover.md; 0: static
+	 * roles). A master of a lower epoch has been replaced: it stops
+	 * taking writes.
+	 */
+	uint64_t epoch;
 	const char *name; /* the slave's brokerName, 1..WIRE_DP_TOPIC_MAX bytes */
 	uint16_t name_len;
 };
@@ -584,6 +590,7 @@ struct wire_dp_repl_resp {
 	uint64_t seg_size;
 	uint16_t cores;
 	uint16_t flags;	     /* WIRE_DP_REPL_F_* */
+	uint64_t epoch;	     /* the master's epoch (0: static roles); a slave never follows a lower one */
 	const uint8_t *data; /* whole records (a BLANK as its 8-byte header), SUCCESS only */
 	uint32_t data_len;
 };

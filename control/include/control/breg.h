@@ -54,6 +54,12 @@ struct ctl_breg_info {
 	const char *dp_mac; /* "xx:xx:xx:xx:xx:xx" */
 	uint16_t dp_port;   /* base UDP port: core c listens on dp_port + c */
 	uint16_t dp_cores;
+	/*
+	 * The group's epoch this broker is master of (failover,
+	 * docs/failover.md; 0: static roles), sent as sprocketEpoch: a
+	 * NameServer lets a master of a later epoch replace a live one.
+	 */
+	uint64_t epoch;
 };
 
 /**

@@ -112,6 +112,7 @@ struct route_reg {
 	struct route_dp dp;
 	struct route_dv dv;
 	uint64_t conn; /* registering connection; its close drops the address */
+	uint64_t epoch; /* failover: a master of a later epoch replaces a live one (0: none) */
 	/* NULL keeps the current set; else a new set whose reference passes to the db. */
 	struct route_tset *topics;
 };
@@ -121,6 +122,9 @@ struct route_reg_out {
 	char master_addr[ROUTE_ADDR_MAX + 1];
 	char master_ha[ROUTE_ADDR_MAX + 1];
 	char holder[ROUTE_ADDR_MAX + 1]; /* -EEXIST: the live address that holds the id */
+	/* 0 and a live address replaced: it held the id in this earlier epoch */
+	uint64_t replaced_epoch;
+	char replaced[ROUTE_ADDR_MAX + 1];
 };
 
 struct route_db;

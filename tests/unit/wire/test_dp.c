@@ -1608,6 +1608,7 @@ test_repl(void)
 				     .max_bytes = 4096,
 				     .shard = 3,
 				     .cores = 4,
+				     .epoch = 9,
 				     .name = "b",
 				     .name_len = 1};
 	struct wire_dp_repl_resp r = {.head = {.status = WIRE_DP_ST_SUCCESS},
@@ -1615,6 +1616,7 @@ test_repl(void)
 				      .data_offset = 77,
 				      .seg_size = 65536,
 				      .cores = 4,
+				      .epoch = 7,
 				      .data = data,
 				      .data_len = 8};
 	struct wire_dp_repl_req q2;
@@ -1628,6 +1630,8 @@ test_repl(void)
 	T_ASSERT_EQ(q2.shard, 3);
 	T_ASSERT_EQ(q2.cores, 4);
 	T_ASSERT_EQ(q2.name_len, 1);
+	T_ASSERT_EQ_U64(q2.epoch, 9);
+	T_ASSERT_MEMEQ(q2.name, "b", 1);
 	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n - 1, &q2), -EBADMSG);
 	buf_a[54] = 1; /* reserved */
 	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n, &q2), -EBADMSG);
@@ -1641,6 +1645,7 @@ test_repl(void)
 	T_ASSERT_EQ(n, WIRE_DP_RESP_HEAD_LEN + WIRE_DP_REPL_RESP_FIXED + 8);
 	T_ASSERT_EQ(wire_dp_repl_resp_decode(buf_a, (size_t)n, &r2), 0);
 	T_ASSERT_EQ_U64(r2.master_end, 85);
+	T_ASSERT_EQ_U64(r2.epoch, 7);
 	T_ASSERT_EQ(r2.data_len, 8);
 	T_ASSERT_MEMEQ(r2.data, data, 8);
 	T_ASSERT_EQ(wire_dp_repl_resp_decode(buf_a, (size_t)n - 1, &r2), -EBADMSG);
