@@ -9,7 +9,9 @@
  *                info, tables;
  *  - cli_admin.c cluster, broker and topic commands;
  *  - cli_group.c consumer group commands;
- *  - cli_msg.c   message queries, produce and consume.
+ *  - cli_msg.c   message queries, produce and consume;
+ *  - cli_failover.c a group's failover state in etcd (the one command that
+ *                talks to etcd rather than remoting).
  *
  * Exit codes: 0 done, 1 the cluster said no or could not be reached, 2 the
  * command line is wrong.
@@ -66,6 +68,8 @@ extern const struct cli_cmd cli_group_cmds[];
 extern const size_t cli_group_ncmds;
 extern const struct cli_cmd cli_msg_cmds[];
 extern const size_t cli_msg_ncmds;
+extern const struct cli_cmd cli_failover_cmds[];
+extern const size_t cli_failover_ncmds;
 
 /* ---- arguments ---- */
 const char *cli_opt(const struct cli *c, const char *name); /* value, "" for a flag, NULL */

@@ -21,7 +21,7 @@ struct table {
 	size_t n;
 };
 
-static struct table tables[3];
+static struct table tables[4];
 
 static void
 tables_init(void)
@@ -29,6 +29,7 @@ tables_init(void)
 	tables[0] = (struct table){cli_admin_cmds, cli_admin_ncmds};
 	tables[1] = (struct table){cli_group_cmds, cli_group_ncmds};
 	tables[2] = (struct table){cli_msg_cmds, cli_msg_ncmds};
+	tables[3] = (struct table){cli_failover_cmds, cli_failover_ncmds};
 }
 
 /* Number of words of @words (space-separated) that @argv starts with, or 0. */
@@ -58,7 +59,7 @@ usage_all(FILE *f, const char *prefix)
 		"The NameServers come from --namesrv, else NAMESRV_ADDR, else 127.0.0.1:9876.\n"
 		"Exit codes: 0 done, 1 the cluster said no or was not reached, 2 bad usage.\n\n"
 		"commands:\n");
-	for (size_t t = 0; t < 3; t++)
+	for (size_t t = 0; t < 4; t++)
 		for (size_t i = 0; i < tables[t].n; i++) {
 			const struct cli_cmd *c = &tables[t].cmds[i];
 
@@ -103,7 +104,7 @@ completion(void)
 	       "  local words=\"\"\n"
 	       "  case \"$line\" in\n");
 	/* options of each full command */
-	for (size_t t = 0; t < 3; t++)
+	for (size_t t = 0; t < 4; t++)
 		for (size_t i = 0; i < tables[t].n; i++) {
 			const struct cli_cmd *c = &tables[t].cmds[i];
 
@@ -114,7 +115,7 @@ completion(void)
 		}
 	/* the verbs of each group */
 	printf("    \"\") words=\"");
-	for (size_t t = 0; t < 3; t++)
+	for (size_t t = 0; t < 4; t++)
 		for (size_t i = 0; i < tables[t].n; i++) {
 			const char *w = tables[t].cmds[i].words;
 			size_t l = strcspn(w, " ");
@@ -129,7 +130,7 @@ completion(void)
 				printf("%.*s ", (int)l, w);
 		}
 	printf("completion\" ;;\n");
-	for (size_t t = 0; t < 3; t++)
+	for (size_t t = 0; t < 4; t++)
 		for (size_t i = 0; i < tables[t].n; i++) {
 			const char *w = tables[t].cmds[i].words;
 			size_t l = strcspn(w, " ");
@@ -212,7 +213,7 @@ main(int argc, char **argv)
 		}
 		return completion();
 	}
-	for (size_t k = 0; k < 3 && cmd == NULL; k++)
+	for (size_t k = 0; k < 4 && cmd == NULL; k++)
 		for (size_t i = 0; i < tables[k].n && cmd == NULL; i++) {
 			used = words_match(tables[k].cmds[i].words, nrest, rest);
 			if (used)
@@ -221,7 +222,7 @@ main(int argc, char **argv)
 	if (cmd == NULL) {
 		bool group = false;
 
-		for (size_t k = 0; k < 3; k++)
+		for (size_t k = 0; k < 4; k++)
 			for (size_t i = 0; i < tables[k].n; i++)
 				group |= strncmp(tables[k].cmds[i].words, rest[0],
 						 strlen(rest[0])) == 0 &&
