@@ -295,6 +295,54 @@ test_second_master_refused(void)
 	route_db_destroy(db);
 }
 
+/*
+ * Failover: a master of a later epoch replaces a live one of an earlier
+ * epoch (which then cannot come back under id 0); equal or earlier epochs
+ * are refused as before.
+ */
+static void
+test_later_epoch_replaces(void)
+{
+	struct route_db *db = NULL;
+	struct route_reg a = {.cluster = "DefaultCluster",
+			      .bname = "broker-a",
+			      .addr = "10.0.0.5:10911",
+			      .ha_addr = "",
+			      .id = 0,
+			      .conn = 1,
+			      .epoch = 3};
+	struct route_reg b = a;
+	struct route_reg_out out;
+	char *s;
+
+	T_ASSERT_EQ(route_db_create(&db), 0);
+	a.topics = topics("T", 1, 6);
+	T_ASSERT_EQ(route_db_register(db, &a, 10, &out), 0);
+	b.addr = "10.0.0.9:10911";
+	b.conn = 2;
+	b.epoch = 3;
+	T_ASSERT_EQ(route_db_register(db, &b, 20, &out), -EEXIST);
+	b.epoch = 4;
+	T_ASSERT_EQ(route_db_register(db, &b, 30, &out), 0);
+	T_ASSERT_STREQ(out.replaced, "10.0.0.5:10911");
+	T_ASSERT_EQ_U64(out.replaced_epoch, 3);
+	s = route(db, "T0");
+	T_ASSERT(strstr(s, "10.0.0.9:10911") != NULL && strstr(s, "10.0.0.5") == NULL);
+	free(s);
+	/* the deposed master's next heartbeat under id 0 is refused */
+	a.topics = NULL;
+	T_ASSERT_EQ(route_db_register(db, &a, 40, &out), -EEXIST);
+	/* as a slave it is welcome */
+	a.id = 1;
+	a.epoch = 0;
+	T_ASSERT_EQ(route_db_register(db, &a, 50, &out), 0);
+	T_ASSERT_STREQ(out.master_addr, "10.0.0.9:10911");
+	s = route(db, "T0");
+	T_ASSERT(strstr(s, "10.0.0.9:10911") != NULL && strstr(s, "10.0.0.5:10911") != NULL);
+	free(s);
+	route_db_destroy(db);
+}
+
 /* DELETE_TOPIC_IN_NAMESRV: everywhere, or only in the named cluster's brokers. */
 static void
 test_delete_topic(void)
@@ -332,4 +380,5 @@ test_delete_topic(void)
 T_MAIN(T_CASE(test_route_json_exact), T_CASE(test_delete_topic),
        T_CASE(test_heartbeat_publishes_nothing), T_CASE(test_liveness),
        T_CASE(test_address_moves_and_limits), T_CASE(test_topic_names),
-       T_CASE(test_readers_race_writer), T_CASE(test_second_master_refused))
+       T_CASE(test_readers_race_writer), T_CASE(test_second_master_refused),
+       T_CASE(test_later_epoch_replaces))
