@@ -10,6 +10,10 @@
 #
 #   scripts/cluster.sh            conf/2m-2s-sync (SYNC_MASTER + SLAVE)
 #   scripts/cluster.sh async      conf/2m-2s-async
+#   scripts/cluster.sh --failover a 3-member etcd cluster on loopback too, and automatic
+#                                 failover in both groups (docs/failover.md): each group's
+#                                 two brokers are members 1 and 2, both candidates of the
+#                                 mode's master kind; etcd elects the master
 #   CORES=2 SEGMENT=67108864 DIR=/tmp/mycluster SECONDS_UP=60 scripts/cluster.sh
 #
 # Every daemon logs to $DIR/<name>.log; stores are $DIR/<broker>/. The script
@@ -17,11 +21,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mode=${1:-sync}
-case "$mode" in
-sync | async) ;;
-*) echo "usage: scripts/cluster.sh [sync|async]" >&2; exit 2 ;;
-esac
+mode=sync
+failover=false
+for a in "$@"; do
+	case "$a" in
+	sync | async) mode=$a ;;
+	--failover) failover=true ;;
+	*) echo "usage: scripts/cluster.sh [sync|async] [--failover]" >&2; exit 2 ;;
+	esac
+done
+if $failover && ! command -v etcd >/dev/null; then
+	scripts/bootstrap.sh --bench
+fi
 BUILD=${BUILD:-build}
 CORES=${CORES:-1}
 SEGMENT=${SEGMENT:-$((64 << 20))} # mapedFileSizeCommitLog: 1 GiB per broker and shard is a lot for one box
@@ -82,10 +93,38 @@ for p in $ns1 $ns2; do
 	pids+=($!)
 done
 
+# --failover: three etcd members, clients on base+30..32, peers on base+33..35
+controller=""
+if $failover; then
+	peers=""
+	for i in 0 1 2; do
+		peers="${peers:+$peers,}e$i=http://127.0.0.1:$((base + 33 + i))"
+		controller="${controller:+$controller;}127.0.0.1:$((base + 30 + i))"
+	done
+	for i in 0 1 2; do
+		etcd --name "e$i" --data-dir "$DIR/etcd-$i" --log-level warn \
+			--listen-client-urls "http://127.0.0.1:$((base + 30 + i))" \
+			--advertise-client-urls "http://127.0.0.1:$((base + 30 + i))" \
+			--listen-peer-urls "http://127.0.0.1:$((base + 33 + i))" \
+			--initial-advertise-peer-urls "http://127.0.0.1:$((base + 33 + i))" \
+			--initial-cluster "$peers" --initial-cluster-state new \
+			>"$DIR/etcd-$i.log" 2>&1 &
+		pids+=($!)
+	done
+fi
+master_kind=SYNC_MASTER
+[ "$mode" = async ] && master_kind=ASYNC_MASTER
+
 k=0
 for b in broker-a broker-a-s broker-b broker-b-s; do
+	extra=()
+	if $failover; then
+		# members 1 (the file's master) and 2 (its slave), both candidates
+		extra=(--controllerAddr="$controller" --brokerRole="$master_kind"
+			--brokerId=$((k % 2 + 1)))
+	fi
 	# broker k: remoting base+10+k, dataplane base+20+k*CORES (one UDP port per core)
-	"$BIN/broker/sprocket-broker" -c "conf/2m-2s-$mode/$b.properties" \
+	"$BIN/broker/sprocket-broker" -c "conf/2m-2s-$mode/$b.properties" "${extra[@]}" \
 		--namesrvAddr="$namesrv" --listenPort=$((base + 10 + k)) \
 		--dataplanePort=$((base + 20 + k * CORES)) --dataplaneCores="$CORES" \
 		--mapedFileSizeCommitLog="$SEGMENT" --storePathRootDir="$DIR/$b" \
@@ -127,6 +166,9 @@ for cl, names in sorted(v.get("clusterAddrTable", {}).items()):
             role = "master" if bid == "0" else "slave"
             print(f"    {name:<10} id {bid}  {role:<6}  {addrs[bid]}")
 PY
+if $failover; then
+	echo "controllerAddr=$controller  (sprocket broker failover --controller='$controller' --broker=broker-a)"
+fi
 echo "namesrvAddr=$namesrv  (logs and stores in $DIR; Ctrl-C stops everything)"
 if [ "$SECONDS_UP" -gt 0 ]; then
 	sleep "$SECONDS_UP"

@@ -5,8 +5,8 @@
  *
  *   node failover_client.js produce NS TOPIC OUT STOPFILE
  *       sends one message at a time (body and key "fo-<n>") until STOPFILE
- *       exists; every SEND_OK appends {"k": key, "t": ms, "q": queue, "b": broker
- *       address} to OUT (one line each, flushed before the next send). Prints
+ *       exists; every SEND_OK appends {"k": key, "s": ms sent, "t": ms answered,
+ *       "q": queue, "b": brokerName, "id": offsetMsgId (its store host)} to OUT (one line each, flushed before the next send). Prints
  *       {"ok": n, "failed": n, "errors": [...]} at the end.
  *   node failover_client.js consume NS TOPIC GROUP KEYSFILE SECS
  *       a fresh group from the first offset until every key of KEYSFILE
@@ -58,12 +58,13 @@ async function produce(ns, topic, out, stop) {
     const key = `fo-${n++}`;
     const m = new Message(topic, 'TagA', key);
     m.keys = [key];
+    const sent = Date.now();
     try {
       const r = await p.send(m);
       if (r.sendStatus === 'SEND_OK') {
         ok++;
         const b = r.messageQueue ? r.messageQueue.brokerName : '';
-        fs.writeSync(fd, JSON.stringify({ k: key, t: Date.now(),
+        fs.writeSync(fd, JSON.stringify({ k: key, s: sent, t: Date.now(),
           q: r.messageQueue ? r.messageQueue.queueId : -1, b, id: r.msgId }) + '\n');
       } else {
         failed++;

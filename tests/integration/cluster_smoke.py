@@ -4,7 +4,8 @@
 prints four brokers, takes messages on both masters, serves them back, copies
 them to both slaves, and stops cleanly.
 
-Usage: cluster_smoke.py SOURCE_ROOT BUILD_DIR SP_XTOOL MODE
+Usage: cluster_smoke.py SOURCE_ROOT BUILD_DIR SP_XTOOL MODE    (sync, async or failover:
+`scripts/cluster.sh --failover`, where etcd elects each group's master among its two members)
 """
 import json
 import os
@@ -20,7 +21,8 @@ import rmt_call  # noqa: E402
 root, build, xtool, mode = sys.argv[1:5]
 d = tempfile.mkdtemp(prefix="cluster-smoke-")
 env = dict(os.environ, BUILD=build, DIR=d, SECONDS_UP="12")
-p = subprocess.Popen([os.path.join(root, "scripts/cluster.sh"), mode], env=env,
+args = ["sync", "--failover"] if mode == "failover" else [mode]
+p = subprocess.Popen([os.path.join(root, "scripts/cluster.sh")] + args, env=env,
                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 out = []
 ns = None
@@ -48,8 +50,12 @@ try:
             break
     check(ns is not None, "the cluster came up: " + "".join(out[-8:]))
     view = "".join(out)
-    check(all(f"{b}   id {i}" in view for b in ("broker-a", "broker-b") for i in (0, 1)),
+    ids = (0, 1) if mode != "failover" else (0,)
+    check(all(f"{b}   id {i}" in view for b in ("broker-a", "broker-b") for i in ids) and
+          sum(1 for l in view.splitlines() if " id " in l) == 4,
           "four brokers in the cluster view")
+    if mode == "failover":
+        check("controllerAddr=" in view, "the script prints the etcd endpoints")
     masters = [l.split()[-1] for l in view.splitlines() if " id 0 " in l]
     check([create_topic(a, "CS") for a in masters] == [0, 0], f"topic CS on {masters}")
     time.sleep(4)  # the slaves' sync (3 s) takes it too
@@ -60,7 +66,7 @@ try:
     check(sum(1 for l in sent if l.get("ok")) == 400, "400 sent")
     check(brokers == {"broker-a", "broker-b"}, f"on both masters: {brokers}")
     statuses = {l.get("status") for l in sent if l.get("ok")}
-    check(statuses == {0} if mode == "sync" else True, f"SEND_OK (slaves in sync): {statuses}")
+    check(statuses == {0} if mode != "async" else True, f"SEND_OK (slaves in sync): {statuses}")
     r = subprocess.run([xtool, "consume", f"--namesrv={ns}", "--topic=CS", "--group=g",
                         "--from=first", "--count=400", "--timeout-ms=20000"],
                        capture_output=True, text=True, timeout=60)
@@ -69,11 +75,16 @@ try:
     rest, _ = p.communicate(timeout=60)
     out.append(rest)
     check(p.returncode == 0, f"the script ends cleanly (rc {p.returncode})")
-    for b in ("broker-a-s", "broker-b-s"):
-        log = open(os.path.join(d, b + ".log")).read()
-        copied = [l for l in log.splitlines() if "followed:" in l]
-        check(copied and all(" 0 bytes copied" not in l for l in copied),
-              f"{b} copied its master's log: " + "; ".join(l.split("broker: ")[-1] for l in copied))
+    for g in ("broker-a", "broker-b"):
+        # with failover either member may be the slave; without, the -s one is
+        members = (g + "-s",) if mode != "failover" else (g, g + "-s")
+        copied = []
+        for b in members:
+            log = open(os.path.join(d, b + ".log")).read()
+            copied += [l for l in log.splitlines()
+                       if "followed:" in l and " 0 bytes copied" not in l]
+        check(copied, f"{g}'s slave copied its master's log: " +
+              "; ".join(l.split("broker: ")[-1] for l in copied))
 finally:
     if p.poll() is None:
         p.terminate()

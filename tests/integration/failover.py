@@ -171,8 +171,9 @@ class Probe(threading.Thread):
     def run(self):
         while not self.stop:
             for mid, addr in self.addrs.items():
+                t0 = time.time()  # a write sent before a kill may be answered after it
                 c = send_probe(addr)
-                self.events.append((time.time(), mid, c))
+                self.events.append((t0, mid, c))
             time.sleep(0.05)
 
 
@@ -267,11 +268,14 @@ def case_kills():
     env.check(res["ok"] == len(lines) and res["ok"] > 0,
               f"ali-ons: {res['ok']} SEND_OK, {res['failed']} failed sends "
               f"({res['errors'][:3]})")
-    # unavailability: last SEND_OK before each kill to the first after it
+    # unavailability: the old master's last SEND_OK before each kill to the new one's first
+    # after it (each SEND_OK's store host is in its offsetMsgId)
     gaps = []
     for (t_kill, old, new, t_elect, ep) in cycles:
-        before = [x["t"] for x in lines if x["t"] / 1000 <= t_kill]
-        after = [x["t"] for x in lines if x["t"] / 1000 > t_kill]
+        before = [x["t"] for x in lines
+                  if x["t"] / 1000 <= t_kill and msgid_port(x["id"]) == LISTEN[old]]
+        after = [x["t"] for x in lines
+                 if x["t"] / 1000 > t_kill and msgid_port(x["id"]) == LISTEN[new]]
         if before and after:
             gaps.append((min(after) - max(before)) / 1000)
     if gaps:
