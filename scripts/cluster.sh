@@ -133,8 +133,9 @@ for b in broker-a broker-a-s broker-b broker-b-s; do
 	k=$((k + 1))
 done
 
-# Registered: each NameServer knows four addresses of DefaultCluster.
-python3 - "$ns1" "$ns2" <<'PY'
+# Registered: each NameServer knows four addresses of DefaultCluster (with --failover,
+# once each group has elected its master: an id 0 in each).
+python3 - "$ns1" "$ns2" "$failover" <<'PY'
 import json, re, sys, time
 sys.path.insert(0, "scripts")
 import rmt_call
@@ -146,10 +147,12 @@ def cluster(port):
 deadline = time.time() + 60
 while True:
     try:
-        views = [cluster(p) for p in sys.argv[1:]]
+        views = [cluster(p) for p in sys.argv[1:3]]
         n = [sum(len(b.get("brokerAddrs", {})) for b in v.get("brokerAddrTable", {}).values())
              for v in views]
-        if all(x == 4 for x in n):
+        masters = [sum(1 for b in v.get("brokerAddrTable", {}).values()
+                       if "0" in b.get("brokerAddrs", {})) for v in views]
+        if all(x == 4 for x in n) and (sys.argv[3] != "true" or all(m == 2 for m in masters)):
             break
     except OSError:
         pass
