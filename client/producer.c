@@ -330,12 +330,14 @@ other_broker(struct psend *s)
 }
 
 /*
- * A write-protected broker re-registered without its write bit. When our
+ * A write-protected broker re-registered without its write bit, or a
+ * broker is no longer its group's master (SERVICE_NOT_AVAILABLE: a slave,
+ * or a master that stepped down in a failover, docs/failover.md). When our
  * route knows no other broker, fetch the new one before the retry picks a
  * queue (it may name brokers we have not seen); else refresh in the background.
  */
 static void
-refresh_after_no_perm(struct psend *s)
+refresh_after_refusal(struct psend *s)
 {
 	int err;
 
@@ -473,8 +475,9 @@ send_step(struct psend *s)
 		err = SP_ERR_STATUS(r.head.status);
 		if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY && busy_again(s, now))
 			return 1;
-		if (r.head.status == WIRE_DP_ST_NO_PERMISSION)
-			refresh_after_no_perm(s);
+		if (r.head.status == WIRE_DP_ST_NO_PERMISSION ||
+		    r.head.status == WIRE_DP_ST_SERVICE_NOT_AVAILABLE)
+			refresh_after_refusal(s);
 		if (r.head.status == WIRE_DP_ST_SYSTEM_BUSY) {
 			s->err = err; /* out of time */
 			return 0;
