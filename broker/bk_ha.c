@@ -17,7 +17,8 @@
  *                 or by an operator's --to when no master is left)
  *
  * DESIGN
- * One thread per broker, four turns a second: read the group's records
+ * One thread per broker, four turns a second on a master and ten on a
+ * slave (which waits for the record to go): read the group's records
  * (one range request), renew the lease (a master) or the member record (a
  * slave), and act. No consensus of our own: the election is one etcd
  * transaction (the master record absent and the epoch key unchanged since
@@ -65,6 +66,8 @@
 
 #define HA_TAG "broker.ha"
 #define HA_TURN_MS 250
+/* a slave looks for its master's record this often: the record's loss starts an election */
+#define HA_SLAVE_TURN_MS 100
 #define HA_MEMBERS_MAX 16
 #define HA_ENV "SPROCKET_HA_LEASE"
 /* a slave in contact with the master this recently (before the record vanished) is in sync */
@@ -784,8 +787,8 @@ ha_main(void *arg)
 		else
 			slave_turn(h, &next_renew);
 		t = now_ms() - t;
-		if (!atomic_load(&h->stop) && t < HA_TURN_MS)
-			sleep_ms(HA_TURN_MS - (uint32_t)t);
+		if (!atomic_load(&h->stop) && t < (h->master ? HA_TURN_MS : HA_SLAVE_TURN_MS))
+			sleep_ms((h->master ? HA_TURN_MS : HA_SLAVE_TURN_MS) - (uint32_t)t);
 	}
 	return NULL;
 }
