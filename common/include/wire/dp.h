@@ -589,8 +589,9 @@ struct wire_dp_repl_resp {
 	uint64_t base_end;
 	uint64_t seg_size;
 	uint16_t cores;
-	uint16_t flags;	     /* WIRE_DP_REPL_F_* */
-	uint64_t epoch;	     /* the master's epoch (0: static roles); a slave never follows a lower one */
+	uint16_t flags; /* WIRE_DP_REPL_F_* */
+	/* the master's epoch (0: static roles); a slave never follows a lower one */
+	uint64_t epoch;
 	const uint8_t *data; /* whole records (a BLANK as its 8-byte header), SUCCESS only */
 	uint32_t data_len;
 };

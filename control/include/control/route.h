@@ -111,7 +111,7 @@ struct route_reg {
 	int64_t id;
 	struct route_dp dp;
 	struct route_dv dv;
-	uint64_t conn; /* registering connection; its close drops the address */
+	uint64_t conn;	/* registering connection; its close drops the address */
 	uint64_t epoch; /* failover: a master of a later epoch replaces a live one (0: none) */
 	/* NULL keeps the current set; else a new set whose reference passes to the db. */
 	struct route_tset *topics;
