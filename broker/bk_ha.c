@@ -78,6 +78,7 @@ struct ha_master {
 	uint64_t epoch;
 	int64_t id;
 	int64_t lease;
+	int64_t mod_rev;
 	char addr[64];
 	char ha[64];
 };
@@ -129,7 +130,9 @@ struct bk_ha {
 	uint64_t absent_ms;  /* slave: the master record missing since (wall ms; 0 present) */
 	bool said_hold;
 	bool said_none;
-	bool handover; /* master: asked to restart holding its lease (a promotion) */
+	bool handover;	     /* master: asked to restart holding its lease (a promotion) */
+	int64_t stale_lease; /* a record of this member's previous image, freed at start */
+	bool absent_seen;    /* slave: the record's absence was published in a member record */
 	const char *restart_why;
 	char why[200];
 	pthread_t th;
@@ -201,7 +204,7 @@ jparse(const char *s)
 static int
 view_read(struct bk_ha *h, struct ha_view *v)
 {
-	static struct ctl_etcd_kv kvs[HA_MEMBERS_MAX + 8];
+	static struct ctl_etcd_kv kvs[4 * HA_MEMBERS_MAX];
 	size_t n = 0;
 	int err;
 
@@ -220,6 +223,7 @@ view_read(struct bk_ha *h, struct ha_view *v)
 			v->m.epoch = (uint64_t)jint(o, "epoch", 0);
 			v->m.id = jint(o, "id", -1);
 			v->m.lease = kvs[i].lease;
+			v->m.mod_rev = kvs[i].mod_rev;
 			jstr(o, "addr", v->m.addr, sizeof(v->m.addr));
 			jstr(o, "ha", v->m.ha, sizeof(v->m.ha));
 			json_object_put(o);
@@ -453,7 +457,14 @@ bk_ha_setup(struct bk_ctl *x)
 		int64_t ttl = 0;
 		uint64_t t0 = clk_mono_ns();
 
-		err = ctl_etcd_keepalive(h->etcd, handed, &ttl);
+		/* a failed call is retried while the lease may still hold */
+		for (int i = 0; i < 4; i++) {
+			t0 = clk_mono_ns();
+			err = ctl_etcd_keepalive(h->etcd, handed, &ttl);
+			if (err == 0)
+				break;
+			sleep_ms(h->lease_ms / 12);
+		}
 		if (err == 0 && ttl > 0) {
 			h->master = true;
 			h->lease = handed;
@@ -473,13 +484,15 @@ bk_ha_setup(struct bk_ctl *x)
 	} else if (v.m.present && v.m.id == h->id) {
 		/*
 		 * Our previous life's record (killed, restarted within the
-		 * lease): nobody renews it; free it so an election runs now.
+		 * lease): nobody renews it. It is freed once this process
+		 * holds the store's lock (bk_ha_start()): only then is the
+		 * process it belonged to surely gone.
 		 */
 		log_warn(HA_TAG,
 			 "the record names this member master of epoch %" PRIu64
-			 " from before its restart: giving the lease up",
+			 " from before its restart: its lease is given up once the store is ours",
 			 v.m.epoch);
-		(void)ctl_etcd_revoke(h->etcd, v.m.lease);
+		h->stale_lease = v.m.lease;
 		v.m.present = false;
 	}
 	cf->broker_id = h->id;
@@ -523,11 +536,16 @@ restart(struct bk_ha *h, const char *why)
 static void
 step_down(struct bk_ha *h, const char *why)
 {
+	uint64_t now = clk_mono_ns();
+	uint64_t until = atomic_load(&h->x->bk.write_until_ns);
+	/* when the cores stopped taking writes: the lease window's end, or now */
+	uint64_t since = (uint64_t)clk_wall_ms() - (until < now ? (now - until) / 1000000 : 0);
+
 	atomic_store(&h->x->bk.fenced, true);
 	snprintf(h->why, sizeof(h->why),
-		 "master of epoch %" PRIu64 " stepping down: %s; no write from now on, "
-		 "restarting as a slave",
-		 atomic_load_relaxed(&h->x->bk.epoch), why);
+		 "master of epoch %" PRIu64 " stepping down: %s; no write since wall ms %" PRIu64
+		 ", restarting as a slave",
+		 atomic_load_relaxed(&h->x->bk.epoch), why, since);
 	log_warn(HA_TAG, "%s", h->why);
 	restart(h, h->why);
 }
@@ -549,28 +567,41 @@ hand_over(struct bk_ha *h, int64_t to)
 		{.key = h->k_switch},
 		{.key = h->k_prefer, .value = val},
 	};
+	struct ctl_etcd_cmp cmp = {.kind = CTL_ETCD_CMP_MOD_REV, .key = h->k_master};
 	bool ok = false;
+	int64_t ttl;
 
 	atomic_store(&h->x->bk.fenced, true);
 	log_warn(HA_TAG,
 		 "handing group %s over to member %" PRId64
 		 " (asked in etcd): no write from now on",
 		 h->x->bk.conf.broker_name, to);
-	while (now_ms() < until) {
-		if (view_read(h, &v) == 0 && (m = member(&v, to)) != NULL && m->end >= end)
+	/* the lease is kept (renewed) while waiting: the record must stay ours */
+	while (now_ms() < until && !atomic_load(&h->stop)) {
+		if (ctl_etcd_keepalive(h->etcd, h->lease, &ttl) != 0 || ttl == 0)
+			break;
+		if (view_read(h, &v) != 0 || !v.m.present || v.m.lease != h->lease)
+			break;
+		cmp.rev = v.m.mod_rev;
+		if ((m = member(&v, to)) != NULL && m->end >= end)
 			break;
 		m = NULL;
 		sleep_ms(100);
 	}
-	if (m == NULL)
+	snprintf(val, sizeof(val), "%" PRId64, to);
+	if (m == NULL) {
+		/* the lease runs out and the normal pick chooses: never a lagging member by name */
 		log_warn(HA_TAG,
 			 "member %" PRId64 " did not catch up with %" PRIu64
-			 " bytes in 5 s: handing over anyway",
+			 " bytes in 5 s: stepping down without naming it",
 			 to, end);
-	snprintf(val, sizeof(val), "%" PRId64, to);
-	if (ctl_etcd_txn(h->etcd, NULL, 0, ops, 3, &ok) != 0 || !ok)
+		(void)ctl_etcd_del(h->etcd, h->k_switch);
+	} else if (cmp.rev == 0 || ctl_etcd_txn(h->etcd, &cmp, 1, ops, 3, &ok) != 0 || !ok) {
+		/* only while the record is still ours (its mod revision as we read it) */
 		log_warn(HA_TAG, "handing over: etcd did not take it; the lease runs out instead");
-	(void)ctl_etcd_revoke(h->etcd, h->lease);
+	}
+	if (m != NULL)
+		(void)ctl_etcd_revoke(h->etcd, h->lease);
 	step_down(h, "handed over by an operator");
 }
 
@@ -615,6 +646,10 @@ master_turn(struct bk_ha *h, uint64_t *next_renew)
 		hand_over(h, v.switch_to);
 		return;
 	}
+	if (v.switch_to == h->id)
+		(void)ctl_etcd_del(h->etcd, h->k_switch);
+	if (v.prefer >= 0)
+		(void)ctl_etcd_del(h->etcd, h->k_prefer); /* it named the next master: us */
 	if (member_put(h, &v) != 0)
 		log_warn_ratelimited(HA_TAG, "etcd %s: member record not written",
 				     ctl_etcd_endpoint(h->etcd));
@@ -626,7 +661,7 @@ pick(const struct bk_ha *h, const struct ha_view *v)
 {
 	const struct ha_member *best = NULL;
 
-	if (v->prefer >= 0 && member(v, v->prefer) != NULL)
+	if (v->prefer >= 0 && member(v, v->prefer) != NULL && member(v, v->prefer)->candidate)
 		return v->prefer;
 	for (size_t i = 0; i < v->nmem; i++) {
 		const struct ha_member *m = &v->mem[i];
@@ -733,6 +768,8 @@ slave_turn(struct bk_ha *h, uint64_t *next_renew)
 		}
 	} else if (h->absent_ms == 0) {
 		h->absent_ms = (uint64_t)clk_wall_ms();
+		h->absent_seen = false;
+		*next_renew = 0; /* publish our end and sync now, for the pick */
 		log_warn(HA_TAG, "group %s has no master in etcd (epoch %" PRIu64 ")",
 			 x->bk.conf.broker_name, v.epoch);
 	}
@@ -744,12 +781,15 @@ slave_turn(struct bk_ha *h, uint64_t *next_renew)
 		if (h->lease == 0)
 			(void)ctl_etcd_grant(h->etcd, h->lease_ms / 1000, &h->lease);
 		if (h->lease != 0 && member_put(h, &v) == 0) {
-			/* our record as the others see it, for the pick below */
 			*next_renew = now_ms() + h->lease_ms / 6;
-			(void)view_read(h, &v);
+			if (h->absent_ms != 0 && !h->absent_seen) {
+				/* every member republishes on seeing the record gone: pick next turn */
+				h->absent_seen = true;
+				return;
+			}
 		}
 	}
-	if (v.m.present || !h->candidate)
+	if (v.m.present || !h->candidate || !h->absent_seen)
 		return;
 	if (v.hold) {
 		if (!h->said_hold)
@@ -803,6 +843,11 @@ bk_ha_start(struct bk_ctl *x)
 		return 0;
 	snprintf(h->addr, sizeof(h->addr), "%s:%u", cfg_get_str(x->cfg, "brokerIP1"),
 		 bk_rmt_port(x->rmt));
+	if (h->stale_lease != 0) {
+		/* this process holds the store's lock: the record's owner is gone */
+		(void)ctl_etcd_revoke(h->etcd, h->stale_lease);
+		h->stale_lease = 0;
+	}
 	err = pthread_create(&h->th, NULL, ha_main, h);
 	if (err) {
 		log_err(BK_TAG, "failover thread: %s", strerror(err));
@@ -812,11 +857,34 @@ bk_ha_start(struct bk_ctl *x)
 	return 0;
 }
 
+/* A promotion's lease, kept from bk_ha_stop() to bk_ha_exec_handoff(). */
+static struct {
+	struct ctl_etcd *etcd;
+	int64_t lease;
+	uint64_t epoch;
+} handoff;
+
+void
+bk_ha_exec_handoff(void)
+{
+	int64_t ttl = 0;
+	char env[64];
+
+	if (handoff.etcd == NULL)
+		return;
+	/* renewed last thing before the exec: the new image renews it again at its set-up */
+	if (ctl_etcd_keepalive(handoff.etcd, handoff.lease, &ttl) == 0 && ttl > 0) {
+		snprintf(env, sizeof(env), "%" PRId64 ":%" PRIu64, handoff.lease, handoff.epoch);
+		setenv(HA_ENV, env, 1);
+	}
+	ctl_etcd_close(handoff.etcd);
+	handoff.etcd = NULL;
+}
+
 void
 bk_ha_stop(struct bk_ctl *x)
 {
 	struct bk_ha *h = x->ha;
-	char env[64];
 
 	if (h == NULL)
 		return;
@@ -825,13 +893,11 @@ bk_ha_stop(struct bk_ctl *x)
 		pthread_join(h->th, NULL);
 	h->running = false;
 	if (h->handover && atomic_load(&x->bk.restart)) {
-		int64_t ttl = 0;
-
-		/* the next image renews it at its start: a fresh lease for the exec */
-		if (ctl_etcd_keepalive(h->etcd, h->lease, &ttl) == 0 && ttl > 0) {
-			snprintf(env, sizeof(env), "%" PRId64 ":%" PRIu64, h->lease, h->last);
-			setenv(HA_ENV, env, 1);
-		}
+		/* the etcd client lives on until the exec (bk_ha_exec_handoff()) */
+		handoff.etcd = h->etcd;
+		handoff.lease = h->lease;
+		handoff.epoch = h->last;
+		h->etcd = NULL;
 	} else if (h->master && !atomic_load(&x->bk.restart)) {
 		/* stopping for good: no write from here, and a slave takes over now */
 		atomic_store(&x->bk.fenced, true);
@@ -841,7 +907,7 @@ bk_ha_stop(struct bk_ctl *x)
 	} else if (!h->master && h->lease != 0) {
 		(void)ctl_etcd_revoke(h->etcd, h->lease); /* the member record goes now */
 	}
-	ctl_etcd_close(h->etcd);
+	ctl_etcd_close(h->etcd); /* NULL-safe */
 	x->ha = NULL;
 	free(h);
 }

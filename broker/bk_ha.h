@@ -47,6 +47,13 @@ const char *bk_ha_restart_why(const struct bk_ctl *x);
  */
 void bk_ha_stop(struct bk_ctl *x);
 
+/*
+ * bk_ha_exec_handoff() - a promotion's restart: renew the new master's lease
+ * one last time and hand it to the next image in the environment. Context:
+ * the main thread, right before execv(), every other thread stopped.
+ */
+void bk_ha_exec_handoff(void);
+
 /* /metrics lines (bk_metrics.c): role, epoch, lease. */
 struct jbuf;
 void bk_ha_metrics(const struct bk_ctl *x, struct jbuf *b);

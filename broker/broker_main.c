@@ -1286,9 +1286,11 @@ out:
 		 * and pid, and the store cuts the log as marked (docs/replication.md).
 		 */
 		pthread_sigmask(SIG_UNBLOCK, &sigs, NULL); /* the signalfd is CLOEXEC */
+		bk_ha_exec_handoff();			   /* a promotion: the lease goes along */
 		execv("/proc/self/exe", argv);
 		log_err(BK_TAG, "restarting: exec: %s", strerror(errno));
 		rc = 1;
 	}
+	bk_ha_exec_handoff(); /* no exec: only frees what a promotion kept (a no-op otherwise) */
 	return rc;
 }

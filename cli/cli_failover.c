@@ -33,15 +33,19 @@ nap_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-static json_object *
-master_of(struct ctl_etcd *e, const char *key)
+/* The JSON record at @key into @out (NULL: none). Return: 0, -errno (etcd not reached). */
+static int
+record(struct ctl_etcd *e, const char *key, json_object **out)
 {
 	static struct ctl_etcd_kv kv;
 	size_t n = 0;
+	int err;
 
-	if (ctl_etcd_get(e, key, false, &kv, 1, &n) != 0 || n == 0)
-		return NULL;
-	return json_tokener_parse(kv.value);
+	*out = NULL;
+	err = ctl_etcd_get(e, key, false, &kv, 1, &n);
+	if (err == 0 && n == 1)
+		*out = json_tokener_parse(kv.value);
+	return err;
 }
 
 static int64_t
@@ -141,8 +145,11 @@ wait_master(struct ctl_etcd *e, const char *k_master, int64_t to, unsigned ms)
 	uint64_t end = clk_mono_ns() / 1000000 + ms;
 
 	while (clk_mono_ns() / 1000000 < end) {
-		json_object *m = master_of(e, k_master);
-		int64_t id = jid(m, "id");
+		json_object *m = NULL;
+		int64_t id;
+
+		(void)record(e, k_master, &m);
+		id = jid(m, "id");
 		int64_t ep = jid(m, "epoch");
 
 		json_object_put(m);
@@ -200,10 +207,37 @@ broker_failover(struct cli *c)
 			       cli_flag(c, "hold") ? "held" : "allowed again");
 	} else if (to >= 0) {
 		char val[24];
-		json_object *m;
+		json_object *m = NULL;
+		json_object *mem = NULL;
 
-		snprintf(key, sizeof(key), "%smaster", pfx);
-		m = master_of(e, key);
+		snprintf(key, sizeof(key), "%smembers/%" PRId64, pfx, to);
+		rc = record(e, key, &mem);
+		if (rc == 0) {
+			snprintf(key, sizeof(key), "%smaster", pfx);
+			rc = record(e, key, &m);
+		}
+		if (rc) {
+			json_object_put(mem);
+			rc = cli_err("etcd %s: %s", ctl_etcd_endpoint(e), strerror(-rc));
+			ctl_etcd_close(e);
+			return rc;
+		}
+		if (mem == NULL ||
+		    !json_object_get_boolean(json_object_object_get(mem, "candidate"))) {
+			json_object_put(mem);
+			json_object_put(m);
+			ctl_etcd_close(e);
+			return cli_err("member %" PRId64
+				       " of %s is not running, or is not a candidate "
+				       "(brokerRole SLAVE): it cannot be master",
+				       to, name);
+		}
+		if (m == NULL && !json_object_get_boolean(json_object_object_get(mem, "insync")))
+			fprintf(stderr,
+				"member %" PRId64 " is not in sync: what it lacks of the last "
+				"master's log is lost\n",
+				to);
+		json_object_put(mem);
 		snprintf(val, sizeof(val), "%" PRId64, to);
 		if (jid(m, "id") == to) {
 			printf("member %" PRId64 " is master already (epoch %" PRId64 ")\n", to,

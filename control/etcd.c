@@ -234,25 +234,38 @@ out:
 	return err;
 }
 
+/*
+ * Each endpoint gets an equal slice of the call's time, so a black-holed one
+ * (a powered-off host: no refusal, only silence) cannot take all of it; one
+ * that failed is not asked first again. An answer that is not etcd's 200
+ * (a member without a leader says 503) moves on to the next as well.
+ */
 static int
 post(struct ctl_etcd *e, const char *path, const struct jbuf *b, char **out, size_t *out_len)
 {
-	uint64_t deadline = clk_mono_ns() / 1000000 + e->timeout_ms;
+	uint64_t now = clk_mono_ns() / 1000000;
+	uint64_t deadline = now + e->timeout_ms;
+	uint64_t slice = e->timeout_ms / e->n;
 	int err = -ETIMEDOUT;
 
 	if (b->err)
 		return b->err;
 	for (unsigned k = 0; k < e->n; k++) {
 		unsigned i = (e->cur + k) % e->n;
+		uint64_t until = now + slice;
 
-		err = post_one(e, i, path, (const char *)b->p, b->len, deadline, out, out_len);
-		if (err == 0 || err == -EPROTO) {
+		if (k == e->n - 1 || until > deadline)
+			until = deadline; /* the last one gets what is left */
+		err = post_one(e, i, path, (const char *)b->p, b->len, until, out, out_len);
+		if (err == 0) {
 			e->cur = i;
-			return err;
+			return 0;
 		}
-		if (clk_mono_ns() / 1000000 >= deadline)
+		now = clk_mono_ns() / 1000000;
+		if (now >= deadline)
 			break;
 	}
+	e->cur = (e->cur + 1) % e->n;
 	return err;
 }
 
@@ -507,6 +520,8 @@ ctl_etcd_parse_range(const char *json, size_t len, struct ctl_etcd_kv *kvs, size
 			}
 			vl = b64_dec(json_object_get_string(f), d->value, sizeof(d->value));
 		}
+		if (kl == -E2BIG || vl == -E2BIG)
+			continue; /* not one of ours: skipped, the others still count */
 		if (kl < 0 || vl < 0) {
 			err = kl < 0 ? (int)kl : (int)vl;
 			goto out;

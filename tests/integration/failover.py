@@ -460,14 +460,23 @@ while True:
               "member 1 steps down (its log says so)")
     env.wait_log("broker2", "elected master", 10)
 
-    def stamp(name, needle):
-        for ln in env.log_of(name).splitlines():
-            if needle in ln:
-                return ln.split()[0]  # ISO 8601 UTC, milliseconds: sorts as text
-        return None
-    down, up = stamp("broker1", "stepping down"), stamp("broker2", "elected master")
+    def line(name, needle):
+        return next((ln for ln in env.log_of(name).splitlines() if needle in ln), "")
+
+    # member 1's cores stopped taking writes when its lease window closed (the step-down
+    # line says when, in wall ms; the HA thread may log it later, etcd being unreachable);
+    # member 2's election is stamped by its log line (UTC, ms)
+    down_l, up_l = line("broker1", "stepping down"), line("broker2", "elected master")
+    down = int(down_l.split("no write since wall ms ")[1].split(",")[0]) \
+        if "no write since wall ms " in down_l else None
+    up = None
+    if up_l:
+        import datetime
+        up = int(datetime.datetime.strptime(up_l.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+                 .replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
     env.check(down is not None and up is not None and down < up,
-              f"member 1 stepped down ({down}) before member 2 was elected ({up})")
+              f"member 1 stopped taking writes ({down}) before member 2 was elected ({up}; "
+              f"{up - down if down and up else '?'} ms later)")
     n2 = wait(lambda: [e for e in probe.events if e[2] in STORED], 20)
     first_new = n2[0][0] if n2 else None
     # the partition heals: member 1 comes back as a slave of the new epoch, in sync
@@ -476,6 +485,7 @@ while True:
                       x.get("role") == "slave" and x.get("insync") else None)(member_rec(1)),
              60, 0.5)
     env.check(r is not None, f"member 1 rejoins as a slave of epoch {nm['epoch']}, in sync ({r})")
+    time.sleep(2)  # the client inside meets the slave too
     inside.kill()
     probe.stop = True
     probe.join()
