@@ -479,8 +479,12 @@ bk_ha_setup(struct bk_ctl *x)
 				 cf->broker_name, v.m.epoch, h->id);
 			return 1;
 		}
-		log_warn(HA_TAG, "the lease of epoch %" PRIu64 " expired during the restart",
-			 handed_epoch);
+		log_warn(HA_TAG,
+			 "the lease of epoch %" PRIu64 " expired during the restart (%s): "
+			 "starting as a slave",
+			 handed_epoch, err ? strerror(-err) : "etcd says so");
+		h->stale_lease = handed; /* freed at start, if it still holds */
+		v.m.present = false;
 	} else if (v.m.present && v.m.id == h->id) {
 		/*
 		 * Our previous life's record (killed, restarted within the

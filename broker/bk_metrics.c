@@ -406,6 +406,16 @@ store(struct bk_ctl *x, struct jbuf *b)
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		at_core(b, "sprocket_store_commitlog_min_bytes", i, NULL, NULL,
 			clog_min(store_clog(x->bk.store, i)));
+	httpd_prom_family(b, "sprocket_store_commitlog_cut_bytes", "gauge",
+			  "bytes cut from the log at this start to follow the master: a slave "
+			  "that forked from it, or a deposed master's unreplicated tail");
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		struct store_recovery r;
+
+		if (store_recovery(x->bk.store, i, &r) == 0 && r.clog != NULL)
+			at_core(b, "sprocket_store_commitlog_cut_bytes", i, NULL, NULL,
+				r.clog->cut);
+	}
 	httpd_prom_family(b, "sprocket_store_syncs_total", "counter",
 			  "flush rounds that synced CommitLog data");
 	for (uint32_t i = 0; i < x->bk.ncores; i++)

@@ -815,6 +815,7 @@ clog_recover(struct clog *c, uint64_t scan_from, int64_t trusted_end)
 
 		cut_done = true;
 		end = clog_boundary_at_or_below(c, c->cut_at, first);
+		rep->cut = was - end;
 		log_warn(CLOG_TAG,
 			 "shard %u: cutting %" PRIu64 " bytes past %" PRIu64 " (asked: %" PRIu64
 			 ", the master's end)",

@@ -20,7 +20,7 @@ import rmt_call  # noqa: E402
 
 root, build, xtool, mode = sys.argv[1:5]
 d = tempfile.mkdtemp(prefix="cluster-smoke-")
-env = dict(os.environ, BUILD=build, DIR=d, SECONDS_UP="12")
+env = dict(os.environ, BUILD=build, DIR=d, SECONDS_UP="12" if mode != "failover" else "30")
 args = ["sync", "--failover"] if mode == "failover" else [mode]
 p = subprocess.Popen([os.path.join(root, "scripts/cluster.sh")] + args, env=env,
                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -34,6 +34,33 @@ def create_topic(addr, topic):
     ext = {"topic": topic, "readQueueNums": "4", "writeQueueNums": "4", "perm": "6",
            "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
     return rmt_call.call(addr, 17, ext)[0]
+
+
+def slaves_in_sync(view, timeout=20):
+    """With --failover: each group's slave member publishes insync=true in etcd (after a
+    start on a loaded machine that can take longer than the 4 s wait)."""
+    ctl = next(l.split("=", 1)[1].split()[0] for l in view.splitlines()
+               if l.startswith("controllerAddr="))
+    end = time.time() + timeout
+    while time.time() < end:
+        ok = 0
+        for g in ("broker-a", "broker-b"):
+            r = subprocess.run(["etcdctl", "--endpoints=" + ctl.replace(";", ","),
+                                "--command-timeout=2s", "get", "--prefix", "--print-value-only",
+                                f"/sprocket/DefaultCluster/{g}/members/"],
+                               capture_output=True, text=True, timeout=10,
+                               env=dict(os.environ, ETCDCTL_API="3"))
+            recs = []
+            for line in r.stdout.splitlines():
+                try:
+                    recs.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+            ok += any(x.get("role") == "slave" and x.get("insync") for x in recs)
+        if ok == 2:
+            return True
+        time.sleep(0.3)
+    return False
 
 
 def check(cond, what):
@@ -59,6 +86,8 @@ try:
     masters = [l.split()[-1] for l in view.splitlines() if " id 0 " in l]
     check([create_topic(a, "CS") for a in masters] == [0, 0], f"topic CS on {masters}")
     time.sleep(4)  # the slaves' sync (3 s) takes it too
+    if mode == "failover":
+        check(slaves_in_sync(view), "each group's slave says it is in sync (etcd)")
     r = subprocess.run([xtool, "produce", f"--namesrv={ns}", "--topic=CS", "--count=400"],
                        capture_output=True, text=True, timeout=60)
     sent = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]

@@ -202,9 +202,11 @@ def consume_all(okfile, group):
 
 
 def start_producer(okfile, stopfile):
-    return subprocess.Popen(["node", os.path.join(COMPAT, "failover_client.js"), "produce",
-                             NSADDR, TOPIC, okfile, stopfile],
-                            stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(["node", os.path.join(COMPAT, "failover_client.js"), "produce",
+                          NSADDR, TOPIC, okfile, stopfile],
+                         stdout=subprocess.PIPE, text=True)
+    env.procs.append(p)  # stopped by env.finish() when a check raises before stop_producer
+    return p
 
 
 def stop_producer(p, stopfile):
@@ -217,8 +219,9 @@ def stop_producer(p, stopfile):
 
 
 def ok_lines(okfile):
+    """The producer's SEND_OK records; a last line it is still writing is left for later."""
     with open(okfile) as f:
-        return [json.loads(x) for x in f if x.strip()]
+        return [json.loads(x) for x in f if x.endswith("\n") and x.strip()]
 
 
 def case_kills():

@@ -210,6 +210,8 @@ struct clog_recovery {
 	uint64_t
 		lost_below; /* bytes below the checkpoint's end (clean) or durable offset (crash) gone */
 	uint64_t taken; /* bytes taken from the crashed run's write-behind buffers */
+	/* bytes cut as marked (store_truncate_mark(): a slave that forked from its master) */
+	uint64_t cut;
 	/* spans whose records are lost (blanked or recreated blank), in log order */
 	const struct clog_span *lost;
 	uint32_t n_lost;
