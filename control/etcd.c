@@ -582,38 +582,39 @@ kv_lease(struct jbuf *b, const char *k, int64_t lease)
 	jbuf_kv_str(b, k, s);
 }
 
-int
-ctl_etcd_keepalive(struct ctl_etcd *e, int64_t lease, int64_t *ttl_left)
+/* POST {"ID":"<lease>"} to @path (keepalive, revoke) */
+static int
+lease_post(struct ctl_etcd *e, const char *path, int64_t lease, char **body, size_t *bl)
 {
 	struct jbuf b;
-	char *body;
-	size_t bl;
 	int err;
 
 	jbuf_init(&b);
 	jbuf_lit(&b, "{");
 	kv_lease(&b, "ID", lease);
 	jbuf_lit(&b, "}");
-	err = post(e, "/v3/lease/keepalive", &b, &body, &bl);
+	err = post(e, path, &b, body, bl);
 	jbuf_free(&b);
+	return err;
+}
+
+int
+ctl_etcd_keepalive(struct ctl_etcd *e, int64_t lease, int64_t *ttl_left)
+{
+	char *body;
+	size_t bl;
+	int err = lease_post(e, "/v3/lease/keepalive", lease, &body, &bl);
+
 	return err ? err : ctl_etcd_parse_keepalive(body, bl, ttl_left);
 }
 
 int
 ctl_etcd_revoke(struct ctl_etcd *e, int64_t lease)
 {
-	struct jbuf b;
 	char *body;
 	size_t bl;
-	int err;
 
-	jbuf_init(&b);
-	jbuf_lit(&b, "{");
-	kv_lease(&b, "ID", lease);
-	jbuf_lit(&b, "}");
-	err = post(e, "/v3/lease/revoke", &b, &body, &bl);
-	jbuf_free(&b);
-	return err;
+	return lease_post(e, "/v3/lease/revoke", lease, &body, &bl);
 }
 
 int
