@@ -28,6 +28,9 @@ Cases:
              the namespace sees its last write accepted before the new master's first, and
              every later one refused. The partition heals: it rejoins as a slave of the new
              epoch, in sync. Root only.
+  partition_link  the same, with the namespace's link going down instead (`ip link set
+             down` on its end of the veth): no packet is dropped in silence, every call
+             out of the namespace fails at once.
 """
 import json
 import os
@@ -38,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -400,7 +404,7 @@ def sh(*cmd):
     return subprocess.run(list(cmd), capture_output=True, text=True)
 
 
-def case_partition():
+def case_partition(how):
     if os.geteuid() != 0:
         print("SKIP: network namespaces need root")
         sys.exit(77)
@@ -416,13 +420,39 @@ def case_partition():
         sh("ip", "netns", "exec", ns, "ip", "addr", "add", f"{ns_ip}/24", "dev", ns_if)
         sh("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "up")
         sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        partition_run(ns, ns_if, host_ip, ns_ip)
+        partition_run(ns, ns_if, host_ip, ns_ip, how)
     finally:
         sh("ip", "link", "del", host_if)
         sh("ip", "netns", "del", ns)
 
 
-def partition_run(ns, ns_if, host_ip, ns_ip):
+def partition_cut(ns, ns_if, host_ip, how):
+    """nft: every packet between the namespace and the host dropped (a black hole: the
+    master's etcd calls time out); link: the namespace's end of the veth goes down (its
+    calls fail at once: no route)."""
+    if how == "link":
+        r = sh("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "down")
+        if r.returncode != 0:
+            raise SystemExit(f"ip link set {ns_if} down: {r.stderr}")
+        return
+    for rule in (["add", "table", "inet", "fo"],
+                 ["add", "chain", "inet", "fo", "in", "{ type filter hook input priority 0 ; }"],
+                 ["add", "chain", "inet", "fo", "out", "{ type filter hook output priority 0 ; }"],
+                 ["add", "rule", "inet", "fo", "in", "ip", "saddr", host_ip, "drop"],
+                 ["add", "rule", "inet", "fo", "out", "ip", "daddr", host_ip, "drop"]):
+        r = sh("ip", "netns", "exec", ns, "nft", *rule)
+        if r.returncode != 0:
+            raise SystemExit(f"nft {rule}: {r.stderr}")
+
+
+def partition_heal(ns, ns_if, how):
+    if how == "link":
+        sh("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "up")
+    else:
+        sh("ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "fo")
+
+
+def partition_run(ns, ns_if, host_ip, ns_ip, how):
     global ENDPOINTS, NSADDR
     for i in range(3):
         etcd_start(i, ip=host_ip)
@@ -436,7 +466,7 @@ def partition_run(ns, ns_if, host_ip, ns_ip):
     # member 1 in the namespace (starts first: the master), member 2 on the host
     os.makedirs(f"{env.tmp}/buf1", exist_ok=True)
     a1 = broker_args(1, [f"--brokerIP1={ns_ip}", f"--dataplaneIp={ns_ip}",
-                         "--adminAllowedAddrs=127.0.0.1,10.231.0.0/24",
+                         "--adminAllowedAddrs=127.0.0.1,10.231.0.0/24", f"--httpPort={B + 40}",
                          f"--controllerAddr={remote}", f"--namesrvAddr={host_ip}:{B}"])
     procs[1] = env.start("broker1", ["ip", "netns", "exec", ns] + a1)
     m = wait(master_rec, 30)
@@ -469,14 +499,7 @@ while True:
     probe.start()
     time.sleep(2)
     t_cut = time.time()
-    for rule in (["add", "table", "inet", "fo"],
-                 ["add", "chain", "inet", "fo", "in", "{ type filter hook input priority 0 ; }"],
-                 ["add", "chain", "inet", "fo", "out", "{ type filter hook output priority 0 ; }"],
-                 ["add", "rule", "inet", "fo", "in", "ip", "saddr", host_ip, "drop"],
-                 ["add", "rule", "inet", "fo", "out", "ip", "daddr", host_ip, "drop"]):
-        r = sh("ip", "netns", "exec", ns, "nft", *rule)
-        if r.returncode != 0:
-            raise SystemExit(f"nft {rule}: {r.stderr}")
+    partition_cut(ns, ns_if, host_ip, how)
     nm = wait(lambda: (lambda x: x if x and x["id"] == 2 else None)(master_rec()), 30)
     env.check(nm is not None, f"member 2 elected once member 1 is cut off "
               f"({nm and round(time.time() - t_cut, 2)} s)")
@@ -504,7 +527,7 @@ while True:
     n2 = wait(lambda: [e for e in probe.events if e[2] in STORED], 20)
     first_new = n2[0][0] if n2 else None
     # the partition heals: member 1 comes back as a slave of the new epoch, in sync
-    sh("ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "fo")
+    partition_heal(ns, ns_if, how)
     r = wait(lambda: (lambda x: x if x and x.get("epoch") == nm["epoch"] and
                       x.get("role") == "slave" and x.get("insync") else None)(member_rec(1)),
              60, 0.5)
@@ -530,6 +553,17 @@ while True:
               f"({len(refused)} refused, codes {sorted(set(refused))})")
     cut = [ln for ln in env.log_of("broker1").splitlines() if "cutting" in ln]
     print(f"member 1's cut of what it wrote unreplicated: {cut[-1:] or 'none needed'}")
+    want = int(cut[-1].split("cutting ")[1].split()[0]) if cut else 0
+    got = None
+    try:
+        with urllib.request.urlopen(f"http://{ns_ip}:{B + 40}/metrics", timeout=5) as r:
+            for ln in r.read().decode().splitlines():
+                if ln.startswith('sprocket_store_commitlog_cut_bytes{core="0"}'):
+                    got = int(float(ln.split()[-1]))
+    except OSError as e:
+        got = repr(e)
+    env.check(got == want, f"member 1 counts its cut: sprocket_store_commitlog_cut_bytes {got} "
+              f"(its log: {want})")
     stop_members()
 
 
@@ -542,7 +576,9 @@ try:
     elif CASE == "etcd":
         case_etcd()
     elif CASE == "partition":
-        case_partition()
+        case_partition("nft")
+    elif CASE == "partition_link":
+        case_partition("link")
     else:
         raise SystemExit(f"unknown case {CASE}")
 finally:
