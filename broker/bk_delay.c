@@ -132,6 +132,9 @@ bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const 
 	long rc;
 
 	*ticket = 0;
+	/* a master whose lease ran out: the next master delivers it (its offsets never saw this) */
+	if (!bk_core_writable(c))
+		return BK_DELIVER_LATER;
 	if (!bk_delay_target(s, &rt, &rtl, &qid))
 		return BK_DELIVER_DROPPED;
 	/*

@@ -345,6 +345,7 @@ enum bk_tx_end_res {
 	BK_TX_END_QOFF_WRONG,  /* "The transaction state table offset wrong" */
 	BK_TX_END_BUSY,	       /* the store took nothing now: the check-back will ask again */
 	BK_TX_END_NO_TOPIC,    /* the half's REAL_TOPIC/REAL_QID is not writable here */
+	BK_TX_END_FENCED,      /* not the writable master (failover): the next master asks */
 };
 
 /* One item of a BK_ROP_TX_CHECK answer, followed by its half record. */

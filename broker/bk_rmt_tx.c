@@ -164,15 +164,18 @@ bk_rmt__answer_end_tx(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 		[BK_TX_END_BUSY] =
 			"the store is busy: not resolved now, the check-back will ask again",
 		[BK_TX_END_NO_TOPIC] = "the half's topic or queue cannot be written on this broker",
+		[BK_TX_END_FENCED] = "this broker is no longer the group's writable master: not "
+				     "resolved here, the new master's check-back will ask again",
 	};
 	struct rresp o = {.opaque = j->opaque, .serialize = j->serialize};
 	int64_t v = j->c.value;
 
-	if (v < 0 || v > BK_TX_END_NO_TOPIC)
+	if (v < 0 || v > BK_TX_END_FENCED)
 		v = BK_TX_END_NOT_FOUND;
-	o.code = v == BK_TX_END_OK     ? WIRE_RSP_SUCCESS
-		 : v == BK_TX_END_BUSY ? WIRE_RSP_SYSTEM_BUSY
-				       : WIRE_RSP_SYSTEM_ERROR;
+	o.code = v == BK_TX_END_OK	 ? WIRE_RSP_SUCCESS
+		 : v == BK_TX_END_BUSY	 ? WIRE_RSP_SYSTEM_BUSY
+		 : v == BK_TX_END_FENCED ? WIRE_RSP_SERVICE_NOT_AVAILABLE
+					 : WIRE_RSP_SYSTEM_ERROR;
 	o.remark = remark[v];
 	bk_rmt__conn_send(r, c, &o);
 }

@@ -148,8 +148,9 @@ fire(struct bk_core *c, const struct bk_timer_item *it, int64_t now_ms, uint64_t
 		c->st.timer_dropped++;
 		return BK_DELIVER_DROPPED;
 	}
-	/* Never before its time: the wheel's clock and this one may differ by a little. */
-	if ((int64_t)w > now_ms)
+	/* Never before its time: the wheel's clock and this one may differ by a little. A master
+	 * whose lease ran out writes nothing (a roll included): the next master fires it. */
+	if ((int64_t)w > now_ms || !bk_core_writable(c))
 		return BK_DELIVER_LATER;
 	if (w < due) {
 		dr = roll(c, &m, (int64_t)due, now_ms, ticket);

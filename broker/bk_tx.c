@@ -161,6 +161,12 @@ bk_tx_end(struct bk_core *c, struct bk_rcmd *cmd)
 	cmd->status = WIRE_DP_ST_SUCCESS;
 	cmd->value = BK_TX_END_OK;
 	cmd->resp_len = 0;
+	/* a master whose lease ran out appends nothing: those bytes would be cut at its rejoin */
+	if (!bk_core_writable(c)) {
+		c->st.write_refused++;
+		cmd->value = BK_TX_END_FENCED;
+		return;
+	}
 	if (t == NULL || cmd->req_len != sizeof(*rq) || half_read(c, rq->phys, rq->qoff, &m) != 0) {
 		cmd->value = BK_TX_END_NOT_FOUND;
 		return;
@@ -233,8 +239,8 @@ bk_tx_check(struct bk_core *c, struct bk_rcmd *cmd)
 	cmd->status = WIRE_DP_ST_SUCCESS;
 	cmd->resp_len = 0;
 	cmd->value = 0;
-	if (t == NULL || (t->scan == 0 && now < t->next_pass_ms))
-		return;
+	if (t == NULL || (t->scan == 0 && now < t->next_pass_ms) || !bk_core_writable(c))
+		return; /* a fenced master resolves nothing: the next master's pass does */
 	max = store_queue_max(c->bk->store, t->hq);
 	if (t->scan < t->base)
 		t->scan = t->base;

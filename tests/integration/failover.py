@@ -372,6 +372,32 @@ def case_etcd():
     env.check(r.returncode == 0 and nm is not None,
               f"released: member {m['id']} is elected ({nm})")
     start_broker(other)
+    env.check(bool(wait(lambda: (member_rec(other) or {}).get("insync"), 60, 0.3)),
+              f"member {other} is back, in sync")
+    # a master handing over is fenced while it waits for the target (5 s at most; here a
+    # member 9 that never comes): it takes no SEND, and END_TRANSACTION appends nothing
+    # either (its commit would be cut when it rejoins: the next master's check-back asks)
+    cur = master_rec()
+    mid = cur["id"]
+    seen = env.log_of(f"broker{mid}").count("handing group")
+    etcdctl("put", PFX + "switch", "9")
+    env.check(env.wait_log(f"broker{mid}", "handing group", 5, seen + 1),
+              f"member {mid} hands over to member 9 (its log says so)")
+    addr = f"127.0.0.1:{LISTEN[mid]}"
+    try:
+        end_tx = rmt_call.call(addr, 37, {"producerGroup": "fo_tx", "tranStateTableOffset": "0",
+                                          "commitLogOffset": "0", "commitOrRollback": "8",
+                                          "fromTransactionCheck": "false", "msgId": "x",
+                                          "transactionId": "x"}, timeout=3)[:2]
+    except (OSError, ValueError) as e:
+        end_tx = (None, repr(e))
+    sent = send_probe(addr)
+    env.check(end_tx[0] == 14 and "writable master" in end_tx[1] and sent == 14,
+              f"while it waits: END_TRANSACTION answered {end_tx}, a SEND {sent} "
+              "(SERVICE_NOT_AVAILABLE)")
+    nm2 = wait(lambda: (lambda x: x if x and x["epoch"] > cur["epoch"] else None)(master_rec()),
+               30)
+    env.check(nm2 is not None, f"member 9 never caught up: the group elected anew ({nm2})")
     res = stop_producer(prod, stopfile)
     lines = ok_lines(okfile)
     r = consume_all(okfile, "fo_check")
