@@ -861,12 +861,46 @@ bk_ha_start(struct bk_ctl *x)
 	return 0;
 }
 
-/* A promotion's lease, kept from bk_ha_stop() to bk_ha_exec_handoff(). */
+/*
+ * A promotion's lease, kept from bk_ha_stop() to bk_ha_exec_handoff(). A
+ * keeper thread renews it meanwhile: the rest of the stop (a follow or sync
+ * thread's connect to an unreachable old master, the store's close) can take
+ * longer than the lease, and a lease lost there costs one more election.
+ */
 static struct {
 	struct ctl_etcd *etcd;
 	int64_t lease;
 	uint64_t epoch;
+	uint32_t period_ms;
+	pthread_t keeper;
+	bool keeping;
+	atomic_bool stop;
 } handoff;
+
+static void *
+keeper_main(void *arg)
+{
+	uint32_t waited = 0;
+
+	(void)arg;
+	while (!atomic_load(&handoff.stop)) {
+		int64_t ttl = 0;
+		int err;
+
+		sleep_ms(20);
+		waited += 20;
+		if (waited < handoff.period_ms)
+			continue;
+		waited = 0;
+		err = ctl_etcd_keepalive(handoff.etcd, handoff.lease, &ttl);
+		if (err != 0 || ttl == 0)
+			log_warn_ratelimited(
+				HA_TAG,
+				"keeping the lease of epoch %" PRIu64 " through the restart: %s",
+				handoff.epoch, err ? strerror(-err) : "etcd says it expired");
+	}
+	return NULL;
+}
 
 void
 bk_ha_exec_handoff(void)
@@ -876,6 +910,11 @@ bk_ha_exec_handoff(void)
 
 	if (handoff.etcd == NULL)
 		return;
+	if (handoff.keeping) {
+		atomic_store(&handoff.stop, true);
+		pthread_join(handoff.keeper, NULL);
+		handoff.keeping = false;
+	}
 	/* renewed last thing before the exec: the new image renews it again at its set-up */
 	if (ctl_etcd_keepalive(handoff.etcd, handoff.lease, &ttl) == 0 && ttl > 0) {
 		snprintf(env, sizeof(env), "%" PRId64 ":%" PRIu64, handoff.lease, handoff.epoch);
@@ -901,7 +940,10 @@ bk_ha_stop(struct bk_ctl *x)
 		handoff.etcd = h->etcd;
 		handoff.lease = h->lease;
 		handoff.epoch = h->last;
+		handoff.period_ms = SP_MAX(h->lease_ms / 6, 100u);
 		h->etcd = NULL;
+		atomic_store(&handoff.stop, false);
+		handoff.keeping = pthread_create(&handoff.keeper, NULL, keeper_main, NULL) == 0;
 	} else if (h->master && !atomic_load(&x->bk.restart)) {
 		/* stopping for good: no write from here, and a slave takes over now */
 		atomic_store(&x->bk.fenced, true);

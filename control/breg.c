@@ -474,9 +474,18 @@ worker_main(void *arg)
 		pthread_cond_broadcast(&b->cv);
 	}
 	pthread_mutex_unlock(&b->mu);
-	/* Only a server that took us has anything to forget. */
-	if (ns->ever_ok)
+	/*
+	 * Only a server that took us has anything to forget; one whose last
+	 * registration failed is likely unreachable, and waiting on its timeout
+	 * would hold up a stop or a failover's step-down for seconds (it drops
+	 * us itself when our connection closes or our registration expires).
+	 */
+	if (ns->ever_ok && ns->fails == 0)
 		ns_unregister(ns);
+	else if (ns->ever_ok)
+		log_info(BREG_TAG,
+			 "not unregistering from namesrv %s: its last %u registration(s) failed",
+			 ns->addr, ns->fails);
 	sp_rem_close(ns->conn);
 	ns->conn = NULL;
 	return NULL;

@@ -554,10 +554,11 @@ while True:
     first_new = n2[0][0] if n2 else None
     # the partition heals: member 1 comes back as a slave of the new epoch, in sync
     partition_heal(ns, ns_if, how)
-    r = wait(lambda: (lambda x: x if x and x.get("epoch") == nm["epoch"] and
-                      x.get("role") == "slave" and x.get("insync") else None)(member_rec(1)),
-             60, 0.5)
-    env.check(r is not None, f"member 1 rejoins as a slave of epoch {nm['epoch']}, in sync ({r})")
+    r = wait(lambda: (lambda x, m: x if x and m and m["id"] == 2 and
+                      x.get("epoch") == m["epoch"] and x.get("role") == "slave" and
+                      x.get("insync") else None)(member_rec(1), master_rec()), 60, 0.5)
+    env.check(r is not None, f"member 1 rejoins as a slave of member 2 (elected in epoch "
+              f"{nm['epoch']}), in sync ({r})")
     time.sleep(2)  # the client inside meets the slave too
     inside.kill()
     probe.stop = True
