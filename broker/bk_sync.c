@@ -27,6 +27,7 @@
 
 #define SYNC_TAG "broker.sync"
 #define SYNC_TIMEOUT_MS 3000u
+#define SYNC_CONNECT_MS 1000u /* a stop waits for a connect in progress: keep it short */
 #define SYNC_FRAME_MAX (64u << 20)
 
 struct bk_sync {
@@ -34,7 +35,7 @@ struct bk_sync {
 	uint32_t period_ms;
 	pthread_t thr;
 	_Atomic bool stop;
-	/* the thread only */
+	/* the thread's; set and closed under mu, so a stop can wake a call on it */
 	struct sp_rem *conn;
 	char conn_addr[CTL_BREG_ADDR_MAX];
 	/* under mu: newest answers, not yet taken */
@@ -92,6 +93,17 @@ fetch(struct bk_sync *s, int32_t code, char **slot, size_t *slot_len)
 	return 0;
 }
 
+/* Close the connection, or put @conn in its place; under mu, against bk_sync_stop()'s wake. */
+static void
+conn_set(struct bk_sync *s, struct sp_rem *conn)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->conn != NULL)
+		sp_rem_close(s->conn);
+	s->conn = conn;
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void
 round_once(struct bk_sync *s)
 {
@@ -101,31 +113,30 @@ round_once(struct bk_sync *s)
 
 	if (!ctl_breg_master(s->breg, ha, sizeof(ha), addr, sizeof(addr)))
 		return;
-	if (s->conn != NULL && strcmp(addr, s->conn_addr) != 0) {
-		sp_rem_close(s->conn);
-		s->conn = NULL;
-	}
+	if (s->conn != NULL && strcmp(addr, s->conn_addr) != 0)
+		conn_set(s, NULL);
 	if (s->conn == NULL) {
-		rc = sp_rem_connect(addr, SYNC_TIMEOUT_MS, &s->conn);
-		if (rc == 0 && (rc = ctl_breg_credentials(s->breg, s->conn)) != 0) {
-			sp_rem_close(s->conn);
-			s->conn = NULL;
-		}
+		struct sp_rem *conn = NULL;
+
+		rc = sp_rem_connect(addr, SYNC_CONNECT_MS, &conn);
+		if (rc == 0 && (rc = ctl_breg_credentials(s->breg, conn)) != 0)
+			sp_rem_close(conn);
 		if (rc != 0) {
 			log_warn_ratelimited(SYNC_TAG, "cannot reach master %s: %s", addr,
 					     strerror(-rc));
 			return;
 		}
 		memcpy(s->conn_addr, addr, sizeof(addr));
+		conn_set(s, conn);
 	}
 	rc = 0;
 	for (int k = 0; k < BK_SYNC_KINDS && rc == 0; k++)
 		rc = fetch(s, sync_codes[k], &s->json[k], &s->len[k]);
 	if (rc != 0) {
-		log_warn_ratelimited(SYNC_TAG, "sync with master %s: %s", s->conn_addr,
-				     strerror(-rc));
-		sp_rem_close(s->conn);
-		s->conn = NULL;
+		if (!atomic_load_relaxed(&s->stop))
+			log_warn_ratelimited(SYNC_TAG, "sync with master %s: %s", s->conn_addr,
+					     strerror(-rc));
+		conn_set(s, NULL);
 	}
 }
 
@@ -182,6 +193,11 @@ bk_sync_stop(struct bk_sync *s)
 	if (s == NULL)
 		return;
 	atomic_store_relaxed(&s->stop, true);
+	/* a call waiting on a silent master fails now, not at its timeout (a promotion waits) */
+	pthread_mutex_lock(&s->mu);
+	if (s->conn != NULL)
+		sp_rem_wake(s->conn);
+	pthread_mutex_unlock(&s->mu);
 	pthread_join(s->thr, NULL);
 	if (s->conn)
 		sp_rem_close(s->conn);

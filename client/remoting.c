@@ -228,6 +228,12 @@ sp_rem_credentials_key(struct sp_rem *c, const char *ak, const struct hmac_sha1 
 }
 
 void
+sp_rem_wake(struct sp_rem *c)
+{
+	(void)shutdown(c->fd, SHUT_RDWR);
+}
+
+void
 sp_rem_close(struct sp_rem *c)
 {
 	if (c == NULL)

@@ -50,6 +50,14 @@ MUST_CHECK int sp_rem_call(struct sp_rem *c, struct wire_rem_cmd *req, const voi
 			   struct sp_rem_resp *resp);
 
 /**
+ * sp_rem_wake() - make a call blocked on @c (in another thread) fail now, and
+ * every later one: shutdown(2) of the connection, which stays open until
+ * sp_rem_close().
+ * Context: any thread, while @c is open (the caller's lock keeps it so).
+ */
+void sp_rem_wake(struct sp_rem *c);
+
+/**
  * sp_rem_next() - the next frame the server sends, a request it pushes
  * (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED) or a response.
  * Context: the owning thread; blocks up to @timeout_ms.
