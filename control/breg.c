@@ -436,6 +436,7 @@ worker_main(void *arg)
 {
 	struct breg_ns *ns = arg;
 	struct ctl_breg *b = ns->b;
+	uint32_t fails;
 
 	pthread_mutex_lock(&b->mu);
 	while (!b->stop) {
@@ -473,6 +474,7 @@ worker_main(void *arg)
 		body_put(body);
 		pthread_cond_broadcast(&b->cv);
 	}
+	fails = ns->fails;
 	pthread_mutex_unlock(&b->mu);
 	/*
 	 * Only a server that took us has anything to forget; one whose last
@@ -480,12 +482,12 @@ worker_main(void *arg)
 	 * would hold up a stop or a failover's step-down for seconds (it drops
 	 * us itself when our connection closes or our registration expires).
 	 */
-	if (ns->ever_ok && ns->fails == 0)
+	if (ns->ever_ok && fails == 0)
 		ns_unregister(ns);
 	else if (ns->ever_ok)
 		log_info(BREG_TAG,
 			 "not unregistering from namesrv %s: its last %u registration(s) failed",
-			 ns->addr, ns->fails);
+			 ns->addr, fails);
 	sp_rem_close(ns->conn);
 	ns->conn = NULL;
 	return NULL;
