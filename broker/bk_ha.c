@@ -872,6 +872,7 @@ static struct {
 	int64_t lease;
 	uint64_t epoch;
 	uint32_t period_ms;
+	uint32_t limit_ms; /* a stop that hangs longer gives the group back to an election */
 	pthread_t keeper;
 	bool keeping;
 	atomic_bool stop;
@@ -881,6 +882,7 @@ static void *
 keeper_main(void *arg)
 {
 	uint32_t waited = 0;
+	uint32_t total = 0;
 
 	(void)arg;
 	while (!atomic_load(&handoff.stop)) {
@@ -889,9 +891,18 @@ keeper_main(void *arg)
 
 		sleep_ms(20);
 		waited += 20;
+		total += 20;
 		if (waited < handoff.period_ms)
 			continue;
 		waited = 0;
+		if (total >= handoff.limit_ms) {
+			log_warn(HA_TAG,
+				 "the restart to master of epoch %" PRIu64
+				 " is still stopping after "
+				 "%u ms: the lease is left to run out (the group elects again)",
+				 handoff.epoch, total);
+			break;
+		}
 		err = ctl_etcd_keepalive(handoff.etcd, handoff.lease, &ttl);
 		if (err != 0 || ttl == 0)
 			log_warn_ratelimited(
@@ -902,6 +913,31 @@ keeper_main(void *arg)
 	return NULL;
 }
 
+static void
+keeper_stop(void)
+{
+	if (handoff.keeping) {
+		atomic_store(&handoff.stop, true);
+		pthread_join(handoff.keeper, NULL);
+		handoff.keeping = false;
+	}
+}
+
+void
+bk_ha_handoff_drop(void)
+{
+	if (handoff.etcd == NULL)
+		return;
+	keeper_stop();
+	/* no exec after all (it failed, or the stop did): free the group for an election now */
+	(void)ctl_etcd_revoke(handoff.etcd, handoff.lease);
+	log_warn(HA_TAG,
+		 "the restart to master of epoch %" PRIu64 " did not happen: lease given up",
+		 handoff.epoch);
+	ctl_etcd_close(handoff.etcd);
+	handoff.etcd = NULL;
+}
+
 void
 bk_ha_exec_handoff(void)
 {
@@ -910,11 +946,7 @@ bk_ha_exec_handoff(void)
 
 	if (handoff.etcd == NULL)
 		return;
-	if (handoff.keeping) {
-		atomic_store(&handoff.stop, true);
-		pthread_join(handoff.keeper, NULL);
-		handoff.keeping = false;
-	}
+	keeper_stop();
 	/* renewed last thing before the exec: the new image renews it again at its set-up */
 	if (ctl_etcd_keepalive(handoff.etcd, handoff.lease, &ttl) == 0 && ttl > 0) {
 		snprintf(env, sizeof(env), "%" PRId64 ":%" PRIu64, handoff.lease, handoff.epoch);
@@ -941,6 +973,7 @@ bk_ha_stop(struct bk_ctl *x)
 		handoff.lease = h->lease;
 		handoff.epoch = h->last;
 		handoff.period_ms = SP_MAX(h->lease_ms / 6, 100u);
+		handoff.limit_ms = SP_MAX(3 * h->lease_ms, 10000u);
 		h->etcd = NULL;
 		atomic_store(&handoff.stop, false);
 		handoff.keeping = pthread_create(&handoff.keeper, NULL, keeper_main, NULL) == 0;

@@ -54,6 +54,13 @@ void bk_ha_stop(struct bk_ctl *x);
  */
 void bk_ha_exec_handoff(void);
 
+/*
+ * bk_ha_handoff_drop() - a promotion's restart that does not exec (the exec
+ * failed, or the stop was not clean): revoke the kept lease, so the group
+ * elects again at once. A no-op without one. Context: the main thread, last.
+ */
+void bk_ha_handoff_drop(void);
+
 /* /metrics lines (bk_metrics.c): role, epoch, lease. */
 struct jbuf;
 void bk_ha_metrics(const struct bk_ctl *x, struct jbuf *b);

@@ -101,6 +101,8 @@ conn_set(struct bk_sync *s, struct sp_rem *conn)
 	if (s->conn != NULL)
 		sp_rem_close(s->conn);
 	s->conn = conn;
+	if (conn != NULL && atomic_load_relaxed(&s->stop))
+		sp_rem_wake(conn); /* the stop came during the connect */
 	pthread_mutex_unlock(&s->mu);
 }
 

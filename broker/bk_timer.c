@@ -138,9 +138,13 @@ fire(struct bk_core *c, const struct bk_timer_item *it, int64_t now_ms, uint64_t
 	struct wire_msg m;
 	uint64_t due, w;
 	int dr;
-	long n = store_get_phys(c->bk->store, it->phys, &rec);
+	long n;
 
 	*ticket = 0;
+	/* a master whose lease ran out writes nothing (a roll included): the next master fires it */
+	if (!bk_core_writable(c))
+		return BK_DELIVER_LATER;
+	n = store_get_phys(c->bk->store, it->phys, &rec);
 	if (n < 0 || (uint32_t)n != it->size || wire_rec_decode(rec, (size_t)n, 0, &m) < 0 ||
 	    !wire_props_get_uint(m.props, m.props_len, "TIMER_OUT_MS", &due) ||
 	    !wire_props_get_uint(m.props, m.props_len, STORE_TIMER_FIRE_PROP, &w) ||
@@ -148,9 +152,8 @@ fire(struct bk_core *c, const struct bk_timer_item *it, int64_t now_ms, uint64_t
 		c->st.timer_dropped++;
 		return BK_DELIVER_DROPPED;
 	}
-	/* Never before its time: the wheel's clock and this one may differ by a little. A master
-	 * whose lease ran out writes nothing (a roll included): the next master fires it. */
-	if ((int64_t)w > now_ms || !bk_core_writable(c))
+	/* Never before its time: the wheel's clock and this one may differ by a little. */
+	if ((int64_t)w > now_ms)
 		return BK_DELIVER_LATER;
 	if (w < due) {
 		dr = roll(c, &m, (int64_t)due, now_ms, ticket);

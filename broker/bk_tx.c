@@ -322,8 +322,8 @@ bk_tx_tick(struct bk_core *c)
 	unsigned work = 0;
 	uint32_t seq;
 
-	/* Op records the store could not take then. */
-	while (t->nlater > 0 && op_append(c, t->later[t->nlater - 1]) == 0) {
+	/* Op records the store could not take then (not while fenced: they would be cut). */
+	while (t->nlater > 0 && bk_core_writable(c) && op_append(c, t->later[t->nlater - 1]) == 0) {
 		t->nlater--;
 		work++;
 	}

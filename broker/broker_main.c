@@ -1291,6 +1291,6 @@ out:
 		log_err(BK_TAG, "restarting: exec: %s", strerror(errno));
 		rc = 1;
 	}
-	bk_ha_exec_handoff(); /* no exec: only frees what a promotion kept (a no-op otherwise) */
+	bk_ha_handoff_drop(); /* no exec: a promotion's kept lease is given up (a no-op otherwise) */
 	return rc;
 }

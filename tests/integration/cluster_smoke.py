@@ -20,7 +20,7 @@ import rmt_call  # noqa: E402
 
 root, build, xtool, mode = sys.argv[1:5]
 d = tempfile.mkdtemp(prefix="cluster-smoke-")
-env = dict(os.environ, BUILD=build, DIR=d, SECONDS_UP="12" if mode != "failover" else "30")
+env = dict(os.environ, BUILD=build, DIR=d, SECONDS_UP="12" if mode != "failover" else "45")
 args = ["sync", "--failover"] if mode == "failover" else [mode]
 p = subprocess.Popen([os.path.join(root, "scripts/cluster.sh")] + args, env=env,
                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -521,6 +521,7 @@ while True:
     print(t0, c, flush=True)
     time.sleep(0.05)
 """], stdout=open(f"{env.tmp}/inside.log", "w"), stderr=subprocess.STDOUT)
+    env.procs.append(inside)  # stopped by env.finish() if a step below raises
     probe = Probe({2: f"{host_ip}:{LISTEN[2]}"})
     probe.start()
     time.sleep(2)
@@ -578,19 +579,25 @@ while True:
               f"after that member 1 (stepping down, then a slave) refused every write inside "
               f"its namespace "
               f"({len(refused)} refused, codes {sorted(set(refused))})")
-    cut = [ln for ln in env.log_of("broker1").splitlines() if "cutting" in ln]
+    cut = [ln for ln in env.log_of("broker1").splitlines()
+           if "store.clog" in ln and " bytes past " in ln and "cutting " in ln]
     print(f"member 1's cut of what it wrote unreplicated: {cut[-1:] or 'none needed'}")
     want = int(cut[-1].split("cutting ")[1].split()[0]) if cut else 0
-    got = None
-    try:
-        with urllib.request.urlopen(f"http://{ns_ip}:{B + 40}/metrics", timeout=5) as r:
-            for ln in r.read().decode().splitlines():
-                if ln.startswith('sprocket_store_commitlog_cut_bytes{core="0"}'):
-                    got = int(float(ln.split()[-1]))
-    except OSError as e:
-        got = repr(e)
-    env.check(got == want, f"member 1 counts its cut: sprocket_store_commitlog_cut_bytes {got} "
-              f"(its log: {want})")
+
+    def gauge():
+        try:
+            with urllib.request.urlopen(f"http://{ns_ip}:{B + 40}/metrics", timeout=2) as r:
+                for ln in r.read().decode().splitlines():
+                    if ln.startswith('sprocket_store_commitlog_cut_bytes{core="0"}'):
+                        return int(float(ln.split()[-1]))
+        except OSError:
+            pass
+        return None
+
+    r = wait(lambda: (lambda g: (g,) if g == want else None)(gauge()), 10, 0.3)
+    got = r[0] if r else None
+    env.check(got == want, f"member 1 counts its cut: sprocket_store_commitlog_cut_bytes "
+              f"{gauge() if got is None else got} (its log: {want})")
     stop_members()
 
 
