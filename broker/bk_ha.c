@@ -881,26 +881,25 @@ static struct {
 static void *
 keeper_main(void *arg)
 {
-	uint32_t waited = 0;
-	uint32_t total = 0;
+	uint64_t start = now_ms();
+	uint64_t next = start + handoff.period_ms;
 
 	(void)arg;
 	while (!atomic_load(&handoff.stop)) {
+		uint64_t now;
 		int64_t ttl = 0;
 		int err;
 
 		sleep_ms(20);
-		waited += 20;
-		total += 20;
-		if (waited < handoff.period_ms)
+		now = now_ms();
+		if (now < next)
 			continue;
-		waited = 0;
-		if (total >= handoff.limit_ms) {
+		if (now - start >= handoff.limit_ms) {
 			log_warn(HA_TAG,
 				 "the restart to master of epoch %" PRIu64
-				 " is still stopping after "
-				 "%u ms: the lease is left to run out (the group elects again)",
-				 handoff.epoch, total);
+				 " is still stopping after %" PRIu64
+				 " ms: the lease is left to run out (the group elects again)",
+				 handoff.epoch, now - start);
 			break;
 		}
 		err = ctl_etcd_keepalive(handoff.etcd, handoff.lease, &ttl);
@@ -909,6 +908,7 @@ keeper_main(void *arg)
 				HA_TAG,
 				"keeping the lease of epoch %" PRIu64 " through the restart: %s",
 				handoff.epoch, err ? strerror(-err) : "etcd says it expired");
+		next = now_ms() + handoff.period_ms;
 	}
 	return NULL;
 }
