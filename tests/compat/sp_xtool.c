@@ -91,6 +91,7 @@ struct xt_opts {
 	bool orderly;
 	bool broadcast;
 	const char *offset_dir;
+	const char *client_id;
 };
 
 static pthread_mutex_t xt_out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -111,7 +112,7 @@ usage(void)
 		"[--orderly]\n"
 		"                        [--broadcast [--offset-dir=DIR]]\n"
 		"  common: [--backend=udp|af_packet|dpdk] [--local-ip=A] [--iface=IF]\n"
-		"          [--dpdk-args=S] [--verbose]\n"
+		"          [--dpdk-args=S] [--client-id=ID] [--verbose]\n"
 		"  \"{i}\" in --tag, --keys, --prop values and --body is the message index.\n");
 }
 
@@ -288,6 +289,7 @@ client_open(const struct xt_opts *o, struct sp_client **out)
 		.backend = o->backend,
 		.iface = o->iface,
 		.dpdk_args = o->dpdk_args,
+		.client_id = o->client_id, /* NULL: sprocket@<pid> */
 		.connect_timeout_ms = 5000,
 		/* brokers with aclEnable (docs/security.md) */
 		.access_key = getenv("SPROCKET_ACCESS_KEY"),
@@ -717,6 +719,7 @@ enum {
 	OPT_ORDERLY,
 	OPT_BROADCAST,
 	OPT_OFFSET_DIR,
+	OPT_CLIENT_ID,
 	OPT_HELP,
 };
 
@@ -746,6 +749,7 @@ static const struct option xt_longopts[] = {
 	{"orderly", no_argument, NULL, OPT_ORDERLY},
 	{"broadcast", no_argument, NULL, OPT_BROADCAST},
 	{"offset-dir", required_argument, NULL, OPT_OFFSET_DIR},
+	{"client-id", required_argument, NULL, OPT_CLIENT_ID},
 	{"no-commit", no_argument, NULL, OPT_NO_COMMIT},
 	{"help", no_argument, NULL, OPT_HELP},
 	{NULL, 0, NULL, 0},
@@ -851,6 +855,9 @@ parse_opt(struct xt_opts *o, int opt, const char *arg)
 		return true;
 	case OPT_OFFSET_DIR:
 		o->offset_dir = arg;
+		return true;
+	case OPT_CLIENT_ID:
+		o->client_id = arg;
 		return true;
 	default:
 		return false;
