@@ -6,7 +6,7 @@
 # broker-b, broker-b-s), each started from its properties file as RocketMQ
 # ships it, with ports and store paths derived per broker on the command line.
 # Waits until every broker registered with both NameServers, prints the
-# cluster view, and stops everything on Ctrl-C (or after SECONDS_UP seconds).
+# cluster view, and stops everything on Ctrl-C or SIGTERM (or after SECONDS_UP seconds).
 #
 #   scripts/cluster.sh            conf/2m-2s-sync (SYNC_MASTER + SLAVE)
 #   scripts/cluster.sh async      conf/2m-2s-async
@@ -85,7 +85,8 @@ stop_all() {
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	echo "stopped; logs and stores in $DIR"
 }
-trap stop_all INT TERM EXIT
+trap stop_all EXIT
+trap 'exit 0' INT TERM # a stop asked for is a clean end: the EXIT trap stops everything
 
 for p in $ns1 $ns2; do
 	"$BIN/control/sprocket-namesrv" --listenPort="$p" --bindAddress=127.0.0.1 \
@@ -173,8 +174,14 @@ if $failover; then
 	echo "controllerAddr=$controller  (sprocket broker failover --controller='$controller' --broker=broker-a)"
 fi
 echo "namesrvAddr=$namesrv  (logs and stores in $DIR; Ctrl-C stops everything)"
+# in the background and waited for, so a SIGTERM stops the cluster at once (bash runs a
+# trap only between commands); its output closed, so a reader of ours sees EOF at our exit
 if [ "$SECONDS_UP" -gt 0 ]; then
-	sleep "$SECONDS_UP"
+	sleep "$SECONDS_UP" >/dev/null 2>&1 &
+	wait $!
 else
-	while :; do sleep 3600; done
+	while :; do
+		sleep 3600 >/dev/null 2>&1 &
+		wait $!
+	done
 fi

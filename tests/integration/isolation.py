@@ -132,12 +132,19 @@ def case_remoting(acl=False):
     check(flood.codes.get(SYSTEM_BUSY, 0) == busy and flood.answered() - flood.codes.get(19, 0)
           == busy, f"the parked pulls stay parked, none refused later ({flood.codes})")
     flood.close()
-    time.sleep(0.5)
-    again = Flood(addr, "127.0.0.2", "IsoPoll", 1, 1024,
-                  ("flooder", "floodsecret") if acl else None)
-    again.read(1.5)
-    check(again.answered() == 0,
-          f"after the flood closed, 1024 new pulls from its address park at once ({again.codes})")
+    # the broker releases a closed connection's parked pulls when it sees the close: give a
+    # loaded machine a few tries before calling the address's share still taken
+    for attempt in range(4):
+        time.sleep(0.5)
+        again = Flood(addr, "127.0.0.2", "IsoPoll", 1, 1024,
+                      ("flooder", "floodsecret") if acl else None)
+        again.read(1.5)
+        if again.answered() - again.codes.get(19, 0) == 0 or attempt == 3:
+            break
+        again.close()
+    check(again.answered() - again.codes.get(19, 0) == 0,
+          f"after the flood closed, 1024 new pulls from its address park ({again.codes}, "
+          f"try {attempt + 1})")
     again.close()
     ENV.procs[1].terminate()
     ENV.procs[1].wait(30)

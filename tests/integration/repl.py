@@ -195,7 +195,10 @@ def check_identical():
 
 def case_sync_kill_master():
     namesrv()
-    m = broker("master", "SYNC_MASTER", 0, BASE + 10)
+    # the restarted master reads the group's offsets from its own consumerOffset.json: saved
+    # every 5 s by default, which the 4 s below could fall between on a slow start
+    mx = ["--flushConsumerOffsetInterval=200"]
+    m = broker("master", "SYNC_MASTER", 0, BASE + 10, mx)
     s = broker("slave", "SLAVE", 1, BASE + 20)
     check(wait_follow("slave"), "slave follows both shards")
     prod = produce_bg("TS", 200000, os.path.join(TMP, "prod.jsonl"))
@@ -218,7 +221,7 @@ def case_sync_kill_master():
     check(not missing, f"a fresh group reads every SEND_OK message from the slave "
                        f"({len(acked)} acked, {len(got)} read, {len(missing)} missing) {err[-200:]}")
     # the master comes back; the first group goes on from where it was
-    m = broker("master", "SYNC_MASTER", 0, BASE + 10)
+    m = broker("master", "SYNC_MASTER", 0, BASE + 10, mx)
     check(wait_follow("slave", count=2), "the slave follows again")
     rest_n = len(acked) - len({l["msgId"] for l in before})
     after, _ = xtool("consume", "--topic=TS", "--group=cg", f"--count={rest_n}",
@@ -238,9 +241,14 @@ def case_sync_kill_master():
 
 def slave_metrics(port):
     """A caught-up slave's /metrics: replication lag 0 per shard, and promtool passes."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    lag = [l for l in text.splitlines() if l.startswith("sprocket_replication_lag_")]
+    end = time.time() + 20  # a loaded machine's slave may still be catching up: poll
+    while True:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        lag = [l for l in text.splitlines() if l.startswith("sprocket_replication_lag_")]
+        if (len(lag) == 4 and all(l.endswith(" 0") for l in lag)) or time.time() > end:
+            break
+        time.sleep(0.2)
     check(len(lag) == 4 and all(l.endswith(" 0") for l in lag),
           f"the slave's /metrics: replication lag 0 in bytes and seconds per shard ({lag})")
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
