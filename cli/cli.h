@@ -126,6 +126,11 @@ struct cli_broker {
 int cli_brokers(const struct cli *c, struct cli_broker **out, size_t *n);
 /* The masters of @topic's route (GET_ROUTEINFO_BY_TOPIC), addresses only. */
 int cli_topic_masters(const struct cli *c, const char *topic, struct cli_broker **out, size_t *n);
+/*
+ * Waits (up to 5 s per NameServer) until every NameServer that answers routes
+ * @topic to each broker group of @b; warns on stderr about one that does not.
+ */
+void cli_route_wait(const struct cli *c, const char *topic, const struct cli_broker *b, size_t n);
 
 /* Deletes @topic on every master (of @cluster, NULL all), waits for their slaves, then on
  * every NameServer (cli_admin.c). Return: 0, CLI_FAIL (said). */

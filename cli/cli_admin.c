@@ -668,6 +668,9 @@ topic_create(struct cli *c)
 			   true, &b, &n) != 0)
 		return CLI_FAIL;
 	rc = topic_put(c, b, n, c->pos[0], rq, wq, perm, cli_flag(c, "order"));
+	/* routable once the command returns: `topic create T && produce T` must not race */
+	if (rc == CLI_OK)
+		cli_route_wait(c, c->pos[0], b, n);
 	if (rc == CLI_OK)
 		rc = slaves_follow(c, b, n, c->pos[0], true);
 	free(b);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "wire/remoting.h"
@@ -414,6 +415,76 @@ cli_brokers(const struct cli *c, struct cli_broker **out, size_t *n)
 	if (*n)
 		qsort(*out, *n, sizeof(**out), broker_cmp);
 	return 0;
+}
+
+/*
+ * Does the NameServer at @addr route @topic to every broker group of @b?
+ * Return: 1 yes, 0 not yet, -1 it did not answer.
+ */
+static int
+route_names(const struct cli *c, const char *addr, const char *topic, const struct cli_broker *b,
+	    size_t n)
+{
+	struct wire_rem_cmd q = {.code = WIRE_REQ_GET_ROUTEINFO_BY_TOPIC,
+				 .language = WIRE_LANG_JAVA,
+				 .version = WIRE_REM_VERSION_V4_9_8,
+				 .serialize = WIRE_REM_JSON};
+	struct sp_rem_resp resp;
+	json_object *j, *bds;
+	struct sp_rem *r;
+	size_t seen = 0;
+
+	if (wire_rem_ext_add(&q, "topic", topic) != 0 || cli_connect(c, addr, &r) != 0)
+		return -1;
+	if (sp_rem_call(r, &q, NULL, 0, c->timeout_ms, 0, &resp) != 0) {
+		sp_rem_close(r);
+		return -1;
+	}
+	sp_rem_close(r);
+	if (resp.cmd.code != WIRE_RSP_SUCCESS) {
+		sp_rem_resp_free(&resp);
+		return 0;
+	}
+	j = cli_body_json(&resp);
+	sp_rem_resp_free(&resp);
+	if (j == NULL || !json_object_object_get_ex(j, "brokerDatas", &bds)) {
+		json_object_put(j);
+		return 0;
+	}
+	for (size_t k = 0; k < n; k++)
+		for (size_t i = 0; i < json_object_array_length(bds); i++) {
+			const char *name = cli_js(json_object_array_get_idx(bds, i), "brokerName");
+
+			if (name && strcmp(name, b[k].name) == 0) {
+				seen++;
+				break;
+			}
+		}
+	json_object_put(j);
+	return seen == n;
+}
+
+void
+cli_route_wait(const struct cli *c, const char *topic, const struct cli_broker *b, size_t n)
+{
+	char list[1024];
+	char *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", c->namesrv);
+	for (char *a = strtok_r(list, ";", &save); a; a = strtok_r(NULL, ";", &save)) {
+		int has = 0;
+
+		/* a broker registers a new topic at once: this is a round trip or two */
+		for (int t = 0; t < 100 && (has = route_names(c, a, topic, b, n)) == 0; t++)
+			usleep(50000);
+		if (has == 0) /* the topic is on the brokers: say so, but it is no failure */
+			fprintf(stderr,
+				"sprocket: warning: NameServer %s does not route %s to every "
+				"broker "
+				"written after 5 s (is each registered with it? namesrvAddr)\n",
+				a, topic);
+		/* a NameServer that does not answer learns it when it is back */
+	}
 }
 
 int
