@@ -479,9 +479,8 @@ cli_route_wait(const struct cli *c, const char *topic, const struct cli_broker *
 			usleep(50000);
 		if (has == 0) /* the topic is on the brokers: say so, but it is no failure */
 			fprintf(stderr,
-				"sprocket: warning: NameServer %s does not route %s to every "
-				"broker "
-				"written after 5 s (is each registered with it? namesrvAddr)\n",
+				"sprocket: warning: NameServer %s does not route %s\n"
+				"  to every broker after 5 s: is each registered with it?\n",
 				a, topic);
 		/* a NameServer that does not answer learns it when it is back */
 	}
