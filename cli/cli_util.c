@@ -419,49 +419,34 @@ cli_brokers(const struct cli *c, struct cli_broker **out, size_t *n)
 
 /*
  * Does the NameServer at @addr route @topic to every broker group of @b?
- * Return: 1 yes, 0 not yet, -1 it did not answer.
+ * Return: 1 yes, 0 not yet, -1 it did not answer (said).
  */
 static int
 route_names(const struct cli *c, const char *addr, const char *topic, const struct cli_broker *b,
 	    size_t n)
 {
-	struct wire_rem_cmd q = {.code = WIRE_REQ_GET_ROUTEINFO_BY_TOPIC,
-				 .language = WIRE_LANG_JAVA,
-				 .version = WIRE_REM_VERSION_V4_9_8,
-				 .serialize = WIRE_REM_JSON};
+	const char *ext[] = {"topic", topic, NULL};
 	struct sp_rem_resp resp;
-	json_object *j, *bds;
-	struct sp_rem *r;
+	json_object *j, *bds = NULL;
 	size_t seen = 0;
 
-	if (wire_rem_ext_add(&q, "topic", topic) != 0 || cli_connect(c, addr, &r) != 0)
+	if (cli_call(c, addr, WIRE_REQ_GET_ROUTEINFO_BY_TOPIC, ext, NULL, 0, &resp) != 0)
 		return -1;
-	if (sp_rem_call(r, &q, NULL, 0, c->timeout_ms, 0, &resp) != 0) {
-		sp_rem_close(r);
-		return -1;
-	}
-	sp_rem_close(r);
-	if (resp.cmd.code != WIRE_RSP_SUCCESS) {
-		sp_rem_resp_free(&resp);
-		return 0;
-	}
-	j = cli_body_json(&resp);
+	j = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp) : NULL;
 	sp_rem_resp_free(&resp);
-	if (j == NULL || !json_object_object_get_ex(j, "brokerDatas", &bds)) {
-		json_object_put(j);
-		return 0;
-	}
-	for (size_t k = 0; k < n; k++)
-		for (size_t i = 0; i < json_object_array_length(bds); i++) {
-			const char *name = cli_js(json_object_array_get_idx(bds, i), "brokerName");
+	if (j && json_object_object_get_ex(j, "brokerDatas", &bds))
+		for (size_t k = 0; k < n; k++)
+			for (size_t i = 0; i < json_object_array_length(bds); i++) {
+				const char *name =
+					cli_js(json_object_array_get_idx(bds, i), "brokerName");
 
-			if (name && strcmp(name, b[k].name) == 0) {
-				seen++;
-				break;
+				if (name && strcmp(name, b[k].name) == 0) {
+					seen++;
+					break;
+				}
 			}
-		}
 	json_object_put(j);
-	return seen == n;
+	return bds != NULL && seen == n;
 }
 
 void
