@@ -6,7 +6,10 @@
  * permissions on the topic and group it names: SEND and SEND_BATCH the
  * topic PUB (a retry topic: its group SUB), PULL the topic and the group
  * SUB, QUERY/UPDATE_OFFSET the group and the topic SUB, SEND_BACK the group
- * SUB, REPL (a slave's replication) an admin account.
+ * SUB, REPL (a slave's replication) an admin account, and (stricter than
+ * RocketMQ) the offset and time lookups the topic SUB. The classes are the
+ * dataplane rows of the permission table (common/acl_door.c); an op with no
+ * row is refused.
  *
  * Lock-free: the accounts are read under QSBR (bk->acl, published by
  * bk_acl_ctl.c); a session keeps the account it found with the table it
@@ -21,6 +24,7 @@
 
 #include "bk_priv.h"
 #include "common/acl.h"
+#include "common/acl_door.h"
 #include "wire/dp.h"
 
 #define TRACE_TOPIC "RMQ_SYS_TRACE_TOPIC"
@@ -53,27 +57,22 @@ account(struct bk_core *c, const struct dp_xreq *req)
 }
 
 static bool
-is_retry(const char *t, size_t n)
+is_group_topic(const char *t, size_t n)
 {
-	return n > 7 && memcmp(t, "%RETRY%", 7) == 0;
+	return (n > 7 && memcmp(t, "%RETRY%", 7) == 0) || (n > 5 && memcmp(t, "%DLQ%", 5) == 0);
 }
 
 bool
 bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 {
+	const struct acl_door *door = acl_door_dataplane(req->op);
 	const struct acl_account *acc;
 	bool ok = true;
 
-	switch (req->op) {
-	case WIRE_DP_OP_PING:
-	case WIRE_DP_OP_DISCONNECT:
-	case WIRE_DP_OP_GET_MIN_OFFSET:
-	case WIRE_DP_OP_GET_MAX_OFFSET:
-	case WIRE_DP_OP_SEARCH_OFFSET:
-		return false; /* RocketMQ checks none of these */
-	default:
-		break;
-	}
+	if (door == NULL)
+		return false; /* the handler answers BAD_REQUEST */
+	if (door->cls == ACL_DOOR_OPEN)
+		return false;
 	acc = account(c, req);
 	if (!acc) {
 		c->st.acl_denied[BK_ACL_UNKNOWN_KEY]++;
@@ -86,7 +85,7 @@ bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 
 		if (wire_dp_send_req_decode(req->op, req->msg, req->len, &r) != 0)
 			return false; /* the handler answers BAD_REQUEST */
-		if (is_retry(r.topic, r.topic_len))
+		if (is_group_topic(r.topic, r.topic_len))
 			ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB);
 		else
 			ok = (r.topic_len == strlen(TRACE_TOPIC) &&
@@ -103,6 +102,9 @@ bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 		     (!r.group_len || acl_allowed(acc, r.group, r.group_len, true, ACL_SUB));
 		break;
 	}
+	case WIRE_DP_OP_GET_MIN_OFFSET:
+	case WIRE_DP_OP_GET_MAX_OFFSET:
+	case WIRE_DP_OP_SEARCH_OFFSET:
 	case WIRE_DP_OP_QUERY_OFFSET:
 	case WIRE_DP_OP_UPDATE_OFFSET: {
 		struct wire_dp_offset_req r;
@@ -110,7 +112,8 @@ bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 		if (wire_dp_offset_req_decode(req->op, req->msg, req->len, &r) != 0)
 			return false;
 		ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB) &&
-		     acl_allowed(acc, r.group, r.group_len, true, ACL_SUB);
+		     (door->cls == ACL_DOOR_TOPIC_SUB ||
+		      acl_allowed(acc, r.group, r.group_len, true, ACL_SUB));
 		break;
 	}
 	case WIRE_DP_OP_SEND_BACK: {

@@ -42,6 +42,38 @@ bk_ctl_perm_set(struct bk_ctl *x, uint32_t perm, const char *by)
 		ctl_breg_kick(x->breg);
 }
 
+/*
+ * A master a NameServer refuses (another master holds our brokerName and
+ * brokerId there, or our signature is not taken) gets writes no route leads
+ * to: it refuses SENDs NO_PERMISSION with the reason, says so on /health and
+ * in the log, and takes writes again once every NameServer that answers
+ * accepts it. Checked once a second.
+ */
+void
+bk_ctl_ns_refused_tick(struct bk_ctl *x, uint64_t now_ms)
+{
+	char why[sizeof(x->bk.ns_refused_why)];
+	bool refused;
+
+	if (x->breg == NULL || now_ms < x->admin.next_refused_ms)
+		return;
+	x->admin.next_refused_ms = now_ms + 1000;
+	refused = x->bk.conf.role != BK_ROLE_SLAVE && ctl_breg_refused(x->breg, why, sizeof(why));
+	if (refused && strcmp(why, x->bk.ns_refused_why) != 0) {
+		snprintf(x->bk.ns_refused_why, sizeof(x->bk.ns_refused_why), "%s", why);
+		if (!atomic_load_relaxed(&x->bk.ns_refused))
+			log_err(BK_TAG,
+				"write-protected: %s; SENDs are refused NO_PERMISSION until a "
+				"registration is accepted again",
+				why);
+		atomic_store_relaxed(&x->bk.ns_refused, 1);
+	} else if (!refused && atomic_load_relaxed(&x->bk.ns_refused)) {
+		atomic_store_relaxed(&x->bk.ns_refused, 0);
+		x->bk.ns_refused_why[0] = '\0';
+		log_info(BK_TAG, "the NameServers accept our registration again: SENDs are taken");
+	}
+}
+
 /* ---- configuration ---- */
 
 /* Replaces the value of "@key=" in @text (a line of its own) by @val. Return: 0, -ENOMEM. */

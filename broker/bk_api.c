@@ -296,7 +296,7 @@ latency(struct bk_ctl *x, struct jbuf *b)
 }
 
 bool
-bk_api_render(struct bk_ctl *x, struct httpd_req *r)
+bk_api_render(struct bk_ctl *x, struct httpd_req *r, const struct acl_account *acc)
 {
 	static const struct {
 		const char *path;
@@ -309,7 +309,7 @@ bk_api_render(struct bk_ctl *x, struct httpd_req *r)
 	};
 
 	if (strcmp(r->path, "/api/message") == 0) {
-		bk_api_message(x, r);
+		bk_api_message(x, r, acc);
 		jbuf_lit(&r->body, "\n");
 		return true;
 	}

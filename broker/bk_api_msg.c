@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "bk_ctl.h"
+#include "common/acl.h"
 #include "common/jbuf.h"
 #include "control/httpd.h"
 #include "store/store.h"
@@ -214,7 +215,7 @@ by_key(struct bk_ctl *x, const char *topic, const char *key, int64_t *phys, size
 }
 
 void
-bk_api_message(struct bk_ctl *x, struct httpd_req *r)
+bk_api_message(struct bk_ctl *x, struct httpd_req *r, const struct acl_account *acc)
 {
 	const char *topic = httpd_arg(r, "topic"), *key = httpd_arg(r, "key");
 	const char *id = httpd_arg(r, "id");
@@ -232,6 +233,11 @@ bk_api_message(struct bk_ctl *x, struct httpd_req *r)
 	}
 	if (key && key[0] && topic == NULL) {
 		refuse(r, 400, "a lookup by key needs the topic");
+		return;
+	}
+	if (acc && topic && !acl_allowed(acc, topic, strlen(topic), false, ACL_SUB)) {
+		x->http_auth.refused[HTTPD_AUTH_NO_PERMISSION]++;
+		refuse(r, 403, "this account has no SUB permission on the topic");
 		return;
 	}
 	if (id && id[0]) {
@@ -285,6 +291,11 @@ bk_api_message(struct bk_ctl *x, struct httpd_req *r)
 		    wire_rec_decode(rec, (size_t)len, WIRE_REC_VERIFY_CRC, &m) != len ||
 		    (phys[i] == id_phys && m.phys_offset != id_phys))
 			continue;
+		/* a message of a topic the account may not read is left out, as if not there */
+		if (acc && !acl_allowed(acc, m.topic, m.topic_len, false, ACL_SUB)) {
+			x->http_hidden++;
+			continue;
+		}
 		if (shown++)
 			jbuf_lit(&r->body, ",");
 		message(x, &r->body, &m);

@@ -405,7 +405,8 @@ bk_core_topic_for_write(struct bk_core *c, const char *name, size_t len, bool fo
 		return NULL;
 	}
 	if (!(t->perm & META_PERM_WRITE) ||
-	    !(atomic_load_relaxed(&c->bk->perm) & META_PERM_WRITE) || bk_topic_broker_only(t)) {
+	    !(atomic_load_relaxed(&c->bk->perm) & META_PERM_WRITE) ||
+	    atomic_load_relaxed(&c->bk->ns_refused) || bk_topic_broker_only(t)) {
 		*status = WIRE_DP_ST_NO_PERMISSION;
 		return NULL;
 	}

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "bk_priv.h"
+#include "control/httpd.h"
 #include "common/acl.h"
 #include "common/config.h"
 
@@ -38,7 +39,8 @@ struct bk_admin {
 	int64_t boot_ms;
 	int64_t today_ms; /* local midnight */
 	uint64_t next_sample_ms;
-	uint64_t at; /* samples taken */
+	uint64_t next_refused_ms; /* bk_ctl_ns_refused_tick() */
+	uint64_t at;		  /* samples taken */
 	uint64_t in[BK_ADMIN_SAMPLES], out[BK_ADMIN_SAMPLES];
 	uint64_t in_today, out_today, in_yesterday, out_yesterday; /* totals at midnight */
 };
@@ -87,9 +89,14 @@ struct bk_ctl {
 	struct bk_stats *stats;	 /* bk_stats_ctl.c: control thread only */
 	/* the ACL file (bk_acl_ctl.c): control thread only */
 	struct acl_watch acl_watch;
-	struct httpd *http; /* bk_http.c: /metrics, /health (NULL: off) */
-	struct bk_ha *ha;   /* bk_ha.c: failover through etcd (NULL: static roles) */
+	struct httpd *http;	     /* bk_http.c: /metrics, /health (NULL: off) */
+	struct httpd_auth http_auth; /* bk_http.c: who may read which page; control thread */
+	uint64_t http_hidden;	     /* messages /api/message left out (ACL); control thread */
+	struct bk_ha *ha;	     /* bk_ha.c: failover through etcd (NULL: static roles) */
 };
+
+/* Once a second: a master a NameServer refuses write-protects itself (bk_admin_ctl.c). */
+void bk_ctl_ns_refused_tick(struct bk_ctl *x, uint64_t now_ms);
 
 /* aclEnable/aclFile (bk_acl_ctl.c): load at start (0, -errno logged), watch, free at stop. */
 int bk_acl_start(struct bk_ctl *x);
@@ -120,10 +127,14 @@ int bk_committed_each(struct bk_ctl *x,
 		      int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t,
 				int64_t offset),
 		      void *arg);
-/* /api/message?topic=&key= | ?id= [&topic=] (bk_api_msg.c): status and body in @r. */
-void bk_api_message(struct bk_ctl *x, struct httpd_req *r);
+/*
+ * /api/message?topic=&key= | ?id= [&topic=] (bk_api_msg.c): status and body in
+ * @r. @acc (ACL on): a message of a topic it may not SUB is left out; a topic
+ * named that it may not SUB is 403.
+ */
+void bk_api_message(struct bk_ctl *x, struct httpd_req *r, const struct acl_account *acc);
 /* /api/... (bk_api.c). Return: false when @r's path is not one of them. */
-bool bk_api_render(struct bk_ctl *x, struct httpd_req *r);
+bool bk_api_render(struct bk_ctl *x, struct httpd_req *r, const struct acl_account *acc);
 
 /* Every broker key (bk_keys.c). */
 extern const struct cfg_key bk_keys[];

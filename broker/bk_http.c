@@ -37,7 +37,7 @@ say(struct jbuf *b, const char *s)
 void
 bk_http_health(struct bk_ctl *x, struct httpd_req *r)
 {
-	char line[256];
+	char line[384];
 	uint32_t acc = 0, total = 0;
 
 	if (!x->cores_running) {
@@ -53,6 +53,13 @@ bk_http_health(struct bk_ctl *x, struct httpd_req *r)
 		r->status = 503;
 		snprintf(line, sizeof(line), "not ready: shard %u refuses writes: %s\n", i,
 			 strerror(-err));
+		say(&r->body, line);
+		return;
+	}
+	if (atomic_load_relaxed(&x->bk.ns_refused)) {
+		r->status = 503;
+		snprintf(line, sizeof(line), "not ready: write-protected: %s\n",
+			 x->bk.ns_refused_why);
 		say(&r->body, line);
 		return;
 	}
@@ -90,15 +97,18 @@ static void
 on_http(void *arg, struct httpd_req *r)
 {
 	const struct console_file *f;
-
+	const struct acl_account *acc;
 	struct bk_ctl *x = arg;
 
+	/* every path has a row in the permission table (common/acl_door.c) */
+	if (httpd_auth_check(&x->http_auth, x->bk.acl, r, &acc) == NULL)
+		return;
 	if (strcmp(r->path, "/metrics") == 0) {
 		r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 		bk_metrics_render(x, &r->body);
 	} else if (strcmp(r->path, "/health") == 0) {
 		bk_http_health(x, r);
-	} else if (bk_api_render(x, r)) {
+	} else if (bk_api_render(x, r, acc)) {
 		/* answered */
 	} else if ((f = console_for_path(r->path, "broker.html")) != NULL) {
 		r->ctype = f->ctype;
@@ -117,6 +127,10 @@ bk_http_start(struct bk_ctl *x)
 				.wake_fd = x->bk.efd,
 				.fn = on_http,
 				.arg = x};
+
+	x->http_auth.tag = BK_TAG;
+	x->http_auth.namesrv = false;
+	x->http_auth.token = cfg_get_str(x->cfg, "httpMetricsToken");
 
 	return httpd_open(&hc, cfg_get_int(x->cfg, "httpPort"), cfg_get_int(x->cfg, "listenPort"),
 			  HTTP_PORT_FROM_LISTEN, &x->http);

@@ -27,8 +27,13 @@ const struct cfg_key bk_keys[] = {
 	{"httpPort", CFG_INT, "-1", -1, 65535, NULL,
 	 "HTTP port of /metrics (Prometheus) and /health (0: off; -1: listenPort - 2831, so 8080 "
 	 "for 10911)"},
-	{"httpBindAddress", CFG_STRING, "0.0.0.0", 7, 15, NULL,
-	 "IPv4 address the HTTP endpoints listen on"},
+	{"httpBindAddress", CFG_STRING, "127.0.0.1", 7, 15, NULL,
+	 "IPv4 address the HTTP endpoints listen on (this host only by default; 0.0.0.0: every "
+	 "address)"},
+	{"httpMetricsToken", CFG_STRING, NULL, 0, 256, NULL,
+	 "set: /metrics and /health need \"Authorization: Bearer TOKEN\" (Prometheus' "
+	 "authorization setting); never shown",
+	 true},
 	{"remotingMaxConnections", CFG_INT, "65536", 1, 1 << 20, NULL,
 	 "remoting connections open at once (more are refused); lowered at start to what the "
 	 "descriptor limit leaves after fdReserve"},

@@ -497,6 +497,17 @@ remoting(struct bk_ctl *x, struct jbuf *b)
 	for (unsigned i = 0; i < BK_ACL_REASONS; i++)
 		httpd_prom_sample(b, "sprocket_remoting_acl_denied_total", "reason",
 				  bk_acl_reason_name(i), bk_rmt_acl_denied(x->rmt, i));
+	httpd_prom_family(b, "sprocket_broker_namesrv_refused", "gauge",
+			  "1 while a NameServer refuses this master's registration: SENDs refused");
+	httpd_prom_sample(b, "sprocket_broker_namesrv_refused", NULL, NULL,
+			  atomic_load_relaxed(&x->bk.ns_refused));
+	httpd_prom_family(b, "sprocket_acl_hidden_records_total", "counter",
+			  "records a lookup found and left out: the account may not read their "
+			  "topic, by door");
+	httpd_prom_sample(b, "sprocket_acl_hidden_records_total", "door", "remoting",
+			  bk_rmt_acl_hidden(x->rmt));
+	httpd_prom_sample(b, "sprocket_acl_hidden_records_total", "door", "http", x->http_hidden);
+	httpd_auth_prom(&x->http_auth, x->http, b, "sprocket_http_refused_total");
 	httpd_prom_family(b, "sprocket_remoting_frame_memory_bytes", "gauge",
 			  "memory held by remoting frames not yet whole");
 	httpd_prom_sample(b, "sprocket_remoting_frame_memory_bytes", NULL, NULL,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/acl.h"
 #include "common/atomic.h"
 #include "common/clock.h"
 #include "common/phist.h"
@@ -335,6 +336,8 @@ struct bk_tx_end_req {
 	uint64_t qoff; /* tranStateTableOffset */
 	int32_t kind;  /* WIRE_SYSFLAG_TX_COMMIT or _ROLLBACK */
 	char group[META_GROUP_MAX + 1];
+	bool acl;		  /* the ACL is on: the account @ak needs PUB on the real topic */
+	char ak[ACL_KEY_MAX + 1]; /* the request's account (acl) */
 };
 
 /* How END_TRANSACTION ended (bk_rcmd.value), for RocketMQ's remarks. */
@@ -346,6 +349,7 @@ enum bk_tx_end_res {
 	BK_TX_END_BUSY,	       /* the store took nothing now: the check-back will ask again */
 	BK_TX_END_NO_TOPIC,    /* the half's REAL_TOPIC/REAL_QID is not writable here */
 	BK_TX_END_FENCED,      /* not the writable master (failover): the next master asks */
+	BK_TX_END_NO_PERM,     /* the account may not publish to the half's real topic */
 };
 
 /* One item of a BK_ROP_TX_CHECK answer, followed by its half record. */
@@ -526,6 +530,10 @@ struct bk {
 	struct bk_ttab *ttab;  /* RCU */
 	struct bk_gtab *gtab;  /* RCU: subscription group settings the cores apply; NULL none */
 	_Atomic uint32_t perm; /* brokerPermission: writable/readable */
+	/* a NameServer refused our registration (a second master holds the route): SENDs are
+	 * refused NO_PERMISSION until one is accepted again; control thread writes (bk_admin_ctl.c) */
+	_Atomic uint32_t ns_refused;
+	char ns_refused_why[256]; /* why, for remarks and /health; control thread only */
 	uint32_t ncores;
 	struct bk_core *cores;
 	int efd; /* eventfd: a core asks the control thread for work */

@@ -237,6 +237,7 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 		j->next->prev = j->prev;
 	free(j->reqbuf);
 	free(j->c.resp);
+	free(j->ak);
 	free(j);
 }
 
@@ -549,36 +550,10 @@ reap(struct bk_rmt *r)
 
 /* ---- frames in ---- */
 
-/* Requests only adminAllowedAddrs may send (a slave's GET_ALL_* sync is not one). */
-static bool
-admin_code(int32_t code)
-{
-	switch (code) {
-	case WIRE_REQ_UPDATE_AND_CREATE_TOPIC:
-	case WIRE_REQ_UPDATE_BROKER_CONFIG:
-	case WIRE_REQ_GET_BROKER_CONFIG:
-	case WIRE_REQ_GET_BROKER_RUNTIME_INFO:
-	case WIRE_REQ_GET_TOPIC_STATS_INFO:
-	case WIRE_REQ_GET_CONSUME_STATS:
-	case WIRE_REQ_GET_CONSUMER_CONNECTION_LIST:
-	case WIRE_REQ_GET_PRODUCER_CONNECTION_LIST:
-	case WIRE_REQ_GET_CONSUMER_RUNNING_INFO:
-	case WIRE_REQ_QUERY_TOPIC_CONSUME_BY_WHO:
-	case WIRE_REQ_INVOKE_BROKER_TO_RESET_OFFSET:
-	case WIRE_REQ_DELETE_TOPIC_IN_BROKER:
-	case WIRE_REQ_UPDATE_AND_CREATE_SUBSCRIPTIONGROUP:
-	case WIRE_REQ_DELETE_SUBSCRIPTIONGROUP:
-	case WIRE_REQ_CLEAN_EXPIRED_CONSUMEQUEUE:
-	case WIRE_REQ_VIEW_BROKER_STATS_DATA:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static void
 dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
+	const struct acl_door *door;
 	char remark[128];
 
 	if (q->flag & WIRE_REM_FLAG_RESPONSE) {
@@ -589,9 +564,16 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	}
 	c->lang = q->language;
 	c->version = q->version;
-	if (bk_rmt__acl_refuses(r, c, q, admin_code(q->code)))
+	/* who may use the door: one table for every code (common/acl_door.c) */
+	door = acl_door_broker(q->code);
+	if (door == NULL) {
+		snprintf(remark, sizeof(remark), " request type %d not supported", q->code);
+		bk_rmt__reply(r, c, q, WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED, remark);
 		return;
-	if (admin_code(q->code) && !cidr_list_has(&r->conf.admin_addrs, c->peer.ip)) {
+	}
+	if (bk_rmt__acl_refuses(r, c, q, door))
+		return;
+	if ((door->flags & ACL_DOOR_ADDRS) && !cidr_list_has(&r->conf.admin_addrs, c->peer.ip)) {
 		snprintf(remark, sizeof(remark),
 			 "admin request %d refused: %s is not in adminAllowedAddrs", q->code,
 			 c->peer_s);

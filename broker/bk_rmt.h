@@ -146,6 +146,8 @@ void bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len);
 
 /* Requests the ACL refused on the remoting port, by enum bk_acl_reason. Context: control. */
 uint64_t bk_rmt_acl_denied(const struct bk_rmt *r, unsigned reason);
+/* Records lookups found and left out: the account may not read their topic. */
+uint64_t bk_rmt_acl_hidden(const struct bk_rmt *r);
 
 /* Why a request was answered SYSTEM_BUSY (docs/isolation.md). */
 enum bk_rmt_busy {

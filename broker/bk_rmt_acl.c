@@ -12,12 +12,19 @@
  * for admin requests and the permission on each resource the request uses,
  * as RocketMQ's PlainAccessValidator.parse lists them (SEND: the topic PUB,
  * or the group SUB for a retry topic; PULL: topic and group SUB; offsets,
- * heartbeats, SEND_BACK, consumer lists: the group SUB...). sprocket adds
- * QUERY_CONSUMER_OFFSET (group and topic SUB) and treats every request that
- * adminAllowedAddrs guards as an admin request (RocketMQ: only topic, group
- * and config changes). A refusal is NO_PERMISSION (RocketMQ answers
- * SYSTEM_ERROR) with the reason, counted by reason; the secret and the
- * signatures are never logged.
+ * heartbeats, SEND_BACK, consumer lists: the group SUB...). What each code
+ * needs comes from one table (common/acl_door.c), shared with the NameServer
+ * and the dataplane; where it is stricter than RocketMQ (offset and time
+ * lookups need SUB on their topic, locks the group and its topics, a slave's
+ * GET_ALL_* sync an admin account, every request adminAllowedAddrs guards an
+ * admin account) docs/security.md says so. A %RETRY%g or %DLQ%g topic is
+ * group g, and a SEND to one needs SUB on the topic its message carries
+ * (RETRY_TOPIC). Requests answered with records (lookups by id or key,
+ * END_TRANSACTION) keep the account they were checked against
+ * (r->req_acc), so each record is checked again on its own topic when it is
+ * found. A refusal is NO_PERMISSION (RocketMQ answers SYSTEM_ERROR) with the
+ * reason, counted by reason; the secret and the signatures are never
+ * logged.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +33,7 @@
 
 #include "bk_rmt_priv.h"
 #include "common/acl.h"
+#include "common/acl_door.h"
 #include "common/log.h"
 
 #define TRACE_TOPIC "RMQ_SYS_TRACE_TOPIC"
@@ -52,12 +60,7 @@ need(struct needs *ns, const char *name, uint32_t len, bool group, uint8_t perm)
 		ns->overflow = true;
 		return;
 	}
-	/* RocketMQ keys a group by its retry topic: "%RETRY%g" as a topic is group g */
-	if (!group && len > 7 && memcmp(name, "%RETRY%", 7) == 0) {
-		group = true;
-		name += 7;
-		len -= 7;
-	}
+	/* "%RETRY%g" and "%DLQ%g" are group g, named as a topic or as a group (acl_allowed()) */
 	ns->v[ns->n++] = (struct need){.name = name, .len = len, .group = group, .perm = perm};
 }
 
@@ -73,18 +76,60 @@ need_ext(struct needs *ns, const struct wire_rem_cmd *q, const char *key, bool g
 		need(ns, "null", 4, group, perm);
 }
 
-/* The topic of a SEND: PUB, or a retry topic's group SUB (a consumer's SEND_BACK by SEND). */
+static bool
+is_group_topic(const char *t, size_t n)
+{
+	return (n > 7 && memcmp(t, "%RETRY%", 7) == 0) || (n > 5 && memcmp(t, "%DLQ%", 5) == 0);
+}
+
+/*
+ * The topic of a SEND: PUB; a retry or dead-letter topic (a consumer's
+ * SEND_BACK by SEND): its group SUB, and SUB on the topic the message carries
+ * (RETRY_TOPIC), so an account denied a group cannot inject into its retries.
+ */
 static void
-need_send(struct needs *ns, const struct wire_rem_cmd *q, const char *key)
+need_send(struct needs *ns, const struct wire_rem_cmd *q, const char *key, const char *pkey)
 {
 	const struct wire_kv *kv = wire_rem_ext_get(q, key);
+	const struct wire_kv *props = wire_rem_ext_get(q, pkey);
+	const char *rt;
+	size_t rtl;
 
-	if (kv && kv->val_len > 7 && memcmp(kv->val, "%RETRY%", 7) == 0)
+	if (kv && is_group_topic(kv->val, kv->val_len)) {
 		need(ns, kv->val, kv->val_len, true, ACL_SUB);
-	else if (kv)
+		if (props && wire_props_get(props->val, props->val_len, "RETRY_TOPIC", &rt, &rtl))
+			need(ns, rt, (uint32_t)rtl, false, ACL_SUB);
+	} else if (kv) {
 		need(ns, kv->val, kv->val_len, false, ACL_PUB);
-	else
+	} else {
 		need(ns, "null", 4, false, ACL_PUB);
+	}
+}
+
+/* LOCK/UNLOCK_BATCH_MQ: the group SUB and each queue's topic SUB. */
+static void
+need_lock(struct needs *ns, const struct wire_rem_cmd *q)
+{
+	json_object *g, *set;
+
+	ns->owned = bk_rmt__jparse(q->body, q->body_len);
+	if (!ns->owned || !json_object_object_get_ex(ns->owned, "consumerGroup", &g) ||
+	    !json_object_is_type(g, json_type_string)) {
+		need(ns, "null", 4, true, ACL_SUB);
+		return;
+	}
+	need(ns, json_object_get_string(g), (uint32_t)json_object_get_string_len(g), true, ACL_SUB);
+	if (!json_object_object_get_ex(ns->owned, "mqSet", &set) ||
+	    !json_object_is_type(set, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(set); i++) {
+		json_object *t;
+
+		if (json_object_object_get_ex(json_object_array_get_idx(set, i), "topic", &t) &&
+		    json_object_is_type(t, json_type_string))
+			need(ns, json_object_get_string(t), (uint32_t)json_object_get_string_len(t),
+			     false, ACL_SUB);
+	}
 }
 
 /* HEART_BEAT: each consumer group SUB and each topic it subscribes to SUB. */
@@ -124,11 +169,11 @@ resources(struct needs *ns, const struct wire_rem_cmd *q)
 {
 	switch (q->code) {
 	case WIRE_REQ_SEND_MESSAGE:
-		need_send(ns, q, "topic");
+		need_send(ns, q, "topic", "properties");
 		break;
 	case WIRE_REQ_SEND_MESSAGE_V2:
 	case WIRE_REQ_SEND_BATCH_MESSAGE:
-		need_send(ns, q, "b");
+		need_send(ns, q, "b", "i");
 		break;
 	case WIRE_REQ_CONSUMER_SEND_MSG_BACK:
 		need_ext(ns, q, "group", true, ACL_SUB);
@@ -138,7 +183,15 @@ resources(struct needs *ns, const struct wire_rem_cmd *q)
 		need_ext(ns, q, "consumerGroup", true, ACL_SUB);
 		break;
 	case WIRE_REQ_QUERY_MESSAGE:
+	case WIRE_REQ_GET_MIN_OFFSET:
+	case WIRE_REQ_GET_MAX_OFFSET:
+	case WIRE_REQ_SEARCH_OFFSET_BY_TIMESTAMP:
+	case WIRE_REQ_GET_EARLIEST_MSG_STORETIME:
 		need_ext(ns, q, "topic", false, ACL_SUB);
+		break;
+	case WIRE_REQ_LOCK_BATCH_MQ:
+	case WIRE_REQ_UNLOCK_BATCH_MQ:
+		need_lock(ns, q);
 		break;
 	case WIRE_REQ_HEART_BEAT:
 		need_heartbeat(ns, q);
@@ -192,7 +245,8 @@ refuse(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, unsigned
 }
 
 bool
-bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, bool admin)
+bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
+		    const struct acl_door *door)
 {
 	const struct acl *acl = r->bk->acl;
 	const struct wire_kv *ak, *sig;
@@ -201,7 +255,8 @@ bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd
 	char remark[256], name[72], want[HMAC_B64_LEN + 1];
 	bool out = false;
 
-	if (!acl)
+	r->req_acc = NULL;
+	if (!acl || door->cls == ACL_DOOR_OPEN)
 		return false;
 	if (acl_addrs_match(&acl->global, c->peer.ip))
 		return false;
@@ -225,7 +280,7 @@ bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd
 			 acc->ak);
 		return refuse(r, c, q, BK_ACL_BAD_SIG, remark);
 	}
-	if (admin && !acc->admin) {
+	if (door->cls == ACL_DOOR_ADMIN && !acc->admin) {
 		snprintf(remark, sizeof(remark),
 			 "Need admin permission for request code=%d, but accessKey=%s is not",
 			 q->code, acc->ak);
@@ -256,6 +311,8 @@ bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd
 		goto done;
 	}
 done:
+	if (!out)
+		r->req_acc = acc;
 	json_object_put(ns.owned);
 	return out;
 }
@@ -264,4 +321,37 @@ uint64_t
 bk_rmt_acl_denied(const struct bk_rmt *r, unsigned reason)
 {
 	return r && reason < BK_ACL_REASONS ? r->acl_denied[reason] : 0;
+}
+
+uint32_t
+bk_rmt__acl_keep_readable(struct bk_rmt *r, const char *ak, uint8_t *buf, uint32_t *len)
+{
+	const struct acl *acl = r->bk->acl;
+	const struct acl_account *acc = acl ? acl_find(acl, ak, strlen(ak)) : NULL;
+	uint32_t at = 0, out = 0, kept = 0;
+
+	while (at < *len) {
+		struct wire_msg m;
+		long n = wire_rec_decode(buf + at, *len - at, 0, &m);
+
+		if (n <= 0)
+			break; /* a gather copies whole records: nothing after a bad one is trusted */
+		if (acc && acl_allowed(acc, m.topic, m.topic_len, false, ACL_SUB)) {
+			if (out != at)
+				memmove(buf + out, buf + at, (size_t)n);
+			out += (uint32_t)n;
+			kept++;
+		} else {
+			r->acl_hidden++;
+		}
+		at += (uint32_t)n;
+	}
+	*len = out;
+	return kept;
+}
+
+uint64_t
+bk_rmt_acl_hidden(const struct bk_rmt *r)
+{
+	return r ? r->acl_hidden : 0;
 }

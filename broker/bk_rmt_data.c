@@ -25,12 +25,21 @@
 
 /* ---- data requests: to the owning core ---- */
 
-/* A slave takes no write (RocketMQ: "messages are put to the slave"). Return: refused. */
+/*
+ * A slave takes no write (RocketMQ: "messages are put to the slave"), nor
+ * does a master a NameServer refuses (bk_ctl_ns_refused_tick()). Return: refused.
+ */
 static bool
 slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
-	char remark[200];
+	char remark[320];
 
+	if (atomic_load_relaxed(&r->bk->ns_refused)) {
+		snprintf(remark, sizeof(remark), "this broker is write-protected: %s",
+			 r->bk->ns_refused_why);
+		bk_rmt__reply(r, c, q, WIRE_RSP_NO_PERMISSION, remark);
+		return true;
+	}
 	if (r->bk->conf.role != BK_ROLE_SLAVE)
 		return false;
 	snprintf(remark, sizeof(remark),
@@ -557,6 +566,12 @@ bk_rmt__do_lookup(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *
 		bk_rmt__busy(r, c, q);
 		return;
 	}
+	/* each record found is checked on its own topic before it is answered */
+	if (r->req_acc && (j->ak = strdup(r->req_acc->ak)) == NULL) {
+		bk_rmt__job_free(r, j);
+		bk_rmt__busy(r, c, q);
+		return;
+	}
 	memcpy(j->phys, phys, sizeof(phys[0]) * (size_t)n);
 	j->c.phys = j->phys;
 	j->c.nphys = (uint32_t)n;
@@ -775,6 +790,9 @@ answer_lookup(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 	struct rresp o = {.opaque = j->opaque, .serialize = j->serialize};
 	char now[24];
 
+	/* a record of a topic the account may not read is left out, as if not there */
+	if (j->ak && j->c.found)
+		j->c.found = bk_rmt__acl_keep_readable(r, j->ak, j->c.resp, &j->c.resp_len);
 	if (j->c.found == 0) {
 		char remark[96];
 

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "bk_rmt.h"
+#include "common/acl_door.h"
 #include "common/ipcount.h"
 #include "wire/remoting.h"
 
@@ -88,6 +89,7 @@ struct rjob {
 	uint8_t *reqbuf;
 	struct ragg *agg; /* one part of an admin request over many queues (bk_rmt_stats.c) */
 	int64_t phys[QUERY_MAX];
+	char *ak; /* a lookup's account: each record found is checked on its topic (or NULL) */
 };
 
 struct rsub {
@@ -181,6 +183,9 @@ struct bk_rmt {
 	uint32_t accept_backoff_ms;
 	/* requests the ACL refused, by reason (bk_rmt_acl.c) */
 	uint64_t acl_denied[BK_ACL_REASONS];
+	uint64_t
+		acl_hidden; /* records a lookup found and left out: the account may not read them */
+	const struct acl_account *req_acc; /* the request being dispatched was checked against */
 	/* per-client quotas (docs/isolation.md): jobs in flight per source address, long
 	 * polls per core, refusals by reason, and the reason of the refusal being answered */
 	struct ipcount jobs_addr;
@@ -401,10 +406,18 @@ struct json_object *bk_rmt__jparse(const uint8_t *b, size_t len);
 
 /*
  * bk_rmt__acl_refuses() - with aclEnable, is @q refused (then it is answered
- * NO_PERMISSION and counted)? @admin: an admin request (admin accounts only).
+ * NO_PERMISSION and counted)? @door: the code's row of the permission table.
+ * Sets r->req_acc to the account @q was checked against (NULL: no ACL, or a
+ * white-listed address that needs none).
  */
 bool bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
-			 bool admin);
+			 const struct acl_door *door);
+/*
+ * bk_rmt__acl_keep_readable() - leave out of @buf (*@len bytes of records back
+ * to back) every record whose topic account @ak may not SUB (now: an account
+ * removed by a reload keeps nothing); *@len shrinks. Return: records kept.
+ */
+uint32_t bk_rmt__acl_keep_readable(struct bk_rmt *r, const char *ak, uint8_t *buf, uint32_t *len);
 
 /*
  * The connection's bytes in and out, plain or TLS (bk_rmt_tls.c). Return:

@@ -148,6 +148,11 @@ bk_rmt__do_end_tx(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *
 	rq->qoff = (uint64_t)qoff;
 	rq->kind = (int32_t)kind;
 	snprintf(rq->group, sizeof(rq->group), "%s", group);
+	/* the core checks PUB on the half's real topic once it has read the half */
+	if (r->bk->acl && r->req_acc) {
+		rq->acl = true;
+		snprintf(rq->ak, sizeof(rq->ak), "%s", r->req_acc->ak);
+	}
 	j->c.req_len = sizeof(*rq);
 	if (bk_rmt__job_post(r, j, (uint16_t)shard) != 0)
 		bk_rmt__busy(r, c, q);
@@ -166,16 +171,18 @@ bk_rmt__answer_end_tx(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 		[BK_TX_END_NO_TOPIC] = "the half's topic or queue cannot be written on this broker",
 		[BK_TX_END_FENCED] = "this broker is no longer the group's writable master: not "
 				     "resolved here, the new master's check-back will ask again",
+		[BK_TX_END_NO_PERM] = "No PUB permission for the topic of the half message",
 	};
 	struct rresp o = {.opaque = j->opaque, .serialize = j->serialize};
 	int64_t v = j->c.value;
 
-	if (v < 0 || v > BK_TX_END_FENCED)
+	if (v < 0 || v > BK_TX_END_NO_PERM)
 		v = BK_TX_END_NOT_FOUND;
-	o.code = v == BK_TX_END_OK	 ? WIRE_RSP_SUCCESS
-		 : v == BK_TX_END_BUSY	 ? WIRE_RSP_SYSTEM_BUSY
-		 : v == BK_TX_END_FENCED ? WIRE_RSP_SERVICE_NOT_AVAILABLE
-					 : WIRE_RSP_SYSTEM_ERROR;
+	o.code = v == BK_TX_END_OK	  ? WIRE_RSP_SUCCESS
+		 : v == BK_TX_END_BUSY	  ? WIRE_RSP_SYSTEM_BUSY
+		 : v == BK_TX_END_FENCED  ? WIRE_RSP_SERVICE_NOT_AVAILABLE
+		 : v == BK_TX_END_NO_PERM ? WIRE_RSP_NO_PERMISSION
+					  : WIRE_RSP_SYSTEM_ERROR;
 	o.remark = remark[v];
 	bk_rmt__conn_send(r, c, &o);
 }

@@ -32,6 +32,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <urcu/urcu-qsbr.h>
+
 #include "bk_priv.h"
 #include "common/clock.h"
 #include "common/compiler.h"
@@ -145,6 +147,23 @@ half_read(struct bk_core *c, int64_t phys, uint64_t qoff, struct wire_msg *m)
 	return 0;
 }
 
+/* Does account @ak (the END_TRANSACTION's) have PUB on the half @m's real topic? */
+static bool
+may_publish(struct bk_core *c, const char *ak, const struct wire_msg *m)
+{
+	/* pairs with rcu_assign_pointer() in bk_acl_ctl.c's publish() */
+	const struct acl *acl = rcu_dereference(c->bk->acl);
+	const struct acl_account *acc = acl ? acl_find(acl, ak, strnlen(ak, ACL_KEY_MAX)) : NULL;
+	const char *topic;
+	size_t len;
+
+	if (!wire_props_get(m->props, m->props_len, "REAL_TOPIC", &topic, &len)) {
+		topic = m->topic;
+		len = m->topic_len;
+	}
+	return acc && acl_allowed(acc, topic, len, false, ACL_PUB);
+}
+
 void
 bk_tx_end(struct bk_core *c, struct bk_rcmd *cmd)
 {
@@ -169,6 +188,11 @@ bk_tx_end(struct bk_core *c, struct bk_rcmd *cmd)
 	}
 	if (t == NULL || cmd->req_len != sizeof(*rq) || half_read(c, rq->phys, rq->qoff, &m) != 0) {
 		cmd->value = BK_TX_END_NOT_FOUND;
+		return;
+	}
+	if (rq->acl && !may_publish(c, rq->ak, &m)) {
+		c->st.acl_denied[BK_ACL_NO_PERM]++;
+		cmd->value = BK_TX_END_NO_PERM;
 		return;
 	}
 	if (!wire_props_get(m.props, m.props_len, "PGROUP", &g, &gl) || gl != strlen(rq->group) ||

@@ -760,6 +760,7 @@ run(struct bk_ctl *x, int sfd)
 		/* Also on the timer: a core's eventfd write may have failed. */
 		creates_poll(x);
 		bk_ctl_admin_tick(x, clk_mono_ns() / 1000000);
+		bk_ctl_ns_refused_tick(x, clk_mono_ns() / 1000000);
 		bk_stats_tick(x, clk_mono_ns() / 1000000);
 		bk_group_tick(x, clk_mono_ns() / 1000000);
 		bk_acl_tick(x, clk_mono_ns() / 1000000);

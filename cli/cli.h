@@ -72,6 +72,11 @@ extern const struct cli_cmd cli_failover_cmds[];
 extern const size_t cli_failover_ncmds;
 
 /* ---- arguments ---- */
+/* stdout and stderr escape control characters from here on (cli_esc.c); call first. */
+void cli_esc_stdio(void);
+/* @s with every control character (newline and tab too) as "\xNN"; malloc'd, or NULL. */
+char *cli_esc_dup(const char *s);
+
 const char *cli_opt(const struct cli *c, const char *name); /* value, "" for a flag, NULL */
 bool cli_flag(const struct cli *c, const char *name);
 /* An integer option. Return: 0 (absent: *@v untouched), CLI_USAGE with a message. */

@@ -166,6 +166,7 @@ main(int argc, char **argv)
 	const char *env = getenv("NAMESRV_ADDR");
 	int64_t t = 5000;
 
+	cli_esc_stdio();
 	tables_init();
 	/* global options before the command */
 	while (nrest > 0 && strncmp(rest[0], "--", 2) == 0) {

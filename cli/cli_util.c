@@ -557,7 +557,8 @@ cli_table_row(struct cli_table *t, ...)
 	for (size_t i = 0; i < t->ncols; i++) {
 		const char *s = va_arg(ap, const char *);
 
-		t->cells[t->nrows * t->ncols + i] = strdup(s ? s : "");
+		/* a name from the network: no control character, no newline (cli_esc.c) */
+		t->cells[t->nrows * t->ncols + i] = cli_esc_dup(s ? s : "");
 	}
 	va_end(ap);
 	t->nrows++;

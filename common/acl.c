@@ -299,10 +299,15 @@ acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool gr
 {
 	uint32_t lo = 0, hi = acc->nres;
 
-	if (!group && len >= 7 && memcmp(name, "%RETRY%", 7) == 0) {
+	/* a retry or dead-letter topic is its group, named either way: "%RETRY%g" is g */
+	if (len >= 7 && memcmp(name, "%RETRY%", 7) == 0) {
 		group = true;
 		name += 7;
 		len -= 7;
+	} else if (len >= 5 && memcmp(name, "%DLQ%", 5) == 0) {
+		group = true;
+		name += 5;
+		len -= 5;
 	}
 	if (acc->nres == 0 && acc->admin)
 		return true;

@@ -83,6 +83,7 @@ struct breg_ns {
 	uint64_t ok_gen;       /* generation of the newest accepted body */
 	uint64_t retry_at_ns;  /* after a failure: not before this */
 	uint32_t fails;	       /* consecutive */
+	char refused[200];     /* its latest answer refused us: why ("" otherwise) */
 };
 
 struct ctl_breg {
@@ -356,13 +357,15 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
 	return rc;
 }
 
-/* REGISTER_BROKER with @body. Return: 0, -EPROTO refused, -errno. Context: @ns's worker. */
+/*
+ * REGISTER_BROKER with @body. Return: 0, -EPROTO refused (the server's remark
+ * in @remark), -errno. Context: @ns's worker.
+ */
 static int
-ns_register(struct breg_ns *ns, const struct breg_body *body)
+ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size_t remark_cap)
 {
 	const struct ctl_breg *b = ns->b;
 	struct wire_rem_cmd *cmd = malloc(sizeof(*cmd));
-	char remark[256];
 	int rc;
 
 	if (cmd == NULL)
@@ -382,11 +385,13 @@ ns_register(struct breg_ns *ns, const struct breg_body *body)
 			rc = wire_rem_ext_add(cmd, "dataplaneCores", b->dp_cores);
 	}
 	if (rc == 0)
-		rc = ns_call(ns, cmd, body->json, body->len, remark, sizeof(remark));
+		rc = ns_call(ns, cmd, body->json, body->len, remark, remark_cap);
 	free(cmd);
 	if (rc > 0) {
 		log_warn_ratelimited(BREG_TAG, "namesrv %s refused the registration: code %d %s",
 				     ns->addr, rc, remark);
+		if (remark[0] == '\0')
+			snprintf(remark, remark_cap, "code %d", rc);
 		return -EPROTO;
 	}
 	if (rc < 0)
@@ -436,6 +441,7 @@ worker_main(void *arg)
 {
 	struct breg_ns *ns = arg;
 	struct ctl_breg *b = ns->b;
+	char remark[200];
 	uint32_t fails;
 
 	pthread_mutex_lock(&b->mu);
@@ -456,12 +462,14 @@ worker_main(void *arg)
 		}
 		body->refs++;
 		pthread_mutex_unlock(&b->mu);
-		rc = ns_register(ns, body);
+		rc = ns_register(ns, body, remark, sizeof(remark));
 		if (rc == 0 && (!ns->ever_ok || ns->fails > 0))
 			log_info(BREG_TAG, "registered %zu topics with namesrv %s", body->n_topics,
 				 ns->addr);
 		ns->ever_ok |= rc == 0;
 		pthread_mutex_lock(&b->mu);
+		if (rc == 0 || rc == -EPROTO)
+			snprintf(ns->refused, sizeof(ns->refused), "%s", rc ? remark : "");
 		if (rc == 0) {
 			ns->done_seq = body->seq;
 			ns->ok_gen = SP_MAX(ns->ok_gen, body->gen);
@@ -588,6 +596,23 @@ ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total)
 	*total = b->n_ns;
 	pthread_mutex_unlock(&b->mu);
 	*accepted = n;
+}
+
+bool
+ctl_breg_refused(struct ctl_breg *b, char *why, size_t why_len)
+{
+	bool out = false;
+
+	pthread_mutex_lock(&b->mu);
+	for (uint32_t i = 0; i < b->n_ns && !out; i++) {
+		if (b->ns[i].refused[0] == '\0')
+			continue;
+		snprintf(why, why_len, "namesrv %s refused the registration: %s", b->ns[i].addr,
+			 b->ns[i].refused);
+		out = true;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return out;
 }
 
 /* Stop and join the threads that started, then free. */

@@ -119,7 +119,8 @@ run_on_control(struct httpd *h, struct job *j)
 }
 
 static enum MHD_Result
-answer(struct MHD_Connection *c, unsigned status, const char *ctype, struct jbuf *body)
+answer(struct MHD_Connection *c, unsigned status, const char *ctype, struct jbuf *body,
+       bool challenge)
 {
 	size_t len = 0;
 	uint8_t *p = NULL;
@@ -145,6 +146,9 @@ answer(struct MHD_Connection *c, unsigned status, const char *ctype, struct jbuf
 	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 				      ctype ? ctype : "text/plain; charset=utf-8");
 	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (challenge)
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					      "Basic realm=\"sprocket\", charset=\"UTF-8\"");
 	rc = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return rc;
@@ -179,6 +183,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 {
 	struct httpd *h = cls;
 	struct job j = {.req = {.status = MHD_HTTP_OK}};
+	const union MHD_ConnectionInfo *ci;
 	char path[256];
 	size_t n;
 	enum MHD_Result rc;
@@ -191,25 +196,31 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
 		atomic_fetch_add_explicit(&h->refused, 1, memory_order_relaxed);
 		jbuf_lit(&j.req.body, "only GET and HEAD\n");
-		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, &j.req.body);
+		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, &j.req.body, false);
 	}
 	/* libmicrohttpd has cut the query off @url and decoded its arguments */
 	n = strcspn(url, "?");
 	if (n >= sizeof(path)) {
 		atomic_fetch_add_explicit(&h->refused, 1, memory_order_relaxed);
 		jbuf_lit(&j.req.body, "no such page\n");
-		return answer(c, MHD_HTTP_NOT_FOUND, NULL, &j.req.body);
+		return answer(c, MHD_HTTP_NOT_FOUND, NULL, &j.req.body, false);
 	}
 	memcpy(path, url, n);
 	path[n] = '\0';
 	j.req.path = path;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+		j.req.peer_ip = ((const struct sockaddr_in *)(const void *)ci->client_addr)
+					->sin_addr.s_addr;
+	j.req.authz =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	(void)MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, take_arg, &j.req);
 	run_on_control(h, &j);
 	if (j.req.status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		atomic_fetch_add_explicit(&h->refused, 1, memory_order_relaxed);
 	else
 		atomic_fetch_add_explicit(&h->served, 1, memory_order_relaxed);
-	rc = answer(c, (unsigned)j.req.status, j.req.ctype, &j.req.body);
+	rc = answer(c, (unsigned)j.req.status, j.req.ctype, &j.req.body, j.req.challenge);
 	jbuf_free(&j.req.body);
 	return rc;
 }
@@ -528,8 +539,14 @@ httpd_open(struct httpd_conf *hc, int64_t http_port, int64_t listen_port, int fr
 	hc->port = (uint16_t)http_port;
 	err = httpd_start(hc, out);
 	if (err == 0) {
-		log_info(hc->tag, "HTTP (/metrics, /health) listening on %s:%u", bind,
-			 httpd_port(*out));
+		bool lo = strncmp(bind, "127.", 4) == 0;
+
+		log_info(hc->tag,
+			 "HTTP (/metrics, /health, /api/, the console) listening on %s:%u%s", bind,
+			 httpd_port(*out),
+			 lo ? " (this host only: set httpBindAddress to an address of the host, "
+			      "or 0.0.0.0, to open it to the network)"
+			    : "");
 		return 0;
 	}
 	*out = NULL;

@@ -41,8 +41,13 @@ static const struct cfg_key ns_keys[] = {
 	{"httpPort", CFG_INT, "-1", -1, 65535, NULL,
 	 "HTTP port of /metrics and /health (docs/observability.md); 0: off; -1: listenPort - "
 	 "1795 (8081 for 9876)"},
-	{"httpBindAddress", CFG_STRING, NULL, 0, 15, NULL,
-	 "IPv4 address the HTTP endpoints listen on (unset: bindAddress's)"},
+	{"httpBindAddress", CFG_STRING, "127.0.0.1", 7, 15, NULL,
+	 "IPv4 address the HTTP endpoints listen on (this host only by default; 0.0.0.0: every "
+	 "address)"},
+	{"httpMetricsToken", CFG_STRING, NULL, 0, 256, NULL,
+	 "set: /metrics and /health need \"Authorization: Bearer TOKEN\" (Prometheus' "
+	 "authorization setting); never shown",
+	 true},
 	{"kvConfigPath", CFG_STRING, NULL, 0, 1024, NULL,
 	 "KV config file; its directory is the data dir (default $HOME/namesrv/kvConfig.json)"},
 	{"brokerExpireMs", CFG_INT, "120000", 1, 86400000, NULL,

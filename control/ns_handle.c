@@ -29,6 +29,7 @@
 
 #include <urcu/urcu-memb.h>
 
+#include "common/acl_door.h"
 #include "common/cidr.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -725,41 +726,13 @@ h_config_update(struct ns_state *st, const struct wire_rem_cmd *req, struct ns_r
 	return 0;
 }
 
-/* Requests only adminAllowedAddrs may send. */
-static bool
-is_admin_code(int32_t code)
-{
-	switch (code) {
-	case WIRE_REQ_PUT_KV_CONFIG:
-	case WIRE_REQ_DELETE_KV_CONFIG:
-	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
-	case WIRE_REQ_ADD_WRITE_PERM_OF_BROKER:
-	case WIRE_REQ_DELETE_TOPIC_IN_NAMESRV:
-	case WIRE_REQ_UPDATE_NAMESRV_CONFIG:
-	case WIRE_REQ_GET_NAMESRV_CONFIG:
-		return true;
-	default:
-		return false;
-	}
-}
-
+/* Who may send each code, and which change state (the writer's): common/acl_door.c. */
 static bool
 is_write_code(int32_t code)
 {
-	switch (code) {
-	case WIRE_REQ_PUT_KV_CONFIG:
-	case WIRE_REQ_DELETE_KV_CONFIG:
-	case WIRE_REQ_REGISTER_BROKER:
-	case WIRE_REQ_UNREGISTER_BROKER:
-	case WIRE_REQ_WIPE_WRITE_PERM_OF_BROKER:
-	case WIRE_REQ_ADD_WRITE_PERM_OF_BROKER:
-	case WIRE_REQ_DELETE_TOPIC_IN_NAMESRV:
-	case WIRE_REQ_UPDATE_NAMESRV_CONFIG:
-	case WIRE_REQ_QUERY_DATA_VERSION:
-		return true;
-	default:
-		return false;
-	}
+	const struct acl_door *d = acl_door_namesrv(code);
+
+	return d && (d->flags & ACL_DOOR_WRITE);
 }
 
 const char *const ns__req_names[NS_REQ_KINDS] = {
@@ -859,8 +832,13 @@ dispatch_write(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct
 		return h_config_update(st, req, r);
 	case WIRE_REQ_QUERY_DATA_VERSION:
 		return h_query_dv(st, now_ms, req, r);
-	default:
+	case WIRE_REQ_PUT_KV_CONFIG:
+	case WIRE_REQ_DELETE_KV_CONFIG:
 		return h_kv_write(st, req, r);
+	default:
+		reply_set(r, WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED, " request type %d not supported",
+			  req->code);
+		return 0;
 	}
 }
 
@@ -870,6 +848,7 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_i
 {
 	struct ns_role_ctx *ctx = &st->role[role];
 	struct wire_rem_cmd *req = &ctx->cmd;
+	const struct acl_door *door;
 	struct ns_reply *r;
 	enum ns_req_kind kind;
 	size_t need;
@@ -909,13 +888,19 @@ ns_handle(struct ns_state *st, enum ns_role role, uint64_t conn, uint32_t peer_i
 	memset(&r->cmd, 0, offsetof(struct wire_rem_cmd, ext));
 	r->body = NULL;
 	r->body_len = 0;
-	if ((is_write_code(req->code) || is_admin_code(req->code)) &&
-	    ns__acl_check(&st->acl, peer_ip, req, r->remark, sizeof(r->remark)) != 0) {
+	door = acl_door_namesrv(req->code);
+	if (door == NULL) {
+		/* no row in the permission table: nobody decided who may send it */
+		reply_set(r, WIRE_RSP_REQUEST_CODE_NOT_SUPPORTED, " request type %d not supported",
+			  req->code);
+		rc = 0;
+	} else if (door->cls != ACL_DOOR_OPEN &&
+		   ns__acl_check(&st->acl, peer_ip, req, r->remark, sizeof(r->remark)) != 0) {
 		r->cmd.code = WIRE_RSP_NO_PERMISSION;
 		r->cmd.remark = r->remark;
 		r->cmd.remark_len = (uint32_t)strlen(r->remark);
 		rc = 0;
-	} else if (is_admin_code(req->code) && !cidr_list_has(&st->admin, peer_ip)) {
+	} else if ((door->flags & ACL_DOOR_ADDRS) && !cidr_list_has(&st->admin, peer_ip)) {
 		char ip[INET_ADDRSTRLEN] = "?";
 
 		inet_ntop(AF_INET, &peer_ip, ip, sizeof(ip));

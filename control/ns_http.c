@@ -31,6 +31,7 @@ struct ns_http {
 	struct ns_state *st;
 	struct httpd *h;
 	int64_t boot_ms;
+	struct httpd_auth auth; /* who may read which page (io thread) */
 };
 
 static struct ns_http the_http;
@@ -113,6 +114,7 @@ metrics(struct ns_http *x, struct jbuf *b)
 	for (unsigned k = 0; k < NS_ACL_REASONS; k++)
 		httpd_prom_sample(b, "sprocket_namesrv_acl_denied_total", "reason",
 				  ns_acl_reason_name(k), ns_acl_denied(x->st, k));
+	httpd_auth_prom(&x->auth, x->h, b, "sprocket_namesrv_http_refused_total");
 	httpd_prom_family(b, "sprocket_namesrv_inflate_refused_total", "counter",
 			  "compressed registrations refused for inflating past their limits");
 	httpd_prom_sample(b, "sprocket_namesrv_inflate_refused_total", NULL, NULL,
@@ -224,9 +226,17 @@ static void
 on_http(void *arg, struct httpd_req *r)
 {
 	const struct console_file *f;
-
+	const struct acl_account *acc;
+	const struct acl_door *door;
 	struct ns_http *x = arg;
 
+	/* every path has a row in the permission table (common/acl_door.c) */
+	urcu_memb_read_lock();
+	/* pairs with rcu_assign_pointer() in ns_acl.c's publish() */
+	door = httpd_auth_check(&x->auth, rcu_dereference(x->st->acl.acl), r, &acc);
+	urcu_memb_read_unlock();
+	if (door == NULL)
+		return;
 	if (strcmp(r->path, "/metrics") == 0) {
 		r->ctype = "text/plain; version=0.0.4; charset=utf-8";
 		metrics(x, &r->body);
@@ -255,9 +265,7 @@ ns__http_start(struct ns_server *srv, const struct cfg *cfg)
 {
 	struct ns_http *x = &the_http;
 	struct httpd_conf hc = {.tag = NS_TAG,
-				.bind = cfg_is_set(cfg, "httpBindAddress")
-						? cfg_get_str(cfg, "httpBindAddress")
-						: cfg_get_str(cfg, "bindAddress"),
+				.bind = cfg_get_str(cfg, "httpBindAddress"),
 				.wake_fd = ns_server_wake_fd(srv),
 				.fn = on_http,
 				.arg = x};
@@ -265,6 +273,9 @@ ns__http_start(struct ns_server *srv, const struct cfg *cfg)
 
 	x->srv = srv;
 	x->st = ns_server_state(srv);
+	x->auth.tag = NS_TAG;
+	x->auth.namesrv = true;
+	x->auth.token = cfg_get_str(cfg, "httpMetricsToken");
 	x->boot_ms = clk_wall_ms();
 	err = httpd_open(&hc, cfg_get_int(cfg, "httpPort"), cfg_get_int(cfg, "listenPort"),
 			 HTTP_PORT_FROM_LISTEN, &x->h);

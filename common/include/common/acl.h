@@ -130,8 +130,8 @@ bool acl_addrs_match(const struct acl_addrs *l, uint32_t ip);
 bool acl_perm_ok(uint8_t needed, uint8_t owned);
 
 /*
- * acl_allowed() - may @acc use @name (@len bytes; a group when @group, or a
- * topic named "%RETRY%group") with @needed? The account's own entry for the
+ * acl_allowed() - may @acc use @name (@len bytes; a group when @group; a
+ * "%RETRY%g" or "%DLQ%g" name, as a topic or a group, is group g) with @needed? The account's own entry for the
  * resource decides, else its default for topics or groups; an admin with no
  * entries at all may do anything (RocketMQ's checkPerm).
  */

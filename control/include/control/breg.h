@@ -138,6 +138,14 @@ MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
  * Context: any control thread; a short mutex, never waits on I/O.
  */
 void ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total);
+/*
+ * ctl_breg_refused() - did a NameServer's latest answer to our registration
+ * refuse it (a second master with our brokerName and brokerId holds the
+ * route, or our signature is refused)? Then true, with the first such server
+ * and its reason in @why. An unreachable server keeps its last answer.
+ * Context: any thread.
+ */
+bool ctl_breg_refused(struct ctl_breg *b, char *why, size_t why_len);
 
 /**
  * ctl_breg_master() - a slave's master as the newest registration answer

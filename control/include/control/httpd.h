@@ -17,6 +17,7 @@
 #ifndef SP_CONTROL_HTTPD_H
 #define SP_CONTROL_HTTPD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/jbuf.h"
@@ -36,11 +37,14 @@ struct httpd_arg {
 
 /* One GET, as the handler sees it on the control thread. */
 struct httpd_req {
-	const char *path; /* the URL's path, without the query */
+	const char *path;  /* the URL's path, without the query */
+	uint32_t peer_ip;  /* the client's IPv4 address, network byte order */
+	const char *authz; /* the Authorization header, or NULL */
 	unsigned nargs;
 	struct httpd_arg args[HTTPD_ARGS_MAX];
 	int status;	   /* the handler sets it (200 when left alone) */
 	const char *ctype; /* Content-Type (text/plain when left NULL) */
+	bool challenge;	   /* a 401 that asks for HTTP Basic (WWW-Authenticate) */
 	struct jbuf body;  /* the handler writes the answer here */
 };
 
@@ -99,5 +103,45 @@ void httpd_prom_sample(struct jbuf *b, const char *name, const char *k, const ch
  */
 void httpd_prom_histogram(struct jbuf *b, const char *name, const char *labels,
 			  const struct phist *h);
+
+/* ---- who may read which page (httpd_auth.c) ---- */
+
+enum httpd_auth_reason {
+	HTTPD_AUTH_NO_CREDENTIALS,
+	HTTPD_AUTH_BAD_CREDENTIALS,
+	HTTPD_AUTH_NOT_LOOPBACK,
+	HTTPD_AUTH_NOT_ADMIN,
+	HTTPD_AUTH_NO_PERMISSION, /* counted by the handler: a topic the account may not read */
+	HTTPD_AUTH_BAD_TOKEN,
+	HTTPD_AUTH_NO_PAGE,
+	HTTPD_AUTH_REASONS,
+};
+
+/* A daemon's gate. Ownership: its control thread (set at start, counted there). */
+struct httpd_auth {
+	const char *tag;   /* for the log */
+	bool namesrv;	   /* which table of paths (common/acl_door.h) */
+	const char *token; /* httpMetricsToken: /metrics and /health need it (NULL, "": open) */
+	uint64_t refused[HTTPD_AUTH_REASONS];
+};
+
+struct acl;
+struct acl_account;
+struct acl_door;
+
+/*
+ * httpd_auth_check() - may @r be answered? @acl: the daemon's accounts (NULL:
+ * ACL off). Return: the path's row of the permission table, with *@acc the
+ * account it was checked against (NULL when none was needed); or NULL, @r
+ * answered already (404, 401 with a Basic challenge, 403) and counted.
+ */
+const struct acl_door *httpd_auth_check(struct httpd_auth *a, const struct acl *acl,
+					struct httpd_req *r, const struct acl_account **acc);
+/* "Basic base64(ak:sk)" into @ak and @sk. Return: 0, -1 not that (pure; fuzzed). */
+int httpd_basic_parse(const char *hdr, char *ak, size_t ak_cap, char *sk, size_t sk_cap);
+const char *httpd_auth_reason_name(unsigned reason);
+/* The family @name{reason=...}: refusals of @a by reason, and @h's limits and methods. */
+void httpd_auth_prom(const struct httpd_auth *a, const struct httpd *h, struct jbuf *b,
+		     const char *name);
 
 #endif /* SP_CONTROL_HTTPD_H */
