@@ -11,6 +11,11 @@ import struct
 
 def call(addr, code, ext=None, body=b"", timeout=5, tls_ca=None):
     """tls_ca: speak TLS, trusting the CA certificate in this PEM file."""
+    return call_ext(addr, code, ext, body, timeout, tls_ca)[:3]
+
+
+def call_ext(addr, code, ext=None, body=b"", timeout=5, tls_ca=None):
+    """As call(), and the answer's extFields (a dict) fourth."""
     hdr = json.dumps({"code": code, "language": "JAVA", "version": 409, "opaque": 1, "flag": 0,
                       "extFields": ext or {}}).encode()
     host, port = addr.rsplit(":", 1)
@@ -31,4 +36,4 @@ def call(addr, code, ext=None, body=b"", timeout=5, tls_ca=None):
         raise ConnectionError(f"{addr}: closed without an answer")
     hl = struct.unpack(">I", buf[4:8])[0] & 0xFFFFFF
     r = json.loads(buf[8:8 + hl])
-    return r.get("code"), r.get("remark", ""), buf[8 + hl:]
+    return r.get("code"), r.get("remark", ""), buf[8 + hl:], r.get("extFields") or {}

@@ -24,12 +24,24 @@ Cases (each starts its own NameServer and broker on 127.0.0.1, udp, aclEnable on
             and plain TCP on the same port; ali-ons produces and consumes through node's tls
             module; enforcing refuses plain TCP with a log line and takes TLS; a wrong key file
             stops the broker at start with the reason.
+  doors     every door keeps the ACL: the HTTP API and the console need an account (401 with a
+            Basic challenge and no body without one, 403 for a topic the account may not read,
+            a record of such a topic left out of a lookup by id), /metrics stays open and
+            counts the refusals; SEND to %RETRY%g and %DLQ%g of a denied group refused (and
+            with the group's own name as producer group); VIEW_MESSAGE_BY_ID, QUERY_MESSAGE and
+            the offset and time lookups return nothing of a denied topic; END_TRANSACTION by an
+            account without PUB on the half's topic refused and the half stays pending; a
+            second master with the same brokerName and brokerId, refused by the NameServer,
+            answers a direct SEND NO_PERMISSION, says so on /health and takes writes once the
+            first one stops; the CLI escapes control characters from the network.
   protected a NameServer without ACL and without bindAddress (protected mode) refuses a
             REGISTER_BROKER from another address (network namespaces and a veth pair) and
             takes it from loopback; with protectedMode=false it takes both. Root only (77).
 """
 import base64
 import re
+import urllib.error
+import urllib.request
 import hashlib
 import hmac
 import json
@@ -451,6 +463,217 @@ def case_tls():
           f"a key file that is not the key stops the broker with the reason (rc {rc})")
 
 
+def http_port(name="broker"):
+    for line in log_of(name).splitlines():
+        if "HTTP (/metrics" in line and "listening on" in line:
+            return int(line.split("listening on ", 1)[1].split()[0].rsplit(":", 1)[1])
+    raise SystemExit(f"{name}: no HTTP port in its log")
+
+
+def http_get(port, path, user=None, token=None):
+    """(status, body, headers) of GET http://127.0.0.1:port/path."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if user:
+        req.add_header("Authorization", "Basic " + base64.b64encode(user.encode()).decode())
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode(errors="replace"), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace"), dict(e.headers)
+
+
+def send_ext(topic, group="pg", props="", sysflag="0"):
+    return {"a": group, "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": sysflag,
+            "g": str(int(time.time() * 1000)), "h": "0", "i": props}
+
+
+def metric(port, name, label):
+    _, text, _ = http_get(port, "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + "{") and label in line:
+            return int(float(line.rsplit(" ", 1)[1]))
+    return None
+
+
+def case_doors():
+    write_acl(ACL_TEXT)
+    namesrv()
+    broker(["--registerNameServerPeriod=1000"])
+    topics_setup()
+    for t in ("TopicC", "TopicT"):
+        rc, out, err = cli("topic", "create", t, "--queues=1", ak="adminuser", sk="adminsecret")
+        check(rc == 0, f"admin account creates {t} ({(out + err).strip()[:80]})")
+    addr = f"127.0.0.1:{rmt_port()}"
+    hp = http_port()
+    check("this host only" in log_of("broker"),
+          "the start-up log says HTTP listens on this host only, and how to open it")
+    # three messages of a topic appuser1 may read, then one of the DENY topic, with a key
+    for i in range(3):
+        c, remark, _ = rmt_call.call(addr, 310, signed(send_ext("TopicA"), b"readable", "adminuser",
+                                                       "adminsecret"), b"readable")
+        check(c == 0, f"admin sends message {i} to TopicA ({c} {remark})")
+    c, remark, _, ext = rmt_call.call_ext(addr, 310, signed(send_ext("TopicC", props="KEYS\x01secretkey\x02"),
+                                                            b"the secret body", "adminuser",
+                                                            "adminsecret"), b"the secret body")
+    check(c == 0 and ext.get("msgId"), f"admin sends a message to TopicC ({c} {remark})")
+    msgid = ext.get("msgId", "0" * 32)
+    phys = str(int(msgid[16:], 16))
+
+    # ---- HTTP ----
+    st, body, hdr = http_get(hp, f"/api/message?topic=TopicC&key=secretkey")
+    check(st == 401 and "secret body" not in body and "Basic" in hdr.get("WWW-Authenticate", ""),
+          f"/api/message without an account: 401 with a Basic challenge, no body ({st})")
+    st, body, _ = http_get(hp, f"/api/message?id={msgid}")
+    check(st == 401 and "secret body" not in body, f"/api/message?id= without an account: 401 ({st})")
+    st, body, hdr = http_get(hp, "/")
+    check(st == 401 and "Basic" in hdr.get("WWW-Authenticate", ""),
+          f"the console asks for credentials (401, WWW-Authenticate: {hdr.get('WWW-Authenticate')})")
+    st, body, _ = http_get(hp, "/api/topics", user="appuser1:wrongsecret")
+    check(st == 401, f"a wrong secret: 401 ({st})")
+    st, body, _ = http_get(hp, "/api/message?topic=TopicC&key=secretkey", user="appuser1:appsecret1")
+    check(st == 403 and "secret body" not in body, f"an account without SUB on TopicC: 403 ({st} {body[:80]})")
+    st, body, _ = http_get(hp, f"/api/message?id={msgid}", user="appuser1:appsecret1")
+    check(st == 200 and "secret body" not in body and '"messages":[]' in body,
+          f"... by offset msgId: the record is left out ({st} {body[:80]})")
+    end_t = time.time() + 15  # the index is written behind the log: wait for it
+    while True:
+        st, body, _ = http_get(hp, f"/api/message?topic=TopicC&key=secretkey", user="adminuser:adminsecret")
+        if "secret body" in body or time.time() > end_t:
+            break
+        time.sleep(0.1)
+    check(st == 200 and "secret body" in body, f"the admin account reads it by key ({st})")
+    st, body, _ = http_get(hp, "/api/topics", user="appuser1:appsecret1")
+    check(st == 200 and "TopicA" in body, f"an account reads /api/topics ({st})")
+    st, body, _ = http_get(hp, "/")
+    st2, body2, _ = http_get(hp, "/", user="appuser1:appsecret1")
+    check(st2 == 200 and "<html" in body2.lower(), f"the console with an account: 200 ({st2})")
+    st, body, _ = http_get(hp, "/metrics")
+    check(st == 200 and "sprocket_http_refused_total" in body, f"/metrics stays open ({st})")
+    st, body, _ = http_get(hp, "/health")
+    check(st == 200, f"/health stays open ({st})")
+    n = metric(hp, "sprocket_http_refused_total", 'reason="no_credentials"')
+    check(n is not None and n >= 3, f"/metrics counts HTTP refusals by reason (no_credentials {n})")
+    n = metric(hp, "sprocket_acl_hidden_records_total", 'door="http"')
+    check(n == 1, f"... and the record left out of a lookup ({n})")
+    # the NameServer's API and console need an account too
+    nhp = http_port("namesrv")
+    st, body, _ = http_get(nhp, "/api/cluster")
+    check(st == 401, f"the NameServer's /api/cluster without an account: 401 ({st})")
+    st, body, _ = http_get(nhp, "/api/cluster", user="appuser1:appsecret1")
+    check(st == 200 and "broker-a" in body, f"... with one: 200 ({st})")
+    st, body, _ = http_get(nhp, "/metrics")
+    check(st == 200 and "sprocket_namesrv_http_refused_total" in body, f"its /metrics stays open ({st})")
+
+    # ---- retry and dead-letter topics are their group ----
+    for topic, pg in (("%RETRY%GroupDenied", "pg"), ("%DLQ%GroupDenied", "pg"),
+                      ("%RETRY%GroupDenied", "GroupDenied")):
+        c, remark, _ = rmt_call.call(addr, 310, signed(send_ext(topic, group=pg), b"inject",
+                                                       "appuser1", "appsecret1"), b"inject")
+        check(c == 16 and "GroupDenied" in remark,
+              f"SEND to {topic} (producer group {pg}) by an account denied the group: refused ({c} {remark})")
+    c, remark, _ = rmt_call.call(addr, 310, signed(send_ext("%RETRY%GroupOK", props="RETRY_TOPIC\x01TopicC\x02"),
+                                                   b"inject", "appuser1", "appsecret1"), b"inject")
+    check(c == 16 and "TopicC" in remark,
+          f"SEND to a retry topic carrying a topic the account may not read: refused ({c} {remark})")
+
+    # ---- lookups ----
+    c, remark, body = rmt_call.call(addr, 33, signed({"offset": phys}, b"", "appuser1", "appsecret1"))
+    check(c != 0 and b"secret body" not in body,
+          f"VIEW_MESSAGE_BY_ID of a TopicC record by appuser1: not found ({c} {remark[:60]})")
+    c, remark, body = rmt_call.call(addr, 33, signed({"offset": phys}, b"", "adminuser", "adminsecret"))
+    check(c == 0 and b"secret body" in body, f"... by the admin account: found ({c})")
+    walked = readable = 0
+    for off in range(0, int(phys) + 1):
+        c, _, body = rmt_call.call(addr, 33, signed({"offset": str(off)}, b"", "appuser1", "appsecret1"))
+        walked += b"secret body" in body
+        readable += b"readable" in body
+    check(walked == 0 and readable == 3,
+          f"walking every offset up to it reads the 3 TopicA records and no TopicC one ({readable}, {walked})")
+    q = {"topic": "TopicC", "key": "secretkey", "maxNum": "32", "beginTimestamp": "0",
+         "endTimestamp": str(2 ** 62)}
+    c, remark, body = rmt_call.call(addr, 12, signed(q, b"", "appuser1", "appsecret1"))
+    check(c == 16 and b"secret body" not in body, f"QUERY_MESSAGE on TopicC: refused ({c} {remark[:60]})")
+    for code, what, ext in ((30, "GET_MAX_OFFSET", {"topic": "TopicC", "queueId": "0"}),
+                            (31, "GET_MIN_OFFSET", {"topic": "TopicC", "queueId": "0"}),
+                            (29, "SEARCH_OFFSET_BY_TIMESTAMP", {"topic": "TopicC", "queueId": "0",
+                                                                "timestamp": "0"}),
+                            (32, "GET_EARLIEST_MSG_STORETIME", {"topic": "TopicC", "queueId": "0"})):
+        c, remark, _ = rmt_call.call(addr, code, signed(ext, b"", "appuser1", "appsecret1"))
+        check(c == 16, f"{what} on TopicC by appuser1: refused ({c} {remark[:60]})")
+    c, remark, _ = rmt_call.call(addr, 30, signed({"topic": "TopicA", "queueId": "0"}, b"", "appuser1",
+                                                  "appsecret1"))
+    check(c == 0, f"GET_MAX_OFFSET on TopicA (SUB): answered ({c} {remark[:60]})")
+
+    # ---- END_TRANSACTION on another account's half ----
+    props = "TRAN_MSG\x01true\x02PGROUP\x01pgT\x02"
+    c, remark, _, ext = rmt_call.call_ext(addr, 310, signed(send_ext("TopicT", group="pgT", props=props,
+                                                                     sysflag="4"),
+                                                            b"half", "adminuser", "adminsecret"), b"half")
+    check(c == 0 and ext.get("msgId"), f"the admin account sends a half message to TopicT ({c} {remark})")
+    end = {"producerGroup": "pgT", "tranStateTableOffset": ext.get("queueOffset", "0"),
+           "commitLogOffset": str(int(ext.get("msgId", "0" * 32)[16:], 16)), "commitOrRollback": "8",
+           "fromTransactionCheck": "false", "msgId": ext.get("msgId", ""), "transactionId": "x"}
+    c, remark, _ = rmt_call.call(addr, 37, signed(end, b"", "appuser1", "appsecret1"))
+    check(c == 16, f"END_TRANSACTION commit by appuser1 (no right on TopicT): refused ({c} {remark})")
+    c, _, _, mx = rmt_call.call_ext(addr, 30, signed({"topic": "TopicT", "queueId": "0"}, b"", "adminuser",
+                                                     "adminsecret"))
+    check(c == 0 and mx.get("offset") == "0", f"... and TopicT has no message ({mx.get('offset')})")
+    c, remark, _ = rmt_call.call(addr, 37, signed(end, b"", "adminuser", "adminsecret"))
+    check(c == 0, f"the admin account commits it ({c} {remark})")
+    end_t = time.time() + 10
+    while time.time() < end_t:
+        mx = rmt_call.call_ext(addr, 30, signed({"topic": "TopicT", "queueId": "0"}, b"", "adminuser",
+                                                "adminsecret"))[3]
+        if mx.get("offset") == "1":
+            break
+        time.sleep(0.1)
+    check(mx.get("offset") == "1", f"... and TopicT has it ({mx.get('offset')})")
+    n = metric(hp, "sprocket_acl_hidden_records_total", 'door="remoting"')
+    check(n == 2, f"/metrics counts the records lookups left out: by id, and in the walk ({n})")
+
+    # ---- the CLI escapes what it prints ----
+    evil = "Evil\x1b]0;pwned\x07G\x1b[31m"
+    hb = {"clientID": "cid\x1b[2J", "producerDataSet": [],
+          "consumerDataSet": [{"groupName": evil, "consumeType": "CONSUME_PASSIVELY",
+                               "messageModel": "CLUSTERING", "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+                               "subscriptionDataSet": [{"topic": "TopicA", "subString": "*",
+                                                        "classFilterMode": False, "tagsSet": [],
+                                                        "codeSet": [], "subVersion": 1}],
+                               "unitMode": False}]}
+    hbb = json.dumps(hb).encode()
+    c, remark, _ = rmt_call.call(addr, 34, signed({}, hbb, "adminuser", "adminsecret"), hbb)
+    rc, out, err = cli("group", "list", ak="adminuser", sk="adminsecret")
+    check("\x1b" not in out + err and "\x07" not in out + err,
+          f"sprocket group list prints no ESC or BEL (heartbeat {c}; rc {rc}; {(out + err)[:120]!r})")
+    r = subprocess.run([CLI, "--namesrv=127.0.0.1:1\x1b]0;x\x07", "cluster", "list"], capture_output=True,
+                       timeout=60)
+    check(b"\x1b" not in r.stdout + r.stderr and b"\\x1b" in r.stderr,
+          f"an error naming an address with ESC prints it escaped ({r.stderr[:120]!r})")
+
+    # ---- a master the NameServer refuses write-protects itself ----
+    p2 = broker(["--registerNameServerPeriod=1000", f"--dataplanePort={BASE + 30}",
+                 "--httpPort=0"], name="dup", wait=False)
+    check(wait_log("dup", "write-protected", 30), "a second master of broker-a id 0: refused by the "
+          "NameServer, it logs that it is write-protected")
+    daddr = f"127.0.0.1:{rmt_port('dup')}"
+    c, remark, _ = rmt_call.call(daddr, 310, signed(send_ext("TopicA"), b"x", "appuser1", "appsecret1"), b"x")
+    check(c == 16 and "refused the registration" in remark,
+          f"... and answers a direct SEND NO_PERMISSION with the reason ({c} {remark[:100]})")
+    c, remark, _ = rmt_call.call(addr, 310, signed(send_ext("TopicA"), b"x", "appuser1", "appsecret1"), b"x")
+    check(c == 0, f"the first master still takes writes ({c} {remark[:80]})")
+    first = PROCS[1]
+    first.send_signal(signal.SIGTERM)
+    first.wait(30)
+    check(wait_log("dup", "accept our registration again", 30),
+          "once the first one stops, the second is accepted and lifts its write protection")
+    c, remark, _ = rmt_call.call(daddr, 310, signed(send_ext("TopicA"), b"x", "appuser1", "appsecret1"), b"x")
+    check(c in (0, 17), f"... and answers SENDs again ({c} {remark[:80]})")
+    p2.send_signal(signal.SIGTERM)
+    p2.wait(30)
+
+
 def netns(cmd):
     subprocess.run(["ip"] + cmd.split(), check=True, capture_output=True)
 
@@ -509,7 +732,7 @@ def case_protected():
 def main():
     try:
         {"remoting": case_remoting, "attacks": case_attacks, "dataplane": case_dataplane,
-         "tls": case_tls, "protected": case_protected}[CASE]()
+         "tls": case_tls, "protected": case_protected, "doors": case_doors}[CASE]()
     finally:
         for p in PROCS:
             if p.poll() is None:
