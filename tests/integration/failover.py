@@ -493,6 +493,7 @@ def partition_run(ns, ns_if, host_ip, ns_ip, how):
     os.makedirs(f"{env.tmp}/buf1", exist_ok=True)
     a1 = broker_args(1, [f"--brokerIP1={ns_ip}", f"--dataplaneIp={ns_ip}",
                          "--adminAllowedAddrs=127.0.0.1,10.231.0.0/24", f"--httpPort={B + 40}",
+                         "--httpBindAddress=0.0.0.0",
                          f"--controllerAddr={remote}", f"--namesrvAddr={host_ip}:{B}"])
     procs[1] = env.start("broker1", ["ip", "netns", "exec", ns] + a1)
     m = wait(master_rec, 30)
