@@ -499,7 +499,7 @@ def metric(port, name, label):
 
 def case_doors():
     write_acl(ACL_TEXT)
-    namesrv()
+    namesrv(["--httpMetricsToken=scrape-token-1"])
     broker(["--registerNameServerPeriod=1000"])
     topics_setup()
     for t in ("TopicC", "TopicT"):
@@ -564,7 +564,13 @@ def case_doors():
     st, body, _ = http_get(nhp, "/api/cluster", user="appuser1:appsecret1")
     check(st == 200 and "broker-a" in body, f"... with one: 200 ({st})")
     st, body, _ = http_get(nhp, "/metrics")
-    check(st == 200 and "sprocket_namesrv_http_refused_total" in body, f"its /metrics stays open ({st})")
+    check(st == 401 and "sprocket_" not in body,
+          f"with httpMetricsToken its /metrics needs the token: 401 without ({st})")
+    st, body, _ = http_get(nhp, "/health", token="wrong-token")
+    check(st == 401, f"... /health too, 401 with a wrong one ({st})")
+    st, body, _ = http_get(nhp, "/metrics", token="scrape-token-1")
+    check(st == 200 and 'sprocket_namesrv_http_refused_total{reason="bad_token"} 2' in body,
+          f"... 200 with it, and the refusals counted by reason ({st})")
 
     # ---- retry and dead-letter topics are their group ----
     for topic, pg in (("%RETRY%GroupDenied", "pg"), ("%DLQ%GroupDenied", "pg"),
@@ -654,13 +660,15 @@ def case_doors():
 
     # ---- a master the NameServer refuses write-protects itself ----
     p2 = broker(["--registerNameServerPeriod=1000", f"--dataplanePort={BASE + 30}",
-                 "--httpPort=0"], name="dup", wait=False)
+                 f"--httpPort={BASE + 36}"], name="dup", wait=False)
     check(wait_log("dup", "write-protected", 30), "a second master of broker-a id 0: refused by the "
           "NameServer, it logs that it is write-protected")
     daddr = f"127.0.0.1:{rmt_port('dup')}"
     c, remark, _ = rmt_call.call(daddr, 310, signed(send_ext("TopicA"), b"x", "appuser1", "appsecret1"), b"x")
     check(c == 16 and "refused the registration" in remark,
           f"... and answers a direct SEND NO_PERMISSION with the reason ({c} {remark[:100]})")
+    st, body, _ = http_get(BASE + 36, "/health")
+    check(st == 503 and "write-protected" in body, f"... and says so on /health ({st} {body[:90]!r})")
     c, remark, _ = rmt_call.call(addr, 310, signed(send_ext("TopicA"), b"x", "appuser1", "appsecret1"), b"x")
     check(c == 0, f"the first master still takes writes ({c} {remark[:80]})")
     first = PROCS[1]
@@ -670,6 +678,8 @@ def case_doors():
           "once the first one stops, the second is accepted and lifts its write protection")
     c, remark, _ = rmt_call.call(daddr, 310, signed(send_ext("TopicA"), b"x", "appuser1", "appsecret1"), b"x")
     check(c in (0, 17), f"... and answers SENDs again ({c} {remark[:80]})")
+    st, body, _ = http_get(BASE + 36, "/health")
+    check(st == 200, f"... and /health says ready ({st} {body[:60]!r})")
     p2.send_signal(signal.SIGTERM)
     p2.wait(30)
 
