@@ -26,6 +26,7 @@
 #include "common/acl.h"
 #include "common/acl_door.h"
 #include "wire/dp.h"
+#include "wire/record.h"
 
 #define TRACE_TOPIC "RMQ_SYS_TRACE_TOPIC"
 
@@ -63,14 +64,45 @@ is_group_topic(const char *t, size_t n)
 }
 
 bool
+bk_acl_msg_readable(const struct acl_account *acc, const struct wire_msg *m)
+{
+	const char *t;
+	size_t tl;
+
+	if (!acl_allowed(acc, m->topic, m->topic_len, false, ACL_SUB))
+		return false;
+	if (wire_props_get(m->props, m->props_len, "REAL_TOPIC", &t, &tl) &&
+	    !acl_allowed(acc, t, tl, false, ACL_SUB))
+		return false;
+	if (wire_props_get(m->props, m->props_len, "RETRY_TOPIC", &t, &tl) &&
+	    !acl_allowed(acc, t, tl, false, ACL_SUB))
+		return false;
+	return true;
+}
+
+bool
+bk_acl_may_read(struct bk_core *c, const struct dp_xreq *req, const struct wire_msg *m)
+{
+	const struct acl_account *acc;
+
+	if (!rcu_dereference(c->bk->acl) || !req->ak)
+		return true;
+	acc = account(c, req);
+	return acc && bk_acl_msg_readable(acc, m);
+}
+
+bool
 bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 {
 	const struct acl_door *door = acl_door_dataplane(req->op);
 	const struct acl_account *acc;
 	bool ok = true;
 
-	if (door == NULL)
-		return false; /* the handler answers BAD_REQUEST */
+	if (door == NULL) {
+		/* no row in the permission table: nobody decided who may send it */
+		c->st.acl_denied[BK_ACL_NO_PERM]++;
+		goto refuse;
+	}
 	if (door->cls == ACL_DOOR_OPEN)
 		return false;
 	acc = account(c, req);
@@ -85,8 +117,15 @@ bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 
 		if (wire_dp_send_req_decode(req->op, req->msg, req->len, &r) != 0)
 			return false; /* the handler answers BAD_REQUEST */
-		if (is_group_topic(r.topic, r.topic_len))
-			ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB);
+		if (is_group_topic(r.topic, r.topic_len)) {
+			const char *rt;
+			size_t rtl;
+
+			/* its group SUB, and SUB on the topic the message carries */
+			ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB) &&
+			     (!wire_props_get(r.props, r.props_len, "RETRY_TOPIC", &rt, &rtl) ||
+			      acl_allowed(acc, rt, rtl, false, ACL_SUB));
+		}
 		else
 			ok = (r.topic_len == strlen(TRACE_TOPIC) &&
 			      memcmp(r.topic, TRACE_TOPIC, r.topic_len) == 0) ||

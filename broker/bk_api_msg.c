@@ -292,7 +292,7 @@ bk_api_message(struct bk_ctl *x, struct httpd_req *r, const struct acl_account *
 		    (phys[i] == id_phys && m.phys_offset != id_phys))
 			continue;
 		/* a message of a topic the account may not read is left out, as if not there */
-		if (acc && !acl_allowed(acc, m.topic, m.topic_len, false, ACL_SUB)) {
+		if (acc && !bk_acl_msg_readable(acc, &m)) {
 			x->http_hidden++;
 			continue;
 		}

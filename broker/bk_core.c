@@ -1169,6 +1169,12 @@ do_send_back(struct bk_core *c, const struct dp_xreq *req)
 	if (n < 0 || wire_rec_decode(rec, (size_t)n, 0, &orig) < 0)
 		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
 					  WIRE_DP_ST_SYSTEM_ERROR, 0);
+	/* a copy into the group's retries is a read: of a message the account may read */
+	if (!bk_acl_may_read(c, req, &orig)) {
+		c->st.acl_denied[BK_ACL_NO_PERM]++;
+		return bk_core_answer_err(c, req->h, req->op, req->ts_recv_ns,
+					  WIRE_DP_ST_NO_PERMISSION, 0);
+	}
 	/* the request's maxReconsumeTimes, else its group's retryMaxTimes, else the broker's */
 	max_re = c->bk->conf.max_reconsume;
 	if (r.max_reconsume_times > 0) {
@@ -1457,6 +1463,7 @@ bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
 {
 	struct bk_core *c = arg;
 	struct bk_rcmd *cmd = p;
+	const void *auth_cache[2] = {NULL, NULL};
 	struct dp_xreq req = {
 		.op = cmd->op,
 		.msg = cmd->req,
@@ -1464,6 +1471,9 @@ bk_core_cmd(struct dp_lcore *lc, void *p, void *arg)
 		.ts_recv_ns = cmd->recv_ns,
 		.h = {.session_id = BK_RMT_SESSION, .seq = cmd->serial, .req_id = (uintptr_t)cmd},
 		.peer = cmd->peer,
+		.ak = cmd->ak,
+		.ak_len = (uint8_t)(cmd->ak ? strnlen(cmd->ak, UINT8_MAX) : 0),
+		.auth_cache = auth_cache,
 	};
 
 	(void)lc;

@@ -201,6 +201,7 @@ struct bk_rcmd {
 	uint8_t *resp;
 	uint32_t resp_cap;
 	const struct store_queue *sq; /* BK_ROP_EARLIEST */
+	const char *ak; /* the remoting request's account (ACL on; NULL: none needed) */
 	int64_t *phys;		      /* BK_ROP_GATHER */
 	uint32_t nphys;
 	/* the core writes */
@@ -654,6 +655,18 @@ void bk_core_respond(struct bk_core *c, struct dp_xhandle h, uint32_t len);
  * the per-request check of an authenticated session (answers NO_PERMISSION itself). */
 const struct hmac_sha1 *bk_acl_key(void *arg, const char *ak, size_t len);
 bool bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req);
+/*
+ * bk_acl_msg_readable() - may @acc SUB the message @m: its own topic, and the
+ * topics it carries (REAL_TOPIC of a half, delayed or timed message,
+ * RETRY_TOPIC of a retry or a dead letter)? Pure: any thread.
+ */
+bool bk_acl_msg_readable(const struct acl_account *acc, const struct wire_msg *m);
+/*
+ * bk_acl_may_read() - on a core: may the account of @req (a dataplane session's,
+ * or the remoting request's a command carries) read @m? True when the ACL is
+ * off or the request needed no account (a white-listed source).
+ */
+bool bk_acl_may_read(struct bk_core *c, const struct dp_xreq *req, const struct wire_msg *m);
 
 int bk_core_answer_err(struct bk_core *c, struct dp_xhandle h, uint16_t op, uint64_t recv_ns,
 		       int32_t status, int redirect);

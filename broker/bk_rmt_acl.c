@@ -37,7 +37,7 @@
 #include "common/log.h"
 
 #define TRACE_TOPIC "RMQ_SYS_TRACE_TOPIC"
-#define RES_MAX 32
+#define RES_MAX 256 /* distinct topics and groups one request may name */
 
 struct need {
 	const char *name;
@@ -56,6 +56,10 @@ struct needs {
 static void
 need(struct needs *ns, const char *name, uint32_t len, bool group, uint8_t perm)
 {
+	for (unsigned i = 0; i < ns->n; i++)
+		if (ns->v[i].len == len && ns->v[i].group == group && ns->v[i].perm == perm &&
+		    memcmp(ns->v[i].name, name, len) == 0)
+			return; /* named already (a lock names a topic once per queue) */
 	if (ns->n >= RES_MAX) {
 		ns->overflow = true;
 		return;
@@ -251,10 +255,13 @@ bk_rmt__acl_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd
 	const struct acl *acl = r->bk->acl;
 	const struct wire_kv *ak, *sig;
 	const struct acl_account *acc;
-	struct needs ns = {0};
+	struct needs ns;
 	char remark[256], name[72], want[HMAC_B64_LEN + 1];
 	bool out = false;
 
+	ns.n = 0;
+	ns.overflow = false;
+	ns.owned = NULL;
 	r->req_acc = NULL;
 	if (!acl || door->cls == ACL_DOOR_OPEN)
 		return false;
@@ -336,7 +343,7 @@ bk_rmt__acl_keep_readable(struct bk_rmt *r, const char *ak, uint8_t *buf, uint32
 
 		if (n <= 0)
 			break; /* a gather copies whole records: nothing after a bad one is trusted */
-		if (acc && acl_allowed(acc, m.topic, m.topic_len, false, ACL_SUB)) {
+		if (acc && bk_acl_msg_readable(acc, &m)) {
 			if (out != at)
 				memmove(buf + out, buf + at, (size_t)n);
 			out += (uint32_t)n;

@@ -501,6 +501,14 @@ bk_rmt__do_send_back(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cm
 		bk_rmt__busy(r, c, q);
 		return;
 	}
+	/* the core copies the message into the group's retries only for an account that may
+	 * read it (bk_acl_may_read()) */
+	if (r->req_acc && (j->ak = strdup(r->req_acc->ak)) == NULL) {
+		bk_rmt__job_free(r, j);
+		bk_rmt__busy(r, c, q);
+		return;
+	}
+	j->c.ak = j->ak;
 	len = wire_dp_send_back_req_encode(&b, j->reqbuf, gl + otl + oil + 128);
 	if (len < 0) {
 		bk_rmt__job_free(r, j);

@@ -6,12 +6,14 @@
  * NameServers, and through them from any client: a name with ESC or OSC
  * sequences printed raw can retitle, recolour or (with some terminals)
  * write to the user's terminal. As the daemons' logs do (common/log.c),
- * every control character but newline and tab becomes "\xNN" text, as does
- * DEL and a C1 control written in UTF-8 (U+0080..U+009F: CSI is U+009B).
+ * every control character but newline and tab becomes "\xNN" text; DEL and
+ * a C1 control written in UTF-8 (U+0080..U+009F: CSI is U+009B), which json-c
+ * leaves raw inside a string, become "\u007f" and "\u009b", valid JSON
+ * escapes and plain text too, so --json output stays JSON.
  * Done once, on stdout and stderr themselves (a glibc cookie stream in front
  * of each), so no print site can forget; table cells escape newline and tab
- * too (cli_esc_dup()), so a name cannot forge a row. JSON output (--json) is
- * escaped by json-c already and passes through unchanged.
+ * too (cli_esc_dup()), so a name cannot forge a row. JSON output (--json) has
+ * its C0 controls escaped by json-c already.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,18 @@ put_hex(char *o, unsigned char ch)
 	return 4;
 }
 
+/* "\u00NN" for DEL and the C1 controls. */
+static size_t
+put_u(char *o, unsigned char ch)
+{
+	static const char hx[] = "0123456789abcdef";
+
+	memcpy(o, "\\u00", 4);
+	o[4] = hx[ch >> 4];
+	o[5] = hx[ch & 15];
+	return 6;
+}
+
 static bool
 plain(unsigned char ch, bool nl_ok)
 {
@@ -56,8 +70,7 @@ esc_bytes(char *o, const unsigned char *s, size_t n, int *held, bool nl_ok)
 
 		if (*held >= 0) {
 			if (ch >= 0x80 && ch <= 0x9f) {
-				k += put_hex(o + k, 0xc2);
-				k += put_hex(o + k, ch);
+				k += put_u(o + k, ch);
 				*held = -1;
 				continue;
 			}
@@ -70,6 +83,8 @@ esc_bytes(char *o, const unsigned char *s, size_t n, int *held, bool nl_ok)
 		}
 		if (plain(ch, nl_ok))
 			o[k++] = (char)ch;
+		else if (ch == 0x7f)
+			k += put_u(o + k, ch);
 		else
 			k += put_hex(o + k, ch);
 	}
@@ -139,6 +154,25 @@ wrap(int fd, const char *mode, int buffering)
 	return f;
 }
 
+static FILE *real_out, *real_err;
+
+/* At exit: flush and free the escaping streams, and give the real ones back. */
+static void
+unwrap(void)
+{
+	FILE *o = stdout, *e = stderr;
+
+	if (real_out) {
+		stdout = real_out;
+		fclose(o);
+	}
+	if (real_err) {
+		stderr = real_err;
+		fclose(e);
+	}
+	real_out = real_err = NULL;
+}
+
 void
 cli_esc_stdio(void)
 {
@@ -146,10 +180,16 @@ cli_esc_stdio(void)
 	FILE *e = wrap(STDERR_FILENO, "w", _IONBF);
 
 	/* the standard streams are unused so far: nothing buffered is lost */
-	if (o)
+	if (o) {
+		real_out = stdout;
 		stdout = o;
-	if (e)
+	}
+	if (e) {
+		real_err = stderr;
 		stderr = e;
+	}
+	if (o || e)
+		atexit(unwrap);
 }
 
 char *

@@ -60,6 +60,14 @@ name_add(json_object *set, const char *name)
 		json_object_object_add(set, name, NULL);
 }
 
+/* A broker refused to list its groups (ACL: an admin account): say so, the list goes on. */
+static void
+refused_note(const char *addr, const struct sp_rem_resp *resp)
+{
+	fprintf(stderr, "sprocket: %s: %.*s (its groups are not listed; an admin account sees them)\n",
+		addr, (int)resp->cmd.remark_len, resp->cmd.remark ? resp->cmd.remark : "");
+}
+
 static int
 group_list(struct cli *c)
 {
@@ -96,6 +104,8 @@ group_list(struct cli *c)
 			    cli_call(c, b[i].addr, WIRE_REQ_GET_ALL_SUBSCRIPTIONGROUP_CONFIG, NULL,
 				     NULL, 0, &resp) == 0) {
 				j = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp) : NULL;
+				if (resp.cmd.code == WIRE_RSP_NO_PERMISSION)
+					refused_note(b[i].addr, &resp);
 				sp_rem_resp_free(&resp);
 				if (j &&
 				    json_object_object_get_ex(j, "subscriptionGroupTable", &tab)) {
@@ -112,6 +122,8 @@ group_list(struct cli *c)
 						     NULL, NULL, 0, &resp) != 0)
 				continue;
 			j = resp.cmd.code == WIRE_RSP_SUCCESS ? cli_body_json(&resp) : NULL;
+			if (resp.cmd.code == WIRE_RSP_NO_PERMISSION)
+				refused_note(b[i].addr, &resp);
 			sp_rem_resp_free(&resp);
 			if (j && json_object_object_get_ex(j, "offsetTable", &tab)) {
 				json_object_object_foreach(tab, key, v)

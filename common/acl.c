@@ -294,21 +294,12 @@ acc_cmp(const void *x, const void *y)
 	return strcmp(a->ak, b->ak);
 }
 
-bool
-acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool group, uint8_t needed)
+/* The account's own entry for the resource, else its default for topics or groups. */
+static bool
+lookup(const struct acl_account *acc, const char *name, size_t len, bool group, uint8_t needed)
 {
 	uint32_t lo = 0, hi = acc->nres;
 
-	/* a retry or dead-letter topic is its group, named either way: "%RETRY%g" is g */
-	if (len >= 7 && memcmp(name, "%RETRY%", 7) == 0) {
-		group = true;
-		name += 7;
-		len -= 7;
-	} else if (len >= 5 && memcmp(name, "%DLQ%", 5) == 0) {
-		group = true;
-		name += 5;
-		len -= 5;
-	}
 	if (acc->nres == 0 && acc->admin)
 		return true;
 	while (lo < hi) {
@@ -333,6 +324,20 @@ acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool gr
 			hi = mid;
 	}
 	return acl_perm_ok(needed, group ? acc->def_group : acc->def_topic);
+}
+
+bool
+acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool group, uint8_t needed)
+{
+	/* a retry topic is its group, named either way: "%RETRY%g" is g (RocketMQ's rule) */
+	if (len >= 7 && memcmp(name, "%RETRY%", 7) == 0)
+		return lookup(acc, name + 7, len - 7, true, needed);
+	/* a dead-letter topic is its group too, and keeps the permission of its own name as a
+	 * topic (RocketMQ checks only that): both */
+	if (len >= 5 && memcmp(name, "%DLQ%", 5) == 0)
+		return lookup(acc, name + 5, len - 5, true, needed) &&
+		       lookup(acc, name, len, false, needed);
+	return lookup(acc, name, len, group, needed);
 }
 
 const struct acl_account *

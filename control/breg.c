@@ -468,7 +468,9 @@ worker_main(void *arg)
 				 ns->addr);
 		ns->ever_ok |= rc == 0;
 		pthread_mutex_lock(&b->mu);
-		if (rc == 0 || rc == -EPROTO)
+		/* another broker holds our brokerName and brokerId there (ns_handle.c's refusal):
+		 * writes to us are writes no route of that server leads to */
+		if (rc == 0 || (rc == -EPROTO && strstr(remark, "is already registered")))
 			snprintf(ns->refused, sizeof(ns->refused), "%s", rc ? remark : "");
 		if (rc == 0) {
 			ns->done_seq = body->seq;

@@ -131,7 +131,8 @@ bool acl_perm_ok(uint8_t needed, uint8_t owned);
 
 /*
  * acl_allowed() - may @acc use @name (@len bytes; a group when @group; a
- * "%RETRY%g" or "%DLQ%g" name, as a topic or a group, is group g) with @needed? The account's own entry for the
+ * "%RETRY%g" name, as a topic or a group, is group g; a "%DLQ%g" name needs
+ * both group g and the topic "%DLQ%g") with @needed? The account's own entry for the
  * resource decides, else its default for topics or groups; an admin with no
  * entries at all may do anything (RocketMQ's checkPerm).
  */

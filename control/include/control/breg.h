@@ -140,9 +140,10 @@ MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
 void ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total);
 /*
  * ctl_breg_refused() - did a NameServer's latest answer to our registration
- * refuse it (a second master with our brokerName and brokerId holds the
- * route, or our signature is refused)? Then true, with the first such server
- * and its reason in @why. An unreachable server keeps its last answer.
+ * refuse it because another broker holds our brokerName and brokerId there
+ * (its route leads there, not here)? Then true, with the first such server
+ * and its reason in @why. Other refusals (a signature, a limit) are logged
+ * only; an unreachable server keeps its last answer.
  * Context: any thread.
  */
 bool ctl_breg_refused(struct ctl_breg *b, char *why, size_t why_len);

@@ -87,8 +87,9 @@ test_http(void)
 static const char file[] = "accounts:\n"
 			   "  - accessKey: appuser1\n"
 			   "    secretKey: appsecret1\n"
-			   "    defaultTopicPerm: PUB\n"
+			   "    defaultTopicPerm: PUB|SUB\n"
 			   "    defaultGroupPerm: SUB\n"
+			   "    topicPerms: [\"%DLQ%GroupZ=DENY\"]\n"
 			   "    groupPerms: [GroupX=DENY]\n";
 
 static void
@@ -109,6 +110,9 @@ test_group_topics(void)
 	T_ASSERT(acl_allowed(acc, "%RETRY%GroupY", 13, true, ACL_SUB));
 	T_ASSERT(acl_allowed(acc, "%DLQ%GroupY", 11, false, ACL_SUB));
 	T_ASSERT(acl_allowed(acc, "TopicA", 6, false, ACL_PUB));
+	/* a dead-letter topic keeps its own name's permission too */
+	T_ASSERT(!acl_allowed(acc, "%DLQ%GroupZ", 11, false, ACL_SUB));
+	T_ASSERT(acl_allowed(acc, "%RETRY%GroupZ", 13, false, ACL_SUB));
 	acl_free(a);
 }
 
