@@ -125,8 +125,7 @@ bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 			ok = acl_allowed(acc, r.topic, r.topic_len, false, ACL_SUB) &&
 			     (!wire_props_get(r.props, r.props_len, "RETRY_TOPIC", &rt, &rtl) ||
 			      acl_allowed(acc, rt, rtl, false, ACL_SUB));
-		}
-		else
+		} else
 			ok = (r.topic_len == strlen(TRACE_TOPIC) &&
 			      memcmp(r.topic, TRACE_TOPIC, r.topic_len) == 0) ||
 			     acl_allowed(acc, r.topic, r.topic_len, false, ACL_PUB);

@@ -148,7 +148,8 @@ bk_sched_deliver(struct bk_core *c, const struct wire_msg *s, const char *const 
 
 		t = bk_core_topic_for_write(c, rt, rtl, retry, c->bk->conf.default_queues, &status);
 		if (t == NULL)
-			return status == WIRE_DP_ST_SYSTEM_BUSY || status == WIRE_DP_ST_NO_PERMISSION
+			return status == WIRE_DP_ST_SYSTEM_BUSY ||
+					       status == WIRE_DP_ST_NO_PERMISSION
 				       ? BK_DELIVER_LATER /* being created, or writes refused for now */
 				       : BK_DELIVER_DROPPED;
 	}

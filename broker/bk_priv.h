@@ -202,7 +202,7 @@ struct bk_rcmd {
 	uint32_t resp_cap;
 	const struct store_queue *sq; /* BK_ROP_EARLIEST */
 	const char *ak; /* the remoting request's account (ACL on; NULL: none needed) */
-	int64_t *phys;		      /* BK_ROP_GATHER */
+	int64_t *phys;	/* BK_ROP_GATHER */
 	uint32_t nphys;
 	/* the core writes */
 	uint32_t nphys_done; /* BK_ROP_GATHER: control zeroes it once */

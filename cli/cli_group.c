@@ -64,7 +64,8 @@ name_add(json_object *set, const char *name)
 static void
 refused_note(const char *addr, const struct sp_rem_resp *resp)
 {
-	fprintf(stderr, "sprocket: %s: %.*s (its groups are not listed; an admin account sees them)\n",
+	fprintf(stderr,
+		"sprocket: %s: %.*s (its groups are not listed; an admin account sees them)\n",
 		addr, (int)resp->cmd.remark_len, resp->cmd.remark ? resp->cmd.remark : "");
 }
 
