@@ -10,6 +10,7 @@
  * EVP, whose contexts are allocated: not for a dataplane core.
  */
 #define OPENSSL_SUPPRESS_DEPRECATED
+#include <errno.h>
 #include <string.h>
 
 #include <openssl/sha.h>
@@ -97,6 +98,47 @@ hmac_b64(const uint8_t *in, size_t n, char *out)
 	}
 	out[o] = '\0';
 	return o;
+}
+
+static int
+b64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+long
+hmac_b64_decode(const char *in, char *out, size_t cap)
+{
+	uint32_t acc = 0;
+	size_t n = 0;
+	int bits = 0;
+
+	for (; *in && *in != '='; in++) {
+		int v = b64_val((unsigned char)*in);
+
+		if (v < 0)
+			return -EPROTO;
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n + 1 >= cap)
+				return -E2BIG;
+			out[n++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	out[n] = '\0';
+	return (long)n;
 }
 
 bool

@@ -269,50 +269,6 @@ post(struct ctl_etcd *e, const char *path, const struct jbuf *b, char **out, siz
 	return err;
 }
 
-/* ---- base64 (etcd's byte fields) ---- */
-
-static int
-b64_val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
-/* Decode @in into @out (NUL-terminated, @cap with the NUL). Return: bytes, -EPROTO, -E2BIG. */
-static long
-b64_dec(const char *in, char *out, size_t cap)
-{
-	uint32_t acc = 0;
-	size_t n = 0;
-	int bits = 0;
-
-	for (; *in && *in != '='; in++) {
-		int v = b64_val((unsigned char)*in);
-
-		if (v < 0)
-			return -EPROTO;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (n + 1 >= cap)
-				return -E2BIG;
-			out[n++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	out[n] = '\0';
-	return (long)n;
-}
-
 static void
 kv_b64(struct jbuf *b, const char *k, const char *v, size_t len)
 {
@@ -511,14 +467,14 @@ ctl_etcd_parse_range(const char *json, size_t len, struct ctl_etcd_kv *kvs, size
 			err = -EPROTO;
 			goto out;
 		}
-		kl = b64_dec(json_object_get_string(f), d->key, sizeof(d->key));
+		kl = hmac_b64_decode(json_object_get_string(f), d->key, sizeof(d->key));
 		d->value[0] = '\0';
 		if (json_object_object_get_ex(kv, "value", &f)) {
 			if (!json_object_is_type(f, json_type_string)) {
 				err = -EPROTO;
 				goto out;
 			}
-			vl = b64_dec(json_object_get_string(f), d->value, sizeof(d->value));
+			vl = hmac_b64_decode(json_object_get_string(f), d->value, sizeof(d->value));
 		}
 		if (kl == -E2BIG || vl == -E2BIG)
 			continue; /* not one of ours: skipped, the others still count */

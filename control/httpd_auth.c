@@ -49,66 +49,38 @@ httpd_auth_reason_name(unsigned reason)
 	return reason < HTTPD_AUTH_REASONS ? reason_names[reason] : "?";
 }
 
-static int
-b64_val(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
 int
 httpd_basic_parse(const char *hdr, char *ak, size_t ak_cap, char *sk, size_t sk_cap)
 {
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	char raw[2 * ACL_KEY_MAX + 8];
-	size_t n = 0, len;
-	uint32_t acc = 0;
-	int bits = 0;
 	const char *p, *colon;
+	size_t len, tok;
+	long n;
 
 	if (hdr == NULL || strncasecmp(hdr, "Basic ", 6) != 0)
 		return -1;
 	for (p = hdr + 6; *p == ' '; p++)
 		;
-	for (; *p && *p != '='; p++) {
-		int v = b64_val((unsigned char)*p);
-
-		if (v < 0)
-			return -1;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (n >= sizeof(raw) - 1)
-				return -1;
-			raw[n++] = (char)(acc >> bits & 0xff);
-		}
-	}
-	for (; *p == '='; p++)
-		;
-	if (*p != '\0')
+	/* one token of the standard alphabet, '=' only as padding at its end */
+	tok = strspn(p, alphabet);
+	tok += strspn(p + tok, "=");
+	if (p[tok] != '\0')
 		return -1;
-	raw[n] = '\0';
-	if (memchr(raw, '\0', n) != NULL)
+	n = hmac_b64_decode(p, raw, sizeof(raw));
+	if (n <= 0 || memchr(raw, '\0', (size_t)n) != NULL)
 		return -1;
-	colon = memchr(raw, ':', n);
+	colon = memchr(raw, ':', (size_t)n);
 	if (colon == NULL)
 		return -1;
 	len = (size_t)(colon - raw);
-	if (len == 0 || len >= ak_cap || n - len - 1 >= sk_cap)
+	if (len == 0 || len >= ak_cap || (size_t)n - len - 1 >= sk_cap)
 		return -1;
 	memcpy(ak, raw, len);
 	ak[len] = '\0';
-	memcpy(sk, colon + 1, n - len - 1);
-	sk[n - len - 1] = '\0';
+	memcpy(sk, colon + 1, (size_t)n - len - 1);
+	sk[(size_t)n - len - 1] = '\0';
 	return 0;
 }
 

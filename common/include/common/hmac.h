@@ -49,6 +49,12 @@ void hmac_sha1_final(struct hmac_sha1 *h, uint8_t out[SHA1_LEN]);
  * Return: characters written (without the NUL).
  */
 size_t hmac_b64(const uint8_t *in, size_t n, char *out);
+/*
+ * hmac_b64_decode() - base64 (standard or URL-safe alphabet; decoding stops at
+ * the first '=') of @in into @out, NUL-terminated within @cap bytes.
+ * Return: bytes decoded, -EPROTO a character outside the alphabet, -E2BIG.
+ */
+long hmac_b64_decode(const char *in, char *out, size_t cap);
 
 /* Return: @a and @b (@n bytes each) are equal; time independent of where they differ. */
 bool hmac_equal(const void *a, const void *b, size_t n);
