@@ -168,7 +168,7 @@ def case_counts():
     p = ENV.start("broker", broker_argv("broker-m", [f"--httpPort={HTTP}",
                                                      "--flushDiskType=SYNC_FLUSH",
                                                      "--maxMessageSize=1024"]))
-    if not ENV.wait_log("broker", "HTTP (/metrics, /health) listening on 127.0.0.1:", 30):
+    if not ENV.wait_log("broker", "HTTP (/metrics, /health, /api/, the console) listening on 127.0.0.1:", 30):
         raise SystemExit("no HTTP listener in the broker's log")
     ok = wait_until(lambda: get("/health")[0] == 200, 30)
     st, body = get("/health")
@@ -315,7 +315,7 @@ def raw(payload, read=True):
 def case_abuse():
     namesrv()
     p = ENV.start("broker", broker_argv("broker-a", [f"--httpPort={HTTP}"]))
-    if not ENV.wait_log("broker", "HTTP (/metrics, /health) listening on", 30):
+    if not ENV.wait_log("broker", "HTTP (/metrics, /health, /api/, the console) listening on", 30):
         raise SystemExit("no HTTP listener in the broker's log")
     wait_until(lambda: get("/health")[0] == 200, 30)
     g = socket.create_connection(("127.0.0.1", HTTP), timeout=5)
@@ -383,8 +383,8 @@ def case_abuse():
 
 def case_namesrv():
     namesrv()
-    check(ENV.wait_log("namesrv", f"HTTP (/metrics, /health) listening on 127.0.0.1:{NS_HTTP}",
-                       10), "the NameServer's HTTP listens on bindAddress by default")
+    check(ENV.wait_log("namesrv", f"HTTP (/metrics, /health, /api/, the console) listening on 127.0.0.1:{NS_HTTP}",
+                       10), "the NameServer's HTTP listens on loopback by default")
     st, body = get("/health", port=NS_HTTP)
     check(st == 200 and body.startswith("ready\n"), f"NameServer /health: 200 ready ({st} {body!r})")
     p = ENV.start("broker", broker_argv("broker-n", ["--httpPort=0"]))
