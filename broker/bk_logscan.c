@@ -2,11 +2,18 @@
 /*
  * bk_logscan.c - reading a shard's log from an offset at start (bk_ctl.h):
  * what the timers and the transactions look for after a crash, the copies
- * of their records written after their last saved progress.
+ * of their records written after their last saved progress. Damage does not
+ * stop a scan: a span recovery stepped over is passed, other damage is
+ * counted as a damaged read and the scan goes on at the next segment (what
+ * the rest of that segment held is not seen: a timer or a half found there
+ * is treated as not yet fired or resolved, so at worst it fires or is
+ * checked again, never lost).
  */
 #include <errno.h>
+#include <inttypes.h>
 
 #include "bk_ctl.h"
+#include "common/log.h"
 #include "store/clog.h"
 #include "wire/record.h"
 
@@ -19,11 +26,17 @@ bk_log_scan(struct store *st, uint32_t shard, uint64_t from,
 	const uint8_t *p;
 	long got;
 
-	while ((got = store_repl_read(st, shard, off, 1u << 20, &p)) > 0) {
+	for (;;) {
 		size_t pos = 0;
-		bool blank = false;
+		bool blank = false, bad = false;
 
-		while (pos < (size_t)got) {
+		got = store_repl_read(st, shard, off, 1u << 20, &p);
+		if (got == -EBADMSG) {
+			bad = true;
+		} else if (got <= 0) {
+			break;
+		}
+		while (!bad && pos < (size_t)got) {
 			struct wire_msg m;
 			long r = wire_rec_decode(p + pos, (size_t)got - pos, 0, &m);
 			int rc;
@@ -32,22 +45,35 @@ bk_log_scan(struct store *st, uint32_t shard, uint64_t from,
 				blank = true; /* a segment's end: the log goes on in the next one */
 				break;
 			}
-			if (r <= 0)
+			if (r <= 0) {
+				bad = pos == 0; /* else: read again from it, at the top */
 				break;
+			}
 			pos += (size_t)r;
 			rc = fn(arg, &m);
 			if (rc != 0)
 				return rc;
 		}
+		if (bad) {
+			/* damage: go on past it, as recovery and delivery do (counted there) */
+			uint64_t next = store_scan_past(st, shard, off);
+
+			log_warn_ratelimited(BK_TAG,
+					     "shard %u: a damaged record at log offset %" PRIu64
+					     " in a scan at start: going on at %" PRIu64,
+					     shard, off, next);
+			if (next <= off)
+				break;
+			off = next;
+			continue;
+		}
 		if (blank) {
 			off = ((off + pos) / seg + 1) * seg;
 			continue;
 		}
-		if (pos == 0)
-			break; /* not a record: the end of the log */
 		off += pos;
 	}
-	return got < 0 && got != -ERANGE ? (int)got : 0;
+	return got < 0 && got != -ERANGE && got != -EBADMSG ? (int)got : 0;
 }
 
 uint32_t

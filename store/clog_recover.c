@@ -309,6 +309,51 @@ clog_step_over(struct clog *c, const struct clog_seg *s, uint64_t off, uint64_t 
 	return 0;
 }
 
+int
+clog_step_over_late(struct clog *c, uint64_t off, uint64_t *next)
+{
+	const struct clog_seg *s = clog_seg_at(c, off);
+	struct clog_recovery *rep = &c->rep;
+	uint64_t hi, at = 0;
+	char why[96];
+	const char *w;
+
+	if (s == NULL)
+		return -ERANGE;
+	w = clog_why(c, s, off, why, sizeof(why));
+	hi = clog_next_valid(c, s, off);
+	if (hi == 0)
+		hi = s->start + c->seg_size; /* none in the segment: the log goes on in the next */
+	/* in log order: after the spans below @off (recovery's found them first) */
+	while (at < rep->n_lost && c->lost[at].hi <= off)
+		at++;
+	if (at < rep->n_lost && c->lost[at].lo < hi)
+		return -EEXIST; /* inside a span already known: clog_lost_skip() passes it */
+	if (rep->n_lost == c->lost_cap) {
+		uint32_t cap = c->lost_cap ? c->lost_cap * 2 : 8;
+		struct clog_span *v = realloc(c->lost, cap * sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		c->lost = v;
+		c->lost_cap = cap;
+	}
+	memmove(&c->lost[at + 1], &c->lost[at], (rep->n_lost - at) * sizeof(c->lost[0]));
+	c->lost[at] = (struct clog_span){.lo = off, .hi = hi};
+	rep->n_lost++;
+	rep->lost = c->lost;
+	rep->spans_stepped++;
+	rep->bytes_stepped += hi - off;
+	CLOG_REC_WARN("shard %u: segment %020" PRIu64 ": no valid record at %" PRIu64
+		      " (%s), found by a reader at start below the checkpoint's checked end; "
+		      "the log goes on at %" PRIu64 ": the %" PRIu64
+		      " bytes between are stepped over (left in place, the messages there are "
+		      "lost and read as not found)",
+		      c->shard, s->start, off, w, hi, hi - off);
+	*next = hi;
+	return 0;
+}
+
 uint64_t
 clog_lost_skip(const struct clog *c, uint64_t off)
 {

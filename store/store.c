@@ -517,6 +517,24 @@ next_record(const struct clog *c, uint64_t *off, uint64_t end, struct wire_msg *
 	return 0;
 }
 
+/*
+ * As next_record(), at store_open() only: damage recovery did not see (below
+ * a clean checkpoint's checked end) is stepped over as recovery would have
+ * (clog_step_over_late()), so one damaged record never stops the open.
+ */
+static long
+next_record_open(struct clog *c, uint64_t *off, uint64_t end, struct wire_msg *m)
+{
+	for (;;) {
+		long r = next_record(c, off, end, m);
+		uint64_t next;
+
+		if (r >= 0 || r == -ENOMEM || clog_step_over_late(c, *off, &next) != 0)
+			return r;
+		*off = next;
+	}
+}
+
 static int64_t
 unit_tag_hash(const struct wire_msg *m)
 {
@@ -702,7 +720,7 @@ redispatch(struct store *s, uint32_t shard, uint64_t from, bool fill, struct sto
 	uint64_t n = 0;
 	long r;
 
-	while ((r = next_record(c, &off, end, &m)) > 0) {
+	while ((r = next_record_open(c, &off, end, &m)) > 0) {
 		int rc = dispatch(s, shard, &m, clog_phys(shard, off), (uint32_t)r,
 				  fill ? &s->shard[shard].cq_filled : NULL, damaged);
 
@@ -1361,7 +1379,7 @@ store_open(const struct store_cfg *cfg, struct store **out)
 		long r;
 
 		/* A BLANK skips to the next segment, which is past stop. */
-		while (!rebuild && (r = next_record(c, &off, stop, &m)) > 0) {
+		while (!rebuild && (r = next_record_open(c, &off, stop, &m)) > 0) {
 			struct store_queue *q;
 
 			off += (uint64_t)r;
@@ -1700,6 +1718,17 @@ store_bad_read(const struct store *s, uint32_t shard, uint64_t off)
 	/* relaxed: a statistic; the service thread reads it after last_bad, both relaxed */
 	atomic_add_relaxed(&d->bad_reads, 1);
 	return -EBADMSG;
+}
+
+uint64_t
+store_scan_past(const struct store *s, uint32_t shard, uint64_t off)
+{
+	const struct clog *c = s->shard[shard].clog;
+	uint64_t seg = clog_seg_size(c);
+
+	if (store_bad_read(s, shard, off) == -ENOENT)
+		return clog_lost_skip(c, off);
+	return (off / seg + 1) * seg;
 }
 
 long

@@ -231,6 +231,17 @@ const struct clog_recovery *clog_recovery(const struct clog *c);
 uint64_t clog_lost_skip(const struct clog *c, uint64_t off);
 
 /**
+ * clog_step_over_late() - damage at local @off that recovery did not see (it
+ * lay below a clean checkpoint's checked end), met by a reader at start:
+ * make it a lost span as recovery would (up to the next valid record in its
+ * segment, else the segment's end), count it and log where, and set *@next
+ * to where the log goes on. Context: store_open() only, before any other
+ * thread reads the spans. Return: 0, -EEXIST inside a known span, -ERANGE
+ * no segment there, -ENOMEM.
+ */
+int clog_step_over_late(struct clog *c, uint64_t off, uint64_t *next);
+
+/**
  * clog_bufs_outlive_crash() - every hot write-behind buffer is a file in
  * buf_dir: appends not yet written back survive a crash of the process.
  *

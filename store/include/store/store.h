@@ -230,6 +230,15 @@ MUST_CHECK long store_get(const struct store *s, const struct store_queue *q, ui
  */
 MUST_CHECK long store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec);
 
+/*
+ * store_scan_past() - a sequential reader of @shard's log (a scan at start)
+ * met a record it cannot read at local @off: where it goes on. The end of a
+ * span recovery stepped over; else the damage is counted as a damaged read
+ * (store_damage()) and the scan goes on at the next segment (the rest of
+ * this one is not read). Context: any thread after store_open(), non-blocking.
+ */
+uint64_t store_scan_past(const struct store *s, uint32_t shard, uint64_t off);
+
 /* Damage met in a shard's log (docs/store.md "Damage"). */
 struct store_damage {
 	uint64_t bad_reads; /* reads for delivery that met a damaged record (skipped) */
