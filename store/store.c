@@ -1776,6 +1776,43 @@ store_queue_max(const struct store *s, const struct store_queue *q)
 	return max;
 }
 
+/*
+ * A visible unit points at a record written before it was (the owner appends,
+ * then publishes the unit): one that points past the readable end of its log
+ * is damaged, not early. Without this the reader took it for a record not
+ * written yet, and the queue stalled behind it for good.
+ */
+static bool
+unit_past_log(const struct store *s, const struct cq_unit *u)
+{
+	uint32_t shard = clog_phys_shard(u->phys);
+	const struct clog *c;
+	uint64_t vis;
+
+	if (u->phys < 0 || shard >= s->cfg.shards)
+		return true;
+	c = s->shard[shard].clog;
+	vis = s->cfg.sync_flush ? clog_flushed(c) : clog_written(c);
+	return clog_phys_local(u->phys) >= clog_min(c) && clog_phys_local(u->phys) + u->size > vis;
+}
+
+/*
+ * The record a unit points at is that queue's message at that offset: its
+ * QUEUEID, QUEUEOFFSET and topic are the queue's. A unit copied from another
+ * queue, or a record whose topic was damaged (the body's CRC does not cover
+ * it), is not delivered on the wrong queue.
+ */
+static bool
+unit_names(const struct store_queue *q, uint64_t qoff, const uint8_t *rec, size_t len)
+{
+	struct wire_msg m;
+
+	return wire_rec_decode(rec, len, 0, &m) == (long)len && m.queue_id >= 0 &&
+	       (uint32_t)m.queue_id == q->qid && m.queue_offset >= 0 &&
+	       (uint64_t)m.queue_offset == qoff && m.topic_len == q->topic_len &&
+	       memcmp(m.topic, q->topic, q->topic_len) == 0;
+}
+
 long
 store_get(const struct store *s, const struct store_queue *q, uint64_t qoff, const uint8_t **rec,
 	  struct cq_unit *unit)
@@ -1790,7 +1827,9 @@ store_get(const struct store *s, const struct store_queue *q, uint64_t qoff, con
 	if (unit->size == CQ_LOST_SIZE)
 		return -ENOENT;
 	r = store_get_phys(s, unit->phys, rec);
-	if (r > 0 && (uint32_t)r != unit->size)
+	if (r == -ERANGE && unit_past_log(s, unit))
+		return store_bad_read(s, clog_phys_shard(unit->phys), clog_phys_local(unit->phys));
+	if (r > 0 && ((uint32_t)r != unit->size || !unit_names(q, qoff, *rec, (size_t)r)))
 		return store_bad_read(s, clog_phys_shard(unit->phys), clog_phys_local(unit->phys));
 	return r;
 }

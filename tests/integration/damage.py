@@ -4,7 +4,9 @@
 
 usage: damage.py NAMESRV BROKER CLI CASE          (DMG_KEEP=1 keeps the logs)
 
-Cases: readers (a record of each kind the broker reads back at start - normal, delayed, timed,
+Cases: units (ConsumeQueue units that lie: 5 pointing past the log's end, 5 copied from another
+queue, and a record whose topic byte was flipped: the queues move past them, every other message
+is delivered once on its own queue, the reads are counted); readers (a record of each kind the broker reads back at start - normal, delayed, timed,
 a timer's fired copy, half, and a transaction's op - with 64 header bytes flipped, after a
 SIGKILL and after a SIGTERM, each then started and stopped cleanly so that recovery does not
 scan the damage: the broker starts, counts and logs the damage, and delivers every
@@ -443,9 +445,83 @@ def readers(kill):
     cl.s.close()
 
 
+def cq_path(qid):
+    return os.path.join(STORE, "consumequeue", TOPIC, str(qid), f"{0:020d}")
+
+
+def units_case():
+    namesrv()
+    p = broker(1)
+    deadline = time.time() + 30
+    while True:
+        rc, out, err = cli("topic", "create", TOPIC, "--queues=4")
+        if rc == 0 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    check(rc == 0, f"topic {TOPIC} created ({(out + err).strip()[:80]})")
+    cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
+    codes = [cl.send(i) for i in range(160)]
+    check(codes.count(0) == 160, f"160 of 160 SEND_OK ({set(codes)})")
+    cl.s.close()
+    p.send_signal(signal.SIGTERM)
+    p.wait(30)
+    recs = log_records()
+    with open(cq_path(0), "r+b") as f:  # units 10..14 of queue 0 point past the log's end
+        for k in range(10, 15):
+            f.seek(k * 20)
+            f.write(struct.pack(">q", 50 << 20))
+    with open(cq_path(2), "rb") as f:
+        q2 = f.read()
+    with open(cq_path(1), "r+b") as f:  # units 10..14 of queue 1: queue 2's
+        f.seek(10 * 20)
+        f.write(q2[10 * 20:15 * 20])
+    # message 83 (queue 3, its offset 20): a byte of its topic flipped ("Dmg" -> "Dmh")
+    off, total = recs[83]
+    with open(seg_path(off - off % SEG), "r+b") as f:
+        f.seek(off % SEG)
+        rec = bytearray(f.read(total))
+        at = rec.rfind(b"\x03" + TOPIC.encode())
+        rec[at + 3] ^= 0x0F
+        f.seek(off % SEG)
+        f.write(rec)
+    hit = {4 * k for k in range(10, 15)} | {4 * k + 1 for k in range(10, 15)} | {83}
+    p = broker(2)
+    cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
+    got, wrong, stalls, twice = set(), [], [], []
+    for qid in range(4):
+        off = 0
+        for _ in range(200):
+            code, ext, body = cl.pull(qid, off)
+            nxt = int(ext.get("nextBeginOffset", off))
+            for _, _, ok, b, _, _ in parse_records(body if code == 0 else b""):
+                i = int(b[1:6]) if b[:1] == b"m" else -1
+                if i % 4 != qid or b != body_of(i):
+                    wrong.append((qid, i))
+                if i in got:
+                    twice.append(i)
+                got.add(i)
+            if nxt == off:
+                if off < int(ext.get("maxOffset", 0)):
+                    stalls.append((qid, off, code, ext.get("remark")))
+                break
+            off = nxt
+    want = set(range(160)) - hit
+    check(not stalls, f"no queue stalled behind the lying units ({stalls[:3]})")
+    check(want <= got, f"every other message delivered ({len(want & got)} of {len(want)}; "
+          f"missing {sorted(want - got)[:8]})")
+    check(not wrong and not twice, f"none on a wrong queue, none twice ({wrong[:4]}, {twice[:4]})")
+    info = runtime_info(cl)
+    n = int(info.get("storeDamagedReads", 0))
+    check(n >= 11, f"the lying units' reads counted: storeDamagedReads {n}")
+    check(ENV.wait_log("broker", "skipped as lost", 10), "and logged")
+    cl.s.close()
+
+
 def main():
     try:
-        if CASE.startswith("readers"):
+        if CASE == "units":
+            units_case()
+        elif CASE.startswith("readers"):
             readers(CASE == "readers_kill")
         else:
             case(CASE == "kill")
