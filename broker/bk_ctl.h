@@ -92,8 +92,12 @@ struct bk_ctl {
 	struct httpd *http;	     /* bk_http.c: /metrics, /health (NULL: off) */
 	struct httpd_auth http_auth; /* bk_http.c: who may read which page; control thread */
 	uint64_t http_hidden;	     /* messages /api/message left out (ACL); control thread */
+	uint64_t disk_keep_ms;	     /* bk_disk_keep_tick(): next run */
 	struct bk_ha *ha;	     /* bk_ha.c: failover through etcd (NULL: static roles) */
 };
+
+/* Every few seconds: what retention must keep for the consumer groups (bk_disk_ctl.c). */
+void bk_disk_keep_tick(struct bk_ctl *x, uint64_t now_ms);
 
 /* Once a second: a master a NameServer refuses write-protects itself (bk_admin_ctl.c). */
 void bk_ctl_ns_refused_tick(struct bk_ctl *x, uint64_t now_ms);

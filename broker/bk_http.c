@@ -45,6 +45,13 @@ bk_http_health(struct bk_ctl *x, struct httpd_req *r)
 		say(&r->body, "not ready: the dataplane cores are not running\n");
 		return;
 	}
+	if (store_disk_full(x->bk.store, line, sizeof(line))) {
+		r->status = 503;
+		say(&r->body, "not ready: writes refused: ");
+		say(&r->body, line);
+		say(&r->body, "\n");
+		return;
+	}
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
 		int err = clog_err(store_clog(x->bk.store, i));
 

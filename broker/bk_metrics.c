@@ -497,6 +497,17 @@ remoting(struct bk_ctl *x, struct jbuf *b)
 	for (unsigned i = 0; i < BK_ACL_REASONS; i++)
 		httpd_prom_sample(b, "sprocket_remoting_acl_denied_total", "reason",
 				  bk_acl_reason_name(i), bk_rmt_acl_denied(x->rmt, i));
+	httpd_prom_family(
+		b, "sprocket_store_disk_full", "gauge",
+		"1 while writes are refused for disk space (diskSpaceWarningLevelRatio, or "
+		"a forced deletion kept messages groups have not read)");
+	httpd_prom_sample(b, "sprocket_store_disk_full", NULL, NULL,
+			  store_disk_full(x->bk.store, NULL, 0));
+	httpd_prom_family(b, "sprocket_store_unread_deleted_total", "counter",
+			  "segments a forced deletion took while groups had not read them "
+			  "(deleteUnconsumedWhenDiskFull)");
+	httpd_prom_sample(b, "sprocket_store_unread_deleted_total", NULL, NULL,
+			  store_unread_deleted(x->bk.store));
 	httpd_prom_family(b, "sprocket_broker_namesrv_refused", "gauge",
 			  "1 while a NameServer refuses this master's registration: SENDs refused");
 	httpd_prom_sample(b, "sprocket_broker_namesrv_refused", NULL, NULL,

@@ -647,7 +647,7 @@ answer_send(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
 		int32_t st = wire_dp_resp_head_decode(m, len, &h) == 0 ? h.status
 								       : WIRE_DP_ST_SYSTEM_ERROR;
 
-		char why[160];
+		char why[420];
 
 		o.code = status_code(st);
 		o.remark = status_remark(st);
@@ -656,7 +656,10 @@ answer_send(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
 			const struct clog *cl = store_clog(r->bk->store, j->c.core);
 			int e = clog_err(cl) ? clog_err(cl) : clog_prep_err(cl);
 
-			if (e != 0) {
+			if (store_disk_full(r->bk->store, why + 26, sizeof(why) - 26)) {
+				memcpy(why, "the store refuses writes: ", 26);
+				o.remark = why;
+			} else if (e != 0) {
 				snprintf(why, sizeof(why), "the store refuses writes: shard %u: %s",
 					 j->c.core, strerror(-e));
 				o.remark = why;

@@ -761,6 +761,7 @@ run(struct bk_ctl *x, int sfd)
 		creates_poll(x);
 		bk_ctl_admin_tick(x, clk_mono_ns() / 1000000);
 		bk_ctl_ns_refused_tick(x, clk_mono_ns() / 1000000);
+		bk_disk_keep_tick(x, clk_mono_ns() / 1000000);
 		bk_stats_tick(x, clk_mono_ns() / 1000000);
 		bk_group_tick(x, clk_mono_ns() / 1000000);
 		bk_acl_tick(x, clk_mono_ns() / 1000000);
@@ -1104,6 +1105,11 @@ main(int argc, char **argv)
 	sc.file_reserved_hours = (uint32_t)cfg_get_int(cfg, "fileReservedTime");
 	sc.delete_when_hour = atoi(cfg_get_str(cfg, "deleteWhen")) % 24;
 	sc.disk_max_used_ratio = (uint32_t)cfg_get_int(cfg, "diskMaxUsedSpaceRatio");
+	sc.disk_clean_ratio = (uint32_t)cfg_get_int(cfg, "diskSpaceCleanForciblyRatio");
+	sc.disk_warn_ratio = (uint32_t)cfg_get_int(cfg, "diskSpaceWarningLevelRatio");
+	sc.clean_forcibly = cfg_get_bool(cfg, "cleanFileForciblyEnable");
+	sc.keep_unconsumed = true;
+	sc.delete_unconsumed = cfg_get_bool(cfg, "deleteUnconsumedWhenDiskFull");
 	sc.store_host = x->bk.store_host;
 	sc.buf_dir = cfg_get_str(cfg, "storeBufferDir");
 	sc.buf_window = (uint64_t)cfg_get_int(cfg, "storeBufferWindow");

@@ -976,7 +976,8 @@ clog_read_checked(const struct clog *c, uint64_t off, const uint8_t **rec, uint6
 }
 
 long
-clog_trim(struct clog *c, int64_t expire_before_ms, bool force, int64_t now_ms, uint64_t *min_out)
+clog_trim(struct clog *c, int64_t expire_before_ms, bool force, int64_t now_ms, uint64_t keep_from,
+	  bool *blocked, uint64_t *min_out)
 {
 	uint64_t min = atomic_load_relaxed(&c->min);
 	long deleted = 0;
@@ -990,9 +991,16 @@ clog_trim(struct clog *c, int64_t expire_before_ms, bool force, int64_t now_ms, 
 		/* Only sealed segments: strictly before the owner's current one. */
 		if (s == NULL || s->start >= cur_start)
 			break;
-		if (!(force && deleted == 0) &&
-		    atomic_load_relaxed(&s->last_ms) >= expire_before_ms)
-			break;
+		if (atomic_load_relaxed(&s->last_ms) >= expire_before_ms) {
+			if (!(force && deleted == 0))
+				break;
+			if (s->start + c->seg_size > keep_from) {
+				/* unexpired, and a group has not read it all yet */
+				if (blocked)
+					*blocked = true;
+				break;
+			}
+		}
 		min = s->start + c->seg_size;
 		/* release: readers that load min see the raise before the unlink */
 		atomic_store_release(&c->min, min);

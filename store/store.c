@@ -164,6 +164,18 @@ struct store {
 	int64_t last_resync_ms;
 	bool svc_worked; /* the last store_service() prepared a file or ran a flush slice */
 
+	/*
+	 * Disk space (store_retain()): what groups have not read, per shard
+	 * (store_set_keep(), any thread, under keep_mu); writes refused while
+	 * disk_full (service thread sets it, store_put() loads it relaxed).
+	 */
+	pthread_mutex_t keep_mu;
+	uint64_t keep_floor[STORE_SHARDS_MAX];
+	char keep_who[STORE_SHARDS_MAX][160];
+	char disk_full_why[384]; /* under keep_mu */
+	_Atomic uint32_t disk_full;
+	_Atomic uint64_t unread_deleted;
+
 	/* readers of records the reader_sync hook does not cover: see bg_read_enter() */
 	_Atomic uint64_t bg_epoch;
 	_Atomic uint32_t bg_readers[2];
@@ -196,6 +208,9 @@ store_cfg_default(struct store_cfg *cfg)
 	cfg->file_reserved_hours = 72;
 	cfg->delete_when_hour = 4;
 	cfg->disk_max_used_ratio = 75;
+	cfg->disk_clean_ratio = 85;
+	cfg->disk_warn_ratio = 90;
+	cfg->clean_forcibly = true;
 	cfg->store_host.addr[0] = 127;
 	cfg->store_host.addr[3] = 1;
 	cfg->store_host.port = 10911;
@@ -1196,6 +1211,12 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	}
 	clk_init(); /* store times come from clk_wall_ms_fast() */
 	pthread_mutex_init(&s->qlock, NULL);
+	pthread_mutex_init(&s->keep_mu, NULL);
+	for (uint32_t i = 0; i < STORE_SHARDS_MAX; i++) {
+		s->keep_floor[i] = cfg->keep_unconsumed ? 0 : UINT64_MAX;
+		snprintf(s->keep_who[i], sizeof(s->keep_who[i]), "%s",
+			 "the consumer groups (not known yet)");
+	}
 	if (snprintf(s->root, sizeof(s->root), "%s", cfg->root) >= (int)sizeof(s->root)) {
 		rc = -ENAMETOOLONG;
 		goto err_close;
@@ -1579,6 +1600,7 @@ store_free(struct store *s)
 	else if (s->buf_run[0] != '\0')
 		(void)rmdir(s->buf_run);
 	pthread_mutex_destroy(&s->qlock);
+	pthread_mutex_destroy(&s->keep_mu);
 	/* Last: the next process may take the store once every file here is let go. */
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
@@ -1631,6 +1653,9 @@ store_put(struct store *s, struct store_queue *q, struct wire_msg *m, struct sto
 	uint64_t ticket;
 	long n;
 
+	/* relaxed: a write refused one request late, or taken one late, is harmless */
+	if (atomic_load_relaxed(&s->disk_full))
+		return -ENOSPC;
 	if (dispatched && !cq_can_append(q->cq)) {
 		if (cq_ring_full(q->cq))
 			atomic_add_relaxed(&s->shard[shard].busy_ring, 1);
@@ -2165,27 +2190,117 @@ disk_used_ratio(const char *path)
 	return 1.0 - (double)v.f_bfree / (double)v.f_blocks;
 }
 
+void
+store_set_keep(struct store *s, uint32_t shard, uint64_t floor, const char *who)
+{
+	if (shard >= s->cfg.shards)
+		return;
+	pthread_mutex_lock(&s->keep_mu);
+	s->keep_floor[shard] = floor;
+	snprintf(s->keep_who[shard], sizeof(s->keep_who[shard]), "%s", who ? who : "");
+	pthread_mutex_unlock(&s->keep_mu);
+}
+
+bool
+store_disk_full(const struct store *s, char *why, size_t why_len)
+{
+	bool full = atomic_load_relaxed(&s->disk_full) != 0;
+
+	if (full && why_len) {
+		pthread_mutex_lock((pthread_mutex_t *)&s->keep_mu);
+		snprintf(why, why_len, "%s", s->disk_full_why);
+		pthread_mutex_unlock((pthread_mutex_t *)&s->keep_mu);
+	}
+	return full;
+}
+
+uint64_t
+store_unread_deleted(const struct store *s)
+{
+	return atomic_load_relaxed(&s->unread_deleted);
+}
+
+/* Writes refused for disk space from now (@why), or taken again (@why NULL). Service thread. */
+static void
+disk_full_set(struct store *s, const char *why)
+{
+	bool was = atomic_load_relaxed(&s->disk_full) != 0;
+
+	if (why == NULL) {
+		if (was) {
+			atomic_store_relaxed(&s->disk_full, 0);
+			log_info(STORE_TAG, "disk space: writes are taken again");
+		}
+		return;
+	}
+	pthread_mutex_lock(&s->keep_mu);
+	if (!was || strcmp(s->disk_full_why, why) != 0) {
+		snprintf(s->disk_full_why, sizeof(s->disk_full_why), "%s", why);
+		log_err(STORE_TAG, "writes refused: %s", why);
+	}
+	pthread_mutex_unlock(&s->keep_mu);
+	atomic_store_relaxed(&s->disk_full, 1);
+}
+
+/*
+ * Retention, with RocketMQ's keys and their meaning: segments older than
+ * fileReservedTime go at deleteWhen, or at any hour while the disk is fuller
+ * than diskMaxUsedSpaceRatio; above diskSpaceCleanForciblyRatio (with
+ * cleanFileForciblyEnable) the oldest goes whatever its age; above
+ * diskSpaceWarningLevelRatio writes are refused. What sprocket adds: a
+ * forced deletion never takes messages a consumer group has not read
+ * (store_set_keep()); the store refuses writes instead, saying which group,
+ * unless deleteUnconsumedWhenDiskFull, and then it says what it took.
+ */
 int
 store_retain(struct store *s, int64_t now_ms)
 {
 	int64_t keep_ms = (int64_t)s->cfg.file_reserved_hours * 3600 * 1000;
-	bool force = disk_used_ratio(s->clog_dir) * 100.0 > (double)s->cfg.disk_max_used_ratio;
+	double used = disk_used_ratio(s->clog_dir) * 100.0;
+	bool spacefull = used > (double)s->cfg.disk_max_used_ratio;
+	bool clean_now = s->cfg.clean_forcibly && used > (double)s->cfg.disk_clean_ratio;
+	char why[384] = "";
 	time_t now = (time_t)(now_ms / 1000);
 	struct tm tm;
 	bool due;
 
 	localtime_r(&now, &tm);
-	due = tm.tm_hour == s->cfg.delete_when_hour;
+	due = tm.tm_hour == s->cfg.delete_when_hour || spacefull;
 	for (uint32_t i = 0; i < s->cfg.shards; i++) {
-		uint64_t min;
-		/* Called even when nothing is due: it also frees mappings past their grace. */
-		long n = clog_trim(s->shard[i].clog, due ? now_ms - keep_ms : INT64_MIN, force,
-				   now_ms, &min);
-		int64_t min_phys = clog_phys(i, min);
+		uint64_t min, before = clog_min(s->shard[i].clog), floor;
+		char who[sizeof(s->keep_who[0])];
+		bool blocked = false;
+		long n;
+		int64_t min_phys;
 		int rc;
 
+		pthread_mutex_lock(&s->keep_mu);
+		floor = s->keep_floor[i];
+		snprintf(who, sizeof(who), "%s", s->keep_who[i]);
+		pthread_mutex_unlock(&s->keep_mu);
+		/* Called even when nothing is due: it also frees mappings past their grace. */
+		n = clog_trim(s->shard[i].clog, due ? now_ms - keep_ms : INT64_MIN, clean_now,
+			      now_ms, s->cfg.delete_unconsumed ? UINT64_MAX : floor, &blocked,
+			      &min);
+		if (blocked && why[0] == '\0')
+			snprintf(why, sizeof(why),
+				 "the disk is %.0f%% full (diskSpaceCleanForciblyRatio %u%%) and "
+				 "the "
+				 "oldest segment of shard %u holds messages not read yet by %s; "
+				 "consume them, free space, or set "
+				 "deleteUnconsumedWhenDiskFull=true",
+				 used, s->cfg.disk_clean_ratio, i, who);
+		if (n > 0 && clean_now && min > floor && before < min) {
+			atomic_add_relaxed(&s->unread_deleted, 1);
+			log_err(STORE_TAG,
+				"shard %u: disk %.0f%% full (diskSpaceCleanForciblyRatio %u%%): "
+				"deleted log offsets %" PRIu64 "..%" PRIu64
+				" with messages not read yet by %s (deleteUnconsumedWhenDiskFull)",
+				i, used, s->cfg.disk_clean_ratio, before, min, who);
+		}
 		if (n < 0)
 			continue;
+		min_phys = clog_phys(i, min);
 		pthread_mutex_lock(&s->qlock);
 		for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
 			if (atomic_load_relaxed(&q->shard) != i)
@@ -2200,6 +2315,11 @@ store_retain(struct store *s, int64_t now_ms)
 		if (rc != 0)
 			log_err(STORE_TAG, "shard %u: index trim failed: %s", i, strerror(-rc));
 	}
+	if (used > (double)s->cfg.disk_warn_ratio && s->cfg.disk_warn_ratio > 0)
+		snprintf(why, sizeof(why),
+			 "the disk is %.0f%% full, above diskSpaceWarningLevelRatio %u%%", used,
+			 s->cfg.disk_warn_ratio);
+	disk_full_set(s, why[0] ? why : NULL);
 	return 0;
 }
 
@@ -2593,18 +2713,25 @@ static void *
 indexer_main(void *arg)
 {
 	struct store *s = arg;
-	pthread_setname_np(pthread_self(), "st-index");
+	uint32_t idle_us = 5000;
 
+	pthread_setname_np(pthread_self(), "st-index");
 	while (!atomic_load_acquire(&s->stop)) {
 		unsigned e = bg_read_enter(s);
 		long n = store_index_round(s);
 
 		bg_read_exit(s, e);
 
-		if (n < 0)
-			log_err_ratelimited(STORE_TAG, "indexer: %s", strerror((int)-n));
+		/* an error that repeats (ENOSPC, EIO) backs off to a second between tries */
+		if (n < 0) {
+			log_err_ratelimited(STORE_TAG, "indexer: %s (retrying every %u ms)",
+					    strerror((int)-n), idle_us / 1000);
+			idle_us = idle_us < 1000000 ? idle_us * 2 : 1000000;
+		} else if (n > 0) {
+			idle_us = 5000;
+		}
 		if (n <= 0)
-			sleep_us(5000);
+			sleep_us(n < 0 ? idle_us : 5000);
 	}
 	return NULL;
 }

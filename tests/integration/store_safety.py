@@ -19,17 +19,30 @@ usage: store_safety.py NAMESRV BROKER CLI CASE [BINARY...]
                store still names its directory keeps it (said at info level), and that store's
                next start recovers every message from it.
   version      --version on every binary given: "<name> <version>", exit 0.
+  disk_full    A store on a 64 MiB tmpfs (root), diskSpaceCleanForciblyRatio=30, a group that
+               has read nothing: producing until the disk passes the ratio ends in SENDs refused
+               SERVICE_NOT_AVAILABLE naming the group, /health 503, an error logged and no
+               segment deleted (every message still there); once the group has read them the
+               oldest segments go and SENDs are taken again.
+  disk_delete  The same with deleteUnconsumedWhenDiskFull=true: the oldest segments go, an
+               error names the group, sprocket_store_unread_deleted_total counts them, and
+               SENDs keep being taken.
 """
+import json
 import os
 import shutil
+import urllib.error
+import urllib.request
 import signal
 import subprocess
 import sys
 import time
 import traceback
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import itest  # noqa: E402
+import rmt_call  # noqa: E402
 
 NS, BK, CLI, CASE = sys.argv[1:5]
 EXTRA = sys.argv[5:]
@@ -330,10 +343,120 @@ def case_version():
         check(len(words) == 2 and words[1] == want, f"... the same version ({want})")
 
 
+def http(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def send_big(addr, i):
+    ext = {"a": "PG_DISK", "b": "DiskT", "c": "TBW102", "d": "1", "e": "0", "f": "0",
+           "g": str(int(time.time() * 1000)), "h": "0", "i": ""}
+    body = (f"d{i:06d}-".encode() * 8192)[:65536]
+    return rmt_call.call(addr, 310, ext, body)[:2]
+
+
+def commit(addr, offset):
+    ext = {"consumerGroup": "GDisk", "topic": "DiskT", "queueId": "0", "commitOffset": str(offset)}
+    return rmt_call.call(addr, 15, ext)[0]
+
+
+def q_minmax(addr):
+    lo = rmt_call.call_ext(addr, 31, {"topic": "DiskT", "queueId": "0"})[3].get("offset")
+    hi = rmt_call.call_ext(addr, 30, {"topic": "DiskT", "queueId": "0"})[3].get("offset")
+    return int(lo or -1), int(hi or -1)
+
+
+def disk_case(delete):
+    if os.geteuid() != 0:
+        print("skip: needs root to mount a tmpfs")
+        sys.exit(77)
+    mnt = os.path.join(ENV.tmp, "disk")
+    os.makedirs(mnt)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mnt], check=True)
+    try:
+        namesrv()
+        http_port = ENV.base + 35
+        p = broker("broker", os.path.join(mnt, "store"),
+                   extra=["--diskSpaceCleanForciblyRatio=30", "--diskSpaceWarningLevelRatio=99",
+                          "--diskMaxUsedSpaceRatio=95", f"--httpPort={http_port}",
+                          f"--deleteUnconsumedWhenDiskFull={'true' if delete else 'false'}"])
+        check(topic_create("DiskT", 1), "topic DiskT created")
+        addr = f"127.0.0.1:{ENV.rmt_port_last('broker')}"
+        check(commit(addr, 0) == 0, "group GDisk commits offset 0: it has read nothing")
+        sent, refused, remark = 0, None, ""
+
+        def used():
+            v = os.statvfs(mnt)
+            return 100.0 * (1 - v.f_bfree / v.f_blocks)
+
+        # fill past the ratio, then wait for the store's retention round (every 10 s)
+        deadline = time.time() + 60
+        while time.time() < deadline and used() < 40:
+            code, remark = send_big(addr, sent)
+            if code == 2:  # SYSTEM_BUSY: the next segment is being made
+                time.sleep(0.05)
+                continue
+            if code != 0:
+                refused = code
+                break
+            sent += 1
+        print(f"filled to {used():.0f}% with {sent} messages")
+        deadline = time.time() + 40
+        while refused is None and time.time() < deadline:
+            if delete and "(deleteUnconsumedWhenDiskFull)" in ENV.log_of("broker"):
+                break
+            code, remark = send_big(addr, sent)
+            if code == 0:
+                sent += 1
+            elif code != 2:
+                refused = code
+            time.sleep(0.5)
+        lo, hi = q_minmax(addr)
+        if not delete:
+            check(refused == 14 and "GDisk" in remark,
+                  f"after {sent} messages of 64 KiB a SEND is refused SERVICE_NOT_AVAILABLE naming "
+                  f"the group ({refused} {remark[:160]})")
+            st, body = http(http_port, "/health")
+            check(st == 503 and "writes refused" in body, f"/health: 503 ({st} {body[:120]!r})")
+            log = ENV.log_of("broker")
+            check("writes refused" in log and "deleted segment" not in log,
+                  "the broker logs why, and deleted no segment")
+            check(lo == 0 and hi == sent, f"every message still there (queue {lo}..{hi}, sent {sent})")
+            check(commit(addr, hi) == 0, "the group reads them all (commits the end)")
+            ok = wait_until(lambda: send_big(addr, sent)[0] == 0, 60)
+            sent += 1 if ok else 0
+            check(bool(ok), "the oldest segments go and SENDs are taken again")
+            check(ENV.wait_log("broker", "writes are taken again", 10), "... as the log says")
+            check(q_minmax(addr)[0] > 0, f"the queue's minimum moved on ({q_minmax(addr)})")
+        else:
+            more = 0
+            for k in range(10):
+                code, remark = send_big(addr, sent + k)
+                more += code == 0
+            ok_all = refused is None and more == 10
+            check(ENV.wait_log("broker", "(deleteUnconsumedWhenDiskFull)", 40),
+                  "an error names what went: messages not read yet by group GDisk")
+            check("GDisk" in ENV.log_of("broker"), "... and the group")
+            check(ok_all, f"SENDs keep being taken ({more} more)")
+            _, text = http(http_port, "/metrics")
+            n = [ln for ln in text.splitlines() if ln.startswith("sprocket_store_unread_deleted_total ")]
+            check(n and int(float(n[0].split()[1])) >= 1, f"counted in /metrics ({n})")
+            check(q_minmax(addr)[0] > 0, f"the queue's minimum moved on ({q_minmax(addr)})")
+        stop(p)
+    finally:
+        for q in list(ENV.procs) if hasattr(ENV, "procs") else []:
+            pass
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
 def main():
     try:
         {"two_brokers": case_two_brokers, "shards": case_shards, "sighup": case_sighup,
-         "bufdirs": case_bufdirs, "version": case_version}[CASE]()
+         "bufdirs": case_bufdirs, "version": case_version,
+         "disk_full": lambda: disk_case(False), "disk_delete": lambda: disk_case(True)}[CASE]()
     except SystemExit as e:  # a daemon that did not start: a failure, not a pass
         print(f"FAIL {e}")
         ENV.failed.append(str(e))

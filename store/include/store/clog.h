@@ -439,7 +439,10 @@ MUST_CHECK long clog_read_checked(const struct clog *c, uint64_t off, const uint
 /**
  * clog_trim() - retention: delete the oldest sealed segments whose newest
  * record was stored before @expire_before_ms, and with @force also the
- * oldest sealed segment whatever its age (disk above diskMaxUsedSpaceRatio).
+ * oldest sealed segment whatever its age (disk above
+ * diskSpaceCleanForciblyRatio), unless its end is past @keep_from (local:
+ * records a consumer group has not read yet): then *@blocked (when not NULL)
+ * is set and it stays.
  * Never the current or the prepared segment. Raises clog_min() first, then
  * unlinks; the mapping is released CLOG_UNMAP_GRACE_MS later so readers
  * that checked clog_min() before the raise stay safe.
@@ -448,7 +451,7 @@ MUST_CHECK long clog_read_checked(const struct clog *c, uint64_t off, const uint
  * Context: background thread, blocking. Return: segments deleted or -errno.
  */
 long clog_trim(struct clog *c, int64_t expire_before_ms, bool force, int64_t now_ms,
-	       uint64_t *min_out);
+	       uint64_t keep_from, bool *blocked, uint64_t *min_out);
 
 #define CLOG_UNMAP_GRACE_MS 10000
 

@@ -72,9 +72,22 @@ struct store_cfg {
 	uint32_t sync_timeout_ms;     /* syncFlushTimeout: SYNC_FLUSH ack deadline */
 	uint32_t file_reserved_hours; /* fileReservedTime */
 	int delete_when_hour;	      /* deleteWhen: hour of day (local) for age-based deletion */
-	uint32_t disk_max_used_ratio; /* diskMaxUsedSpaceRatio, percent */
-	struct wire_host store_host;  /* STOREHOST written into records */
-	bool threads;		      /* start flusher/service/indexer threads */
+	uint32_t
+		disk_max_used_ratio; /* diskMaxUsedSpaceRatio, percent: expired segments go at any hour */
+	uint32_t
+		disk_clean_ratio; /* diskSpaceCleanForciblyRatio: the oldest goes, expired or not */
+	uint32_t disk_warn_ratio; /* diskSpaceWarningLevelRatio: writes refused above it */
+	bool clean_forcibly;	  /* cleanFileForciblyEnable */
+	/*
+	 * Keep what consumer groups have not read (store_set_keep()): a forced
+	 * deletion that would take it refuses writes instead, unless
+	 * delete_unconsumed (deleteUnconsumedWhenDiskFull). Until the first
+	 * store_set_keep() of a shard everything in it is kept.
+	 */
+	bool keep_unconsumed;
+	bool delete_unconsumed;
+	struct wire_host store_host; /* STOREHOST written into records */
+	bool threads;		     /* start flusher/service/indexer threads */
 	/*
 	 * Write-behind buffers as files in a new <buf_dir>/sprocket-XXXXXX/<shard>
 	 * each run, recorded in <root>/bufdir (tmpfs: appends not yet written
@@ -238,6 +251,22 @@ MUST_CHECK long store_get_phys(const struct store *s, int64_t phys, const uint8_
  * this one is not read). Context: any thread after store_open(), non-blocking.
  */
 uint64_t store_scan_past(const struct store *s, uint32_t shard, uint64_t off);
+
+/*
+ * store_set_keep() - the lowest local offset of @shard's log a consumer group
+ * still has to read (UINT64_MAX: none), and who (for the log: "group G,
+ * topic T queue Q, N behind"). Retention's forced deletion keeps it
+ * (store_cfg.keep_unconsumed). Context: any thread (a mutex; once a second).
+ */
+void store_set_keep(struct store *s, uint32_t shard, uint64_t floor, const char *who);
+/*
+ * store_disk_full() - are writes refused for disk space (above
+ * diskSpaceWarningLevelRatio, or a forced deletion kept unread messages)?
+ * The reason in @why. Context: any thread.
+ */
+bool store_disk_full(const struct store *s, char *why, size_t why_len);
+/* Segments a forced deletion took while a group had not read them (deleteUnconsumedWhenDiskFull). */
+uint64_t store_unread_deleted(const struct store *s);
 
 /* Damage met in a shard's log (docs/store.md "Damage"). */
 struct store_damage {

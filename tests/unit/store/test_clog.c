@@ -477,16 +477,16 @@ test_trim(void)
 	append_n(c, 400, 1000, NULL);
 	before = count_segments();
 	/* Nothing expired yet (store times are 1000+i ms). */
-	T_ASSERT_EQ(clog_trim(c, 0, false, 0, &min), 0);
+	T_ASSERT_EQ(clog_trim(c, 0, false, 0, UINT64_MAX, NULL, &min), 0);
 	/* Expire everything: every sealed segment goes, the current stays. */
-	T_ASSERT(clog_trim(c, INT64_MAX, false, 0, &min) >= 5);
+	T_ASSERT(clog_trim(c, INT64_MAX, false, 0, UINT64_MAX, NULL, &min) >= 5);
 	T_ASSERT(count_segments() <= 2);
 	T_ASSERT(count_segments() < before);
 	T_ASSERT_EQ_U64(clog_min(c), min);
 	T_ASSERT_EQ(clog_read(c, 0, &rec, &next), -ERANGE);
 	T_ASSERT(clog_read(c, min, &rec, &next) > 0 || clog_read(c, min, &rec, &next) == -ENODATA);
 	/* Graveyard mappings are released after the grace period. */
-	T_ASSERT_EQ(clog_trim(c, 0, false, INT64_MAX / 2, &min), 0);
+	T_ASSERT_EQ(clog_trim(c, 0, false, INT64_MAX / 2, UINT64_MAX, NULL, &min), 0);
 	clog_close(c);
 
 	/* Reopen starts at the first remaining segment. */

@@ -556,6 +556,65 @@ test_retention(void)
 	rmtmp();
 }
 
+/*
+ * Disk space: above diskSpaceCleanForciblyRatio the oldest segment goes
+ * whatever its age, but never what a consumer group has not read
+ * (store_set_keep()): then writes are refused with the reason instead, until
+ * the groups read on; with delete_unconsumed it goes, counted.
+ */
+static void
+test_disk_keep(void)
+{
+	struct store_queue *q[2];
+	struct store_cfg cfg;
+	struct store_put_res r;
+	struct store *s;
+	char why[384];
+	uint64_t min0;
+
+	mktmp();
+	cfg_small(&cfg, false);
+	cfg.keep_unconsumed = true;
+	cfg.disk_clean_ratio = 0; /* any disk is "full" */
+	cfg.disk_max_used_ratio = 100;
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	fill(s, q, 0, 800);
+	/* nothing known yet about the groups: everything is kept, writes are refused */
+	T_ASSERT_EQ(store_retain(s, clk_wall_ms()), 0);
+	T_ASSERT_EQ(store_queue_min(s, q[0]), 0);
+	T_ASSERT(store_disk_full(s, why, sizeof(why)));
+	T_ASSERT(strstr(why, "not read yet") != NULL);
+	T_ASSERT_EQ(put_one(s, q[0], 800, &r), -ENOSPC);
+	/* the groups have read everything: the oldest segment of each shard goes */
+	store_set_keep(s, 0, UINT64_MAX, "");
+	store_set_keep(s, 1, UINT64_MAX, "");
+	T_ASSERT_EQ(store_retain(s, clk_wall_ms()), 0);
+	min0 = store_queue_min(s, q[0]);
+	T_ASSERT(min0 > 0);
+	T_ASSERT(!store_disk_full(s, why, sizeof(why)));
+	T_ASSERT(put_one(s, q[0], 800, &r) > 0);
+	/* a group behind at shard 0's oldest record: kept, writes refused, saying who */
+	store_set_keep(s, 0, clog_min(store_clog(s, 0)), "group G (topic A queue 0), 5 behind");
+	T_ASSERT_EQ(store_retain(s, clk_wall_ms()), 0);
+	T_ASSERT_EQ(store_queue_min(s, q[0]), min0);
+	T_ASSERT(store_disk_full(s, why, sizeof(why)));
+	T_ASSERT(strstr(why, "group G") != NULL);
+	T_ASSERT_EQ(store_unread_deleted(s), 0);
+	store_close(s);
+
+	/* deleteUnconsumedWhenDiskFull: it goes, counted */
+	cfg.delete_unconsumed = true;
+	T_ASSERT_EQ(store_open(&cfg, &s), 0);
+	open_queues(s, q);
+	T_ASSERT_EQ(store_retain(s, clk_wall_ms()), 0);
+	T_ASSERT(!store_disk_full(s, why, sizeof(why)));
+	T_ASSERT(store_unread_deleted(s) >= 1);
+	T_ASSERT(store_queue_min(s, q[0]) > min0);
+	store_close(s);
+	rmtmp();
+}
+
 static void
 test_threads_group_commit(void)
 {
@@ -1001,6 +1060,7 @@ T_MAIN(T_CASE(test_fence_on_eio), T_CASE(test_sched_cq_units), T_CASE(test_put_g
        T_CASE(test_threads_buffer_reuse), T_CASE(test_sync_visibility_and_tickets),
        T_CASE(test_clean_restart), T_CASE(test_crash_recovery),
        T_CASE(test_async_kill_keeps_buffered_appends), T_CASE(test_retention),
-       T_CASE(test_threads_group_commit), T_CASE(test_paths), T_CASE(test_recover_missing_segment),
-       T_CASE(test_recover_short_segment), T_CASE(test_recover_cut_segment),
-       T_CASE(test_recover_deleted_tail), T_CASE(test_recover_no_segment))
+       T_CASE(test_disk_keep), T_CASE(test_threads_group_commit), T_CASE(test_paths),
+       T_CASE(test_recover_missing_segment), T_CASE(test_recover_short_segment),
+       T_CASE(test_recover_cut_segment), T_CASE(test_recover_deleted_tail),
+       T_CASE(test_recover_no_segment))
