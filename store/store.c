@@ -1388,7 +1388,10 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	 * Every record still in the log has a queue offset >= its queue's
 	 * min (retention trims queues to the log). One that does not means
 	 * the queue lost its first files. Checking the first segment of each
-	 * shard finds that, as a lost head lies at the log's start.
+	 * shard finds that, as a lost head lies at the log's start. And every
+	 * record below the checkpoint's cq_safe has its unit: one whose queue
+	 * ends before its offset means the queue lost its files (a deleted or
+	 * emptied ConsumeQueue): rebuilt from the log too.
 	 */
 	pthread_mutex_lock(&s->qlock);
 	for (uint32_t i = 0; i < cfg->shards && rc == 0 && !rebuild; i++) {
@@ -1407,6 +1410,17 @@ store_open(const struct store_cfg *cfg, struct store **out)
 			if (!rec_is_dispatched(&m) || m.queue_id < 0)
 				continue;
 			q = qmap_find(s, m.topic, m.topic_len, (uint32_t)m.queue_id);
+			if (q != NULL && have_ckpt == 1 && off <= ck[i].cq_safe &&
+			    (uint64_t)m.queue_offset >= cq_max(q->cq)) {
+				log_err(STORE_TAG,
+					"consume queue %s:%u ends at %" PRIu64
+					" but the log holds its offset %" PRId64
+					" below the checkpoint: its files were lost, rebuilding it",
+					q->topic, q->qid, cq_max(q->cq), m.queue_offset);
+				rc = queue_reset_locked(s, q);
+				rebuild = true;
+				continue;
+			}
 			if (q == NULL || (uint64_t)m.queue_offset >= cq_min(q->cq))
 				continue;
 			log_err(STORE_TAG,

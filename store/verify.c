@@ -357,10 +357,14 @@ verify_in_bad(const struct verify_shard *sh, uint64_t off)
 	return false;
 }
 
-/* Does a valid record of @size bytes start at local @off of @sh? */
-static bool
+/*
+ * Does a valid record of @size bytes start at local @off of @sh? 1 yes, 0
+ * no, -1 yes but of another queue or offset than @topic:@qid at @qoff (a
+ * foreign unit: a copy from another queue, or a damaged topic).
+ */
+static int
 verify_unit_ok(const struct store_verify_cfg *cfg, const struct verify_shard *sh, uint32_t shard,
-	       uint64_t off, uint32_t size)
+	       uint64_t off, uint32_t size, const char *topic, uint32_t qid, uint64_t qoff)
 {
 	uint64_t start = off - off % cfg->seg_size;
 
@@ -369,16 +373,28 @@ verify_unit_ok(const struct store_verify_cfg *cfg, const struct verify_shard *sh
 
 		if (s->start != start)
 			continue;
+		struct wire_msg m;
+
 		if (off - start >= s->len)
-			return false;
-		return verify_rec_at(s->map, s->len, cfg->seg_size, shard, start, off - start) ==
-		       (long)size;
+			return 0;
+		if (verify_rec_at(s->map, s->len, cfg->seg_size, shard, start, off - start) !=
+			    (long)size ||
+		    wire_rec_decode(s->map + (off - start), s->len - (off - start), 0, &m) <= 0)
+			return 0;
+		return m.queue_id >= 0 && (uint32_t)m.queue_id == qid && m.queue_offset >= 0 &&
+				       (uint64_t)m.queue_offset == qoff &&
+				       m.topic_len == strlen(topic) &&
+				       memcmp(m.topic, topic, m.topic_len) == 0
+			       ? 1
+			       : -1;
 	}
-	return false;
+	return 0;
 }
 
 struct verify_q {
-	uint64_t units, bad, gone, lost;
+	const char *topic;
+	uint32_t qid;
+	uint64_t units, bad, gone, lost, foreign;
 	uint64_t first_bad; /* queue offset of the first unit pointing at no good record */
 };
 
@@ -390,6 +406,7 @@ verify_unit(const struct store_verify_cfg *cfg, struct verify_shard *shs, const 
 	uint32_t size = 0;
 	uint32_t shard;
 	uint64_t off;
+	int ok;
 
 	for (int k = 0; k < 8; k++)
 		phys = phys << 8 | u[k];
@@ -403,16 +420,22 @@ verify_unit(const struct store_verify_cfg *cfg, struct verify_shard *shs, const 
 	shard = clog_phys_shard((int64_t)phys);
 	off = clog_phys_local((int64_t)phys);
 	if (shard < cfg->shards && verify_in_bad(&shs[shard], off)) {
-		if (q->bad + q->gone == 0)
+		if (q->bad + q->gone + q->foreign == 0)
 			q->first_bad = qoff;
 		q->bad++;
 		return;
 	}
-	if (shard < cfg->shards && verify_unit_ok(cfg, &shs[shard], shard, off, size))
+	ok = shard < cfg->shards
+		     ? verify_unit_ok(cfg, &shs[shard], shard, off, size, q->topic, q->qid, qoff)
+		     : 0;
+	if (ok == 1)
 		return;
-	if (q->bad + q->gone == 0)
+	if (q->bad + q->gone + q->foreign == 0)
 		q->first_bad = qoff;
-	q->gone++;
+	if (ok < 0)
+		q->foreign++;
+	else
+		q->gone++;
 }
 
 static int
@@ -421,7 +444,7 @@ verify_queue(const struct store_verify_cfg *cfg, struct verify_shard *shs, const
 {
 	char dir[PATH_MAX];
 	uint64_t *files;
-	struct verify_q q = {0};
+	struct verify_q q = {.topic = topic, .qid = (uint32_t)strtoul(qid, NULL, 10)};
 	long n;
 
 	snprintf(dir, sizeof(dir), "%s/%s/%s", cfg->cq_dir, topic, qid);
@@ -453,14 +476,17 @@ verify_queue(const struct store_verify_cfg *cfg, struct verify_shard *shs, const
 	res->units_bad += q.bad;
 	res->units_gone += q.gone;
 	res->units_lost += q.lost;
-	if (q.bad + q.gone + q.lost > 0)
+	res->units_foreign += q.foreign;
+	if (q.bad + q.gone + q.lost + q.foreign > 0)
 		fprintf(out,
 			"queue %s:%s: %" PRIu64 " units, %" PRIu64
 			" point into damaged ranges, %" PRIu64 " at no record, %" PRIu64
+			" at another queue's or offset's record, %" PRIu64
 			" written as lost by a recovery%s",
-			topic, qid, q.units, q.bad, q.gone, q.lost,
-			q.bad + q.gone > 0 ? "; the first bad one at queue offset " : "\n");
-	if (q.bad + q.gone > 0)
+			topic, qid, q.units, q.bad, q.gone, q.foreign, q.lost,
+			q.bad + q.gone + q.foreign > 0 ? "; the first bad one at queue offset "
+						       : "\n");
+	if (q.bad + q.gone + q.foreign > 0)
 		fprintf(out, "%" PRIu64 "\n", q.first_bad);
 	return 0;
 }
@@ -501,7 +527,9 @@ verify_queues(const struct store_verify_cfg *cfg, struct verify_shard *shs, FILE
 bool
 store_verify_damaged(const struct store_verify_res *res)
 {
-	return res->segs_odd + res->bad_spans + res->units_bad + res->units_gone > 0;
+	return res->segs_odd + res->bad_spans + res->units_bad + res->units_gone +
+		       res->units_foreign >
+	       0;
 }
 
 int
@@ -545,9 +573,10 @@ store_verify(const struct store_verify_cfg *cfg, FILE *out, struct store_verify_
 	fprintf(out,
 		"%s: %" PRIu64 " segments (%" PRIu64 " odd), %" PRIu64 " records, %" PRIu64
 		" damaged ranges (%" PRIu64 " bytes); %" PRIu64 " ConsumeQueue units, %" PRIu64
-		" pointing into damaged ranges, %" PRIu64 " at no record, %" PRIu64 " lost\n",
+		" pointing into damaged ranges, %" PRIu64 " at no record, %" PRIu64
+		" at another queue's record, %" PRIu64 " lost\n",
 		store_verify_damaged(res) ? "damaged" : "clean", res->segs, res->segs_odd,
 		res->recs, res->bad_spans, res->bad_bytes, res->units, res->units_bad,
-		res->units_gone, res->units_lost);
+		res->units_gone, res->units_foreign, res->units_lost);
 	return 0;
 }

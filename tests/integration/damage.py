@@ -5,8 +5,9 @@
 usage: damage.py NAMESRV BROKER CLI CASE          (DMG_KEEP=1 keeps the logs)
 
 Cases: units (ConsumeQueue units that lie: 5 pointing past the log's end, 5 copied from another
-queue, and a record whose topic byte was flipped: the queues move past them, every other message
-is delivered once on its own queue, the reads are counted); readers (a record of each kind the broker reads back at start - normal, delayed, timed,
+queue, and a record whose topic byte was flipped; --verify reports them; one queue's only
+ConsumeQueue file deleted: the queues move past the lies, the lost file is rebuilt, every other
+message is delivered once on its own queue, the reads are counted); readers (a record of each kind the broker reads back at start - normal, delayed, timed,
 a timer's fired copy, half, and a transaction's op - with 64 header bytes flipped, after a
 SIGKILL and after a SIGTERM, each then started and stopped cleanly so that recovery does not
 scan the damage: the broker starts, counts and logs the damage, and delivers every
@@ -485,6 +486,12 @@ def units_case():
         f.seek(off % SEG)
         f.write(rec)
     hit = {4 * k for k in range(10, 15)} | {4 * k + 1 for k in range(10, 15)} | {83}
+    v = subprocess.run(bk_args() + ["--verify"], capture_output=True, text=True, timeout=120)
+    check(v.returncode == 1 and "at another queue's or offset's record" in v.stdout,
+          "--verify reports the units that point at another queue's record: "
+          + " | ".join(ln for ln in v.stdout.splitlines() if ln.startswith("queue "))[:240])
+    # queue 2 loses its only ConsumeQueue file: rebuilt from the log at start
+    os.unlink(cq_path(2))
     p = broker(2)
     cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
     got, wrong, stalls, twice = set(), [], [], []
@@ -514,6 +521,8 @@ def units_case():
     n = int(info.get("storeDamagedReads", 0))
     check(n >= 11, f"the lying units' reads counted: storeDamagedReads {n}")
     check(ENV.wait_log("broker", "skipped as lost", 10), "and logged")
+    check("its files were lost, rebuilding it" in ENV.log_of("broker"),
+          "queue 2's lost ConsumeQueue file is rebuilt from the log (its messages delivered above)")
     cl.s.close()
 
 

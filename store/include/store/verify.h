@@ -35,6 +35,7 @@ struct store_verify_res {
 	uint64_t units_bad;  /* units pointing into a damaged range */
 	uint64_t units_gone; /* units pointing at no record (missing, past the end, another size) */
 	uint64_t units_lost; /* units a recovery wrote as lost (CQ_LOST_SIZE) */
+	uint64_t units_foreign; /* units at a valid record of another queue, offset or topic */
 };
 
 /* One segment's scan (store_verify_seg()). */
