@@ -2491,6 +2491,7 @@ flusher_main(void *arg)
 	struct store *s = sh->s;
 	uint64_t last = clk_mono_ns();
 	uint64_t last_wb = last;
+	uint32_t fail_us = 0; /* SYNC_FLUSH: the pause after a failed flush */
 	char name[16];
 
 	snprintf(name, sizeof(name), "st-flush-%u", sh->id);
@@ -2525,10 +2526,14 @@ flusher_main(void *arg)
 			 * longer pause (20 us) only added latency.
 			 */
 			if (pending) {
-				if (clog_flush(c) != 0)
-					sleep_us(10000); /* a failing disk: retry at 100 Hz */
-				else
+				if (clog_flush(c) != 0) {
+					/* a failing disk: retry, backing off from 10 ms to 1 s */
+					fail_us = fail_us ? SP_MIN(fail_us * 2, 1000000u) : 10000u;
+					sleep_us((long)fail_us);
+				} else {
+					fail_us = 0;
 					sleep_us(0);
+				}
 			} else {
 				sleep_us(20);
 			}
