@@ -90,14 +90,10 @@ clog_old_bufs_list(struct clog *c, size_t *n)
 
 /* A span whose records are lost, for clog_recovery() (merged with the last when they touch). */
 int
-clog__lost_add(struct clog *c, uint64_t lo, uint64_t hi)
+clog__lost_insert(struct clog *c, uint32_t at, uint64_t lo, uint64_t hi)
 {
 	struct clog_recovery *rep = &c->rep;
 
-	if (rep->n_lost > 0 && c->lost[rep->n_lost - 1].hi == lo) {
-		c->lost[rep->n_lost - 1].hi = hi;
-		return 0;
-	}
 	if (rep->n_lost == c->lost_cap) {
 		uint32_t cap = c->lost_cap ? c->lost_cap * 2 : 8;
 		struct clog_span *v = realloc(c->lost, cap * sizeof(*v));
@@ -107,9 +103,23 @@ clog__lost_add(struct clog *c, uint64_t lo, uint64_t hi)
 		c->lost = v;
 		c->lost_cap = cap;
 	}
-	c->lost[rep->n_lost++] = (struct clog_span){.lo = lo, .hi = hi};
+	memmove(&c->lost[at + 1], &c->lost[at], (rep->n_lost - at) * sizeof(c->lost[0]));
+	c->lost[at] = (struct clog_span){.lo = lo, .hi = hi};
+	rep->n_lost++;
 	rep->lost = c->lost;
 	return 0;
+}
+
+int
+clog__lost_add(struct clog *c, uint64_t lo, uint64_t hi)
+{
+	struct clog_recovery *rep = &c->rep;
+
+	if (rep->n_lost > 0 && c->lost[rep->n_lost - 1].hi == lo) {
+		c->lost[rep->n_lost - 1].hi = hi;
+		return 0;
+	}
+	return clog__lost_insert(c, rep->n_lost, lo, hi);
 }
 
 static void

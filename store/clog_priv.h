@@ -213,6 +213,8 @@ int clog__load(struct clog *c, const uint64_t *starts, size_t n);
 
 /* clog_load.c: a span whose records recovery lost, for clog_recovery(). Return: 0, -ENOMEM. */
 int clog__lost_add(struct clog *c, uint64_t lo, uint64_t hi);
+/* The same at index @at of the spans (they stay in log order: the caller's). */
+int clog__lost_insert(struct clog *c, uint32_t at, uint64_t lo, uint64_t hi);
 
 /* Recovery's warnings: log_warn() without its rate limit (clog_recover.c, DESIGN). */
 #define CLOG_REC_WARN(...)                                                                         \

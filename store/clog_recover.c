@@ -329,19 +329,8 @@ clog_step_over_late(struct clog *c, uint64_t off, uint64_t *next)
 		at++;
 	if (at < rep->n_lost && c->lost[at].lo < hi)
 		return -EEXIST; /* inside a span already known: clog_lost_skip() passes it */
-	if (rep->n_lost == c->lost_cap) {
-		uint32_t cap = c->lost_cap ? c->lost_cap * 2 : 8;
-		struct clog_span *v = realloc(c->lost, cap * sizeof(*v));
-
-		if (v == NULL)
-			return -ENOMEM;
-		c->lost = v;
-		c->lost_cap = cap;
-	}
-	memmove(&c->lost[at + 1], &c->lost[at], (rep->n_lost - at) * sizeof(c->lost[0]));
-	c->lost[at] = (struct clog_span){.lo = off, .hi = hi};
-	rep->n_lost++;
-	rep->lost = c->lost;
+	if (clog__lost_insert(c, at, off, hi) != 0)
+		return -ENOMEM;
 	rep->spans_stepped++;
 	rep->bytes_stepped += hi - off;
 	CLOG_REC_WARN("shard %u: segment %020" PRIu64 ": no valid record at %" PRIu64

@@ -322,6 +322,17 @@ def case(kill):
     cl.s.close()
 
 
+def topic_create():
+    """Creates TOPIC once the broker has registered (it registers after it is ready)."""
+    deadline = time.time() + 30
+    while True:
+        rc, out, err = cli("topic", "create", TOPIC, "--queues=4")
+        if rc == 0 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    check(rc == 0, f"topic {TOPIC} created ({(out + err).strip()[:80]})")
+
+
 KINDS = ("normal", "delayed", "timed", "fired", "half", "op", "committed")
 
 
@@ -350,13 +361,7 @@ def kind_records():
 def readers(kill):
     namesrv()
     p = broker(1)
-    deadline = time.time() + 30  # the broker registers after it is ready: wait for it
-    while True:
-        rc, out, err = cli("topic", "create", TOPIC, "--queues=4")
-        if rc == 0 or time.time() > deadline:
-            break
-        time.sleep(0.2)
-    check(rc == 0, f"topic {TOPIC} created ({(out + err).strip()[:80]})")
+    topic_create()
     cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
     now = int(time.time() * 1000)
     codes = [send_kind(cl, "normal", i).get("code") for i in range(20)]
@@ -453,13 +458,7 @@ def cq_path(qid):
 def units_case():
     namesrv()
     p = broker(1)
-    deadline = time.time() + 30
-    while True:
-        rc, out, err = cli("topic", "create", TOPIC, "--queues=4")
-        if rc == 0 or time.time() > deadline:
-            break
-        time.sleep(0.2)
-    check(rc == 0, f"topic {TOPIC} created ({(out + err).strip()[:80]})")
+    topic_create()
     cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
     codes = [cl.send(i) for i in range(160)]
     check(codes.count(0) == 160, f"160 of 160 SEND_OK ({set(codes)})")
