@@ -33,12 +33,16 @@ struct keep {
 static void
 keep_at(struct keep *k, const struct store_queue *sq, uint64_t off, const char *what)
 {
-	const struct cq *cq = store_queue_cq(sq);
-	uint64_t max = cq_max(cq);
+	const struct cq *cq;
+	uint64_t max;
 	struct cq_unit u;
 	uint32_t shard;
 	uint64_t local;
 
+	if (sq == NULL)
+		return;
+	cq = store_queue_cq(sq);
+	max = cq_max(cq);
 	if (off < cq_min(cq))
 		off = cq_min(cq);
 	if (off >= max || cq_get(cq, off, &u) != 0)
