@@ -57,12 +57,6 @@ account(struct bk_core *c, const struct dp_xreq *req)
 	return acc;
 }
 
-static bool
-is_group_topic(const char *t, size_t n)
-{
-	return (n > 7 && memcmp(t, "%RETRY%", 7) == 0) || (n > 5 && memcmp(t, "%DLQ%", 5) == 0);
-}
-
 bool
 bk_acl_msg_readable(const struct acl_account *acc, const struct wire_msg *m)
 {
@@ -117,7 +111,7 @@ bk_acl_refuses(struct bk_core *c, const struct dp_xreq *req)
 
 		if (wire_dp_send_req_decode(req->op, req->msg, req->len, &r) != 0)
 			return false; /* the handler answers BAD_REQUEST */
-		if (is_group_topic(r.topic, r.topic_len)) {
+		if (acl_group_topic(r.topic, r.topic_len)) {
 			const char *rt;
 			size_t rtl;
 

@@ -201,8 +201,9 @@ struct bk_rcmd {
 	uint8_t *resp;
 	uint32_t resp_cap;
 	const struct store_queue *sq; /* BK_ROP_EARLIEST */
-	const char *ak; /* the remoting request's account (ACL on; NULL: none needed) */
-	int64_t *phys;	/* BK_ROP_GATHER */
+	const char *
+		ak; /* the remoting request's account (NULL: none needed): SEND_BACK and END_TRANSACTION check what they read with it */
+	int64_t *phys; /* BK_ROP_GATHER */
 	uint32_t nphys;
 	/* the core writes */
 	uint32_t nphys_done; /* BK_ROP_GATHER: control zeroes it once */
@@ -337,8 +338,6 @@ struct bk_tx_end_req {
 	uint64_t qoff; /* tranStateTableOffset */
 	int32_t kind;  /* WIRE_SYSFLAG_TX_COMMIT or _ROLLBACK */
 	char group[META_GROUP_MAX + 1];
-	bool acl;		  /* the ACL is on: the account @ak needs PUB on the real topic */
-	char ak[ACL_KEY_MAX + 1]; /* the request's account (acl) */
 };
 
 /* How END_TRANSACTION ended (bk_rcmd.value), for RocketMQ's remarks. */

@@ -80,12 +80,6 @@ need_ext(struct needs *ns, const struct wire_rem_cmd *q, const char *key, bool g
 		need(ns, "null", 4, group, perm);
 }
 
-static bool
-is_group_topic(const char *t, size_t n)
-{
-	return (n > 7 && memcmp(t, "%RETRY%", 7) == 0) || (n > 5 && memcmp(t, "%DLQ%", 5) == 0);
-}
-
 /*
  * The topic of a SEND: PUB; a retry or dead-letter topic (a consumer's
  * SEND_BACK by SEND): its group SUB, and SUB on the topic the message carries
@@ -99,7 +93,7 @@ need_send(struct needs *ns, const struct wire_rem_cmd *q, const char *key, const
 	const char *rt;
 	size_t rtl;
 
-	if (kv && is_group_topic(kv->val, kv->val_len)) {
+	if (kv && acl_group_topic(kv->val, kv->val_len)) {
 		need(ns, kv->val, kv->val_len, true, ACL_SUB);
 		if (props && wire_props_get(props->val, props->val_len, "RETRY_TOPIC", &rt, &rtl))
 			need(ns, rt, (uint32_t)rtl, false, ACL_SUB);

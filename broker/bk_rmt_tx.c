@@ -148,11 +148,13 @@ bk_rmt__do_end_tx(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *
 	rq->qoff = (uint64_t)qoff;
 	rq->kind = (int32_t)kind;
 	snprintf(rq->group, sizeof(rq->group), "%s", group);
-	/* the core checks PUB on the half's real topic once it has read the half */
-	if (r->bk->acl && r->req_acc) {
-		rq->acl = true;
-		snprintf(rq->ak, sizeof(rq->ak), "%s", r->req_acc->ak);
+	/* the core checks PUB on the half's real topic once it has read the half (cmd->ak) */
+	if (r->req_acc && (j->ak = strdup(r->req_acc->ak)) == NULL) {
+		bk_rmt__job_free(r, j);
+		bk_rmt__busy(r, c, q);
+		return;
 	}
+	j->c.ak = j->ak;
 	j->c.req_len = sizeof(*rq);
 	if (bk_rmt__job_post(r, j, (uint16_t)shard) != 0)
 		bk_rmt__busy(r, c, q);

@@ -153,7 +153,7 @@ may_publish(struct bk_core *c, const char *ak, const struct wire_msg *m)
 {
 	/* pairs with rcu_assign_pointer() in bk_acl_ctl.c's publish() */
 	const struct acl *acl = rcu_dereference(c->bk->acl);
-	const struct acl_account *acc = acl ? acl_find(acl, ak, strnlen(ak, ACL_KEY_MAX)) : NULL;
+	const struct acl_account *acc = acl ? acl_find(acl, ak, strlen(ak)) : NULL;
 	const char *topic;
 	size_t len;
 
@@ -190,7 +190,7 @@ bk_tx_end(struct bk_core *c, struct bk_rcmd *cmd)
 		cmd->value = BK_TX_END_NOT_FOUND;
 		return;
 	}
-	if (rq->acl && !may_publish(c, rq->ak, &m)) {
+	if (cmd->ak && !may_publish(c, cmd->ak, &m)) {
 		c->st.acl_denied[BK_ACL_NO_PERM]++;
 		cmd->value = BK_TX_END_NO_PERM;
 		return;

@@ -327,6 +327,13 @@ lookup(const struct acl_account *acc, const char *name, size_t len, bool group, 
 }
 
 bool
+acl_group_topic(const char *name, size_t len)
+{
+	return (len > 7 && memcmp(name, "%RETRY%", 7) == 0) ||
+	       (len > 5 && memcmp(name, "%DLQ%", 5) == 0);
+}
+
+bool
 acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool group, uint8_t needed)
 {
 	/* a retry topic is its group, named either way: "%RETRY%g" is g (RocketMQ's rule) */

@@ -139,6 +139,9 @@ bool acl_perm_ok(uint8_t needed, uint8_t owned);
 bool acl_allowed(const struct acl_account *acc, const char *name, size_t len, bool group,
 		 uint8_t needed);
 
+/* Is @name (@len bytes) a retry or dead-letter topic ("%RETRY%g", "%DLQ%g"), which acl_allowed() keys by its group? */
+bool acl_group_topic(const char *name, size_t len);
+
 /* "PUB", "SUB", "PUB|SUB", "DENY" for a permission (logs, errors). */
 const char *acl_perm_name(uint8_t perm);
 
