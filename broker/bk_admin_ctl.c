@@ -43,9 +43,8 @@ bk_ctl_perm_set(struct bk_ctl *x, uint32_t perm, const char *by)
 }
 
 /*
- * A master a NameServer refuses (another master holds our brokerName and
- * brokerId there, or our signature is not taken) gets writes no route leads
- * to: it refuses SENDs NO_PERMISSION with the reason, says so on /health and
+ * A master a NameServer refuses because another master holds our brokerName
+ * and brokerId there (ctl_breg_refused()) gets writes no route leads to: it refuses SENDs NO_PERMISSION with the reason, says so on /health and
  * in the log, and takes writes again once every NameServer that answers
  * accepts it. Checked once a second.
  */

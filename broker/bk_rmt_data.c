@@ -30,7 +30,7 @@
  * does a master a NameServer refuses (bk_ctl_ns_refused_tick()). Return: refused.
  */
 static bool
-slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
+writes_refused(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 {
 	char remark[320];
 
@@ -68,7 +68,7 @@ bk_rmt__do_send(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	uint32_t n = 0, cap;
 	long len;
 
-	if (slave_refuses(r, c, q))
+	if (writes_refused(r, c, q))
 		return;
 	if (topic == NULL || bk_rmt__ext_i(q, "queueId", "e", &qid) ||
 	    bk_rmt__ext_i(q, "bornTimestamp", "g", &born)) {
@@ -467,7 +467,7 @@ bk_rmt__do_send_back(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cm
 	struct rjob *j;
 	long len;
 
-	if (slave_refuses(r, c, q))
+	if (writes_refused(r, c, q))
 		return;
 
 	if (!group || gl == 0 || gl + 7 > META_TOPIC_MAX ||
@@ -656,8 +656,10 @@ answer_send(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
 			const struct clog *cl = store_clog(r->bk->store, j->c.core);
 			int e = clog_err(cl) ? clog_err(cl) : clog_prep_err(cl);
 
-			if (store_disk_full(r->bk->store, why + 26, sizeof(why) - 26)) {
-				memcpy(why, "the store refuses writes: ", 26);
+			char full[384];
+
+			if (store_disk_full(r->bk->store, full, sizeof(full))) {
+				snprintf(why, sizeof(why), "the store refuses writes: %s", full);
 				o.remark = why;
 			} else if (e != 0) {
 				snprintf(why, sizeof(why), "the store refuses writes: shard %u: %s",

@@ -2301,10 +2301,10 @@ store_retain(struct store *s, int64_t now_ms)
 				 "the disk is %.0f%% full (diskSpaceCleanForciblyRatio %u%%) and "
 				 "the "
 				 "oldest segment of shard %u holds messages not read yet by %s; "
-				 "consume them, free space, or set "
-				 "deleteUnconsumedWhenDiskFull=true",
+				 "consume "
+				 "them, free space, or set deleteUnconsumedWhenDiskFull=true",
 				 used, s->cfg.disk_clean_ratio, i, who);
-		if (n > 0 && clean_now && min > floor && before < min) {
+		if (n > 0 && clean_now && s->cfg.delete_unconsumed && min > floor && before < min) {
 			atomic_add_relaxed(&s->unread_deleted, 1);
 			log_err(STORE_TAG,
 				"shard %u: disk %.0f%% full (diskSpaceCleanForciblyRatio %u%%): "
