@@ -102,13 +102,16 @@ class Rmt:
         self.buf = self.buf[4 + ln:]
         return h, b
 
-    def send(self, i):
+    def send_body(self, i, body, props="", sysflag="0"):
+        """SEND_MESSAGE of @body to queue i % 4: the answer's header."""
         ext = {"producerGroup": "PG_DMG", "topic": TOPIC, "defaultTopic": "TBW102",
-               "defaultTopicQueueNums": "4", "queueId": str(i % 4), "sysFlag": "0",
+               "defaultTopicQueueNums": "4", "queueId": str(i % 4), "sysFlag": sysflag,
                "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
-               "properties": "", "reconsumeTimes": "0", "unitMode": "false", "batch": "false"}
-        h, _ = self.call(10, ext, body_of(i))
-        return h.get("code")
+               "properties": props, "reconsumeTimes": "0", "unitMode": "false", "batch": "false"}
+        return self.call(10, ext, body)[0]
+
+    def send(self, i):
+        return self.send_body(i, body_of(i)).get("code")
 
     def pull(self, qid, off):
         ext = {"consumerGroup": "GID_DMG", "topic": TOPIC, "queueId": str(qid),
@@ -147,16 +150,19 @@ def seg_path(start):
     return os.path.join(STORE, "commitlog", "0", f"{start:020d}")
 
 
-def log_records():
-    """Every record in the log: message id -> (local offset, length)."""
-    recs = {}
+def log_each():
+    """Every record in the log, in order: (local offset, length, body CRC ok, body)."""
     for start in segments():
         with open(seg_path(start), "rb") as f:
             data = f.read()
-        for _, phys, ok, body, pos, total in parse_records(data):
-            if ok and body[:1] == b"m":
-                recs[int(body[1:6])] = (start + pos, total)
-    return recs
+        for _, _, ok, body, pos, total in parse_records(data):
+            yield start + pos, total, ok, body
+
+
+def log_records():
+    """Every record in the log: message id -> (local offset, length)."""
+    return {int(body[1:6]): (off, total) for off, total, ok, body in log_each()
+            if ok and body[:1] == b"m"}
 
 
 def hurt(recs):
@@ -257,6 +263,23 @@ def consume(cl, want, hit):
     return got, bad, stalls
 
 
+def pull_all(cl, rounds):
+    """Pull every queue from 0 until its offset stops moving: ([(qid, body CRC ok, body)], stalls)."""
+    recs, stalls = [], []
+    for qid in range(4):
+        off = 0
+        for _ in range(rounds):
+            code, ext, body = cl.pull(qid, off)
+            nxt = int(ext.get("nextBeginOffset", off))
+            recs += [(qid, ok, b) for _, _, ok, b, _, _ in parse_records(body if code == 0 else b"")]
+            if nxt == off:
+                if off < int(ext.get("maxOffset", 0)):
+                    stalls.append((qid, off, code, ext.get("remark")))
+                break
+            off = nxt
+    return recs, stalls
+
+
 def case(kill):
     namesrv()
     p = broker(1)
@@ -337,24 +360,16 @@ KINDS = ("normal", "delayed", "timed", "fired", "half", "op", "committed")
 
 
 def send_kind(cl, kind, i, props="", sysflag="0"):
-    ext = {"producerGroup": "PG_DMG", "topic": TOPIC, "defaultTopic": "TBW102",
-           "defaultTopicQueueNums": "4", "queueId": str(i % 4), "sysFlag": sysflag,
-           "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
-           "properties": props, "reconsumeTimes": "0", "unitMode": "false", "batch": "false"}
-    h, _ = cl.call(10, ext, f"k:{kind}:{i:03d}".encode())
-    return h
+    return cl.send_body(i, f"k:{kind}:{i:03d}".encode(), props, sysflag)
 
 
 def kind_records():
     """Every record whose body is k:KIND:NNN: (kind, n) -> [(local offset, length), ...]."""
     recs = {}
-    for start in segments():
-        with open(seg_path(start), "rb") as f:
-            data = f.read()
-        for _, _, ok, body, pos, total in parse_records(data):
-            if body.startswith(b"k:"):
-                _, kind, n = body.decode().split(":")
-                recs.setdefault((kind, int(n)), []).append((start + pos, total))
+    for off, total, _, body in log_each():
+        if body.startswith(b"k:"):
+            _, kind, n = body.decode().split(":")
+            recs.setdefault((kind, int(n)), []).append((off, total))
     return recs
 
 
@@ -422,21 +437,9 @@ def readers(kill):
     check(" ready: " in log, f"the broker starts with {len(targets)} damaged records "
           f"({', '.join(sorted(targets))}), after a {'SIGKILL' if kill else 'SIGTERM'}")
     cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
-    got, bad, stalls = set(), [], []
-    for qid in range(4):
-        off = 0
-        for _ in range(100):
-            code, ext, body = cl.pull(qid, off)
-            nxt = int(ext.get("nextBeginOffset", off))
-            for _, _, ok, b, _, _ in parse_records(body if code == 0 else b""):
-                if not ok:
-                    bad.append(b[:20])
-                got.add(b.decode(errors="replace"))
-            if nxt == off:
-                if off < int(ext.get("maxOffset", 0)):
-                    stalls.append((qid, off, code))
-                break
-            off = nxt
+    recs, stalls = pull_all(cl, 100)
+    got = {b.decode(errors="replace") for _, _, b in recs}
+    bad = [b[:20] for _, ok, b in recs if not ok]
     want = {f"k:normal:{i:03d}" for i in range(30) if i != 7} | {"k:committed:000"}
     check(want <= got, f"every undamaged message delivered, the committed one too "
           f"({len(want & got)} of {len(want)}; missing {sorted(want - got)[:4]})")
@@ -493,24 +496,15 @@ def units_case():
     os.unlink(cq_path(2))
     p = broker(2)
     cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
-    got, wrong, stalls, twice = set(), [], [], []
-    for qid in range(4):
-        off = 0
-        for _ in range(200):
-            code, ext, body = cl.pull(qid, off)
-            nxt = int(ext.get("nextBeginOffset", off))
-            for _, _, ok, b, _, _ in parse_records(body if code == 0 else b""):
-                i = int(b[1:6]) if b[:1] == b"m" else -1
-                if i % 4 != qid or b != body_of(i):
-                    wrong.append((qid, i))
-                if i in got:
-                    twice.append(i)
-                got.add(i)
-            if nxt == off:
-                if off < int(ext.get("maxOffset", 0)):
-                    stalls.append((qid, off, code, ext.get("remark")))
-                break
-            off = nxt
+    recs, stalls = pull_all(cl, 200)
+    got, wrong, twice = set(), [], []
+    for qid, _, b in recs:
+        i = int(b[1:6]) if b[:1] == b"m" else -1
+        if i % 4 != qid or b != body_of(i):
+            wrong.append((qid, i))
+        if i in got:
+            twice.append(i)
+        got.add(i)
     want = set(range(160)) - hit
     check(not stalls, f"no queue stalled behind the lying units ({stalls[:3]})")
     check(want <= got, f"every other message delivered ({len(want & got)} of {len(want)}; "
