@@ -61,6 +61,7 @@
 #define RMT_SPIN_NS 50000ull /* control polls without sleeping this long after remoting work */
 #define RMT_RING 4096	     /* command/completion ring per core; remoting keeps fewer in flight */
 #define TBW102 "TBW102"	     /* RocketMQ's AUTO_CREATE_TOPIC_KEY_TOPIC */
+#define BK_READY_REG_WAIT_MS 12000 /* at start, for the first registration round (2 timeouts) */
 
 static int
 rmt_topic_put(void *arg, const struct meta_topic *mt)
@@ -1194,14 +1195,6 @@ main(int argc, char **argv)
 			}
 		}
 	}
-	log_info(BK_TAG,
-		 "sprocket-broker %s id %" PRId64 " %s (%s) ready: %u %s cores at %s:%u.., "
-		 "remoting %s:%u, store %s (%s), namesrv %s",
-		 x->bk.conf.broker_name, x->bk.conf.broker_id, cfg_get_str(cfg, "brokerRole"),
-		 SP_VERSION, x->bk.ncores, cfg_get_str(cfg, "dataplaneBackend"),
-		 cfg_get_str(cfg, "dataplaneIp"), x->bk.conf.dp_port, cfg_get_str(cfg, "brokerIP1"),
-		 bk_rmt_port(x->rmt), sc.root, cfg_get_str(cfg, "flushDiskType"),
-		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
 	if (x->bk.conf.role == BK_ROLE_SLAVE) {
 		const char *m = x->ha ? bk_ha_master(x) : cfg_get_str(cfg, "haMasterAddress");
 
@@ -1225,6 +1218,31 @@ main(int argc, char **argv)
 		log_err(BK_TAG, "offsets writer thread: %s", strerror(err));
 		goto out_breg;
 	}
+	/*
+	 * "ready" (and READY=1) only once every port is bound and every
+	 * NameServer has answered the first registration: a script or unit that
+	 * waits for it can then find this broker through a route, as RocketMQ's
+	 * BrokerController.start() registers before its "boot success".
+	 */
+	if (x->breg != NULL) {
+		uint32_t ok = ctl_breg_wait_first(x->breg, BK_READY_REG_WAIT_MS), n, total;
+
+		ctl_breg_accepted(x->breg, &n, &total);
+		if (ok == 0)
+			log_warn(BK_TAG,
+				 "none of the %u NameServers (namesrvAddr) has accepted the "
+				 "registration yet: no client finds a route to this broker until "
+				 "one does (retried with back-off; /health says 503 until then)",
+				 total);
+	}
+	log_info(BK_TAG,
+		 "sprocket-broker %s id %" PRId64 " %s (%s) ready: %u %s cores at %s:%u.., "
+		 "remoting %s:%u, store %s (%s), namesrv %s",
+		 x->bk.conf.broker_name, x->bk.conf.broker_id, cfg_get_str(cfg, "brokerRole"),
+		 SP_VERSION, x->bk.ncores, cfg_get_str(cfg, "dataplaneBackend"),
+		 cfg_get_str(cfg, "dataplaneIp"), x->bk.conf.dp_port, cfg_get_str(cfg, "brokerIP1"),
+		 bk_rmt_port(x->rmt), sc.root, cfg_get_str(cfg, "flushDiskType"),
+		 cfg_get_str(cfg, "namesrvAddr")[0] ? cfg_get_str(cfg, "namesrvAddr") : "(none)");
 	ctl_notify(BK_TAG, "READY=1");
 	err = run(x, sfd);
 	ctl_notify(BK_TAG, "STOPPING=1");

@@ -133,6 +133,16 @@ void ctl_breg_kick(struct ctl_breg *b);
 MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms);
 
 /**
+ * ctl_breg_wait_first() - wait until every NameServer has answered the first
+ * round (accepted, refused, or failed at least once), so that a broker says
+ * "ready" only once clients can find it through a route, or once it knows
+ * they cannot yet (docs/broker.md, "Start-up").
+ * Context: the broker's main thread at start; blocks up to @timeout_ms.
+ * Return: how many of them accepted it.
+ */
+uint32_t ctl_breg_wait_first(struct ctl_breg *b, uint32_t timeout_ms);
+
+/**
  * ctl_breg_accepted() - how many of the NameServers have accepted at least
  * one registration (@accepted), of how many (@total).
  * Context: any control thread; a short mutex, never waits on I/O.
