@@ -6,7 +6,7 @@
  *
  * Request: offset u64, seg_size u64, flushed u64, prev_off u64,
  * prev_size u32, prev_hash u32, max_bytes u32, suspend_ms u32, shard u16,
- * cores u16, name_len u16, reserved u16 (0), epoch u64, then the slave's
+ * cores u16, name_len u16, flags u16, epoch u64, then the slave's
  * brokerName.
  * Response op part: master_end u64, data_offset u64, min_offset u64,
  * base_end u64, seg_size u64, cores u16, flags u16, data_len u32, epoch u64,
@@ -25,7 +25,7 @@ long
 wire_dp_repl_req_encode(const struct wire_dp_repl_req *r, uint8_t *buf, size_t cap)
 {
 	if (r->name_len == 0 || r->name_len > WIRE_DP_TOPIC_MAX || r->name == NULL ||
-	    r->max_bytes == 0)
+	    r->max_bytes == 0 || (r->flags & ~WIRE_DP_REPL_RQ_F_ALL) != 0)
 		return -EINVAL;
 	if (cap < WIRE_DP_REPL_REQ_FIXED + (size_t)r->name_len)
 		return -ENOBUFS;
@@ -40,7 +40,7 @@ wire_dp_repl_req_encode(const struct wire_dp_repl_req *r, uint8_t *buf, size_t c
 	wire_st_le16(buf + 48, r->shard);
 	wire_st_le16(buf + 50, r->cores);
 	wire_st_le16(buf + 52, r->name_len);
-	wire_st_le16(buf + 54, 0);
+	wire_st_le16(buf + 54, r->flags);
 	wire_st_le64(buf + 56, r->epoch);
 	memcpy(buf + WIRE_DP_REPL_REQ_FIXED, r->name, r->name_len);
 	return WIRE_DP_REPL_REQ_FIXED + (long)r->name_len;
@@ -62,9 +62,11 @@ wire_dp_repl_req_decode(const uint8_t *msg, size_t len, struct wire_dp_repl_req 
 	r->shard = wire_ld_le16(msg + 48);
 	r->cores = wire_ld_le16(msg + 50);
 	r->name_len = wire_ld_le16(msg + 52);
+	r->flags = wire_ld_le16(msg + 54);
 	r->epoch = wire_ld_le64(msg + 56);
-	if (wire_ld_le16(msg + 54) != 0 || r->name_len == 0 || r->name_len > WIRE_DP_TOPIC_MAX ||
-	    r->max_bytes == 0 || (uint64_t)WIRE_DP_REPL_REQ_FIXED + r->name_len != len)
+	if ((r->flags & ~WIRE_DP_REPL_RQ_F_ALL) != 0 || r->name_len == 0 ||
+	    r->name_len > WIRE_DP_TOPIC_MAX || r->max_bytes == 0 ||
+	    (uint64_t)WIRE_DP_REPL_REQ_FIXED + r->name_len != len)
 		return -EBADMSG;
 	r->name = (const char *)msg + WIRE_DP_REPL_REQ_FIXED;
 	return 0;

@@ -565,12 +565,23 @@ struct wire_dp_repl_req {
 	uint64_t epoch;
 	const char *name; /* the slave's brokerName, 1..WIRE_DP_TOPIC_MAX bytes */
 	uint16_t name_len;
+	uint16_t flags; /* WIRE_DP_REPL_RQ_F_* */
 };
 
 /*
- * The master acknowledges SENDs once a slave holds them, before its own
- * disk does (SYNC_MASTER with ASYNC_FLUSH): bytes a slave holds past the
- * master's base_end may be acknowledged messages, never to be cut away.
+ * The request comes from the group's master, restarting with a log shorter
+ * than its slave's (it lost a tail): the slave's core answers with its own
+ * bytes past @offset, so the master takes back what it acknowledged
+ * (docs/replication.md, "A master that lost an acknowledged tail").
+ */
+#define WIRE_DP_REPL_RQ_F_RECOVER 0x1u
+#define WIRE_DP_REPL_RQ_F_ALL WIRE_DP_REPL_RQ_F_RECOVER
+
+/*
+ * The master acknowledges SENDs once a slave holds them (SYNC_MASTER, with
+ * either flush: a disk that lost what it had synced loses it too): bytes a
+ * slave holds past the master's base_end may be acknowledged messages,
+ * never to be cut away.
  */
 #define WIRE_DP_REPL_F_SLAVE_ACKED 0x1u
 #define WIRE_DP_REPL_F_ALL WIRE_DP_REPL_F_SLAVE_ACKED

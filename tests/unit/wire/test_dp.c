@@ -1632,9 +1632,16 @@ test_repl(void)
 	T_ASSERT_EQ(q2.name_len, 1);
 	T_ASSERT_EQ_U64(q2.epoch, 9);
 	T_ASSERT_MEMEQ(q2.name, "b", 1);
+	T_ASSERT_EQ(q2.flags, 0);
 	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n - 1, &q2), -EBADMSG);
-	buf_a[54] = 1; /* reserved */
+	buf_a[54] = 1; /* RECOVER */
+	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n, &q2), 0);
+	T_ASSERT_EQ(q2.flags, WIRE_DP_REPL_RQ_F_RECOVER);
+	buf_a[54] = 2; /* an unknown flag */
 	T_ASSERT_EQ(wire_dp_repl_req_decode(buf_a, (size_t)n, &q2), -EBADMSG);
+	q.flags = 2;
+	T_ASSERT_EQ(wire_dp_repl_req_encode(&q, buf_a, BUF_CAP), -EINVAL);
+	q.flags = 0;
 	q.name_len = 0;
 	T_ASSERT_EQ(wire_dp_repl_req_encode(&q, buf_a, BUF_CAP), -EINVAL);
 	q.name_len = 1;
