@@ -704,6 +704,8 @@ static int
 clog_scan(struct clog *c, uint64_t from, uint64_t limit, uint64_t *end)
 {
 	uint64_t off = from;
+	uint64_t final = UINT64_MAX; /* the last record found, past any BLANK */
+	struct wire_msg fm = {0};
 	bool damaged = false;
 
 	while (off < limit) {
@@ -717,12 +719,15 @@ clog_scan(struct clog *c, uint64_t from, uint64_t limit, uint64_t *end)
 			break;
 		r = clog_rec_at(c, s, off, &m);
 		if (r > 0) {
+			final = off;
+			fm = m;
 			off += (uint64_t)r;
 			c->rep.recs_after += damaged;
 			continue;
 		}
 		if (r == -ENODATA && m.total_size == c->seg_size - (off - s->start)) {
 			off = s->start + c->seg_size;
+			final = UINT64_MAX;
 			damaged |= s->recreated;
 			continue;
 		}
@@ -749,6 +754,22 @@ clog_scan(struct clog *c, uint64_t from, uint64_t limit, uint64_t *end)
 			return rc;
 		damaged = true;
 		off = s->start + c->seg_size;
+		final = UINT64_MAX;
+	}
+	/*
+	 * A write torn at the log's end (a disk that lost the last pages it
+	 * said it had synced) can leave the final record with its properties
+	 * zeroed: the body CRC does not cover them, so only their NUL bytes
+	 * tell. That record is the tail's, and is cut with it (a SYNC_MASTER
+	 * takes it back from its slave, bk_tailback.c).
+	 */
+	if (final != UINT64_MAX && fm.props_len > 0 && memchr(fm.props, 0, fm.props_len) != NULL) {
+		log_warn(CLOG_TAG,
+			 "shard %u: the log's last record, at %" PRIu64
+			 ", has NUL bytes in its properties (a write torn at the end): the log "
+			 "ends before it",
+			 c->shard, final);
+		off = final;
 	}
 	*end = off;
 	return 0;
