@@ -102,6 +102,13 @@ void bk_disk_keep_tick(struct bk_ctl *x, uint64_t now_ms);
 /* Once a second: a master a NameServer refuses write-protects itself (bk_admin_ctl.c). */
 void bk_ctl_ns_refused_tick(struct bk_ctl *x, uint64_t now_ms);
 
+/*
+ * bk_tailback.c: a SYNC_MASTER (static roles) takes back from its slave what
+ * the slave holds past its log. Context: control thread at start, before the
+ * cores start; blocks up to haTailRecoverTimeout.
+ */
+void bk_tailback(struct bk_ctl *x);
+
 /* aclEnable/aclFile (bk_acl_ctl.c): load at start (0, -errno logged), watch, free at stop. */
 int bk_acl_start(struct bk_ctl *x);
 void bk_acl_tick(struct bk_ctl *x, uint64_t now_ms);

@@ -71,6 +71,7 @@ struct follow_shard {
 	int last_refusal;	 /* the status last logged, to log a refusal once */
 	uint32_t busy_row;	 /* SYSTEM_BUSY answers in a row */
 	_Atomic bool halted;	 /* the logs diverged beyond repair, or a cut waits for a restart */
+	_Atomic int taken;	 /* taking a tail back: 0 going on, 1 done, -1 given up */
 	_Atomic bool in_session; /* a session to the master is up (stats, relaxed) */
 	/* the shard's last record (REPL prev_*): what the master checks */
 	uint64_t prev_off;
@@ -91,6 +92,7 @@ struct follow_shard {
 
 struct bk_follow {
 	struct bk *bk;
+	bool recover; /* a master taking its lost tail back from a slave (immutable) */
 	_Atomic bool stop;
 	pthread_mutex_t mu;
 	/* under mu */
@@ -161,13 +163,10 @@ diverged(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t of
 		log_err(FOLLOW_TAG,
 			"shard %u: this slave holds %" PRIu64
 			" bytes past what master %s kept (%" PRIu64 " here, it kept %" PRIu64
-			"); the master acknowledges SENDs once a slave holds "
-			"them (SYNC_MASTER, ASYNC_FLUSH), so they may be acknowledged messages: "
-			"not "
-			"cutting and not following; read them from this slave before emptying its "
-			"store",
-			fs->shard, off - to, fs->f->master_str, off, to);
-		atomic_store_relaxed(&fs->halted, true);
+			"); the master acknowledges SENDs once a slave holds them (SYNC_MASTER), "
+			"so they may be acknowledged messages: not cutting; following again once "
+			"the master has taken them back (at its start), asking every %u ms",
+			fs->shard, off - to, fs->f->master_str, off, to, FOLLOW_RETRY_MS);
 		return;
 	}
 	if (to < clog_min(store_clog(bk->store, fs->shard))) {
@@ -246,7 +245,11 @@ refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off
 	const struct bk_conf *cf = &fs->f->bk->conf;
 	int32_t st = r->head.status;
 
-	fs->backoff_ms = FOLLOW_REFUSED_MS;
+	/* a master that may take our tail back soon is asked again sooner */
+	fs->backoff_ms =
+		st == WIRE_DP_ST_PULL_OFFSET_MOVED && (r->flags & WIRE_DP_REPL_F_SLAVE_ACKED)
+			? FOLLOW_RETRY_MS
+			: FOLLOW_REFUSED_MS;
 	if (fs->last_refusal == st)
 		return;
 	fs->last_refusal = st;
@@ -275,6 +278,48 @@ refused(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off
 
 static int submit(struct follow_shard *fs, uint64_t offset);
 
+/*
+ * Taking a tail back (bk_follow_recover_start()): the slave's answer @r to
+ * our request at @off ends it, or not yet. Return: true when it ended.
+ */
+static bool
+recover_end(struct follow_shard *fs, const struct wire_dp_repl_resp *r, uint64_t off)
+{
+	const char *peer = fs->f->master_str;
+
+	if (r->head.status == WIRE_DP_ST_SUCCESS && (r->data_len > 0 || r->master_end > off))
+		return false; /* more to come */
+	if (r->head.status == WIRE_DP_ST_SUCCESS ||
+	    (r->head.status == WIRE_DP_ST_PULL_OFFSET_MOVED && r->master_end < off)) {
+		uint64_t got = atomic_load_relaxed(&fs->bytes);
+
+		if (got > 0)
+			log_warn(FOLLOW_TAG,
+				 "shard %u: took back %" PRIu64 " bytes this master had lost from "
+				 "slave %s: its log ends at %" PRIu64 " again",
+				 fs->shard, got, peer, off);
+		else
+			log_info(FOLLOW_TAG,
+				 "shard %u: slave %s holds nothing past this master's end %" PRIu64
+				 " (it is at %" PRIu64 ")",
+				 fs->shard, peer, off, r->master_end);
+		atomic_store(&fs->taken, 1);
+		return true;
+	}
+	if (r->head.status == WIRE_DP_ST_SYSTEM_BUSY)
+		return false;
+	log_err(FOLLOW_TAG,
+		"shard %u: cannot take back a tail from slave %s at %" PRIu64 " (it is at %" PRIu64
+		"): %s (status %d)%s",
+		fs->shard, peer, off, r->master_end, status_name(r->head.status), r->head.status,
+		r->head.status == WIRE_DP_ST_PULL_OFFSET_MOVED
+			? ": its record before this master's end is not this master's (the logs "
+			  "forked); the slave keeps its copy and says so"
+			: "");
+	atomic_store(&fs->taken, -1);
+	return true;
+}
+
 static uint32_t
 be32(const uint8_t *p)
 {
@@ -300,6 +345,8 @@ lag_update(struct follow_shard *fs, uint64_t master_end, uint64_t own)
 	uint64_t bytes = master_end > own ? master_end - own : 0;
 	uint64_t ms = 0;
 
+	if (fs->f->recover)
+		return; /* a master taking its tail back: no lag to watch */
 	if (bytes > 0 && newest > 0 && newest != INT64_MAX && (int64_t)now > newest)
 		ms = now - (uint64_t)newest;
 	atomic_store_relaxed(&g->bytes, bytes);
@@ -380,6 +427,8 @@ on_answer(void *arg, int err, const uint8_t *msg, uint32_t len)
 		return;
 	}
 	fs->busy_row = 0;
+	if (fs->f->recover && recover_end(fs, &r, off))
+		return;
 	if (r.head.status != WIRE_DP_ST_SUCCESS) {
 		refused(fs, &r, off);
 		return;
@@ -477,12 +526,13 @@ submit(struct follow_shard *fs, uint64_t offset)
 		.prev_size = fs->prev_size,
 		.prev_hash = fs->prev_hash,
 		.max_bytes = FOLLOW_MAX_BYTES,
-		.suspend_ms = FOLLOW_SUSPEND_MS,
+		.suspend_ms = fs->f->recover ? 0 : FOLLOW_SUSPEND_MS,
 		.shard = (uint16_t)fs->shard,
 		.cores = (uint16_t)bk->ncores,
 		.epoch = atomic_load_relaxed(&bk->epoch),
 		.name = bk->conf.broker_name,
 		.name_len = (uint16_t)strlen(bk->conf.broker_name),
+		.flags = fs->f->recover ? WIRE_DP_REPL_RQ_F_RECOVER : 0,
 	};
 	long n = wire_dp_repl_req_encode(&q, fs->req, sizeof(fs->req));
 
@@ -601,7 +651,8 @@ follow_main(void *arg)
 		uint64_t cur;
 		int err;
 
-		if (atomic_load_relaxed(&fs->halted) || !master_of(f, &m, &gen)) {
+		if (atomic_load_relaxed(&fs->halted) || atomic_load_relaxed(&fs->taken) != 0 ||
+		    !master_of(f, &m, &gen)) {
 			nap(f, 100);
 			continue;
 		}
@@ -615,19 +666,20 @@ follow_main(void *arg)
 		}
 		err = dp_xcli_connect(fs->cli, m, FOLLOW_RETRY_MS, &fs->sess);
 		if (err != 0) {
-			log_warn_ratelimited(FOLLOW_TAG, "shard %u: cannot reach master %s: %s",
-					     fs->shard, f->master_str, strerror(-err));
+			log_warn_ratelimited(FOLLOW_TAG, "shard %u: cannot reach %s %s: %s",
+					     fs->shard, f->recover ? "slave" : "master",
+					     f->master_str, strerror(-err));
 			nap(f, FOLLOW_RETRY_MS);
 			continue;
 		}
-		log_info(FOLLOW_TAG, "shard %u: session to master %s core %u", fs->shard,
-			 f->master_str, fs->shard);
+		log_info(FOLLOW_TAG, "shard %u: session to %s %s core %u", fs->shard,
+			 f->recover ? "slave" : "master", f->master_str, fs->shard);
 		fs->dead = false;
 		fs->chained = false;
 		atomic_store_relaxed(&fs->in_session, true);
 		prev_init(fs);
 		while (!atomic_load_relaxed(&f->stop) && master_of(f, &m, &cur) && cur == gen &&
-		       !atomic_load_relaxed(&fs->halted)) {
+		       !atomic_load_relaxed(&fs->halted) && atomic_load_relaxed(&fs->taken) == 0) {
 			fs->backoff_ms = 0;
 			if (!ask(fs))
 				break;
@@ -665,8 +717,14 @@ bk_follow_set_master(struct bk_follow *f, const char *addr)
 		f->master.port = (uint16_t)port;
 		snprintf(f->master_str, sizeof(f->master_str), "%s", addr);
 		f->gen++;
-		log_info(FOLLOW_TAG, "following master %s (dataplane %s, core c at port %ld + c)",
-			 f->bk->conf.broker_name, addr, port);
+		if (f->recover)
+			log_info(FOLLOW_TAG,
+				 "asking slave %s of %s for what it holds past this master's end",
+				 addr, f->bk->conf.broker_name);
+		else
+			log_info(FOLLOW_TAG,
+				 "following master %s (dataplane %s, core c at port %ld + c)",
+				 f->bk->conf.broker_name, addr, port);
 	}
 	pthread_mutex_unlock(&f->mu);
 	return;
@@ -674,9 +732,9 @@ bad:
 	log_err_ratelimited(FOLLOW_TAG, "master address '%s' is not ipv4:port", addr);
 }
 
-int
-bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
-		struct bk_follow **out)
+static int
+follow_start(struct bk *bk, const char *master, struct dp_port *const *ports, bool recover,
+	     struct bk_follow **out)
 {
 	struct bk_follow *f = calloc(1, sizeof(*f));
 	int err = 0;
@@ -684,6 +742,7 @@ bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
 	if (f == NULL)
 		return -ENOMEM;
 	f->bk = bk;
+	f->recover = recover;
 	pthread_mutex_init(&f->mu, NULL);
 	if (master != NULL && master[0] != '\0')
 		bk_follow_set_master(f, master);
@@ -692,8 +751,8 @@ bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
 
 		fs->f = f;
 		fs->shard = i;
-		snprintf(fs->client_id, sizeof(fs->client_id), "sprocket-slave@%.40s/%u",
-			 bk->conf.broker_name, i);
+		snprintf(fs->client_id, sizeof(fs->client_id), "sprocket-%s@%.40s/%u",
+			 recover ? "master" : "slave", bk->conf.broker_name, i);
 		if (ports != NULL) {
 			fs->port = ports[i];
 			err = session_client(fs);
@@ -709,6 +768,34 @@ bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
 	}
 	*out = f;
 	return 0;
+}
+
+int
+bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
+		struct bk_follow **out)
+{
+	return follow_start(bk, master, ports, false, out);
+}
+
+int
+bk_follow_recover_start(struct bk *bk, const char *slave, struct bk_follow **out)
+{
+	return follow_start(bk, slave, NULL, true, out);
+}
+
+int
+bk_follow_recover_state(const struct bk_follow *f)
+{
+	int st = 1;
+
+	for (uint32_t i = 0; i < f->bk->ncores; i++) {
+		int t = atomic_load(&f->sh[i].taken);
+
+		if (t == 0)
+			return 0;
+		st = t < 0 ? -1 : st;
+	}
+	return st;
 }
 
 void

@@ -27,6 +27,19 @@ struct bk_follow;
 MUST_CHECK int bk_follow_start(struct bk *bk, const char *master, struct dp_port *const *ports,
 			       struct bk_follow **out);
 
+/**
+ * bk_follow_recover_start() - a master that restarted with a log shorter
+ * than its slave's takes the slave's bytes past its end back, one session
+ * per shard to the slave's core (@slave: its dataplane endpoint "ip:port"),
+ * with REPL requests flagged RECOVER, until the slave has nothing more.
+ * The store must have no other writer meanwhile (the cores are not started).
+ * Context: control thread. Return: 0, -errno.
+ */
+MUST_CHECK int bk_follow_recover_start(struct bk *bk, const char *slave, struct bk_follow **out);
+
+/* Taking back: 0 going on, 1 every shard done, -1 a shard gave up (logged). Relaxed. */
+int bk_follow_recover_state(const struct bk_follow *f);
+
 /* Follow the master at "ip:port" (a change restarts the sessions). Context: control. */
 void bk_follow_set_master(struct bk_follow *f, const char *addr);
 

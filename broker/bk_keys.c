@@ -110,6 +110,10 @@ const struct cfg_key bk_keys[] = {
 	 "holds it), SLAVE (follows brokerName's master, read-only)"},
 	{"haMasterAddress", CFG_STRING, NULL, 0, 64, NULL,
 	 "SLAVE: the master's dataplane endpoint ip:port (empty: learnt from the NameServer)"},
+	{"haTailRecoverTimeout", CFG_INT, "10000", 0, 3600000, NULL,
+	 "SYNC_MASTER with static roles: at start, ms to take back from its slave what the slave "
+	 "holds past this master's log (an acknowledged tail it lost) before taking writes "
+	 "(0: never ask)"},
 	{"haMaxGapNotInSync", CFG_INT, "268435456", 1, 1LL << 40, NULL,
 	 "SYNC_MASTER: a slave further behind than this many bytes is not in sync "
 	 "(SLAVE_NOT_AVAILABLE)"},

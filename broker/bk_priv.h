@@ -290,6 +290,7 @@ struct bk_core_stats {
 	uint64_t repl_bytes;	 /* log bytes sent to slaves */
 	uint64_t write_refused;	 /* SENDs refused: a slave, or a master without its lease */
 	uint64_t repl_fenced;	 /* REPLs of a later epoch: this master was replaced */
+	uint64_t repl_recover;	 /* on a slave: its master taking back a lost tail */
 	uint64_t type_refused;	 /* SENDs of a type not taken yet (bk_msgtype.h) */
 	uint64_t delayed;	 /* messages put into SCHEDULE_TOPIC_XXXX */
 	uint64_t delay_delivered;

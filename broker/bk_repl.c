@@ -67,11 +67,13 @@ repl_answer(struct bk_core *c, struct dp_xhandle h, uint64_t recv_ns, int32_t st
 		.seg_size = c->bk->conf.seg_size,
 		.cores = (uint16_t)c->bk->ncores,
 		/*
+		 * A SYNC_MASTER answers SEND_OK once a slave holds the bytes: with
+		 * SYNC_FLUSH too, since a disk can lose what it said it synced.
 		 * With failover, the group's next master is its most caught-up
 		 * slave: what a slave holds past that master's base_end was never
 		 * acknowledged (docs/failover.md), so a deposed master's tail is cut.
 		 */
-		.flags = c->bk->conf.role == BK_ROLE_SYNC_MASTER && !c->bk->conf.sync_flush &&
+		.flags = c->bk->conf.role == BK_ROLE_SYNC_MASTER &&
 					 atomic_load_relaxed(&c->bk->epoch) == 0
 				 ? WIRE_DP_REPL_F_SLAVE_ACKED
 				 : 0,
@@ -162,6 +164,35 @@ prev_ok(const struct bk_core *c, const struct wire_dp_repl_req *r)
 	return size == r->prev_size && hash == r->prev_hash;
 }
 
+/*
+ * The group's master restarted with a log shorter than ours and takes back
+ * what we hold past its end (bk_tailback.c): answered at once from our log,
+ * as a master answers a slave, with no slot (nothing is acknowledged to us
+ * and nothing parks). A master whose last record is not ours is told so
+ * (PULL_OFFSET_MOVED): the logs forked, and it takes nothing. Only a
+ * slave answers (bk_repl_handle()).
+ */
+static void
+recover_serve(struct bk_core *c, const struct dp_xreq *req, const struct wire_dp_repl_req *r,
+	      uint64_t end)
+{
+	struct bk_repl_slave one = {
+		.h = req->h,
+		.recv_ns = req->ts_recv_ns,
+		.offset = r->offset,
+		.max_bytes = r->max_bytes,
+	};
+
+	c->st.repl_recover++;
+	if (r->offset > end || !prev_ok(c, r)) {
+		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_PULL_OFFSET_MOVED, r->offset,
+			    NULL, 0);
+		return;
+	}
+	if (!repl_serve(c, &one))
+		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_SUCCESS, r->offset, NULL, 0);
+}
+
 /* The slot of @req's session: its own, a free one, or a stale one; NULL when all are busy. */
 static struct bk_repl_slave *
 slot_for(struct bk_core *c, const struct dp_xreq *req, uint64_t now)
@@ -215,8 +246,11 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 			    NULL, 0);
 		return;
 	}
-	if (cf->role == BK_ROLE_SLAVE) {
-		/* no cascading: a slave's log is not a master's */
+	if ((cf->role == BK_ROLE_SLAVE) != !!(r.flags & WIRE_DP_REPL_RQ_F_RECOVER)) {
+		/*
+		 * No cascading: a slave's log is not a master's; and only a
+		 * slave gives a restarting master its tail back.
+		 */
 		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_SERVICE_NOT_AVAILABLE, r.offset,
 			    NULL, 0);
 		return;
@@ -231,6 +265,10 @@ bk_repl_handle(struct bk_core *c, const struct dp_xreq *req)
 	if (r.cores != c->bk->ncores || r.seg_size != cf->seg_size) {
 		/* the answer carries ours: the slave logs both and stops following */
 		repl_answer(c, req->h, req->ts_recv_ns, WIRE_DP_ST_BAD_REQUEST, r.offset, NULL, 0);
+		return;
+	}
+	if (r.flags & WIRE_DP_REPL_RQ_F_RECOVER) {
+		recover_serve(c, req, &r, end);
 		return;
 	}
 	sl = slot_for(c, req, now);

@@ -1144,6 +1144,7 @@ main(int argc, char **argv)
 	if (topics_load(x) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
 	    bk_timer_setup(x) != 0 || bk_tx_setup(x) != 0 || bk_group_setup(x) != 0)
 		goto out_cores;
+	bk_tailback(x);
 	for (uint32_t i = 0; i < x->bk.ncores; i++)
 		x->bk.cores[i].repl_base_end = clog_written(store_clog(x->bk.store, i));
 	if (start_cores(x) != 0 || bk_timer_start(x) != 0)
