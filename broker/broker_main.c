@@ -826,9 +826,16 @@ bk_verify_store(struct cfg *cfg)
 		.shards = (uint32_t)cfg_get_int(cfg, "dataplaneCores"),
 		.seg_size = (uint64_t)cfg_get_int(cfg, "mapedFileSizeCommitLog"),
 	};
+	const char *ab = cfg_get_str(cfg, "abortFile");
+	char abort_path[PATH_MAX];
 	struct store_verify_res res;
 	int rc;
 
+	if (ab != NULL && ab[0] != '\0')
+		snprintf(abort_path, sizeof(abort_path), "%s", ab);
+	else
+		snprintf(abort_path, sizeof(abort_path), "%s/abort", root);
+	vc.abort_path = abort_path;
 	if (cl != NULL && cl[0] != '\0')
 		snprintf(cl_dir, sizeof(cl_dir), "%s", cl);
 	else

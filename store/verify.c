@@ -145,12 +145,29 @@ struct verify_span {
 	uint64_t hi;
 };
 
+/* Local offsets of records some unit points at (open addressing; key off + 1, 0 empty). */
+struct verify_set {
+	uint64_t *keys;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
 struct verify_shard {
 	struct verify_seg *segs;
 	size_t nsegs;
 	struct verify_span *bad;
 	size_t nbad;
 	size_t capbad;
+	struct verify_set units; /* records a good unit points at */
+};
+
+/* A queue some records of the log have no unit in (listed up to VERIFY_LIST_MAX). */
+struct verify_orphans {
+	char topic[WIRE_TOPIC_MAX + 1];
+	uint32_t qid;
+	uint32_t shard;
+	uint64_t n;
+	uint64_t first; /* local offset of the first */
 };
 
 struct verify_ctx {
@@ -357,6 +374,54 @@ verify_in_bad(const struct verify_shard *sh, uint64_t off)
 	return false;
 }
 
+static uint64_t
+verify_mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static bool
+verify_set_has(const struct verify_set *set, uint64_t off)
+{
+	if (set->cap == 0)
+		return false;
+	for (size_t i = verify_mix(off + 1) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
+		if (set->keys[i] == off + 1)
+			return true;
+		if (set->keys[i] == 0)
+			return false;
+	}
+}
+
+static int
+verify_set_add(struct verify_set *set, uint64_t off)
+{
+	if (verify_set_has(set, off))
+		return 0;
+	if ((set->n + 1) * 2 > set->cap) {
+		struct verify_set big = {.cap = set->cap ? set->cap * 2 : 1024};
+
+		big.keys = calloc(big.cap, sizeof(*big.keys));
+		if (big.keys == NULL)
+			return -ENOMEM;
+		for (size_t i = 0; i < set->cap; i++)
+			if (set->keys[i] != 0)
+				(void)verify_set_add(&big, set->keys[i] - 1);
+		free(set->keys);
+		*set = big;
+	}
+	for (size_t i = verify_mix(off + 1) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
+		if (set->keys[i] == 0) {
+			set->keys[i] = off + 1;
+			set->n++;
+			return 0;
+		}
+	}
+}
+
 /*
  * Does a valid record of @size bytes start at local @off of @sh? 1 yes, 0
  * no, -1 yes but of another queue or offset than @topic:@qid at @qoff (a
@@ -396,6 +461,7 @@ struct verify_q {
 	uint32_t qid;
 	uint64_t units, bad, gone, lost, foreign;
 	uint64_t first_bad; /* queue offset of the first unit pointing at no good record */
+	bool nomem;	    /* a unit could not be remembered for the records' check */
 };
 
 static void
@@ -428,8 +494,11 @@ verify_unit(const struct store_verify_cfg *cfg, struct verify_shard *shs, const 
 	ok = shard < cfg->shards
 		     ? verify_unit_ok(cfg, &shs[shard], shard, off, size, q->topic, q->qid, qoff)
 		     : 0;
-	if (ok == 1)
+	if (ok == 1) {
+		if (verify_set_add(&shs[shard].units, off) != 0)
+			q->nomem = true;
 		return;
+	}
 	if (q->bad + q->gone + q->foreign == 0)
 		q->first_bad = qoff;
 	if (ok < 0)
@@ -472,6 +541,8 @@ verify_queue(const struct store_verify_cfg *cfg, struct verify_shard *shs, const
 			break;
 	}
 	free(files);
+	if (q.nomem)
+		return -ENOMEM;
 	res->units += q.units;
 	res->units_bad += q.bad;
 	res->units_gone += q.gone;
@@ -524,11 +595,128 @@ verify_queues(const struct store_verify_cfg *cfg, struct verify_shard *shs, FILE
 	return rc;
 }
 
+/* The end of the damaged range of @sh that holds local @off, or 0. */
+static uint64_t
+verify_bad_end(const struct verify_shard *sh, uint64_t off)
+{
+	for (size_t i = 0; i < sh->nbad; i++)
+		if (off >= sh->bad[i].lo && off < sh->bad[i].hi)
+			return sh->bad[i].hi;
+	return 0;
+}
+
+/* As the store's dispatch: a record a ConsumeQueue indexes (store.c rec_is_dispatched()). */
+static bool
+verify_rec_indexed(const struct wire_msg *m)
+{
+	int tx = m->sys_flag & WIRE_SYSFLAG_TX_MASK;
+
+	return m->queue_id >= 0 && (tx == WIRE_SYSFLAG_TX_NOT || tx == WIRE_SYSFLAG_TX_COMMIT);
+}
+
+/* Does the ConsumeQueue directory hold @topic (a topic not deleted)? Cached for the last one. */
+static bool
+verify_topic_known(const struct store_verify_cfg *cfg, const struct wire_msg *m, char *last,
+		   bool *last_known)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (strlen(last) == m->topic_len && memcmp(last, m->topic, m->topic_len) == 0)
+		return *last_known;
+	memcpy(last, m->topic, m->topic_len);
+	last[m->topic_len] = '\0';
+	snprintf(dir, sizeof(dir), "%s/%s", cfg->cq_dir, last);
+	*last_known = stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+	return *last_known;
+}
+
+static void
+verify_orphan(struct verify_orphans *o, size_t *no, const struct wire_msg *m, uint32_t shard,
+	      uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < *no; i++)
+		if (o[i].qid == (uint32_t)m->queue_id && o[i].shard == shard &&
+		    strlen(o[i].topic) == m->topic_len &&
+		    memcmp(o[i].topic, m->topic, m->topic_len) == 0)
+			break;
+	if (i == *no) {
+		if (*no == VERIFY_LIST_MAX)
+			return;
+		memcpy(o[i].topic, m->topic, m->topic_len);
+		o[i].topic[m->topic_len] = '\0';
+		o[i].qid = (uint32_t)m->queue_id;
+		o[i].shard = shard;
+		o[i].n = 0;
+		o[i].first = off;
+		(*no)++;
+	}
+	o[i].n++;
+}
+
+/*
+ * Records of the log that no unit points at: their messages are never
+ * delivered (a ConsumeQueue file lost or cut). Only after a clean stop: a
+ * killed broker's last records get their units from its next start.
+ */
+static int
+verify_records_indexed(const struct store_verify_cfg *cfg, struct verify_shard *shs, FILE *out,
+		       struct store_verify_res *res)
+{
+	struct verify_orphans *o = calloc(VERIFY_LIST_MAX, sizeof(*o));
+	char last[WIRE_TOPIC_MAX + 1] = "";
+	bool last_known = false;
+	size_t no = 0;
+
+	if (o == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cfg->shards; i++) {
+		for (size_t k = 0; k < shs[i].nsegs; k++) {
+			const struct verify_seg *sg = &shs[i].segs[k];
+			uint64_t in = 0;
+
+			while (sg->map != NULL && in + WIRE_BLANK_LEN <= sg->len) {
+				long r = verify_rec_at(sg->map, sg->len, cfg->seg_size, i,
+						       sg->start, in);
+				struct wire_msg m;
+				uint64_t hi;
+
+				if (r <= 0) {
+					hi = verify_bad_end(&shs[i], sg->start + in);
+					if (hi <= sg->start + in)
+						break;
+					in = hi - sg->start;
+					continue;
+				}
+				if (wire_rec_decode(sg->map + in, sg->len - in, 0, &m) > 0 &&
+				    verify_rec_indexed(&m) &&
+				    !verify_set_has(&shs[i].units, sg->start + in) &&
+				    verify_topic_known(cfg, &m, last, &last_known)) {
+					res->recs_unindexed++;
+					verify_orphan(o, &no, &m, i, sg->start + in);
+				}
+				in += (uint64_t)r;
+			}
+		}
+	}
+	for (size_t k = 0; k < no; k++)
+		fprintf(out,
+			"queue %s:%u: %" PRIu64 " records of shard %u have no ConsumeQueue unit "
+			"(the first at log offset %" PRIu64
+			"): never delivered until its units are "
+			"rebuilt\n",
+			o[k].topic, o[k].qid, o[k].n, o[k].shard, o[k].first);
+	free(o);
+	return 0;
+}
+
 bool
 store_verify_damaged(const struct store_verify_res *res)
 {
 	return res->segs_odd + res->bad_spans + res->units_bad + res->units_gone +
-		       res->units_foreign >
+		       res->units_foreign + res->recs_unindexed >
 	       0;
 }
 
@@ -558,12 +746,20 @@ store_verify(const struct store_verify_cfg *cfg, FILE *out, struct store_verify_
 		rc = verify_shard(cfg, i, out, &shs[i], res);
 	if (rc == 0)
 		rc = verify_queues(cfg, shs, out, res);
+	if (rc == 0 && cfg->abort_path != NULL && access(cfg->abort_path, F_OK) == 0)
+		fprintf(out,
+			"the last run did not stop cleanly (%s is there): records without a "
+			"ConsumeQueue unit are not counted (its next start indexes them)\n",
+			cfg->abort_path);
+	else if (rc == 0)
+		rc = verify_records_indexed(cfg, shs, out, res);
 	for (uint32_t i = 0; i < cfg->shards; i++) {
 		for (size_t k = 0; k < shs[i].nsegs; k++)
 			if (shs[i].segs[k].map != NULL)
 				munmap((void *)shs[i].segs[k].map, shs[i].segs[k].len);
 		free(shs[i].segs);
 		free(shs[i].bad);
+		free(shs[i].units.keys);
 	}
 	free(shs);
 	if (lock >= 0)
@@ -574,9 +770,9 @@ store_verify(const struct store_verify_cfg *cfg, FILE *out, struct store_verify_
 		"%s: %" PRIu64 " segments (%" PRIu64 " odd), %" PRIu64 " records, %" PRIu64
 		" damaged ranges (%" PRIu64 " bytes); %" PRIu64 " ConsumeQueue units, %" PRIu64
 		" pointing into damaged ranges, %" PRIu64 " at no record, %" PRIu64
-		" at another queue's record, %" PRIu64 " lost\n",
+		" at another queue's record, %" PRIu64 " lost; %" PRIu64 " records with no unit\n",
 		store_verify_damaged(res) ? "damaged" : "clean", res->segs, res->segs_odd,
 		res->recs, res->bad_spans, res->bad_bytes, res->units, res->units_bad,
-		res->units_gone, res->units_foreign, res->units_lost);
+		res->units_gone, res->units_foreign, res->units_lost, res->recs_unindexed);
 	return 0;
 }

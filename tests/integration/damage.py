@@ -492,8 +492,13 @@ def units_case():
     check(v.returncode == 1 and "at another queue's or offset's record" in v.stdout,
           "--verify reports the units that point at another queue's record: "
           + " | ".join(ln for ln in v.stdout.splitlines() if ln.startswith("queue "))[:240])
-    # queue 2 loses its only ConsumeQueue file: rebuilt from the log at start
+    # queue 2 loses its only ConsumeQueue file: --verify names its records, and a start
+    # rebuilds it from the log
     os.unlink(cq_path(2))
+    v = subprocess.run(bk_args() + ["--verify"], capture_output=True, text=True, timeout=120)
+    line = [ln for ln in v.stdout.splitlines() if ln.startswith(f"queue {TOPIC}:2:")]
+    check(v.returncode == 1 and line and "40 records of shard 0 have no ConsumeQueue unit"
+          in line[0], f"--verify counts the records no unit points at: {line[:1]}")
     p = broker(2)
     cl = Rmt(f"127.0.0.1:{ENV.rmt_port_last('broker')}")
     recs, stalls = pull_all(cl, 200)

@@ -22,6 +22,8 @@ struct store_verify_cfg {
 	const char *cq_dir;   /* <dir>/<topic>/<qid>/<20-digit file> */
 	uint32_t shards;
 	uint64_t seg_size;
+	/* the store's abort file: present, the last run was killed (NULL: not checked) */
+	const char *abort_path;
 };
 
 /* What store_verify() found, over every shard and queue. */
@@ -36,6 +38,8 @@ struct store_verify_res {
 	uint64_t units_gone; /* units pointing at no record (missing, past the end, another size) */
 	uint64_t units_lost; /* units a recovery wrote as lost (CQ_LOST_SIZE) */
 	uint64_t units_foreign; /* units at a valid record of another queue, offset or topic */
+	/* records a ConsumeQueue indexes that no unit points at (counted after a clean stop) */
+	uint64_t recs_unindexed;
 };
 
 /* One segment's scan (store_verify_seg()). */
