@@ -1315,10 +1315,14 @@ async function phaseG(producer) {
 }
 
 async function phaseE(producer) {
-  phase = 'e (SYNC_MASTER and a slave; the master SIGKILLed mid-load)';
+  phase = 'e (SYNC_MASTER and a slave; the master SIGKILLed mid-load, its tail lost)';
   await stopBroker();
+  // the master's write-behind buffers in a directory of their own: the test wipes them
+  const mbuf = path.join(tmpDir, 'mbuf');
+  fs.mkdirSync(mbuf, { recursive: true });
   fs.writeFileSync(env.propsPath, fs.readFileSync(env.propsPath, 'utf8')
-    .replace('flushDiskType=ASYNC_FLUSH', 'flushDiskType=ASYNC_FLUSH\nbrokerRole=SYNC_MASTER'));
+    .replace('flushDiskType=ASYNC_FLUSH',
+      `flushDiskType=ASYNC_FLUSH\nbrokerRole=SYNC_MASTER\nstoreBufferDir=${mbuf}`));
   await startBroker();
   const sListen = await freePorts('tcp', 1);
   const sDp = await freePorts('udp', 2);
@@ -1329,7 +1333,8 @@ async function phaseE(producer) {
     .replace('brokerRole=SYNC_MASTER', 'brokerRole=SLAVE')
     .replace(/listenPort=\d+/, `listenPort=${sListen}`)
     .replace(/dataplanePort=\d+/, `dataplanePort=${sDp}`)
-    .replace(/storePathRootDir=.*/, `storePathRootDir=${path.join(tmpDir, 'slave-store')}`));
+    .replace(/storePathRootDir=.*/, `storePathRootDir=${path.join(tmpDir, 'slave-store')}`)
+    .replace(/storeBufferDir=.*/, `storeBufferDir=${path.join(tmpDir, 'sbuf')}`));
   env.slaveProc = (await startDaemon('sprocket-broker (slave)', BIN.broker, ['-c', slaveProps],
     slaveLog, ' ready: ')).proc;
   await waitFor(() => ['shard 0: session to master', 'shard 1: session to master']
@@ -1407,7 +1412,17 @@ async function phaseE(producer) {
   await closeConsumer(c);
   ok(`a fresh group read all ${acked.size} SEND_OK messages from the slave while the master was down`);
 
+  // The master's disk lost what it held last: its write-behind buffers are gone and the
+  // newest written segment of each shard loses its last 40,000 bytes of records. The
+  // slave holds them (SYNC_MASTER): the master takes them back before it says ready.
+  const lost = loseTail(path.join(tmpDir, 'store'), mbuf, 40000);
+  check(Object.keys(lost).length === 2, `the master's tail lost on both shards: ${JSON.stringify(lost)}`);
   await startBroker();
+  const took = fs.readFileSync(env.brokerLog, 'utf8').split('\n')
+    .filter(l => l.includes('took back ') && l.includes('bytes of acknowledged'));
+  check(took.length === 1, `the master took its lost tail back from the slave: ${took[0]}`);
+  ok(`the master lost its tail (${JSON.stringify(lost)} bytes per shard) and took it back: ` +
+    took[0].split(': ').slice(1).join(': '));
   const late = new Set();
   c = await newConsumer('GID_COMPAT_REPL', 'e3', T_REPL, '*', msg => late.add(msg.keys));
   await waitFor(() => [...acked].every(k => early.has(k) || late.has(k)), 60000,
@@ -1416,6 +1431,50 @@ async function phaseE(producer) {
   await closeConsumer(c);
   ok(`the first group went on after the master's return: ${early.size} before, ${late.size} ` +
     'after, none skipped');
+}
+
+/* Where the records of a CommitLog segment end (TOTALSIZE + MAGIC, as the store reads). */
+function logEnd(buf) {
+  let off = 0;
+  while (off + 8 <= buf.length) {
+    const size = buf.readUInt32BE(off);
+    const magic = buf.readUInt32BE(off + 4);
+    if (size < 8 || off + size > buf.length || (magic !== 0xDAA320A7 && magic !== 0xCBD43194)) {
+      break;
+    }
+    off += size;
+  }
+  return off;
+}
+
+/*
+ * A disk that lost what it held last: @bufDir (the write-behind buffers) emptied and the
+ * newest written segment of each shard of @store's CommitLog zeroed over its last @n bytes
+ * of records. Return: {shard: bytes zeroed}.
+ */
+function loseTail(store, bufDir, n) {
+  fs.rmSync(bufDir, { recursive: true, force: true });
+  fs.mkdirSync(bufDir, { recursive: true });
+  const lost = {};
+  const root = path.join(store, 'commitlog');
+  for (const shard of fs.readdirSync(root).sort()) {
+    const segs = fs.readdirSync(path.join(root, shard)).filter(f => /^\d{20}$/.test(f)).sort();
+    for (const seg of segs.reverse()) {
+      const file = path.join(root, shard, seg);
+      const end = logEnd(fs.readFileSync(file));
+      if (end === 0) {
+        continue;
+      }
+      const from = Math.max(0, end - n);
+      const fd = fs.openSync(file, 'r+');
+      fs.writeSync(fd, Buffer.alloc(end - from), 0, end - from, from);
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      lost[shard] = end - from;
+      break;
+    }
+  }
+  return lost;
 }
 
 function removeTmpDir() {
