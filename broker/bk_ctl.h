@@ -96,7 +96,17 @@ struct bk_ctl {
 	struct bk_ha *ha;	     /* bk_ha.c: failover through etcd (NULL: static roles) */
 };
 
-/* Every few seconds: what retention must keep for the consumer groups (bk_disk_ctl.c). */
+/*
+ * A core's published transaction progress (seqlock): every half below @base
+ * is resolved, every op unit below @op_base names such a half. Context:
+ * control (bk_tx_ctl.c).
+ */
+void bk_tx_progress(const struct bk_tx *t, uint64_t *base, uint64_t *op_base, uint64_t *log);
+
+/*
+ * Every few seconds: what retention must keep for the consumer groups, the
+ * delay levels and the unresolved transaction halves (bk_disk_ctl.c).
+ */
 void bk_disk_keep_tick(struct bk_ctl *x, uint64_t now_ms);
 
 /* Once a second: a master a NameServer refuses write-protects itself (bk_admin_ctl.c). */

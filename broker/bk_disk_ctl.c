@@ -9,8 +9,9 @@
  * log offset a consumer still has to read, and refuses writes instead of
  * deleting past it (unless deleteUnconsumedWhenDiskFull). This file tells it
  * that offset every few seconds: for every consumer group's committed offset
- * (bk_committed_each()) and every delay level's progress, the log offset of
- * the next message it has to read, and who is the furthest behind.
+ * (bk_committed_each()), every delay level's progress and every core's
+ * unresolved transaction halves, the log offset of the next message it has
+ * to read, and who is the furthest behind.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -87,6 +88,14 @@ bk_disk_keep_tick(struct bk_ctl *x, uint64_t now_ms)
 
 			snprintf(what, sizeof(what), "delay level %u", l + 1);
 			keep_at(&k, c->dq[l].sq, atomic_load_relaxed(&c->dq[l].pub_off), what);
+		}
+		if (c->tx != NULL) {
+			uint64_t base, op_base, log;
+
+			/* a half still to be checked back, and the op records that resolve it */
+			bk_tx_progress(c->tx, &base, &op_base, &log);
+			keep_at(&k, c->tx->hq, base, "transaction halves not resolved yet");
+			keep_at(&k, c->tx->oq, op_base, "transaction op records");
 		}
 	}
 	for (uint32_t i = 0; i < x->bk.ncores; i++)

@@ -186,6 +186,21 @@ bk_tx_setup(struct bk_ctl *x)
 	return 0;
 }
 
+void
+bk_tx_progress(const struct bk_tx *t, uint64_t *base, uint64_t *op_base, uint64_t *log)
+{
+	for (;;) {
+		uint32_t s0 = atomic_load_acquire(&t->seq);
+
+		*base = atomic_load_relaxed(&t->pub_base);
+		*op_base = atomic_load_relaxed(&t->pub_op_base);
+		*log = atomic_load_relaxed(&t->pub_log);
+		atomic_thread_fence(memory_order_acquire);
+		if ((s0 & 1) == 0 && atomic_load_relaxed(&t->seq) == s0)
+			return;
+	}
+}
+
 int
 bk_tx_save(struct bk_ctl *x)
 {
@@ -195,18 +210,10 @@ bk_tx_save(struct bk_ctl *x)
 	if (x->bk.cores == NULL || x->bk.cores[0].tx == NULL)
 		return 0;
 	for (uint32_t i = 0; i < x->bk.ncores; i++) {
-		const struct bk_tx *t = x->bk.cores[i].tx;
+		uint64_t base;
 
-		for (;;) {
-			uint32_t s0 = atomic_load_acquire(&t->seq);
-
-			mk[i].done_ms = (int64_t)atomic_load_relaxed(&t->pub_base);
-			mk[i].done_qoff = atomic_load_relaxed(&t->pub_op_base);
-			mk[i].done_log = atomic_load_relaxed(&t->pub_log);
-			atomic_thread_fence(memory_order_acquire);
-			if ((s0 & 1) == 0 && atomic_load_relaxed(&t->seq) == s0)
-				break;
-		}
+		bk_tx_progress(x->bk.cores[i].tx, &base, &mk[i].done_qoff, &mk[i].done_log);
+		mk[i].done_ms = (int64_t)base;
 	}
 	err = meta_timer_save(&store_io_posix, x->tx_path, TX_HEADER, mk, x->bk.ncores);
 	if (err)
