@@ -173,6 +173,8 @@ bk_tx_setup(struct bk_ctl *x)
 			return -ENOMEM;
 		t->hq = ht->sq[i];
 		t->oq = ot->sq[i];
+		/* an op record resolves a half that may hold the oldest segment back (disk full) */
+		store_queue_keep_writable(t->oq);
 		err = rebuild(x, i, &mk[i], t);
 		if (err)
 			return err;

@@ -66,6 +66,8 @@ struct store_queue {
 	struct store_queue *dnext;
 	/* control sets before handing the queue to the owning core */
 	_Atomic uint32_t shard;
+	/* written while the disk is full (store_queue_keep_writable()); relaxed */
+	_Atomic bool full_ok;
 	/* owner writes, stats read relaxed */
 	_Atomic uint64_t cq_errors;
 };
@@ -391,6 +393,12 @@ struct clog *
 store_clog(const struct store *s, uint32_t shard)
 {
 	return shard < s->cfg.shards ? s->shard[shard].clog : NULL;
+}
+
+void
+store_queue_keep_writable(struct store_queue *q)
+{
+	atomic_store_relaxed(&q->full_ok, true);
 }
 
 struct cq *
@@ -1668,7 +1676,7 @@ store_put(struct store *s, struct store_queue *q, struct wire_msg *m, struct sto
 	long n;
 
 	/* relaxed: a write refused one request late, or taken one late, is harmless */
-	if (atomic_load_relaxed(&s->disk_full))
+	if (atomic_load_relaxed(&s->disk_full) && !atomic_load_relaxed(&q->full_ok))
 		return -ENOSPC;
 	if (dispatched && !cq_can_append(q->cq)) {
 		if (cq_ring_full(q->cq))

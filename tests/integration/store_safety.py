@@ -27,6 +27,9 @@ usage: store_safety.py NAMESRV BROKER CLI CASE [BINARY...]
   disk_delete  The same with deleteUnconsumedWhenDiskFull=true: the oldest segments go, an
                error names the group, sprocket_store_unread_deleted_total counts them, and
                SENDs keep being taken.
+  disk_half    As disk_full with no group at all, and a transaction half sent first that no
+               producer resolves: SENDs are refused naming the unresolved halves; once
+               END_TRANSACTION rolls the half back, the oldest segments go.
 """
 import json
 import os
@@ -369,7 +372,19 @@ def q_minmax(addr):
     return int(lo or -1), int(hi or -1)
 
 
-def disk_case(delete):
+def send_half(addr):
+    """A transactional half of DiskT that no producer will resolve: (code, its END_TRANSACTION ext)."""
+    ext = {"a": "PG_DISK", "b": "DiskT", "c": "TBW102", "d": "1", "e": "0", "f": "4",
+           "g": str(int(time.time() * 1000)), "h": "0",
+           "i": "TRAN_MSG\x01true\x02PGROUP\x01PG_DISK\x02"}
+    code, _, _, rext = rmt_call.call_ext(addr, 310, ext, b"half")
+    mid = rext.get("msgId", "0" * 32)
+    return code, {"producerGroup": "PG_DISK", "tranStateTableOffset": rext.get("queueOffset", "0"),
+                  "commitLogOffset": str(int(mid[16:], 16)), "commitOrRollback": "12",
+                  "fromTransactionCheck": "false", "msgId": mid, "transactionId": "x"}
+
+
+def disk_case(delete, half=False):
     if os.geteuid() != 0:
         print("skip: needs root to mount a tmpfs")
         sys.exit(77)
@@ -385,7 +400,11 @@ def disk_case(delete):
                           f"--deleteUnconsumedWhenDiskFull={'true' if delete else 'false'}"])
         check(topic_create("DiskT", 1), "topic DiskT created")
         addr = f"127.0.0.1:{ENV.rmt_port_last('broker')}"
-        check(commit(addr, 0) == 0, "group GDisk commits offset 0: it has read nothing")
+        if half:
+            code, end = send_half(addr)
+            check(code == 0, f"a transaction half stored, which no producer resolves ({code})")
+        else:
+            check(commit(addr, 0) == 0, "group GDisk commits offset 0: it has read nothing")
         sent, refused, remark = 0, None, ""
 
         def used():
@@ -415,7 +434,17 @@ def disk_case(delete):
                 refused = code
             time.sleep(0.5)
         lo, hi = q_minmax(addr)
-        if not delete:
+        if half:
+            check(refused == 14 and "transaction halves" in remark,
+                  f"after {sent} messages of 64 KiB a SEND is refused naming the unresolved "
+                  f"half ({refused} {remark[:160]})")
+            check("deleted segment" not in ENV.log_of("broker"), "no segment deleted")
+            code, remark, _ = rmt_call.call(addr, 37, end)
+            check(code == 0, f"END_TRANSACTION rolls the half back ({code} {remark})")
+            ok = wait_until(lambda: send_big(addr, sent)[0] == 0, 60)
+            check(bool(ok), "the oldest segments go and SENDs are taken again")
+            check(q_minmax(addr)[0] > 0, f"the queue's minimum moved on ({q_minmax(addr)})")
+        elif not delete:
             check(refused == 14 and "GDisk" in remark,
                   f"after {sent} messages of 64 KiB a SEND is refused SERVICE_NOT_AVAILABLE naming "
                   f"the group ({refused} {remark[:160]})")
@@ -456,7 +485,8 @@ def main():
     try:
         {"two_brokers": case_two_brokers, "shards": case_shards, "sighup": case_sighup,
          "bufdirs": case_bufdirs, "version": case_version,
-         "disk_full": lambda: disk_case(False), "disk_delete": lambda: disk_case(True)}[CASE]()
+         "disk_full": lambda: disk_case(False), "disk_delete": lambda: disk_case(True),
+         "disk_half": lambda: disk_case(False, half=True)}[CASE]()
     except SystemExit as e:  # a daemon that did not start: a failure, not a pass
         print(f"FAIL {e}")
         ENV.failed.append(str(e))

@@ -398,6 +398,14 @@ MUST_CHECK int store_repl_last(struct store *s, uint32_t shard, uint64_t *off);
 MUST_CHECK int store_truncate_mark(struct store *s, uint32_t shard, uint64_t to);
 
 struct clog *store_clog(const struct store *s, uint32_t shard);
+/*
+ * store_queue_keep_writable() - @q's puts are taken while the disk is full
+ * (store_disk_full()): small records that let retention free space, as a
+ * transaction's op record that resolves the half holding a segment back.
+ * Context: control, before the owning core writes to it.
+ */
+void store_queue_keep_writable(struct store_queue *q);
+
 struct cq *store_queue_cq(const struct store_queue *q);
 
 #endif /* SP_STORE_STORE_H */
