@@ -3,6 +3,7 @@
 """A well-behaved client's produce latency while a hostile one attacks (docs/isolation.md).
 
     bench/iso_bench.py [ROUNDS] [DURATION]        # defaults: 5 rounds, 5 s per run
+    ISO_ATTACKS="pipeline" bench/iso_bench.py     # only some of the attacks
 
 One NameServer and one broker (udp backend, one dataplane core on CPU 1, the rest on CPU 0),
 from build/. Each round runs sprocket-bench's produce (dataplane SEND and, with --remoting,
@@ -12,6 +13,10 @@ attack, then during each attack from 127.0.0.2, started before the run and stopp
   sessions    dp_abuse connect-flood: CONNECTs one after another, as fast as answered
   reassembly  dp_abuse reasm-hold: 8 sessions x 8 slots of half-sent 1 MiB SENDs, restarted
   remoting    8 connections x 1024 long-polling PULLs (30 s suspend) held open
+  pipeline    one connection pipelining GET_MAX_OFFSET as fast as it can, reading every answer
+              (tests/integration/rmt_pipeline.py)
+
+SPROCKET_BUILD=dir picks another build directory (default build/).
 
 Prints one line per run and, per attack, the median over rounds of attacked/unattacked p50 and
 p99 (the issue's floor: p50 within 2x).
@@ -29,10 +34,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests/integration"))
 import itest  # noqa: E402
 from rmt_flood import Flood  # noqa: E402
 
-B = os.path.join(ROOT, "build")
+B = os.path.join(ROOT, os.environ.get("SPROCKET_BUILD", "build"))
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 DUR = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 ENV = itest.Env("isobench-")
+KINDS = ("none",) + tuple(os.environ.get("ISO_ATTACKS", "sessions reassembly remoting pipeline")
+                          .split())
 NSADDR = f"127.0.0.1:{ENV.base}"
 DP_PORT = ENV.base + 20
 
@@ -71,6 +78,12 @@ class Attack:
                                        "127.0.0.2", "8", "3600"], stdout=subprocess.DEVNULL)
         elif kind == "remoting":
             self.flood = Flood(f"127.0.0.1:{rmt_port()}", "127.0.0.2", "IsoPoll", 8, 1024)
+        elif kind == "pipeline":
+            self.p = subprocess.Popen(
+                [sys.executable, os.path.join(ROOT, "tests/integration/rmt_pipeline.py"),
+                 f"127.0.0.1:{rmt_port()}", "127.0.0.2", "30",
+                 json.dumps({"topic": "IsoPoll", "queueId": "0"}), "0"],
+                stdout=subprocess.DEVNULL)
         time.sleep(1)
 
     def stop(self):
@@ -98,7 +111,7 @@ def main():
     res = []
     for i in range(ROUNDS):
         row = {}
-        for kind in ("none", "sessions", "reassembly", "remoting"):
+        for kind in KINDS:
             a = Attack(kind)
             try:
                 rows = bench()
@@ -109,7 +122,7 @@ def main():
             print(f"{i + 1} {kind:10s} " + " ".join(
                 f"{m} p50 {v[0]} p99 {v[1]}" for m, v in row[kind].items()), flush=True)
         res.append(row)
-    for kind in ("sessions", "reassembly", "remoting"):
+    for kind in KINDS[1:]:
         for m in ("produce", "produce-tcp"):
             for k, name in ((0, "p50"), (1, "p99")):
                 r = [x[kind][m][k] / x["none"][m][k] for x in res if m in x[kind] and m in x["none"]]

@@ -47,7 +47,7 @@
 static void
 conn_events(struct bk_rmt *r, struct rconn *c)
 {
-	struct epoll_event ev = {.events = (c->paused ? 0 : EPOLLIN) |
+	struct epoll_event ev = {.events = (c->paused || c->backlog ? 0 : EPOLLIN) |
 					   (c->want_out || c->tls_want_out ? EPOLLOUT : 0),
 				 .data.u32 = c->id};
 
@@ -678,9 +678,39 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	}
 }
 
-/* Handles every whole frame in c->in. Return: 0, -1 closed. */
+/*
+ * @c's turn ended with frames left: it is read no more (EPOLLIN off) until
+ * bk_rmt_run() gives it its next turn, after every connection ahead of it.
+ * Return: 0, -ENOMEM (the caller closes it).
+ */
 static int
-conn_frames(struct bk_rmt *r, struct rconn *c)
+turn_defer(struct bk_rmt *r, struct rconn *c)
+{
+	if (c->backlog)
+		return 0;
+	if (r->nturns + 2 > r->turns_cap) {
+		uint32_t cap = r->turns_cap ? r->turns_cap * 2 : 64;
+		uint32_t *t = realloc(r->turns, cap * sizeof(*t));
+
+		if (t == NULL)
+			return -ENOMEM;
+		r->turns = t;
+		r->turns_cap = cap;
+	}
+	r->turns[r->nturns++] = c->id;
+	r->turns[r->nturns++] = c->gen;
+	r->turns_deferred++;
+	c->backlog = true;
+	conn_events(r, c);
+	return 0;
+}
+
+/*
+ * Handles the whole frames in c->in, at most @budget of them. Return: 0
+ * (frames may be left: c->backlog), -1 closed.
+ */
+static int
+conn_frames(struct bk_rmt *r, struct rconn *c, uint32_t budget)
 {
 	size_t at = 0;
 
@@ -718,6 +748,14 @@ conn_frames(struct bk_rmt *r, struct rconn *c)
 			conn_close(r, c, why);
 			return -1;
 		}
+		if (budget == 0) {
+			if (turn_defer(r, c) != 0) {
+				conn_close(r, c, "out of memory");
+				return -1;
+			}
+			break;
+		}
+		budget--;
 		dispatch(r, c, &q);
 		r->work++;
 		if (c->closing)
@@ -822,7 +860,7 @@ conn_read(struct bk_rmt *r, struct rconn *c)
 			return;
 		}
 		c->in_len += (size_t)n;
-		if (conn_frames(r, c) != 0 || c->paused)
+		if (conn_frames(r, c, RMT_FRAMES_PER_TURN) != 0 || c->paused || c->backlog)
 			return;
 		conn_in_shrink(r, c);
 	}
@@ -1140,6 +1178,47 @@ bk_rmt_pending(const struct bk_rmt *r)
 	return false;
 }
 
+/*
+ * The next turn of every connection that had frames left, in the order
+ * their turns ended (those deferred during this pass wait for the next):
+ * RMT_FRAMES_PER_TURN more frames each, then it is read again when none are
+ * left. A connection paused on its unsent answers keeps its place.
+ */
+static void
+turns_run(struct bk_rmt *r)
+{
+	uint32_t n = r->nturns;
+	uint32_t keep = 0;
+
+	for (uint32_t k = 0; k < n; k += 2) {
+		uint32_t id = r->turns[k], gen = r->turns[k + 1];
+		struct rconn *c = id < r->nconns ? r->conns[id] : NULL;
+
+		if (c == NULL || c->gen != gen || c->closing || !c->backlog)
+			continue;
+		if (c->paused) {
+			r->turns[keep++] = id;
+			r->turns[keep++] = gen;
+			continue;
+		}
+		c->backlog = false;
+		if (conn_frames(r, c, RMT_FRAMES_PER_TURN) != 0)
+			continue;
+		if (c->backlog) {
+			/* turn_defer() appended it past n: move it down in order */
+			r->turns[keep++] = id;
+			r->turns[keep++] = gen;
+			r->nturns -= 2;
+			continue;
+		}
+		conn_in_shrink(r, c);
+		conn_events(r, c); /* read again */
+	}
+	/* what was deferred during this pass follows the kept ones */
+	memmove(r->turns + keep, r->turns + n, (r->nturns - n) * sizeof(*r->turns));
+	r->nturns = keep + (r->nturns - n);
+}
+
 unsigned
 bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 {
@@ -1175,6 +1254,7 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 			conn_read(r, c);
 	}
+	turns_run(r);
 	reap(r);
 	conns_reap(r);
 	bk_rmt__tx_tick(r);
@@ -1234,9 +1314,13 @@ bk_rmt_feed(struct bk_rmt *r, const uint8_t *buf, size_t len)
 		c->in_len += n;
 		buf += n;
 		len -= n;
-		if (conn_frames(r, c) != 0)
-			break;
+		do {
+			c->backlog = false; /* fuzzing: every frame now, no turns */
+			if (conn_frames(r, c, RMT_FRAMES_PER_TURN) != 0)
+				goto out;
+		} while (c->backlog);
 	}
+out:
 	reap(r);
 	conns_reap(r);
 }
@@ -1258,6 +1342,10 @@ bk_rmt_destroy(struct bk_rmt *r)
 		 r->refused[BK_RMT_REFUSE_CONNS], r->refused[BK_RMT_REFUSE_ADDR],
 		 r->refused[BK_RMT_REFUSE_NOFD], r->refused[BK_RMT_REFUSE_FRAME_SIZE],
 		 r->refused[BK_RMT_REFUSE_FRAME_MEM]);
+	log_info(TAG,
+		 "remoting: %" PRIu64 " turns ended with frames left (a connection's pipeline "
+		 "waited while the others had their turn, %u frames each)",
+		 r->turns_deferred, RMT_FRAMES_PER_TURN);
 	while (r->jobs)
 		bk_rmt__job_free(r, r->jobs);
 	for (uint32_t i = 0; i < r->nconns; i++) {
@@ -1276,6 +1364,7 @@ bk_rmt_destroy(struct bk_rmt *r)
 	free(r->resets);
 	free(r->proxies);
 	free(r->conns);
+	free(r->turns);
 	ipcount_fini(&r->per_addr);
 	ipcount_fini(&r->jobs_addr);
 	bk_rmt_tls_fini(r);

@@ -31,7 +31,13 @@
 #include "wire/remoting.h"
 
 #define TAG "broker.remoting"
-#define OUT_PAUSE (16u << 20)	    /* stop reading a connection with this much unsent */
+#define OUT_PAUSE (16u << 20) /* stop reading a connection with this much unsent */
+/*
+ * Whole frames of one connection handled in one turn; the rest wait, the
+ * connection unread, until every other connection with work had its turn
+ * (bk_rmt.c's "turns"): one connection's pipeline cannot hold the thread.
+ */
+#define RMT_FRAMES_PER_TURN 8u
 #define PULL_MAX_BYTES (256u << 10) /* RocketMQ's in-memory transfer limit */
 #define PULL_MAX_MSGS 32
 #define QUERY_MAX 64
@@ -62,6 +68,7 @@ struct rconn {
 	int32_t next_opaque; /* our requests to the client (NOTIFY_CONSUMER_IDS_CHANGED) */
 	uint32_t jobs;	     /* its requests at the cores */
 	bool paused;	     /* EPOLLIN off: too much unsent */
+	bool backlog;	     /* EPOLLIN off: frames wait for its next turn (in r->turns) */
 	bool closing;	     /* closed: torn down by conns_reap(), never used again */
 	bool want_out;	     /* EPOLLOUT on */
 	bool counted;	     /* in r->per_addr */
@@ -136,6 +143,10 @@ struct bk_rmt {
 	uint16_t port;
 	struct rconn **conns;
 	uint32_t nconns;
+	/* connections with frames left for their next turn, in order (id, gen pairs) */
+	uint32_t *turns;
+	uint32_t nturns, turns_cap;
+	uint64_t turns_deferred; /* turns a connection ended with frames left (stats) */
 	uint32_t serial;
 	uint32_t *inflight; /* per core */
 	struct rjob *jobs;

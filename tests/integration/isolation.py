@@ -11,6 +11,11 @@ usage: isolation.py NAMESRV BROKER CLI XTOOL DP_ABUSE NODE_DIR CASE
             counts the refusals by reason.
   remoting_acl  the same with aclEnable: the flood signed by an account that may read the
             topic gets the same shares, ali-ons with its own account works as above.
+  pipeline  one connection from 127.0.0.2 pipelines one cheap request as fast as it can
+            (GET_MAX_OFFSET, QUERY_CONSUMER_OFFSET, HEART_BEAT, GET_CONSUMER_LIST_BY_GROUP,
+            an admin request refused by adminAllowedAddrs, an unsupported code), one after
+            the other: meanwhile ali-ons on 127.0.0.1 sends 50 of 50 each time, and the
+            attacker's requests are answered too (served in turns, none dropped).
   sessions  (dataplane, ACL off) 2000 CONNECTs from 127.0.0.2: 256 sessions open
             (maxSessionsPerAddr), the rest are answered SYSTEM_BUSY; libsprocket on 127.0.0.1
             (sp_xtool) then opens its sessions, sends 3 of 3 and pulls them.
@@ -153,6 +158,49 @@ def case_remoting(acl=False):
           f"the stop report counts refusals by reason ({rep[-1:]})")
 
 
+PIPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rmt_pipeline.py")
+HEARTBEAT = json.dumps({"clientID": "pipe@127.0.0.2", "producerDataSet": [],
+                        "consumerDataSet": []})
+# (name, code, extFields, body): cheap requests a client may send, valid or refused at once
+PIPE_CODES = (
+    ("GET_MAX_OFFSET", 30, {"topic": "IsoData", "queueId": "0"}, ""),
+    ("QUERY_CONSUMER_OFFSET", 14, {"consumerGroup": "GID_PIPE", "topic": "IsoData",
+                                   "queueId": "0"}, ""),
+    ("HEART_BEAT", 34, {}, HEARTBEAT),
+    ("GET_CONSUMER_LIST_BY_GROUP", 38, {"consumerGroup": "GID_PIPE"}, ""),
+    ("GET_BROKER_RUNTIME_INFO (refused: adminAllowedAddrs)", 28, {}, ""),
+    ("an unsupported code", 9999, {}, ""),
+)
+
+
+def case_pipeline():
+    namesrv()
+    broker()
+    rc, out, err = cli("topic", "create", "IsoData", "--queues=1")
+    check(rc == 0, f"topic IsoData created ({(out + err).strip()[:80]})")
+    addr = f"127.0.0.1:{ENV.rmt_port('broker')}"
+    for name, code, ext, body in PIPE_CODES:
+        p = subprocess.Popen([sys.executable, PIPE, addr, "127.0.0.2", str(code), json.dumps(ext),
+                              "0", body], stdout=subprocess.PIPE, text=True)
+        try:
+            r = node("produce", NSADDR, "IsoData", 50)
+        finally:
+            p.terminate()
+            out, _ = p.communicate(timeout=30)
+        st = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+        check(r["ok"] == 50, f"while one connection pipelines {name}: ali-ons on 127.0.0.1 "
+                             f"sends 50 of 50 ({r['errors'][:2]})")
+        check(st.get("sent", 0) > 0 and st.get("answered", 0) > 0,
+              f"... and the pipeline is answered too: {st.get('answered')} of {st.get('sent')} "
+              f"sent ({st.get('codes')})")
+    ENV.procs[1].terminate()
+    ENV.procs[1].wait(30)
+    rep = [ln for ln in ENV.log_of("broker").splitlines() if "turns ended with frames left" in ln]
+    m = re.search(r"remoting: (\d+) turns ended", rep[-1] if rep else "")
+    check(m and int(m.group(1)) > 0,
+          f"the stop report counts the turns a pipeline had to wait ({rep[-1:]})")
+
+
 def abuse(*args):
     r = subprocess.run([ABUSE] + [str(a) for a in args], capture_output=True, text=True,
                        timeout=120)
@@ -235,6 +283,7 @@ def case_reassembly():
 def main():
     try:
         {"remoting": case_remoting, "remoting_acl": lambda: case_remoting(acl=True),
+         "pipeline": case_pipeline,
          "sessions": case_sessions,
          "reassembly": case_reassembly}[CASE]()
     finally:

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""One remoting connection that pipelines one cheap, valid request as fast as it can
+(tests/integration/isolation.py, bench/iso_bench.py; docs/isolation.md).
+
+    rmt_pipeline.py ADDR SRC_IP CODE EXT_JSON SECONDS [BODY]
+
+Sends batches of BATCH frames while a thread reads every answer, for SECONDS (0: until
+killed), then prints {"sent": N, "answered": N, "codes": {code: count}} on one line.
+"""
+import json
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+
+BATCH = 512
+
+
+def frame(code, opaque, ext, body=b""):
+    hdr = json.dumps({"code": code, "language": "JAVA", "version": 409, "opaque": opaque,
+                      "flag": 0, "extFields": ext}).encode()
+    return struct.pack(">II", 4 + len(hdr) + len(body), len(hdr)) + hdr + body
+
+
+def main():
+    addr, src, code, ext, secs = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
+                                  json.loads(sys.argv[4]), float(sys.argv[5]))
+    body = sys.argv[6].encode() if len(sys.argv) > 6 else b""
+    host, port = addr.rsplit(":", 1)
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect((host, int(port)))
+    stats = {"sent": 0, "answered": 0, "codes": {}}
+    stop = threading.Event()
+
+    def reader():
+        buf = b""
+        while not stop.is_set():
+            try:
+                d = s.recv(1 << 20)
+            except OSError:
+                return
+            if not d:
+                return
+            buf += d
+            while len(buf) >= 8:
+                total, hlen = struct.unpack(">II", buf[:8])
+                if len(buf) < 4 + total:
+                    break
+                try:
+                    c = json.loads(buf[8:8 + hlen]).get("code")
+                except ValueError:
+                    c = "?"
+                stats["codes"][str(c)] = stats["codes"].get(str(c), 0) + 1
+                stats["answered"] += 1
+                buf = buf[4 + total:]
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    batch = b"".join(frame(code, i + 1, ext, body) for i in range(BATCH))
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    end = time.time() + secs if secs > 0 else float("inf")
+    while not stop.is_set() and time.time() < end:
+        try:
+            s.sendall(batch)
+        except OSError:
+            break
+        stats["sent"] += BATCH
+    stop.set()
+    time.sleep(0.2)
+    print(json.dumps(stats), flush=True)
+    s.close()
+
+
+main()
