@@ -1049,6 +1049,8 @@ main(int argc, char **argv)
 					.arg = x};
 		char why[160];
 
+		if (conns == 0)
+			goto out; /* too few descriptors for any client: said by fdlim_plan() */
 		if (cidr_list_parse(cfg_get_str(cfg, "adminAllowedAddrs"), &rcf.admin_addrs, why,
 				    sizeof(why)) != 0) {
 			log_err(BK_TAG, "adminAllowedAddrs: %s", why);

@@ -85,14 +85,31 @@ fdlim_plan(const char *tag, const char *key, uint32_t want, uint32_t reserve, ui
 {
 	struct fdlim b;
 	uint32_t conns;
+	uint32_t asked = reserve;
 
 	fdlim_raise(&b);
+	/* a small limit: the reserve takes at most half of it, connections get the rest */
+	if ((uint64_t)reserve > b.soft / 2)
+		reserve = (uint32_t)(b.soft / 2);
 	conns = fdlim_conns(&b, want, reserve);
 	*ceiling = b.soft > reserve ? (uint32_t)SP_MIN(b.soft - reserve, (uint64_t)UINT32_MAX) : 1;
 	if (b.err != 0)
 		log_warn(tag,
 			 "cannot raise the descriptor limit from %" PRIu64 " to %" PRIu64 ": %s",
 			 b.soft_was, b.hard, err_str(b.err));
+	if (reserve < asked)
+		log_warn(tag,
+			 "file descriptors: limit %" PRIu64 " is small: fdReserve %u lowered to %u "
+			 "(half the limit) for the daemon's own files",
+			 b.soft, asked, reserve);
+	if (b.soft <= (uint64_t)b.open + reserve || b.soft - b.open - reserve < FDLIM_MIN_CONNS) {
+		log_err(tag,
+			"file descriptors: limit %" PRIu64 " (hard %" PRIu64 "), %u open, %u kept "
+			"(fdReserve) leave fewer than %u connections for clients (%s): raise the "
+			"limit (ulimit -n, systemd LimitNOFILE) or lower fdReserve",
+			b.soft, b.hard, b.open, reserve, FDLIM_MIN_CONNS, key);
+		return 0;
+	}
 	if (conns < want)
 		log_warn(tag,
 			 "file descriptors: limit %" PRIu64 " (was %" PRIu64 ", hard %" PRIu64

@@ -172,6 +172,10 @@ main(int argc, char **argv)
 	sc.max_conns =
 		fdlim_plan(NS_TAG, "maxConnections", (uint32_t)cfg_get_int(cfg, "maxConnections"),
 			   (uint32_t)cfg_get_int(cfg, "fdReserve"), &sc.fd_ceiling);
+	if (sc.max_conns == 0) {
+		rc = 1; /* too few descriptors for any client: said by fdlim_plan() */
+		goto out;
+	}
 	sc.max_conns_per_addr = (uint32_t)cfg_get_int(cfg, "maxConnectionsPerAddr");
 	sc.scan_ms = (uint64_t)cfg_get_int(cfg, "scanNotActiveBrokerInterval");
 	sc.expire_ms = (uint64_t)cfg_get_int(cfg, "brokerExpireMs");

@@ -14,6 +14,10 @@ usage: exhaustion.py NAMESRV BROKER CLI CASE
           back, new connections are taken again. The NameServer's listener likewise (< 0.1 s
           in 5 s). A SIGKILL right after: the restarted broker has every acknowledged message
           (0 lost).
+  limits  Under `ulimit -n 256` the broker lowers fdReserve to half the limit, says so, and
+          serves (a client sends 10 of 10); under `ulimit -n 30` the broker and the
+          NameServer refuse to start (exit 1) with an error naming the limit and fdReserve,
+          never "ready" while refusing every client.
   frames  64 connections each send 60 MiB of a 64 MiB frame and stop, to the NameServer and
           to a broker (remotingMaxFrameSize 64 MiB): the daemons' RSS grows by less than
           their maxFrameMemory / remotingMaxFrameMemory (256 MiB) plus slack, the connections
@@ -357,9 +361,44 @@ def case_frames():
         s.close()
 
 
+def case_limits():
+    own_limit_up()
+    namesrv()
+    broker(nofile=256)
+    log = ENV.log_of("broker")
+    check("fdReserve 256 lowered to 128" in log,
+          "under ulimit -n 256 fdReserve is lowered to half the limit: "
+          + str([ln[25:] for ln in log.splitlines() if "fdReserve" in ln][:1]))
+    rc, out, err = cli("topic", "create", "ExhData", "--queues=1")
+    check(rc == 0, f"topic ExhData created ({(out + err).strip()[:80]})")
+    client = Client(f"127.0.0.1:{ENV.rmt_port('broker')}", "ExhData")
+    acked, bad = client.send(10)
+    check(acked == 10, f"... and the broker serves: 10 of 10 SEND_OK ({bad[:2]})")
+
+    def tiny():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (30, 30))
+    for name, argv in (("broker2", [BK, f"--namesrvAddr={NSADDR}", "--listenPort=0",
+                                    f"--dataplanePort={ENV.base + 40}", "--dataplaneCores=1",
+                                    f"--storePathRootDir={ENV.tmp}/broker2"]),
+                       ("namesrv2", [NS, f"--listenPort={ENV.base + 2}",
+                                     f"--kvConfigPath={ENV.tmp}/kv2.json",
+                                     "--bindAddress=127.0.0.1"])):
+        p = ENV.start(name, argv, preexec_fn=tiny)
+        try:
+            rc = p.wait(60)
+        except subprocess.TimeoutExpired:
+            rc = None
+        log = ENV.log_of(name)
+        check(rc == 1 and " ready: " not in log and "listening on" not in log,
+              f"{name} under ulimit -n 30 refuses to start (rc {rc})")
+        check("raise the limit" in log and "fdReserve" in log,
+              "... naming the limit and fdReserve: "
+              + str([ln[25:] for ln in log.splitlines() if "raise the limit" in ln][:1]))
+
+
 def main():
     try:
-        {"fds": case_fds, "frames": case_frames}[CASE]()
+        {"fds": case_fds, "frames": case_frames, "limits": case_limits}[CASE]()
     except Exception:  # noqa: BLE001 - a crash of the test is a failure, not a pass
         traceback.print_exc()
         ENV.failed.append("the test raised")

@@ -37,12 +37,18 @@ uint32_t fdlim_open_count(void);
  */
 uint32_t fdlim_conns(const struct fdlim *b, uint32_t want, uint32_t reserve);
 
+/* Fewer connections left for clients than this: the daemon refuses to start. */
+#define FDLIM_MIN_CONNS 16u
+
 /*
  * fdlim_plan() - a server's whole budget at start: fdlim_raise(), the cap
  * on connections (fdlim_conns() of @want), and in *@ceiling the lowest
- * descriptor a connection may not have (soft limit - @reserve). Says the
- * figures in the log under @tag, naming the cap's key @key (a warning when
- * it was lowered). Return: the cap. Context: start-up, before threads.
+ * descriptor a connection may not have (soft limit - @reserve). A @reserve
+ * above half the soft limit is lowered to that half. Says the figures in
+ * the log under @tag, naming the cap's key @key (a warning when it was
+ * lowered). Return: the cap, or 0 when fewer than FDLIM_MIN_CONNS are left
+ * (an error naming the keys is logged: the caller refuses to start).
+ * Context: start-up, before threads.
  */
 uint32_t fdlim_plan(const char *tag, const char *key, uint32_t want, uint32_t reserve,
 		    uint32_t *ceiling);
