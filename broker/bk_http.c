@@ -75,9 +75,8 @@ bk_http_health(struct bk_ctl *x, struct httpd_req *r)
 		if (acc == 0) {
 			r->status = 503;
 			snprintf(line, sizeof(line),
-				 "not ready: none of the %u NameServers (namesrvAddr) has accepted "
-				 "a "
-				 "registration yet\n",
+				 "not ready: none of the %u NameServers (namesrvAddr) accepted the "
+				 "latest registration: no client finds a route to this broker\n",
 				 total);
 			say(&r->body, line);
 			return;

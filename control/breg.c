@@ -77,6 +77,7 @@ struct breg_ns {
 	/* worker only */
 	struct sp_rem *conn;
 	bool ever_ok;
+	char said[200]; /* the refusal or failure last logged (worker only) */
 	/* under mu */
 	struct breg_body *cur; /* newest body for this server (a reference) */
 	uint64_t done_seq;     /* cur->seq once accepted */
@@ -361,6 +362,32 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
  * REGISTER_BROKER with @body. Return: 0, -EPROTO refused (the server's remark
  * in @remark), -errno. Context: @ns's worker.
  */
+/*
+ * A failed round, said once per streak and reason: the first failure, a
+ * new reason, and then at the 10th, 100th, ... in a row (the worker retries
+ * with back-off every few seconds; "registered ... " says when it is over).
+ * Context: @ns's worker (it alone writes ns->fails, so reads it unlocked).
+ */
+static void
+breg_said(struct breg_ns *ns, bool refused, const char *why)
+{
+	const char *what = refused ? "refused the registration" : "did not answer the registration";
+
+	uint32_t n = ns->fails + 1; /* counting this one */
+	bool decade = n >= 10;
+
+	for (uint32_t d = n; decade && d > 1; d /= 10)
+		decade = d % 10 == 0;
+	if (ns->fails == 0 || strcmp(ns->said, why) != 0)
+		log_warn(BREG_TAG,
+			 "namesrv %s %s: %s (retried with back-off; said again when "
+			 "the reason changes)",
+			 ns->addr, what, why);
+	else if (decade)
+		log_warn(BREG_TAG, "namesrv %s %s %u times in a row: %s", ns->addr, what, n, why);
+	snprintf(ns->said, sizeof(ns->said), "%s", why);
+}
+
 static int
 ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size_t remark_cap)
 {
@@ -388,15 +415,13 @@ ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size
 		rc = ns_call(ns, cmd, body->json, body->len, remark, remark_cap);
 	free(cmd);
 	if (rc > 0) {
-		log_warn_ratelimited(BREG_TAG, "namesrv %s refused the registration: code %d %s",
-				     ns->addr, rc, remark);
 		if (remark[0] == '\0')
 			snprintf(remark, remark_cap, "code %d", rc);
+		breg_said(ns, true, remark);
 		return -EPROTO;
 	}
 	if (rc < 0)
-		log_warn_ratelimited(BREG_TAG, "register with namesrv %s failed: %s", ns->addr,
-				     err_str(rc));
+		breg_said(ns, false, err_str(rc));
 	return rc;
 }
 
@@ -621,7 +646,7 @@ ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total)
 
 	pthread_mutex_lock(&b->mu);
 	for (uint32_t i = 0; i < b->n_ns; i++)
-		n += b->ns[i].ok_gen > 0;
+		n += b->ns[i].ok_gen > 0 && b->ns[i].fails == 0 && b->ns[i].refused[0] == '\0';
 	*total = b->n_ns;
 	pthread_mutex_unlock(&b->mu);
 	*accepted = n;

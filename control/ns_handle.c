@@ -257,6 +257,7 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 	bool compressed = false;
 	bool wanted;
 	uint32_t skipped = 0;
+	uint32_t ntopics;
 	int64_t crc;
 	int rc;
 
@@ -336,13 +337,9 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 				NS_TAG,
 				"broker %s (%s): %u topics with a bad name or value skipped",
 				reg.bname, reg.addr, skipped);
-		log_info(NS_TAG,
-			 "broker %s id %" PRId64
-			 " at %s (cluster %s) registered %u topics, data version %" PRId64
-			 "/%" PRId64,
-			 reg.bname, reg.id, reg.addr, reg.cluster, route_tset_count(reg.topics),
-			 reg.dv.timestamp, reg.dv.counter);
 	}
+	/* counted before route_db_register() takes the set */
+	ntopics = wanted ? route_tset_count(reg.topics) : 0;
 	rc = route_db_register(st->db, &reg, now_ms, &out);
 	if (rc == -ENOMEM)
 		return rc;
@@ -368,6 +365,14 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 			  err_str(rc));
 		return 0;
 	}
+	/* said once it holds: a refused registration logs its refusal only */
+	if (wanted)
+		log_info(NS_TAG,
+			 "broker %s id %" PRId64
+			 " at %s (cluster %s) registered %u topics, data version %" PRId64
+			 "/%" PRId64,
+			 reg.bname, reg.id, reg.addr, reg.cluster, ntopics, reg.dv.timestamp,
+			 reg.dv.counter);
 	reply_set(r, WIRE_RSP_SUCCESS, NULL);
 	if (out.master_addr[0] != '\0') {
 		/* route_reg_out is on this stack frame: copy into the reply. */

@@ -143,8 +143,10 @@ MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
 uint32_t ctl_breg_wait_first(struct ctl_breg *b, uint32_t timeout_ms);
 
 /**
- * ctl_breg_accepted() - how many of the NameServers have accepted at least
- * one registration (@accepted), of how many (@total).
+ * ctl_breg_accepted() - how many of the NameServers accepted this broker's
+ * latest registration with them (@accepted: once accepted, and neither
+ * failed nor refused since), of how many (@total). A NameServer that went
+ * away counts out at the next round that fails (registerNameServerPeriod).
  * Context: any control thread; a short mutex, never waits on I/O.
  */
 void ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total);
