@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "bk_ctl.h"
+#include "bk_follow.h"
 #include "bk_rmt.h"
 #include "bk_priv.h"
 #include "common/clock.h"
@@ -421,6 +422,26 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 		kv_u(b, "storeDamagedSpans", spans);
 		kv_u(b, "storeLostMessages", lost);
 		kv_u(b, "logLinesSuppressed", log_rl_flush());
+	}
+	if (x->follow != NULL) {
+		/*
+		 * A slave: how far behind its master, over its shards (RocketMQ's
+		 * slaveFallBehindMuch, bytes), the oldest lag in ms, and whether
+		 * every shard has a session (`sprocket cluster health` reads them).
+		 */
+		uint64_t bytes = 0, ms = 0;
+
+		for (uint32_t i = 0; i < x->bk.ncores; i++) {
+			struct bk_follow_lag g = {0};
+			uint64_t end, copied;
+
+			bk_follow_stats(x->follow, i, &end, &copied, &g);
+			bytes += atomic_load_relaxed(&g.bytes);
+			ms = SP_MAX(ms, atomic_load_relaxed(&g.ms));
+		}
+		kv_u(b, "slaveFallBehindMuch", bytes);
+		kv_u(b, "slaveFallBehindMs", ms);
+		kv_u(b, "slaveFollowing", bk_follow_connected(x->follow) ? 1 : 0);
 	}
 	if (x->rmt) {
 		/* remoting requests answered SYSTEM_BUSY, by the limit hit (docs/isolation.md) */

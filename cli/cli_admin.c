@@ -106,51 +106,117 @@ cluster_list(struct cli *c)
 	return rc;
 }
 
+/* A group (brokerName) of the cluster view and what its members said. */
+struct health_group {
+	const char *name;
+	bool master; /* a reachable brokerId 0 */
+};
+
+static struct health_group *
+health_group(struct health_group *g, size_t *ng, const char *name)
+{
+	for (size_t i = 0; i < *ng; i++)
+		if (strcmp(g[i].name, name) == 0)
+			return &g[i];
+	g[*ng].name = name;
+	g[*ng].master = false;
+	return &g[(*ng)++];
+}
+
+/*
+ * Healthy: every broker address answers, every group has a master that
+ * answers, and no slave lags its master past --max-lag-ms (default 10 s) or
+ * has a shard without a session to it. Exit 1 otherwise, naming each cause.
+ */
 static int
 cluster_health(struct cli *c)
 {
 	struct cli_broker *b;
-	size_t n, bad = 0, masters = 0;
-	json_object *arr = json_object_new_array();
+	struct health_group *groups;
+	size_t n, ng = 0, bad = 0, masters = 0, headless = 0, lagging = 0;
+	int64_t max_lag_ms = 10000;
+	json_object *arr, *garr;
+	bool healthy;
 
-	if (cli_brokers(c, &b, &n) != 0) {
-		json_object_put(arr);
+	if (cli_opt_i64(c, "max-lag-ms", &max_lag_ms))
+		return CLI_USAGE;
+	if (max_lag_ms < 0)
+		return cli_usage(c, "--max-lag-ms is milliseconds (10000)");
+	if (cli_brokers(c, &b, &n) != 0)
 		return CLI_FAIL;
+	groups = calloc(n ? n : 1, sizeof(*groups));
+	if (groups == NULL) {
+		free(b);
+		return cli_err("out of memory");
 	}
+	arr = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
 		json_object *kv = NULL, *root = NULL, *o = json_object_new_object();
 		bool ok = runtime(c, b[i].addr, &kv, &root) == 0;
 		const char *perm = kv ? cli_js(kv, "brokerPermission") : NULL;
 		bool writable = perm && (atoi(perm) & 2);
+		const char *lag = kv ? cli_js(kv, "slaveFallBehindMs") : NULL;
+		const char *following = kv ? cli_js(kv, "slaveFollowing") : NULL;
+		bool behind =
+			ok && b[i].id != 0 &&
+			((lag && atoll(lag) > max_lag_ms) || (following && atoi(following) == 0));
+		struct health_group *g = health_group(groups, &ng, b[i].name);
 
 		masters += b[i].id == 0;
+		g->master |= ok && b[i].id == 0;
 		bad += !ok;
+		lagging += behind;
 		if (!c->json)
-			printf("%-12s %-16s id %-3" PRId64 " %-22s %s%s\n", b[i].cluster, b[i].name,
-			       b[i].id, b[i].addr, ok ? "ok" : "UNREACHABLE",
-			       ok && b[i].id == 0 && !writable ? " (write-protected)" : "");
+			printf("%-12s %-16s id %-3" PRId64 " %-22s %s%s%s\n", b[i].cluster,
+			       b[i].name, b[i].id, b[i].addr, ok ? "ok" : "UNREACHABLE",
+			       ok && b[i].id == 0 && !writable ? " (write-protected)" : "",
+			       !behind				   ? ""
+			       : following && atoi(following) == 0 ? " (NOT FOLLOWING its master)"
+								   : " (LAGGING its master)");
+		if (!c->json && behind && lag)
+			printf("%-12s %-16s        behind by %s ms, %s bytes (--max-lag-ms %" PRId64
+			       ")\n",
+			       "", "", lag, cli_js(kv, "slaveFallBehindMuch"), max_lag_ms);
 		json_object_object_add(o, "brokerName", json_object_new_string(b[i].name));
 		json_object_object_add(o, "brokerId", json_object_new_int64(b[i].id));
 		json_object_object_add(o, "addr", json_object_new_string(b[i].addr));
 		json_object_object_add(o, "ok", json_object_new_boolean(ok));
 		json_object_object_add(o, "writable", json_object_new_boolean(writable));
+		if (b[i].id != 0 && lag)
+			json_object_object_add(o, "lagMs", json_object_new_int64(atoll(lag)));
+		json_object_object_add(o, "lagging", json_object_new_boolean(behind));
 		json_object_array_add(arr, o);
 		json_object_put(root);
 	}
-	free(b);
+	garr = json_object_new_array();
+	for (size_t i = 0; i < ng; i++) {
+		headless += !groups[i].master;
+		if (!groups[i].master && !c->json)
+			printf("group %s has no master that answers: its topics take no SEND "
+			       "(slaves "
+			       "serve reads only)\n",
+			       groups[i].name);
+		if (!groups[i].master)
+			json_object_array_add(garr, json_object_new_string(groups[i].name));
+	}
+	healthy = bad == 0 && n > 0 && headless == 0 && lagging == 0;
 	if (c->json) {
 		json_object *o = json_object_new_object();
 
-		json_object_object_add(o, "healthy",
-				       json_object_new_boolean(bad == 0 && masters > 0));
+		json_object_object_add(o, "healthy", json_object_new_boolean(healthy));
 		json_object_object_add(o, "brokers", arr);
+		json_object_object_add(o, "groupsWithoutMaster", garr);
 		cli_json_print(o);
 	} else {
 		json_object_put(arr);
-		printf("%s: %zu broker address(es), %zu master(s), %zu unreachable\n",
-		       bad == 0 && masters > 0 ? "healthy" : "NOT HEALTHY", n, masters, bad);
+		json_object_put(garr);
+		printf("%s: %zu broker address(es), %zu master(s), %zu unreachable, %zu group(s) "
+		       "without a master, %zu slave(s) lagging\n",
+		       healthy ? "healthy" : "NOT HEALTHY", n, masters, bad, headless, lagging);
 	}
-	return bad == 0 && masters > 0 ? CLI_OK : CLI_FAIL;
+	free(groups);
+	free(b);
+	return healthy ? CLI_OK : CLI_FAIL;
 }
 
 /* ---- broker ---- */
@@ -920,6 +986,7 @@ cluster_stats(struct cli *c)
 static const char *const NO_OPTS[] = {NULL};
 static const char *const STATS_OPTS[] = {"topic", NULL};
 static const char *const CLUSTER_OPTS[] = {"cluster", NULL};
+static const char *const HEALTH_OPTS[] = {"max-lag-ms", NULL};
 static const char *const LIST_OPTS[] = {"cluster", "all", NULL};
 static const char *const CREATE_OPTS[] = {"queues", "read-queues", "write-queues", "perm",
 					  "order",  "cluster",	   "broker",	   NULL};
@@ -928,8 +995,10 @@ static const char *const ALTER_OPTS[] = {"read-queues", "write-queues", "perm", 
 const struct cli_cmd cli_admin_cmds[] = {
 	{"cluster list", "", "every broker: address, version, rates, messages today", NO_OPTS,
 	 cluster_list},
-	{"cluster health", "", "is every broker reachable, is there a master (exit 1 if not)",
-	 NO_OPTS, cluster_health},
+	{"cluster health", "[--max-lag-ms=10000]",
+	 "is every broker reachable, does every group have a master, does every slave follow "
+	 "(exit 1 if not)",
+	 HEALTH_OPTS, cluster_health},
 	{"cluster stats", "[--topic=T]",
 	 "per topic and group: lag, put/get rates (last minute), messages in 24 h (mqadmin "
 	 "statsAll)",

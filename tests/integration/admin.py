@@ -72,6 +72,7 @@ def wait_log(name, needle, timeout=30, count=1):
 def start(name, argv):
     log = open(os.path.join(TMP, name + ".log"), "ab")
     p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    p.name = name
     PROCS.append(p)
     return p
 
@@ -463,6 +464,20 @@ def case_cli():
           "completion bash: a completion script")
     rc, _, err = cli_text("topic", "frobnicate")
     check(rc == 2, f"an unknown verb: rc 2 ({err.strip()[:60]})")
+
+    # broker-a's master dies: its group has a slave and no master
+    pa = [p for p in PROCS if p.name == "a"][0]
+    pa.kill()
+    pa.wait()
+    gone = wait_until(lambda: (lambda r: r[0] == 0 and r[1] and not any(
+        x["brokerName"] == "broker-a" and x["brokerId"] == 0 for x in r[1][0]) or None)(
+        cli("cluster", "list")), 20)
+    check(gone, "the NameServer drops broker-a's killed master")
+    rc, out, _ = cli("cluster", "health")
+    check(rc == 1 and out and not out[0]["healthy"] and out[0]["groupsWithoutMaster"] == ["broker-a"],
+          f"cluster health: NOT healthy, rc 1, group broker-a has no master ({rc} {out})")
+    rc, txt, _ = cli_text("cluster", "health")
+    check("group broker-a has no master" in txt, f"... said in words: {txt.strip()[-160:]}")
 
 
 class FakeConsumer:
