@@ -173,7 +173,7 @@ cluster_health(struct cli *c)
 			       !behind				   ? ""
 			       : following && atoi(following) == 0 ? " (NOT FOLLOWING its master)"
 								   : " (LAGGING its master)");
-		if (!c->json && behind && lag)
+		if (!c->json && behind && lag && atoll(lag) > max_lag_ms)
 			printf("%-12s %-16s        behind by %s ms, %s bytes (--max-lag-ms %" PRId64
 			       ")\n",
 			       "", "", lag, cli_js(kv, "slaveFallBehindMuch"), max_lag_ms);
