@@ -129,6 +129,12 @@ struct cli_broker {
 };
 /* Every broker address from GET_BROKER_CLUSTER_INFO. Return: 0, CLI_FAIL (said). */
 int cli_brokers(const struct cli *c, struct cli_broker **out, size_t *n);
+/*
+ * The groups whose last broker went without unregistering, as the NameServer
+ * lists them (sprocketLostGroups of GET_BROKER_CLUSTER_INFO: name -> {cluster,
+ * lastAddr, lostTimestamp}); *@out NULL when none. Return: 0, CLI_FAIL (said).
+ */
+int cli_lost_groups(const struct cli *c, json_object **out);
 /* The masters of @topic's route (GET_ROUTEINFO_BY_TOPIC), addresses only. */
 int cli_topic_masters(const struct cli *c, const char *topic, struct cli_broker **out, size_t *n);
 /*

@@ -135,7 +135,7 @@ cluster_health(struct cli *c)
 	struct health_group *groups;
 	size_t n, ng = 0, bad = 0, masters = 0, headless = 0, lagging = 0;
 	int64_t max_lag_ms = 10000;
-	json_object *arr, *garr;
+	json_object *arr, *garr, *lost = NULL;
 	bool healthy;
 
 	if (cli_opt_i64(c, "max-lag-ms", &max_lag_ms))
@@ -189,6 +189,28 @@ cluster_health(struct cli *c)
 		json_object_put(root);
 	}
 	garr = json_object_new_array();
+	if (cli_lost_groups(c, &lost) == 0 && lost != NULL) {
+		json_object_object_foreach(lost, gname, gv)
+		{
+			bool listed = false;
+
+			for (size_t i = 0; i < ng && !listed; i++)
+				listed = strcmp(groups[i].name, gname) == 0;
+			if (listed)
+				continue; /* registered again meanwhile */
+			headless++;
+			if (!c->json)
+				printf("group %s (cluster %s) has no broker at all: its last one, "
+				       "%s, "
+				       "went without unregistering (killed?); its topics take no "
+				       "SEND "
+				       "and serve no PULL\n",
+				       gname, cli_js(gv, "cluster") ? cli_js(gv, "cluster") : "?",
+				       cli_js(gv, "lastAddr") ? cli_js(gv, "lastAddr") : "?");
+			json_object_array_add(garr, json_object_new_string(gname));
+		}
+		json_object_put(lost);
+	}
 	for (size_t i = 0; i < ng; i++) {
 		headless += !groups[i].master;
 		if (!groups[i].master && !c->json)

@@ -417,6 +417,25 @@ cli_brokers(const struct cli *c, struct cli_broker **out, size_t *n)
 	return 0;
 }
 
+int
+cli_lost_groups(const struct cli *c, json_object **out)
+{
+	struct sp_rem_resp resp;
+	json_object *j, *lost;
+
+	*out = NULL;
+	if (cli_ns_call(c, WIRE_REQ_GET_BROKER_CLUSTER_INFO, NULL, NULL, 0, &resp) != 0)
+		return CLI_FAIL;
+	j = cli_body_json(&resp);
+	sp_rem_resp_free(&resp);
+	if (j == NULL)
+		return cli_err("the NameServer's cluster info does not parse");
+	if (json_object_object_get_ex(j, "sprocketLostGroups", &lost))
+		*out = json_object_get(lost);
+	json_object_put(j);
+	return 0;
+}
+
 /*
  * Does the NameServer at @addr route @topic to every broker group of @b?
  * Return: 1 yes, 0 not yet, -1 it did not answer (said).

@@ -27,6 +27,8 @@
 
 #include <urcu/urcu-memb.h>
 
+#include "common/clock.h"
+#include "common/compiler.h"
 #include "control/route.h"
 #include "wire/record.h"
 #include "common/jbuf.h"
@@ -76,8 +78,27 @@ struct route_bname {
 	struct route_tset *topics;		  /* NULL until a master registered */
 };
 
+/*
+ * Groups whose last address went without unregistering (its connection
+ * closed, or its registration expired): a master that was killed, and the
+ * whole group with it when it had no slave. Immutable once published; a
+ * group leaves the set when one of its brokers registers again.
+ */
+struct route_lost {
+	char name[ROUTE_NAME_MAX + 1];
+	char cluster[ROUTE_NAME_MAX + 1];
+	char addr[ROUTE_ADDR_MAX + 1]; /* the last address it had */
+	int64_t lost_ms;	       /* wall clock */
+};
+
+struct route_lostset {
+	uint32_t n;
+	struct route_lost g[];
+};
+
 /* RCU: the writer publishes, readers see it whole. */
 struct route_table {
+	const struct route_lostset *lost; /* NULL: none; shared by tables until it changes */
 	uint32_t n;
 	struct route_bname *b[];
 };
@@ -113,6 +134,7 @@ struct route_txn {
 	struct route_table *nt;
 	uint32_t cap;
 	bool dirty;
+	bool unclean; /* drops of addresses that did not unregister (connection, expiry) */
 	struct route_bname **retired; /* published records this txn replaced */
 	uint32_t n_retired;
 	uint32_t cap_retired;
@@ -342,6 +364,68 @@ bname_free(struct route_bname *b)
 	free(b);
 }
 
+static bool
+table_has(const struct route_table *t, const char *name)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->b[i]->n_addrs > 0 && strcmp(t->b[i]->name, name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The lost groups after a transaction: the old ones still absent from @nt,
+ * and, when @vanished (records that lost their last address uncleanly), those
+ * too. Return: the new set (NULL: none), or @old itself when unchanged.
+ */
+static const struct route_lostset *
+lost_next(const struct route_table *was, const struct route_table *nt,
+	  struct route_bname *const *vanished, uint32_t n_vanished, bool *failed)
+{
+	const struct route_lostset *old = was->lost;
+	uint32_t keep = 0, cap = n_vanished + (old ? old->n : 0);
+	struct route_lostset *ls;
+	bool same = true;
+
+	*failed = false;
+	for (uint32_t i = 0; old && i < old->n; i++)
+		same &= !table_has(nt, old->g[i].name);
+	if (same && n_vanished == 0)
+		return old;
+	if (cap == 0)
+		return NULL;
+	ls = malloc(sizeof(*ls) + sizeof(ls->g[0]) * cap);
+	if (ls == NULL) {
+		*failed = true;
+		return old;
+	}
+	for (uint32_t i = 0; old && i < old->n; i++) {
+		bool again = table_has(nt, old->g[i].name);
+
+		for (uint32_t k = 0; k < n_vanished && !again; k++)
+			again = strcmp(vanished[k]->name, old->g[i].name) == 0;
+		if (!again)
+			ls->g[keep++] = old->g[i];
+	}
+	for (uint32_t k = 0; k < n_vanished; k++) {
+		struct route_lost *g = &ls->g[keep++];
+
+		snprintf(g->name, sizeof(g->name), "%s", vanished[k]->name);
+		snprintf(g->cluster, sizeof(g->cluster), "%s", vanished[k]->cluster);
+		g->addr[0] = '\0';
+		for (uint32_t i = 0; i < was->n; i++)
+			if (strcmp(was->b[i]->name, g->name) == 0 && was->b[i]->n_addrs > 0)
+				snprintf(g->addr, sizeof(g->addr), "%s", was->b[i]->addrs[0].addr);
+		g->lost_ms = clk_wall_ms();
+	}
+	ls->n = keep;
+	if (keep == 0) {
+		free(ls);
+		return NULL;
+	}
+	return ls;
+}
+
 void
 route_db_destroy(struct route_db *db)
 {
@@ -349,6 +433,7 @@ route_db_destroy(struct route_db *db)
 		return;
 	for (uint32_t i = 0; i < db->cur->n; i++)
 		bname_free(db->cur->b[i]);
+	free((void *)db->cur->lost);
 	free(db->cur);
 	free(db->live);
 	free(db);
@@ -379,6 +464,7 @@ txn_begin(struct route_db *db, struct route_txn *tx)
 	if (tx->nt == NULL)
 		return -ENOMEM;
 	tx->nt->n = cur->n;
+	tx->nt->lost = cur->lost;
 	memcpy(tx->nt->b, cur->b, sizeof(cur->b[0]) * cur->n);
 	return 0;
 }
@@ -472,20 +558,36 @@ txn_commit(struct route_txn *tx)
 		txn_abort(tx);
 		return;
 	}
+	struct route_bname *vanished[16];
+	uint32_t n_vanished = 0;
+	const struct route_lostset *lost;
+	bool failed;
+
 	/* A brokerName without addresses leaves, with its topics (RocketMQ). */
 	for (uint32_t i = 0; i < tx->nt->n; i++) {
 		struct route_bname *b = tx->nt->b[i];
 
-		if (b->n_addrs > 0)
+		if (b->n_addrs > 0) {
 			tx->nt->b[n++] = b;
+			continue;
+		}
+		if (tx->unclean && n_vanished < ARRAY_SIZE(vanished) && table_has(old, b->name))
+			vanished[n_vanished++] =
+				b; /* freed below, after the lost set took its name */
 		else
 			bname_free(b); /* fresh (only edits empty a record): unpublished */
 	}
 	tx->nt->n = n;
+	lost = lost_next(old, tx->nt, vanished, n_vanished, &failed);
+	for (uint32_t k = 0; k < n_vanished; k++)
+		bname_free(vanished[k]);
+	tx->nt->lost = lost;
 	db->gen = tx->gen;
 	/* Publish: pairs with rcu_dereference() in route_db_current(). */
 	rcu_assign_pointer(db->cur, tx->nt);
 	urcu_memb_synchronize_rcu();
+	if (lost != old->lost)
+		free((void *)old->lost);
 	free(old);
 	for (uint32_t i = 0; i < tx->n_retired; i++)
 		bname_free(tx->retired[i]);
@@ -780,6 +882,7 @@ drop_where(struct route_db *db, bool (*pred)(const struct route_live *, const vo
 
 	if ((rc = txn_begin(db, &tx)) != 0)
 		return rc;
+	tx.unclean = true; /* connections closed and registrations expired, never UNREGISTER */
 	for (uint32_t i = 0; i < db->n_live;) {
 		if (!pred(&db->live[i], arg)) {
 			i++;
@@ -1126,7 +1229,31 @@ route_json_cluster(const struct route_table *t, uint8_t **out, size_t *out_len)
 		}
 		jbuf_lit(&o, "]");
 	}
-	jbuf_lit(&o, "}}");
+	jbuf_lit(&o, "}");
+	/*
+	 * sprocket's: groups whose last broker went without unregistering, so
+	 * that `sprocket cluster health` can tell a dead group from none at all
+	 * (RocketMQ's readers ignore a field they do not know).
+	 */
+	if (t->lost != NULL && t->lost->n > 0) {
+		jbuf_lit(&o, ",\"sprocketLostGroups\":{");
+		for (uint32_t i = 0; i < t->lost->n; i++) {
+			const struct route_lost *g = &t->lost->g[i];
+
+			if (i > 0)
+				jbuf_lit(&o, ",");
+			jbuf_cstr(&o, g->name);
+			jbuf_lit(&o, ":{\"cluster\":");
+			jbuf_cstr(&o, g->cluster);
+			jbuf_lit(&o, ",\"lastAddr\":");
+			jbuf_cstr(&o, g->addr);
+			jbuf_lit(&o, ",\"lostTimestamp\":");
+			jbuf_i64(&o, g->lost_ms);
+			jbuf_lit(&o, "}");
+		}
+		jbuf_lit(&o, "}");
+	}
+	jbuf_lit(&o, "}");
 	return jbuf_finish(&o, out, out_len);
 }
 

@@ -478,6 +478,19 @@ def case_cli():
           f"cluster health: NOT healthy, rc 1, group broker-a has no master ({rc} {out})")
     rc, txt, _ = cli_text("cluster", "health")
     check("group broker-a has no master" in txt, f"... said in words: {txt.strip()[-160:]}")
+    # broker-b, a group of one, dies whole: the NameServer forgets its routes, not the group
+    pb = [p for p in PROCS if p.name == "b"][0]
+    pb.kill()
+    pb.wait()
+    gone = wait_until(lambda: (lambda r: r[0] in (0, 1) and r[1] and not any(
+        x["brokerName"] == "broker-b" for x in r[1][0]) or None)(cli("cluster", "list")), 20)
+    check(gone, "the NameServer drops broker-b, its only broker")
+    rc, out, _ = cli("cluster", "health")
+    check(rc == 1 and out and sorted(out[0]["groupsWithoutMaster"]) == ["broker-a", "broker-b"],
+          f"cluster health: rc 1, broker-b listed as a group without a broker ({rc} {out})")
+    rc, txt, _ = cli_text("cluster", "health")
+    check("group broker-b (cluster DefaultCluster) has no broker at all" in txt,
+          f"... said in words: {[ln for ln in txt.splitlines() if 'broker-b' in ln]}")
 
 
 class FakeConsumer:

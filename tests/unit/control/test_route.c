@@ -377,7 +377,63 @@ test_delete_topic(void)
 	route_db_destroy(db);
 }
 
-T_MAIN(T_CASE(test_route_json_exact), T_CASE(test_delete_topic),
+/* Cluster info JSON as a NUL-terminated string (caller frees). */
+static char *
+cluster(struct route_db *db)
+{
+	uint8_t *out = NULL;
+	size_t len = 0;
+	char *s;
+
+	T_ASSERT_EQ(route_json_cluster(route_db_current(db), &out, &len), 0);
+	s = malloc(len + 1);
+	T_ASSERT(s != NULL);
+	memcpy(s, out, len);
+	s[len] = '\0';
+	free(out);
+	return s;
+}
+
+/* A group whose last broker went without unregistering is listed lost until it registers. */
+static void
+test_lost_groups(void)
+{
+	struct route_db *db = NULL;
+	char *s;
+
+	T_ASSERT_EQ(route_db_create(&db), 0);
+	T_ASSERT_EQ(reg(db, "broker-a", "10.0.0.5:10911", 0, 1, topics("A", 1, 6), 7, 1000), 0);
+	T_ASSERT_EQ(reg(db, "broker-a", "10.0.0.6:10911", 1, 1, topics("A", 1, 6), 9, 1000), 0);
+	T_ASSERT_EQ(reg(db, "broker-b", "10.0.0.7:10911", 0, 1, topics("B", 1, 6), 8, 1000), 0);
+	T_ASSERT_EQ(reg(db, "broker-c", "10.0.0.8:10911", 0, 1, topics("C", 1, 6), 10, 1000), 0);
+	s = cluster(db);
+	T_ASSERT(strstr(s, "sprocketLostGroups") == NULL);
+	free(s);
+	/* broker-a's master dies: the group stays (its slave), nothing is lost */
+	T_ASSERT_EQ(route_db_conn_closed(db, 7), 1);
+	/* broker-b dies whole; broker-c stops cleanly */
+	T_ASSERT_EQ(route_db_conn_closed(db, 8), 1);
+	T_ASSERT_EQ(route_db_unregister(db, "broker-c", "10.0.0.8:10911", 0), 0);
+	s = cluster(db);
+	T_ASSERT(strstr(s, "\"sprocketLostGroups\":{\"broker-b\":{\"cluster\":\"DefaultCluster\","
+			   "\"lastAddr\":\"10.0.0.7:10911\"") != NULL);
+	T_ASSERT(strstr(s, "\"broker-a\":{\"cluster") == NULL && strstr(s, "broker-c") == NULL);
+	free(s);
+	/* its slave's registration expires too: broker-a is lost as well */
+	T_ASSERT_EQ(route_db_expire(db, 10000, 1000), 1);
+	s = cluster(db);
+	T_ASSERT(strstr(s, "\"broker-a\":{\"cluster") != NULL);
+	free(s);
+	/* broker-b comes back: no longer lost */
+	T_ASSERT_EQ(reg(db, "broker-b", "10.0.0.7:10911", 0, 2, topics("B", 1, 6), 11, 20000), 0);
+	s = cluster(db);
+	T_ASSERT(strstr(s, "\"broker-b\":{\"cluster") == NULL &&
+		 strstr(s, "\"broker-a\":{\"cluster") != NULL);
+	free(s);
+	route_db_destroy(db);
+}
+
+T_MAIN(T_CASE(test_route_json_exact), T_CASE(test_delete_topic), T_CASE(test_lost_groups),
        T_CASE(test_heartbeat_publishes_nothing), T_CASE(test_liveness),
        T_CASE(test_address_moves_and_limits), T_CASE(test_topic_names),
        T_CASE(test_readers_race_writer), T_CASE(test_second_master_refused),
