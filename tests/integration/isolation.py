@@ -71,6 +71,13 @@ def cli(*args, creds=None):
     return r.returncode, r.stdout, r.stderr
 
 
+def stop_lines(needle):
+    """Stops the broker: the lines of its log (its stop report) that hold @needle."""
+    ENV.procs[1].terminate()
+    ENV.procs[1].wait(30)
+    return [ln for ln in ENV.log_of("broker").splitlines() if needle in ln]
+
+
 def node(*args):
     r = subprocess.run(["node", os.path.join(NODE_DIR, "acl_client.js")] + [str(a) for a in args],
                        capture_output=True, text=True, timeout=120)
@@ -151,9 +158,7 @@ def case_remoting(acl=False):
           f"after the flood closed, 1024 new pulls from its address park ({again.codes}, "
           f"try {attempt + 1})")
     again.close()
-    ENV.procs[1].terminate()
-    ENV.procs[1].wait(30)
-    rep = [ln for ln in ENV.log_of("broker").splitlines() if "SYSTEM_BUSY answers" in ln]
+    rep = stop_lines("SYSTEM_BUSY answers")
     check(rep and "addr_inflight 7168," in rep[-1],
           f"the stop report counts refusals by reason ({rep[-1:]})")
 
@@ -193,9 +198,7 @@ def case_pipeline():
         check(st.get("sent", 0) > 0 and st.get("answered", 0) > 0,
               f"... and the pipeline is answered too: {st.get('answered')} of {st.get('sent')} "
               f"sent ({st.get('codes')})")
-    ENV.procs[1].terminate()
-    ENV.procs[1].wait(30)
-    rep = [ln for ln in ENV.log_of("broker").splitlines() if "turns ended with frames left" in ln]
+    rep = stop_lines("turns ended with frames left")
     m = re.search(r"remoting: (\d+) turns ended", rep[-1] if rep else "")
     check(m and int(m.group(1)) > 0,
           f"the stop report counts the turns a pipeline had to wait ({rep[-1:]})")
@@ -246,9 +249,7 @@ def case_sessions():
     check(rc == 0 and len(ok) == 3, f"meanwhile libsprocket on 127.0.0.1 sends 3 of 3 ({rc}, {err})")
     rc, rows, err = xtool_consume(3, "GID_GOOD")
     check(rc == 0 and len(rows) >= 3, f"... and pulls them, 3 of 3 ({rc}, {len(rows)}, {err})")
-    ENV.procs[1].terminate()
-    ENV.procs[1].wait(30)
-    rep = [ln for ln in ENV.log_of("broker").splitlines() if "core 0 sessions:" in ln]
+    rep = stop_lines("core 0 sessions:")
     check(rep and "maxSessionsPerAddr 1744)" in rep[-1],
           f"the stop report counts the refusals by reason ({rep[-1:]})")
 
@@ -272,9 +273,7 @@ def case_reassembly():
           r["answers"] == r["busy"],
           f"the attacker's half-sent requests are all answered SYSTEM_BUSY: past its share at "
           f"once, the 16 it held after 2 s ({r})")
-    ENV.procs[1].terminate()
-    ENV.procs[1].wait(30)
-    rep = [ln for ln in ENV.log_of("broker").splitlines() if "core 0 sessions:" in ln]
+    rep = stop_lines("core 0 sessions:")
     m = re.search(r"bigBuffersPerAddr (\d+)\); reassembly timeouts (\d+)", rep[-1] if rep else "")
     check(m and int(m.group(1)) >= 48 and int(m.group(2)) >= 16,
           f"the stop report counts refusals and timeouts ({rep[-1:]})")

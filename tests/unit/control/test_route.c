@@ -48,24 +48,31 @@ reg(struct route_db *db, const char *bname, const char *addr, int64_t id, int64_
 	return route_db_register(db, &r, now, &out);
 }
 
+/* @out's @len bytes as a NUL-terminated string (frees @out; the caller frees the string). */
+static char *
+json_str(uint8_t *out, size_t len)
+{
+	char *s = malloc(len + 1);
+
+	T_ASSERT(s != NULL);
+	memcpy(s, out, len);
+	s[len] = '\0';
+	free(out);
+	return s;
+}
+
 /* Route JSON for @topic as a NUL-terminated string (caller frees), NULL on miss. */
 static char *
 route(struct route_db *db, const char *topic)
 {
 	uint8_t *out = NULL;
 	size_t len = 0;
-	char *s;
 	int rc = route_json_topic(route_db_current(db), topic, strlen(topic), NULL, &out, &len);
 
 	if (rc == -ENOENT)
 		return NULL;
 	T_ASSERT_EQ(rc, 0);
-	s = malloc(len + 1);
-	T_ASSERT(s != NULL);
-	memcpy(s, out, len);
-	s[len] = '\0';
-	free(out);
-	return s;
+	return json_str(out, len);
 }
 
 static void
@@ -383,15 +390,9 @@ cluster(struct route_db *db)
 {
 	uint8_t *out = NULL;
 	size_t len = 0;
-	char *s;
 
 	T_ASSERT_EQ(route_json_cluster(route_db_current(db), &out, &len), 0);
-	s = malloc(len + 1);
-	T_ASSERT(s != NULL);
-	memcpy(s, out, len);
-	s[len] = '\0';
-	free(out);
-	return s;
+	return json_str(out, len);
 }
 
 /* A group whose last broker went without unregistering is listed lost until it registers. */
