@@ -227,6 +227,8 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 		bk_rmt__agg_drop(j);
 	if (c && c->jobs)
 		c->jobs--;
+	if (c && j->quick && c->quick)
+		c->quick--;
 	job_addr_uncount(r, j);
 	bk_rmt__poll_uncount(r, j);
 	if (j->prev)
@@ -323,6 +325,13 @@ bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 	}
 	r->inflight[core]++;
 	bk_rmt__poll_count(r, j, core);
+	if (!j->poll && !j->quick) {
+		struct rconn *c = bk_rmt__conn_get(r, j->conn, j->gen);
+
+		j->quick = c != NULL;
+		if (c)
+			c->quick++;
+	}
 	return 0;
 }
 
@@ -748,7 +757,8 @@ conn_frames(struct bk_rmt *r, struct rconn *c, uint32_t budget)
 			conn_close(r, c, why);
 			return -1;
 		}
-		if (budget == 0) {
+		/* its turn is over, or it has its share at the cores (not the fuzzer's) */
+		if (budget == 0 || (c->quick >= RMT_QUICK_PER_CONN && c->fd >= 0)) {
 			if (turn_defer(r, c) != 0) {
 				conn_close(r, c, "out of memory");
 				return -1;
@@ -1172,6 +1182,8 @@ bk_rmt_port(const struct bk_rmt *r)
 bool
 bk_rmt_pending(const struct bk_rmt *r)
 {
+	if (r->nturns > 0)
+		return true; /* a connection waits for its next turn: no socket event will come */
 	for (uint32_t i = 0; i < r->bk->ncores; i++)
 		if (r->inflight[i] && ring_count(r->bk->cores[i].lc.cpl))
 			return true;

@@ -37,7 +37,14 @@
  * connection unread, until every other connection with work had its turn
  * (bk_rmt.c's "turns"): one connection's pipeline cannot hold the thread.
  */
-#define RMT_FRAMES_PER_TURN 8u
+#define RMT_FRAMES_PER_TURN 2u
+/*
+ * A connection with this many requests at the cores that are not long polls
+ * is not given a turn until some are answered: the cores' rings stay
+ * shallow for everyone else (remotingMaxInflightPerConnection still
+ * refuses past its own, larger cap).
+ */
+#define RMT_QUICK_PER_CONN 4u
 #define PULL_MAX_BYTES (256u << 10) /* RocketMQ's in-memory transfer limit */
 #define PULL_MAX_MSGS 32
 #define QUERY_MAX 64
@@ -67,6 +74,7 @@ struct rconn {
 	size_t out_off, out_len, out_cap;
 	int32_t next_opaque; /* our requests to the client (NOTIFY_CONSUMER_IDS_CHANGED) */
 	uint32_t jobs;	     /* its requests at the cores */
+	uint32_t quick;	     /* ... of them not long polls (RMT_QUICK_PER_CONN) */
 	bool paused;	     /* EPOLLIN off: too much unsent */
 	bool backlog;	     /* EPOLLIN off: frames wait for its next turn (in r->turns) */
 	bool closing;	     /* closed: torn down by conns_reap(), never used again */
@@ -91,6 +99,7 @@ struct rjob {
 	uint32_t batch_n;
 	bool addr_counted;	  /* in r->jobs_addr (under j->c.peer.ip) */
 	bool poll;		  /* a PULL that may park: counted in r->polls[core] */
+	bool quick;		  /* counted in its connection's quick */
 	bool polled;		  /* ... and counted */
 	struct rjob *prev, *next; /* every job in flight, for teardown */
 	uint8_t *reqbuf;
