@@ -325,7 +325,14 @@ bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 	}
 	r->inflight[core]++;
 	bk_rmt__poll_count(r, j, core);
-	if (!j->poll && !j->quick) {
+	/*
+	 * Writes do not count: a SEND waits at its core for the flush or the
+	 * slave (SYNC_*) after it left the ring, and a producer's pipeline is
+	 * what group commit feeds on; they keep remotingMaxInflightPerConnection.
+	 */
+	if (!j->poll && !j->quick && j->c.op != WIRE_DP_OP_SEND &&
+	    j->c.op != WIRE_DP_OP_SEND_BATCH && j->c.op != WIRE_DP_OP_SEND_BACK &&
+	    j->c.op != BK_ROP_END_TX) {
 		struct rconn *c = bk_rmt__conn_get(r, j->conn, j->gen);
 
 		j->quick = c != NULL;
@@ -1182,8 +1189,13 @@ bk_rmt_port(const struct bk_rmt *r)
 bool
 bk_rmt_pending(const struct bk_rmt *r)
 {
-	if (r->nturns > 0)
-		return true; /* a connection waits for its next turn: no socket event will come */
+	/* a connection waits for its next turn, which no socket event will bring */
+	for (uint32_t k = 0; k < r->nturns; k += 2) {
+		const struct rconn *c = r->turns[k] < r->nconns ? r->conns[r->turns[k]] : NULL;
+
+		if (c && c->gen == r->turns[k + 1] && !c->paused && c->quick < RMT_QUICK_PER_CONN)
+			return true;
+	}
 	for (uint32_t i = 0; i < r->bk->ncores; i++)
 		if (r->inflight[i] && ring_count(r->bk->cores[i].lc.cpl))
 			return true;

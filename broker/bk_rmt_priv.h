@@ -39,10 +39,10 @@
  */
 #define RMT_FRAMES_PER_TURN 2u
 /*
- * A connection with this many requests at the cores that are not long polls
- * is not given a turn until some are answered: the cores' rings stay
- * shallow for everyone else (remotingMaxInflightPerConnection still
- * refuses past its own, larger cap).
+ * A connection with this many requests at the cores that are neither long
+ * polls nor writes is not given a turn until some are answered: the cores'
+ * rings stay shallow for everyone else (remotingMaxInflightPerConnection
+ * still refuses past its own, larger cap; writes count only there).
  */
 #define RMT_QUICK_PER_CONN 4u
 #define PULL_MAX_BYTES (256u << 10) /* RocketMQ's in-memory transfer limit */
