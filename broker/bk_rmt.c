@@ -1214,6 +1214,9 @@ turns_run(struct bk_rmt *r)
 	uint32_t n = r->nturns;
 	uint32_t keep = 0;
 
+	if (n == 0)
+		return;
+
 	for (uint32_t k = 0; k < n; k += 2) {
 		uint32_t id = r->turns[k], gen = r->turns[k + 1];
 		struct rconn *c = id < r->nconns ? r->conns[id] : NULL;
@@ -1239,7 +1242,8 @@ turns_run(struct bk_rmt *r)
 		conn_events(r, c); /* read again */
 	}
 	/* what was deferred during this pass follows the kept ones */
-	memmove(r->turns + keep, r->turns + n, (r->nturns - n) * sizeof(*r->turns));
+	if (r->nturns > n)
+		memmove(r->turns + keep, r->turns + n, (r->nturns - n) * sizeof(*r->turns));
 	r->nturns = keep + (r->nturns - n);
 }
 
