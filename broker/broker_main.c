@@ -1235,9 +1235,10 @@ main(int argc, char **argv)
 	 * BrokerController.start() registers before its "boot success".
 	 */
 	if (x->breg != NULL) {
-		uint32_t ok = ctl_breg_wait_first(x->breg, BK_READY_REG_WAIT_MS), n, total;
+		uint32_t ok, total;
 
-		ctl_breg_accepted(x->breg, &n, &total);
+		ctl_breg_wait_first(x->breg, BK_READY_REG_WAIT_MS);
+		ctl_breg_accepted(x->breg, &ok, &total);
 		if (ok == 0)
 			log_warn(BK_TAG,
 				 "none of the %u NameServers (namesrvAddr) has accepted the "

@@ -612,23 +612,20 @@ ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
 	return rc;
 }
 
-uint32_t
+void
 ctl_breg_wait_first(struct ctl_breg *b, uint32_t timeout_ms)
 {
 	uint64_t deadline = deadline_after(timeout_ms);
 	struct timespec ts;
-	uint32_t ok;
 
 	abs_time(deadline, &ts);
 	pthread_mutex_lock(&b->mu);
 	for (;;) {
 		uint32_t answered = 0;
 
-		ok = 0;
 		for (uint32_t i = 0; i < b->n_ns; i++) {
 			const struct breg_ns *n = &b->ns[i];
 
-			ok += n->ok_gen > 0;
 			answered += n->ok_gen > 0 || n->fails > 0 || n->refused[0] != '\0';
 		}
 		if (answered == b->n_ns || clk_mono_ns() >= deadline)
@@ -636,7 +633,6 @@ ctl_breg_wait_first(struct ctl_breg *b, uint32_t timeout_ms)
 		(void)pthread_cond_timedwait(&b->cv, &b->mu, &ts);
 	}
 	pthread_mutex_unlock(&b->mu);
-	return ok;
 }
 
 void

@@ -380,14 +380,13 @@ table_has(const struct route_table *t, const char *name)
  */
 static const struct route_lostset *
 lost_next(const struct route_table *was, const struct route_table *nt,
-	  struct route_bname *const *vanished, uint32_t n_vanished, bool *failed)
+	  struct route_bname *const *vanished, uint32_t n_vanished)
 {
 	const struct route_lostset *old = was->lost;
 	uint32_t keep = 0, cap = n_vanished + (old ? old->n : 0);
 	struct route_lostset *ls;
 	bool same = true;
 
-	*failed = false;
 	for (uint32_t i = 0; old && i < old->n; i++)
 		same &= !table_has(nt, old->g[i].name);
 	if (same && n_vanished == 0)
@@ -395,10 +394,8 @@ lost_next(const struct route_table *was, const struct route_table *nt,
 	if (cap == 0)
 		return NULL;
 	ls = malloc(sizeof(*ls) + sizeof(ls->g[0]) * cap);
-	if (ls == NULL) {
-		*failed = true;
-		return old;
-	}
+	if (ls == NULL)
+		return old; /* out of memory: the set stays as it was */
 	for (uint32_t i = 0; old && i < old->n; i++) {
 		bool again = table_has(nt, old->g[i].name);
 
@@ -561,7 +558,6 @@ txn_commit(struct route_txn *tx)
 	struct route_bname *vanished[16];
 	uint32_t n_vanished = 0;
 	const struct route_lostset *lost;
-	bool failed;
 
 	/* A brokerName without addresses leaves, with its topics (RocketMQ). */
 	for (uint32_t i = 0; i < tx->nt->n; i++) {
@@ -578,7 +574,7 @@ txn_commit(struct route_txn *tx)
 			bname_free(b); /* fresh (only edits empty a record): unpublished */
 	}
 	tx->nt->n = n;
-	lost = lost_next(old, tx->nt, vanished, n_vanished, &failed);
+	lost = lost_next(old, tx->nt, vanished, n_vanished);
 	for (uint32_t k = 0; k < n_vanished; k++)
 		bname_free(vanished[k]);
 	tx->nt->lost = lost;

@@ -138,9 +138,9 @@ MUST_CHECK int ctl_breg_wait_registered(struct ctl_breg *b, uint32_t timeout_ms)
  * "ready" only once clients can find it through a route, or once it knows
  * they cannot yet (docs/broker.md, "Start-up").
  * Context: the broker's main thread at start; blocks up to @timeout_ms.
- * Return: how many of them accepted it.
+ * ctl_breg_accepted() then says how many accepted it.
  */
-uint32_t ctl_breg_wait_first(struct ctl_breg *b, uint32_t timeout_ms);
+void ctl_breg_wait_first(struct ctl_breg *b, uint32_t timeout_ms);
 
 /**
  * ctl_breg_accepted() - how many of the NameServers accepted this broker's
