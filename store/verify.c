@@ -356,8 +356,9 @@ verify_shard(const struct store_verify_cfg *cfg, uint32_t i, FILE *out, struct v
 }
 
 /* Is local @off of @sh in a damaged range? */
-static bool
-verify_in_bad(const struct verify_shard *sh, uint64_t off)
+/* The damaged range of @sh that holds local @off (they are sorted), or NULL. */
+static const struct verify_span *
+verify_bad_at(const struct verify_shard *sh, uint64_t off)
 {
 	size_t lo = 0, hi = sh->nbad;
 
@@ -369,9 +370,9 @@ verify_in_bad(const struct verify_shard *sh, uint64_t off)
 		else if (off >= sh->bad[mid].hi)
 			lo = mid + 1;
 		else
-			return true;
+			return &sh->bad[mid];
 	}
-	return false;
+	return NULL;
 }
 
 static uint64_t
@@ -485,7 +486,7 @@ verify_unit(const struct store_verify_cfg *cfg, struct verify_shard *shs, const 
 	}
 	shard = clog_phys_shard((int64_t)phys);
 	off = clog_phys_local((int64_t)phys);
-	if (shard < cfg->shards && verify_in_bad(&shs[shard], off)) {
+	if (shard < cfg->shards && verify_bad_at(&shs[shard], off) != NULL) {
 		if (q->bad + q->gone + q->foreign == 0)
 			q->first_bad = qoff;
 		q->bad++;
@@ -595,16 +596,6 @@ verify_queues(const struct store_verify_cfg *cfg, struct verify_shard *shs, FILE
 	return rc;
 }
 
-/* The end of the damaged range of @sh that holds local @off, or 0. */
-static uint64_t
-verify_bad_end(const struct verify_shard *sh, uint64_t off)
-{
-	for (size_t i = 0; i < sh->nbad; i++)
-		if (off >= sh->bad[i].lo && off < sh->bad[i].hi)
-			return sh->bad[i].hi;
-	return 0;
-}
-
 /* As the store's dispatch: a record a ConsumeQueue indexes (store.c rec_is_dispatched()). */
 static bool
 verify_rec_indexed(const struct wire_msg *m)
@@ -684,7 +675,10 @@ verify_records_indexed(const struct store_verify_cfg *cfg, struct verify_shard *
 				uint64_t hi;
 
 				if (r <= 0) {
-					hi = verify_bad_end(&shs[i], sg->start + in);
+					const struct verify_span *bad =
+						verify_bad_at(&shs[i], sg->start + in);
+
+					hi = bad != NULL ? bad->hi : 0;
 					if (hi <= sg->start + in)
 						break;
 					in = hi - sg->start;
