@@ -14,7 +14,8 @@ attack, then during each attack from 127.0.0.2, started before the run and stopp
   reassembly  dp_abuse reasm-hold: 8 sessions x 8 slots of half-sent 1 MiB SENDs, restarted
   remoting    8 connections x 1024 long-polling PULLs (30 s suspend) held open
   pipeline    one connection pipelining GET_MAX_OFFSET as fast as it can, reading every answer
-              (tests/integration/rmt_pipeline.py), at nice 19 (ISO_PIPE_NICE=0: not)
+              (tests/integration/rmt_pipeline.py), at nice 19 (ISO_PIPE_NICE=0: not);
+              ISO_PIPE_CONNS=N: N such connections from the one address
 
 SPROCKET_BUILD=dir picks another build directory (default build/).
 
@@ -86,7 +87,8 @@ class Attack:
                 ["nice", "-n", os.environ.get("ISO_PIPE_NICE", "19"), sys.executable,
                  os.path.join(ROOT, "tests/integration/rmt_pipeline.py"),
                  f"127.0.0.1:{rmt_port()}", "127.0.0.2", "30",
-                 json.dumps({"topic": "IsoPoll", "queueId": "0"}), "0"],
+                 json.dumps({"topic": "IsoPoll", "queueId": "0"}), "0", "",
+                 os.environ.get("ISO_PIPE_CONNS", "1")],
                 stdout=subprocess.DEVNULL)
         time.sleep(1)
 

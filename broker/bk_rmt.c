@@ -229,6 +229,9 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 		c->jobs--;
 	if (c && j->quick && c->quick)
 		c->quick--;
+	if (j->quick_addr)
+		ipcount_sub(&r->quick_addr, j->c.peer.ip);
+	j->quick_addr = false;
 	job_addr_uncount(r, j);
 	bk_rmt__poll_uncount(r, j);
 	if (j->prev)
@@ -338,6 +341,7 @@ bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 		j->quick = c != NULL;
 		if (c)
 			c->quick++;
+		j->quick_addr = ipcount_add(&r->quick_addr, j->c.peer.ip) != 0;
 	}
 	return 0;
 }
@@ -695,6 +699,52 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 }
 
 /*
+ * Whether @c may not be given a turn now: it or its address has its share of
+ * quick requests at the cores, or its address had its frames for this pass.
+ * The fuzzer's connection always may.
+ */
+enum { TURN_OK, TURN_CONN, TURN_ADDR };
+
+static int
+turn_blocked(const struct bk_rmt *r, const struct rconn *c)
+{
+	if (c->fd < 0)
+		return TURN_OK;
+	if (c->quick >= RMT_QUICK_PER_CONN)
+		return TURN_CONN;
+	if (ipcount_get(&r->quick_addr, c->peer.ip) >= RMT_QUICK_PER_ADDR ||
+	    ipcount_get(&r->pass_addr, c->peer.ip) >= RMT_FRAMES_PER_ADDR)
+		return TURN_ADDR;
+	return TURN_OK;
+}
+
+/* One more frame handled for @ip in this pass (RMT_FRAMES_PER_ADDR). */
+static void
+pass_count(struct bk_rmt *r, uint32_t ip)
+{
+	if (r->npass_ips == r->pass_ips_cap) {
+		uint32_t cap = r->pass_ips_cap ? r->pass_ips_cap * 2 : 256;
+		uint32_t *v = realloc(r->pass_ips, cap * sizeof(*v));
+
+		if (v == NULL)
+			return; /* not counted: this frame is free */
+		r->pass_ips = v;
+		r->pass_ips_cap = cap;
+	}
+	if (ipcount_add(&r->pass_addr, ip) != 0)
+		r->pass_ips[r->npass_ips++] = ip;
+}
+
+/* The pass is over: every address has its frames again. */
+static void
+pass_reset(struct bk_rmt *r)
+{
+	for (uint32_t i = 0; i < r->npass_ips; i++)
+		ipcount_sub(&r->pass_addr, r->pass_ips[i]);
+	r->npass_ips = 0;
+}
+
+/*
  * @c's turn ended with frames left: it is read no more (EPOLLIN off) until
  * bk_rmt_run() gives it its next turn, after every connection ahead of it.
  * Return: 0, -ENOMEM (the caller closes it).
@@ -764,8 +814,12 @@ conn_frames(struct bk_rmt *r, struct rconn *c, uint32_t budget)
 			conn_close(r, c, why);
 			return -1;
 		}
-		/* its turn is over, or it has its share at the cores (not the fuzzer's) */
-		if (budget == 0 || (c->quick >= RMT_QUICK_PER_CONN && c->fd >= 0)) {
+		/* its turn is over, or it (or its address) has its share (not the fuzzer's) */
+		int why = budget ? turn_blocked(r, c) : TURN_CONN;
+
+		if (why != TURN_OK) {
+			if (why == TURN_ADDR && !c->backlog)
+				r->turns_addr++;
 			if (turn_defer(r, c) != 0) {
 				conn_close(r, c, "out of memory");
 				return -1;
@@ -773,6 +827,8 @@ conn_frames(struct bk_rmt *r, struct rconn *c, uint32_t budget)
 			break;
 		}
 		budget--;
+		if (c->fd >= 0)
+			pass_count(r, c->peer.ip);
 		dispatch(r, c, &q);
 		r->work++;
 		if (c->closing)
@@ -1135,8 +1191,13 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 		r->per_addr.v = NULL;
 	if (ipcount_init(&r->jobs_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
 		r->jobs_addr.v = NULL;
+	if (ipcount_init(&r->quick_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
+		r->quick_addr.v = NULL;
+	if (ipcount_init(&r->pass_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
+		r->pass_addr.v = NULL;
 	if (r->inflight == NULL || r->polls == NULL || r->hdr == NULL || r->ep < 0 ||
-	    r->per_addr.v == NULL || r->jobs_addr.v == NULL) {
+	    r->per_addr.v == NULL || r->jobs_addr.v == NULL || r->quick_addr.v == NULL ||
+	    r->pass_addr.v == NULL) {
 		err = r->ep < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -1170,6 +1231,8 @@ fail:
 	free(r->hdr);
 	ipcount_fini(&r->per_addr);
 	ipcount_fini(&r->jobs_addr);
+	ipcount_fini(&r->quick_addr);
+	ipcount_fini(&r->pass_addr);
 	free(r);
 	return err;
 }
@@ -1193,7 +1256,7 @@ bk_rmt_pending(const struct bk_rmt *r)
 	for (uint32_t k = 0; k < r->nturns; k += 2) {
 		const struct rconn *c = r->turns[k] < r->nconns ? r->conns[r->turns[k]] : NULL;
 
-		if (c && c->gen == r->turns[k + 1] && !c->paused && c->quick < RMT_QUICK_PER_CONN)
+		if (c && c->gen == r->turns[k + 1] && !c->paused && !turn_blocked(r, c))
 			return true;
 	}
 	for (uint32_t i = 0; i < r->bk->ncores; i++)
@@ -1206,7 +1269,10 @@ bk_rmt_pending(const struct bk_rmt *r)
  * The next turn of every connection that had frames left, in the order
  * their turns ended (those deferred during this pass wait for the next):
  * RMT_FRAMES_PER_TURN more frames each, then it is read again when none are
- * left. A connection paused on its unsent answers keeps its place.
+ * left, or it goes to the back of the queue with frames still left. A
+ * connection paused on its unsent answers, or one that may not have a turn
+ * now (turn_blocked()), keeps its place; so when an address had its frames
+ * for this pass, its connections further back get theirs in the next ones.
  */
 static void
 turns_run(struct bk_rmt *r)
@@ -1223,7 +1289,11 @@ turns_run(struct bk_rmt *r)
 
 		if (c == NULL || c->gen != gen || c->closing || !c->backlog)
 			continue;
-		if (c->paused) {
+		int why = c->paused ? TURN_OK : turn_blocked(r, c);
+
+		if (why == TURN_ADDR)
+			r->turns_addr++;
+		if (c->paused || why != TURN_OK) {
 			r->turns[keep++] = id;
 			r->turns[keep++] = gen;
 			continue;
@@ -1231,13 +1301,8 @@ turns_run(struct bk_rmt *r)
 		c->backlog = false;
 		if (conn_frames(r, c, RMT_FRAMES_PER_TURN) != 0)
 			continue;
-		if (c->backlog) {
-			/* turn_defer() appended it past n: move it down in order */
-			r->turns[keep++] = id;
-			r->turns[keep++] = gen;
-			r->nturns -= 2;
-			continue;
-		}
+		if (c->backlog)
+			continue; /* turn_defer() appended it past n: the back of the queue */
 		conn_in_shrink(r, c);
 		conn_events(r, c); /* read again */
 	}
@@ -1283,6 +1348,7 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 			conn_read(r, c);
 	}
 	turns_run(r);
+	pass_reset(r);
 	reap(r);
 	conns_reap(r);
 	bk_rmt__tx_tick(r);
@@ -1372,8 +1438,11 @@ bk_rmt_destroy(struct bk_rmt *r)
 		 r->refused[BK_RMT_REFUSE_FRAME_MEM]);
 	log_info(TAG,
 		 "remoting: %" PRIu64 " turns ended with frames left (a connection's pipeline "
-		 "waited while the others had their turn, %u frames each)",
-		 r->turns_deferred, RMT_FRAMES_PER_TURN);
+		 "waited while the others had their turn, %u frames each); %" PRIu64
+		 " turns put off as the connection's address had its share (%u frames a pass, "
+		 "%u requests at the cores)",
+		 r->turns_deferred, RMT_FRAMES_PER_TURN, r->turns_addr, RMT_FRAMES_PER_ADDR,
+		 RMT_QUICK_PER_ADDR);
 	while (r->jobs)
 		bk_rmt__job_free(r, r->jobs);
 	for (uint32_t i = 0; i < r->nconns; i++) {
@@ -1393,8 +1462,11 @@ bk_rmt_destroy(struct bk_rmt *r)
 	free(r->proxies);
 	free(r->conns);
 	free(r->turns);
+	free(r->pass_ips);
 	ipcount_fini(&r->per_addr);
 	ipcount_fini(&r->jobs_addr);
+	ipcount_fini(&r->quick_addr);
+	ipcount_fini(&r->pass_addr);
 	bk_rmt_tls_fini(r);
 	free(r->scratch);
 	free(r->inflight);

@@ -45,6 +45,15 @@
  * still refuses past its own, larger cap; writes count only there).
  */
 #define RMT_QUICK_PER_CONN 4u
+/*
+ * The same two shares for a source address, whatever number of connections
+ * it opens (remotingMaxConnectionsPerAddr allows thousands): its connections
+ * together handle at most RMT_FRAMES_PER_ADDR frames in one pass of the
+ * control thread's loop, and have at most RMT_QUICK_PER_ADDR such requests
+ * at the cores.
+ */
+#define RMT_FRAMES_PER_ADDR 4u
+#define RMT_QUICK_PER_ADDR 8u
 #define PULL_MAX_BYTES (256u << 10) /* RocketMQ's in-memory transfer limit */
 #define PULL_MAX_MSGS 32
 #define QUERY_MAX 64
@@ -100,6 +109,7 @@ struct rjob {
 	bool addr_counted;	  /* in r->jobs_addr (under j->c.peer.ip) */
 	bool poll;		  /* a PULL that may park: counted in r->polls[core] */
 	bool quick;		  /* counted in its connection's quick */
+	bool quick_addr;	  /* ... and in r->quick_addr */
 	bool polled;		  /* ... and counted */
 	struct rjob *prev, *next; /* every job in flight, for teardown */
 	uint8_t *reqbuf;
@@ -156,6 +166,13 @@ struct bk_rmt {
 	uint32_t *turns;
 	uint32_t nturns, turns_cap;
 	uint64_t turns_deferred; /* turns a connection ended with frames left (stats) */
+	uint64_t turns_addr;	 /* turns put off: the connection's address had its share */
+	/* frames handled per address in this pass (RMT_FRAMES_PER_ADDR), and the
+	 * addresses counted, one entry per frame, to uncount when the pass ends */
+	struct ipcount pass_addr;
+	uint32_t *pass_ips;
+	uint32_t npass_ips, pass_ips_cap;
+	struct ipcount quick_addr; /* quick jobs per address (RMT_QUICK_PER_ADDR) */
 	uint32_t serial;
 	uint32_t *inflight; /* per core */
 	struct rjob *jobs;

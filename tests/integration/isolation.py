@@ -198,10 +198,27 @@ def case_pipeline():
         check(st.get("sent", 0) > 0 and st.get("answered", 0) > 0,
               f"... and the pipeline is answered too: {st.get('answered')} of {st.get('sent')} "
               f"sent ({st.get('codes')})")
+    # one address, many connections: they share the address's frames and core requests
+    name, code, ext, body = PIPE_CODES[0]
+    p = subprocess.Popen([sys.executable, PIPE, addr, "127.0.0.2", str(code), json.dumps(ext),
+                          "0", body, "32"], stdout=subprocess.PIPE, text=True)
+    try:
+        r = node("produce", NSADDR, "IsoData", 50)
+    finally:
+        p.terminate()
+        out, _ = p.communicate(timeout=60)
+    st = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    check(r["ok"] == 50, f"while 32 connections from one address pipeline {name}: ali-ons on "
+                         f"127.0.0.1 sends 50 of 50 ({r['errors'][:2]})")
+    check(st.get("answered", 0) > 0, f"... and they are answered too: {st.get('answered')} of "
+                                     f"{st.get('sent')} sent ({st.get('codes')})")
     rep = stop_lines("turns ended with frames left")
-    m = re.search(r"remoting: (\d+) turns ended", rep[-1] if rep else "")
+    m = re.search(r"remoting: (\d+) turns ended .*; (\d+) turns put off as the connection's address",
+                  rep[-1] if rep else "")
     check(m and int(m.group(1)) > 0,
           f"the stop report counts the turns a pipeline had to wait ({rep[-1:]})")
+    check(m and int(m.group(2)) > 0,
+          f"... and the turns put off as their address had its share ({rep[-1:]})")
 
 
 def abuse(*args):
