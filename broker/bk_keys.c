@@ -5,7 +5,7 @@
  * otherwise; RocketMQ's keys that mean nothing here are accepted with a
  * notice (CFG_IGNORED). docs/broker.md lists them; --help prints them.
  */
-#include "bk_ctl.h"
+#include "ctl/bk_ctl.h"
 
 static const char *const flush_choices[] = {"ASYNC_FLUSH", "SYNC_FLUSH", NULL};
 static const char *const role_choices[] = {"ASYNC_MASTER", "SYNC_MASTER", "SLAVE", NULL};

@@ -39,13 +39,13 @@
 
 #include <urcu/urcu-qsbr.h>
 
-#include "bk_ctl.h"
+#include "ctl/bk_ctl.h"
 #include "control/httpd.h"
 #include "bk_priv.h"
-#include "bk_follow.h"
-#include "bk_ha.h"
-#include "bk_rmt.h"
-#include "bk_sync.h"
+#include "ha/bk_follow.h"
+#include "ha/bk_ha.h"
+#include "remoting/bk_rmt.h"
+#include "ha/bk_sync.h"
 #include "common/clock.h"
 #include "common/cidr.h"
 #include "common/config.h"

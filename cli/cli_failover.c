@@ -4,7 +4,7 @@
  * state in etcd, and an operator's say over it (docs/failover.md).
  *
  * It speaks to etcd, not to the brokers: the records under
- * <prefix>/<cluster>/<brokerName>/ are the group's truth (broker/bk_ha.c
+ * <prefix>/<cluster>/<brokerName>/ are the group's truth (broker/ha/bk_ha.c
  * writes them). --to asks the master to hand over (the `switch` record: it
  * stops writes, waits for the member to catch up and frees its record), or,
  * with no master left, names the member the next election must pick (the

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * etcd.c - etcd's v3 API over its HTTP/JSON gateway (etcd.h), for the
- * broker's failover controller (broker/bk_ha.c) and the CLI.
+ * broker's failover controller (broker/ha/bk_ha.c) and the CLI.
  *
  * Why the gateway and not gRPC: Debian has no C gRPC library that is kept
  * up, and the gateway is part of every etcd (3.4 in Debian 12). Each call is

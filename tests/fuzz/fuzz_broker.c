@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fuzz_broker.c - the broker's request handlers (broker/bk_core.c) behind
+ * fuzz_broker.c - the broker's request handlers (broker/core/bk_core.c) behind
  * the real transport server, on a real store.
  *
  * One session is opened at start with a CONNECT through dp_xsrv_input(); each

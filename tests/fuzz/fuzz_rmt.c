@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * fuzz_rmt.c - the broker's RocketMQ remoting server (broker/bk_rmt.c) and,
- * behind it, the cores' request handlers (broker/bk_core.c), on a real store.
+ * fuzz_rmt.c - the broker's RocketMQ remoting server (broker/remoting/bk_rmt.c) and,
+ * behind it, the cores' request handlers (broker/core/bk_core.c), on a real store.
  *
  * Each input is a byte stream of remoting frames, fed with bk_rmt_feed() as
  * if read from one TCP connection whose output is discarded. The stream is
@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #include "bk_priv.h"
-#include "bk_rmt.h"
+#include "remoting/bk_rmt.h"
 #include "common/acl.h"
 #include "common/clock.h"
 #include "common/log.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * test_rmt.c - sprocket-broker's RocketMQ remoting port (broker/bk_rmt.c) as
+ * test_rmt.c - sprocket-broker's RocketMQ remoting port (broker/remoting/bk_rmt.c) as
  * a process, driven by a remoting client over TCP with the project's codec:
  * sends (V1, V2, batch, binary header), pulls with long polling and tag
  * filters, offsets, heartbeats and consumer lists with the notify pushed to

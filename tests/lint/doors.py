@@ -5,9 +5,9 @@
 Usage: doors.py SOURCE_ROOT
 
 Reads what the daemons answer from their own dispatch code, not from a list kept here:
-  - the broker's remoting port: the `case WIRE_REQ_*` labels of dispatch() in broker/bk_rmt.c;
+  - the broker's remoting port: the `case WIRE_REQ_*` labels of dispatch() in broker/remoting/bk_rmt.c;
   - the NameServer: those of dispatch_read() and dispatch_write() in control/ns_handle.c;
-  - the broker's dataplane: those of dispatch() in broker/bk_core.c (`case WIRE_DP_OP_*`);
+  - the broker's dataplane: those of dispatch() in broker/core/bk_core.c (`case WIRE_DP_OP_*`);
   - HTTP: the paths the handlers compare (`strcmp(r->path, "...")`, bk_api.c's table of
     "/api/..." paths) and the console (console_for_path: every other path, "/*").
 Then fails for each code or path that has no row in its table, and for each row that no
@@ -68,15 +68,15 @@ def http_paths(*files):
 def main():
     doors = read("common/acl_door.c")
     checks = [
-        ("broker remoting", cases(function_body(read("broker/bk_rmt.c"), "dispatch"), "WIRE_REQ_"),
+        ("broker remoting", cases(function_body(read("broker/remoting/bk_rmt.c"), "dispatch"), "WIRE_REQ_"),
          table(doors, "broker")),
         ("namesrv remoting",
          cases(function_body(read("control/ns_handle.c"), "dispatch_read"), "WIRE_REQ_") |
          cases(function_body(read("control/ns_handle.c"), "dispatch_write"), "WIRE_REQ_"),
          table(doors, "namesrv")),
-        ("broker dataplane", cases(function_body(read("broker/bk_core.c"), "dispatch"), "WIRE_DP_OP_"),
+        ("broker dataplane", cases(function_body(read("broker/core/bk_core.c"), "dispatch"), "WIRE_DP_OP_"),
          table(doors, "dataplane")),
-        ("broker HTTP", http_paths("broker/bk_http.c", "broker/bk_api.c"), table(doors, "http_broker")),
+        ("broker HTTP", http_paths("broker/http/bk_http.c", "broker/http/bk_api.c"), table(doors, "http_broker")),
         ("namesrv HTTP", http_paths("control/ns_http.c"), table(doors, "http_namesrv")),
     ]
     passed = failed = 0

@@ -19,7 +19,7 @@
  *
  * The files are scratch: tw_open() empties the directory. The source of
  * truth is the log the entries point into; its owner rebuilds the wheel at
- * start (broker/bk_timer_ctl.c).
+ * start (broker/ctl/bk_timer_ctl.c).
  *
  * Context: one thread owns a wheel; blocking (file I/O).
  */

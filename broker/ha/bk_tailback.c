@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bk_ctl.h"
+#include "ctl/bk_ctl.h"
 #include "bk_follow.h"
 #include "common/clock.h"
 #include "common/log.h"

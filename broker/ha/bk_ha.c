@@ -51,10 +51,10 @@
 
 #include <json-c/json.h>
 
-#include "bk_ctl.h"
+#include "ctl/bk_ctl.h"
 #include "bk_follow.h"
 #include "bk_ha.h"
-#include "bk_rmt.h"
+#include "remoting/bk_rmt.h"
 #include "common/atomic.h"
 #include "common/clock.h"
 #include "common/jbuf.h"

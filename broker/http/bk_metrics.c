@@ -15,10 +15,10 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "bk_ctl.h"
-#include "bk_follow.h"
-#include "bk_ha.h"
-#include "bk_rmt.h"
+#include "ctl/bk_ctl.h"
+#include "ha/bk_follow.h"
+#include "ha/bk_ha.h"
+#include "remoting/bk_rmt.h"
 #include "common/clock.h"
 #include "control/httpd.h"
 #include "common/jbuf.h"

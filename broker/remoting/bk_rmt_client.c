@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "bk_msgtype.h"
+#include "core/bk_msgtype.h"
 #include "bk_rmt_priv.h"
 #include "common/clock.h"
 #include "common/jbuf.h"

@@ -14,7 +14,7 @@
 #include <urcu/urcu-qsbr.h>
 
 #include "bk_ctl.h"
-#include "bk_rmt.h"
+#include "remoting/bk_rmt.h"
 #include "common/acl.h"
 #include "common/log.h"
 #include "dp/xport.h"

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bk_ctl.h"
+#include "ctl/bk_ctl.h"
 #include "common/acl.h"
 #include "common/jbuf.h"
 #include "control/httpd.h"

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bk_ctl.h"
+#include "ctl/bk_ctl.h"
 #include "bk_follow.h"
-#include "bk_rmt.h"
+#include "remoting/bk_rmt.h"
 #include "bk_sync.h"
 #include "common/atomic.h"
 #include "common/clock.h"

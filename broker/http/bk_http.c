@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bk_ctl.h"
-#include "bk_follow.h"
-#include "bk_rmt.h"
+#include "ctl/bk_ctl.h"
+#include "ha/bk_follow.h"
+#include "remoting/bk_rmt.h"
 #include "common/atomic.h"
 #include "console.h"
 #include "control/httpd.h"

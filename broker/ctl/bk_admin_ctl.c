@@ -19,8 +19,8 @@
 #include <time.h>
 
 #include "bk_ctl.h"
-#include "bk_follow.h"
-#include "bk_rmt.h"
+#include "ha/bk_follow.h"
+#include "remoting/bk_rmt.h"
 #include "bk_priv.h"
 #include "common/clock.h"
 #include "common/config.h"

@@ -28,7 +28,7 @@
 
 #include "bk_ctl.h"
 #include "bk_priv.h"
-#include "bk_rmt.h"
+#include "remoting/bk_rmt.h"
 #include "common/clock.h"
 #include "common/jbuf.h"
 #include "common/log.h"

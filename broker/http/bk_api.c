@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bk_ctl.h"
-#include "bk_rmt.h"
+#include "ctl/bk_ctl.h"
+#include "remoting/bk_rmt.h"
 #include "common/clock.h"
 #include "common/jbuf.h"
 #include "control/httpd.h"

@@ -14,7 +14,7 @@
 
 #include <json-c/json.h>
 
-#include "bk_msgtype.h"
+#include "core/bk_msgtype.h"
 #include "bk_rmt_priv.h"
 #include "common/clock.h"
 #include "common/log.h"
