@@ -69,8 +69,6 @@ rmt_topic_put(void *arg, const struct meta_topic *mt)
 	return bk_ctl_topic_put(arg, mt, true);
 }
 
-static int offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n);
-
 /* GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET for a slave (bk_rmt_ops.dump). */
 static int
 rmt_dump(void *arg, int32_t code, char **json, size_t *len)
@@ -93,7 +91,7 @@ rmt_dump(void *arg, int32_t code, char **json, size_t *len)
 		return bk_delay_json(x, json, len);
 	if (code == WIRE_REQ_GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
 		return bk_ctl_groups_json(x, json, len);
-	err = offsets_collect(x, &o, &n);
+	err = bk_offsets_collect(x, &o, &n);
 	if (err == 0)
 		err = meta_offsets_json(o, n, json, len);
 	free(o);
@@ -303,125 +301,6 @@ reg_release(void *arg, struct ctl_breg_topic *t, size_t n)
 		free((uint16_t *)t[i].queue_cores);
 	}
 	free(t);
-}
-
-/* ---- consumer offsets ---- */
-
-/* Every committed offset of every core, malloc'd. Return: 0, -ENOMEM. */
-static int
-offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n)
-{
-	struct meta_offset *o = NULL;
-	size_t n = 0, cap = 0;
-
-	for (uint32_t i = 0; i < x->bk.ncores; i++) {
-		struct bk_core *c = &x->bk.cores[i];
-
-		for (uint32_t k = 0; k <= c->off_mask; k++) {
-			struct bk_off *e = &c->offs[k];
-			int64_t v;
-
-			/* acquire: pairs with the release in off_find() */
-			if (!atomic_load_acquire(&e->used))
-				continue;
-			v = atomic_load_relaxed(&e->offset);
-			if (v < 0)
-				continue;
-			if (n == cap) {
-				struct meta_offset *no;
-
-				cap = cap ? cap * 2 : 64;
-				no = realloc(o, cap * sizeof(*o));
-				if (no == NULL) {
-					free(o);
-					return -ENOMEM;
-				}
-				o = no;
-			}
-			memset(&o[n], 0, sizeof(o[n]));
-			memcpy(o[n].topic, e->topic, e->topic_len + 1);
-			memcpy(o[n].group, e->group, e->group_len + 1);
-			o[n].queue_id = e->qid;
-			o[n].offset = v;
-			n++;
-		}
-	}
-	*out = o;
-	*out_n = n;
-	return 0;
-}
-
-static int
-offsets_save(struct bk_ctl *x)
-{
-	struct meta_offset *o = NULL;
-	size_t n = 0;
-	int err = offsets_collect(x, &o, &n);
-
-	if (err)
-		return err;
-	err = meta_offsets_save(&store_io_posix, x->offsets_path, o, n);
-	if (err)
-		log_err(BK_TAG, "saving %s: %s", x->offsets_path, strerror(-err));
-	free(o);
-	return err;
-}
-
-/* Writes consumerOffset.json every flushConsumerOffsetInterval until told to stop. */
-static void *
-persist_main(void *arg)
-{
-	struct bk_ctl *x = arg;
-	uint64_t every = (uint64_t)cfg_get_int(x->cfg, "flushConsumerOffsetInterval");
-	uint64_t every_d = (uint64_t)cfg_get_int(x->cfg, "flushDelayOffsetInterval");
-	uint64_t next = clk_mono_ns() / 1000000 + every;
-	uint64_t next_d = clk_mono_ns() / 1000000 + every_d;
-
-	pthread_setname_np(pthread_self(), "bk-persist");
-	while (!atomic_load_relaxed(&x->persist_stop)) {
-		uint64_t now = clk_mono_ns() / 1000000;
-		struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000000L};
-
-		if (now >= next) {
-			(void)offsets_save(x);
-			next = clk_mono_ns() / 1000000 + every;
-			continue;
-		}
-		if (now >= next_d) {
-			(void)bk_delay_save(x);
-			(void)bk_timer_save(x);
-			(void)bk_tx_save(x);
-			next_d = clk_mono_ns() / 1000000 + every_d;
-			continue;
-		}
-		nanosleep(&ts, NULL);
-	}
-	return NULL;
-}
-
-static int
-offsets_load(struct bk_ctl *x)
-{
-	struct meta_offset *o = NULL;
-	size_t n = 0;
-	int err = meta_offsets_load(&store_io_posix, x->offsets_path, &o, &n);
-
-	if (err) {
-		log_err(BK_TAG, "%s: %s", x->offsets_path, strerror(-err));
-		return err;
-	}
-	for (size_t i = 0; i < n && !err; i++) {
-		const struct bk_topic *t = bk_topic_find(&x->bk, o[i].topic, strlen(o[i].topic));
-		uint32_t core = t && o[i].queue_id < t->nq ? t->core[o[i].queue_id]
-							   : o[i].queue_id % x->bk.ncores;
-
-		err = bk_core_offset_load(&x->bk.cores[core], o[i].topic, o[i].group, o[i].queue_id,
-					  o[i].offset);
-	}
-	free(o);
-	if (err)
-		log_err(BK_TAG, "consumer offsets do not fit consumerOffsetSlotsPerCore");
-	return err;
 }
 
 /* ---- startup ---- */
@@ -1150,7 +1029,7 @@ main(int argc, char **argv)
 			goto out_cores;
 		}
 	}
-	if (topics_load(x) != 0 || offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
+	if (topics_load(x) != 0 || bk_offsets_load(x) != 0 || bk_delay_setup(x) != 0 ||
 	    bk_timer_setup(x) != 0 || bk_tx_setup(x) != 0 || bk_group_setup(x) != 0)
 		goto out_cores;
 	bk_tailback(x);
@@ -1223,7 +1102,7 @@ main(int argc, char **argv)
 	}
 	if (bk_http_start(x) != 0 || bk_ha_start(x) != 0)
 		goto out_breg;
-	err = pthread_create(&x->persist, NULL, persist_main, x);
+	err = pthread_create(&x->persist, NULL, bk_persist_main, x);
 	if (err) {
 		log_err(BK_TAG, "offsets writer thread: %s", strerror(err));
 		goto out_breg;
@@ -1282,7 +1161,7 @@ out_run:
 	print_stats(x);
 	bk_timer_report(x);
 	bk_tx_report(x);
-	if (offsets_save(x) != 0 || bk_delay_save(x) != 0 || bk_timer_save(x) != 0 ||
+	if (bk_offsets_save(x) != 0 || bk_delay_save(x) != 0 || bk_timer_save(x) != 0 ||
 	    bk_tx_save(x) != 0)
 		rc = 1;
 	goto out_cores;

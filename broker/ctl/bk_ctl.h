@@ -135,10 +135,10 @@ int bk_http_start(struct bk_ctl *x);
 void bk_http_stop(struct bk_ctl *x);
 void bk_metrics_render(struct bk_ctl *x, struct jbuf *b);
 struct httpd_req;
-/* /health's answer (bk_http.c): status 200 "ready ..." or 503 "not ready: why". */
+/* /health's answer (bk_health.c): status 200 "ready ..." or 503 "not ready: why". */
 void bk_http_health(struct bk_ctl *x, struct httpd_req *r);
 /*
- * bk_committed_each() (bk_api.c) - call @fn for every committed consumer
+ * bk_committed_each() (bk_offsets_ctl.c) - call @fn for every committed consumer
  * offset (>= 0) whose topic and queue exist, from the core that owns the
  * queue (so each group, topic and queue once), skipping names with a NUL.
  * /metrics' consumer lag and /api/groups read them so. Context: control
@@ -148,6 +148,16 @@ int bk_committed_each(struct bk_ctl *x,
 		      int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t,
 				int64_t offset),
 		      void *arg);
+/* consumer offsets (bk_offsets_ctl.c) */
+/* Every committed offset of every core, malloc'd. Return: 0, -ENOMEM. */
+struct meta_offset;
+int bk_offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n);
+/* Writes consumerOffset.json (x->offsets_path). Return: 0, -errno (logged). */
+int bk_offsets_save(struct bk_ctl *x);
+/* Loads consumerOffset.json into the cores' tables, at start. Return: 0, -errno (logged). */
+int bk_offsets_load(struct bk_ctl *x);
+/* The persist thread ("bk-persist") until x->persist_stop. */
+void *bk_persist_main(void *arg);
 /*
  * /api/message?topic=&key= | ?id= [&topic=] (bk_api_msg.c): status and body in
  * @r. @acc (ACL on): a message of a topic it may not SUB is left out; a topic

@@ -147,38 +147,6 @@ grow_cmp(const void *pa, const void *pb)
 	return c ? c : (a->qid > b->qid) - (a->qid < b->qid);
 }
 
-int
-bk_committed_each(struct bk_ctl *x,
-		  int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t,
-			    int64_t offset),
-		  void *arg)
-{
-	for (uint32_t i = 0; i < x->bk.ncores; i++) {
-		const struct bk_core *c = &x->bk.cores[i];
-
-		for (uint32_t k = 0; k <= c->off_mask; k++) {
-			const struct bk_off *e = &c->offs[k];
-			const struct bk_topic *t;
-			int64_t off;
-			int rc;
-
-			/* acquire: pairs with the release in off_find(); the key is immutable after */
-			if (!atomic_load_acquire(&e->used))
-				continue;
-			off = atomic_load_relaxed(&e->offset);
-			t = bk_topic_find(&x->bk, e->topic, e->topic_len);
-			/* a name with a NUL in it (the wire allows one) would repeat a series */
-			if (off < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i ||
-			    strlen(e->group) != e->group_len)
-				continue;
-			rc = fn(arg, e, t, off);
-			if (rc != 0)
-				return rc;
-		}
-	}
-	return 0;
-}
-
 struct grows {
 	struct bk_ctl *x;
 	struct grow *v;

@@ -31,7 +31,7 @@
 
 #include <json-c/json.h>
 
-#include "bk_rmt_priv.h"
+#include "bk_rmt_share.h"
 #include "common/acl.h"
 #include "common/acl_door.h"
 #include "common/log.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * bk_rmt_admin.c - admin requests on the remoting port (bk_rmt_priv.h):
+ * bk_rmt_admin.c - admin requests on the remoting port (bk_rmt_share.h):
  * UPDATE_AND_CREATE_TOPIC, and the GET_ALL_* a slave syncs from.
  */
 #include <arpa/inet.h>
@@ -13,7 +13,7 @@
 #include <json-c/json.h>
 
 #include "core/bk_msgtype.h"
-#include "bk_rmt_priv.h"
+#include "bk_rmt_share.h"
 #include "common/clock.h"
 #include "common/jbuf.h"
 #include "common/log.h"

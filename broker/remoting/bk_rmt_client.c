@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bk_rmt_client.c - consumer groups and queue locks on the remoting port
- * (bk_rmt_priv.h): HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
+ * (bk_rmt_share.h): HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
  * LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, answered on the control thread.
  */
 #include <arpa/inet.h>
@@ -14,7 +14,7 @@
 #include <json-c/json.h>
 
 #include "core/bk_msgtype.h"
-#include "bk_rmt_priv.h"
+#include "bk_rmt_share.h"
 #include "common/clock.h"
 #include "common/jbuf.h"
 #include "common/log.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bk_rmt_data.c - the requests a core executes, on the remoting port
- * (bk_rmt_priv.h): SEND (V1, V2, batch), PULL, offsets, SEND_BACK, message
+ * (bk_rmt_share.h): SEND (V1, V2, batch), PULL, offsets, SEND_BACK, message
  * lookups turned into the core's requests, and the cores' answers turned
  * into remoting responses.
  */
@@ -15,7 +15,7 @@
 #include <json-c/json.h>
 
 #include "core/bk_msgtype.h"
-#include "bk_rmt_priv.h"
+#include "bk_rmt_share.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "store/clog.h"

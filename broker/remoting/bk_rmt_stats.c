@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * bk_rmt_stats.c - the admin requests that read every queue of a topic or a
- * group (bk_rmt_priv.h): GET_TOPIC_STATS_INFO, GET_CONSUME_STATS,
+ * group (bk_rmt_share.h): GET_TOPIC_STATS_INFO, GET_CONSUME_STATS,
  * INVOKE_BROKER_TO_RESET_OFFSET, QUERY_TOPIC_CONSUME_BY_WHO.
  *
  * Queue figures (min, max, store times) live with the cores: one request
@@ -17,43 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bk_rmt_priv.h"
+#include "bk_rmt_share.h"
 #include "common/jbuf.h"
 #include "common/log.h"
 #include "wire/dp.h"
 #include "wire/remoting.h"
-
-struct ragg_row {
-	char topic[META_TOPIC_MAX + 1];
-	uint32_t qid;
-	uint16_t core;
-	const struct store_queue *sq;
-	int64_t cons; /* the group's committed offset, -1 none */
-	struct bk_qstat st;
-};
-
-struct ragg {
-	uint32_t conn, gen;
-	int32_t opaque;
-	int32_t code;
-	uint8_t serialize;
-	uint32_t pending; /* jobs at the cores */
-	bool failed;	  /* a job could not be posted or came back failed */
-	void (*finish)(struct bk_rmt *r, struct ragg *a, struct rconn *c);
-	struct ragg_row *rows;
-	size_t n, cap;
-	char topic[META_TOPIC_MAX + 1];
-	char group[META_GROUP_MAX + 1];
-	int64_t ts; /* reset: the time, -1 latest */
-	bool force;
-};
-
-static void
-agg_free(struct ragg *a)
-{
-	free(a->rows);
-	free(a);
-}
 
 static struct ragg *
 agg_new(struct rconn *c, const struct wire_rem_cmd *q)
@@ -174,7 +142,7 @@ agg_end(struct bk_rmt *r, struct ragg *a)
 		else
 			a->finish(r, a, c);
 	}
-	agg_free(a);
+	bk_rmt__agg_free(a);
 }
 
 /* Starts @a: answered at once when no core has a row, else by the last answer. */
@@ -205,17 +173,6 @@ bk_rmt__agg_done(struct bk_rmt *r, struct rjob *j)
 	bk_rmt__job_free(r, j);
 	if (a->pending == 0)
 		agg_end(r, a);
-}
-
-void
-bk_rmt__agg_drop(struct rjob *j)
-{
-	struct ragg *a = j->agg;
-
-	j->agg = NULL;
-	a->failed = true;
-	if (--a->pending == 0)
-		agg_free(a);
 }
 
 /* `{"brokerName":"b","queueId":0,"topic":"t"}:` - fastjson's MessageQueue map key. */
@@ -680,7 +637,7 @@ bk_rmt__do_reset_offset(struct bk_rmt *r, struct rconn *c, const struct wire_rem
 	if (!any && !bk_rmt__group_online(r, group)) {
 		char why[META_GROUP_MAX + 64];
 
-		agg_free(a);
+		bk_rmt__agg_free(a);
 		snprintf(why, sizeof(why), "THe consumer group <%s> not exist", group);
 		bk_rmt__reply(r, c, q, WIRE_RSP_SYSTEM_ERROR, why);
 		return;
@@ -769,19 +726,6 @@ drop_offsets(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q, ch
 	}
 	if (a->pending == 0)
 		agg_end(r, a);
-}
-
-/* RocketMQ's slave guard: topics and groups change on the master only. */
-bool
-bk_rmt__slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
-{
-	if (r->bk->conf.role != BK_ROLE_SLAVE)
-		return false;
-	bk_rmt__reply(
-		r, c, q, WIRE_RSP_SYSTEM_ERROR,
-		"Can't modify topic or subscription group from slave broker, please execute it "
-		"from master broker.");
-	return true;
 }
 
 void

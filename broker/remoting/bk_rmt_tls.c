@@ -25,7 +25,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "bk_rmt_priv.h"
+#include "bk_rmt_share.h"
 #include "common/log.h"
 
 static int

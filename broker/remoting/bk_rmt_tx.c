@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * bk_rmt_tx.c - transactions on the remoting port (bk_rmt_priv.h; RocketMQ's
+ * bk_rmt_tx.c - transactions on the remoting port (bk_rmt_share.h; RocketMQ's
  * EndTransactionProcessor and transaction check service; the cores do the
  * work, bk_tx.c):
  *  - END_TRANSACTION (37, oneway from RocketMQ's producers): checked here,
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bk_rmt_priv.h"
+#include "bk_rmt_share.h"
 #include "common/log.h"
 #include "store/clog.h"
 #include "wire/dp.h"

@@ -8,6 +8,10 @@
 - client/ never includes broker modules (store, control, dataplane internals); the
   shared transport headers dp/port.h and dp/xport.h are the exception (docs/dataplane.md).
 - control/ never includes dataplane internals (only dp/cmd.h crosses).
+- broker/ is in rooms by thread (docs/architecture.md, "The broker's rooms"): broker/core/
+  (what a dataplane core runs) includes no header of ctl/, remoting/, http/, ha/ or control/,
+  and calls nothing that allocates, blocks, sleeps or logs (CORE_CALL), except in the setup
+  functions the control thread runs before the cores start (CORE_SETUP).
 Prints one line per violation and "N passed, N failed" (N = files checked).
 """
 import os
@@ -20,6 +24,15 @@ CALL = re.compile(r'\b(malloc|calloc|realloc|free|printf|fprintf|fopen|log_\w+)\
 SOCKETS = ("sys/socket.h", "netinet/", "arpa/inet.h", "linux/if_packet.h", "net/if.h",
            "sys/epoll.h", "poll.h")
 
+
+# A dataplane core never blocks: these calls are not made in broker/core/ ...
+CORE_CALL = re.compile(r'\b(malloc|calloc|realloc|free|strdup|mmap|munmap|open|fopen|close|'
+                       r'fsync|fdatasync|msync|sleep|usleep|nanosleep|poll|epoll_wait|select|'
+                       r'pthread_mutex_lock|pthread_cond_wait|pthread_join|printf|fprintf|'
+                       r'snprintf|syslog|log_\w+)\s*\(')
+# ... except in these, which run on the control thread before the cores start or after they stop
+CORE_SETUP = {"table_alloc", "bk_core_init", "bk_core_fini"}
+FUNC = re.compile(r'^([a-z_][a-z0-9_]*)\(', re.M)
 
 # What libsprocket may use from dataplane/: the ports and the session transport
 # (library sp_net), which clients run on their own threads.
@@ -47,7 +60,20 @@ def rules_for(rel):
         return ["store/", "dp/", "dataplane/", "control/", "rte_", "urcu"], False
     if mod == "control":
         return ["dataplane/"], False
+    if mod == "broker" and len(parts) > 2 and parts[1] == "core":
+        return ["ctl/", "remoting/", "http/", "ha/", "control/"] + list(SOCKETS), False
     return [], False
+
+
+def core_calls(rel, text):
+    """Calls in a broker/core/ file that a dataplane core must not make."""
+    errs = []
+    for m in CORE_CALL.finditer(text):
+        fns = [f.group(1) for f in FUNC.finditer(text, 0, m.start())]
+        fn = fns[-1] if fns else "?"
+        if fn not in CORE_SETUP:
+            errs.append(f"{rel}: {fn}() calls {m.group(1)}() (a dataplane core never blocks)")
+    return errs
 
 
 def strip_comments(text):
@@ -59,7 +85,7 @@ def main():
     root = sys.argv[1]
     checked = 0
     bad = 0
-    for mod in ("common", "store", "dataplane", "control", "client"):
+    for mod in ("common", "store", "dataplane", "control", "client", "broker"):
         for base, _, files in os.walk(os.path.join(root, mod)):
             for f in sorted(files):
                 if not f.endswith((".c", ".h")):
@@ -77,6 +103,8 @@ def main():
                     for pref in forbidden:
                         if inc.startswith(pref) or inc == pref:
                             errs.append(f"{rel}: includes <{inc}> (forbidden here: {pref})")
+                if rel.startswith(os.path.join("broker", "core") + os.sep):
+                    errs += core_calls(rel, text)
                 if no_calls:
                     for m in CALL.finditer(text):
                         errs.append(f"{rel}: calls {m.group(1)}() (wire codecs are pure)")

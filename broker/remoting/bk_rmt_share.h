@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bk_rmt_priv.h - what the remoting port's files share (bk_rmt.h is the
+ * bk_rmt_share.h - what the remoting port's files share (bk_rmt.h is the
  * outside's view): the state, the response builder and the helpers, one
  * file per request family, as RocketMQ's broker has one processor each:
  *  - bk_rmt.c        connections, frames, jobs at the cores, the loop;
@@ -279,6 +279,44 @@ struct rresp {
 	uint32_t body_len;
 };
 
+/* An admin request over many queues (bk_rmt_stats.c): its rows, and its jobs at the cores. */
+struct ragg_row {
+	char topic[META_TOPIC_MAX + 1];
+	uint32_t qid;
+	uint16_t core;
+	const struct store_queue *sq;
+	int64_t cons; /* the group's committed offset, -1 none */
+	struct bk_qstat st;
+};
+
+struct ragg {
+	uint32_t conn, gen;
+	int32_t opaque;
+	int32_t code;
+	uint8_t serialize;
+	uint32_t pending; /* jobs at the cores */
+	bool failed;	  /* a job could not be posted or came back failed */
+	void (*finish)(struct bk_rmt *r, struct ragg *a, struct rconn *c);
+	struct ragg_row *rows;
+	size_t n, cap;
+	char topic[META_TOPIC_MAX + 1];
+	char group[META_GROUP_MAX + 1];
+	int64_t ts; /* reset: the time, -1 latest */
+	bool force;
+};
+
+/* ---- output, answers, jobs (bk_rmt_out.c) ---- */
+/* Marks @c closed (@why logged unless NULL); conns_reap() tears it down later. */
+void bk_rmt__conn_close(struct bk_rmt *r, struct rconn *c, const char *why);
+/* Sets @c's epoll events from its state (reading on unless paused or backlogged). */
+void bk_rmt__conn_events(struct bk_rmt *r, struct rconn *c);
+/* Writes what it can of @c's output. Return: 0, -1 the connection was closed. */
+int bk_rmt__conn_flush(struct bk_rmt *r, struct rconn *c);
+/* Frees an admin request's row set. */
+void bk_rmt__agg_free(struct ragg *a);
+/* @j no longer counts against its address (remotingMaxInflightPerAddr). */
+void bk_rmt__job_addr_uncount(struct bk_rmt *r, struct rjob *j);
+
 void bk_rmt__resp_ext(struct rresp *o, const char *k, const char *v);
 
 void bk_rmt__conn_send(struct bk_rmt *r, struct rconn *c, const struct rresp *o);
@@ -399,7 +437,7 @@ void bk_rmt__do_consume_by_who(struct bk_rmt *r, struct rconn *c, const struct w
 void bk_rmt__do_reset_offset(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 /* A BK_ROP_QSTAT part of an admin request is back (frees @j; may answer). */
 void bk_rmt__agg_done(struct bk_rmt *r, struct rjob *j);
-/* @j, part of an admin request, is freed without an answer (teardown). */
+/* @j, part of an admin request, is freed without an answer (teardown; bk_rmt_out.c). */
 void bk_rmt__agg_drop(struct rjob *j);
 /* Notes a reset of (@group, @topic, @qid) to @offset for the group's next pull there. */
 void bk_rmt__reset_note(struct bk_rmt *r, const char *group, const char *topic, uint32_t qid,
@@ -425,7 +463,10 @@ void bk_rmt__do_delete_group(struct bk_rmt *r, struct rconn *c, const struct wir
 void bk_rmt__do_stats_data(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_clean_queues(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 void bk_rmt__do_group_put(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
-/* A slave answers SYSTEM_ERROR to topic and group changes (RocketMQ's guard). Return: it did. */
+/*
+ * A slave answers SYSTEM_ERROR to topic and group changes (RocketMQ's guard;
+ * bk_rmt_out.c). Return: it did.
+ */
 bool bk_rmt__slave_refuses(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
 /* GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG, GET_BROKER_RUNTIME_INFO */
 void bk_rmt__do_config(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q);
