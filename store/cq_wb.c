@@ -31,7 +31,7 @@
  * loses what only the ring held (units stored into a file's mapping used to
  * survive in the page cache); the checkpoint's cq_safe is read
  * before a flush pass, and cq_flush() drains before it syncs, so the
- * re-dispatch from cq_safe (store.c) puts back every unit that was only in
+ * re-dispatch from cq_safe (dispatch.c) puts back every unit that was only in
  * the ring.
  *
  * Ownership: ring pointer immutable after cq_open(); slots written by the

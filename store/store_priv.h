@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * store_priv.h - what store.c lends the store's other files.
+ * store_priv.h - what the store's facade files lend its other files.
  */
 #ifndef SP_STORE_STORE_PRIV_H
 #define SP_STORE_STORE_PRIV_H

@@ -596,7 +596,7 @@ verify_queues(const struct store_verify_cfg *cfg, struct verify_shard *shs, FILE
 	return rc;
 }
 
-/* As the store's dispatch: a record a ConsumeQueue indexes (store.c rec_is_dispatched()). */
+/* As the store's dispatch: a record a ConsumeQueue indexes (dispatch.c store__rec_is_dispatched()). */
 static bool
 verify_rec_indexed(const struct wire_msg *m)
 {

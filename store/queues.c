@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * queues.c - the store's queue registry (store_int.h): one ConsumeQueue per
+ * (topic, queue id), found by hash under the registry mutex, created on
+ * first use, retired when its topic is deleted (kept mapped until close).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bytes_priv.h"
+#include "common/atomic.h"
+#include "common/clock.h"
+#include "common/crc32.h"
+#include "common/log.h"
+#include "store/idx.h"
+#include "store/store.h"
+#include "store_priv.h"
+#include "store_int.h"
+
+static uint32_t
+qmap_hash(const char *topic, size_t len, uint32_t qid)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)topic[i]) * 16777619u;
+	h = (h ^ qid) * 16777619u;
+	return h % QMAP_BUCKETS;
+}
+
+struct store_queue *
+store__qmap_find(struct store *s, const char *topic, size_t len, uint32_t qid)
+{
+	for (struct store_queue *q = s->qmap[qmap_hash(topic, len, qid)]; q; q = q->hnext) {
+		if (q->qid == qid && q->topic_len == len && memcmp(q->topic, topic, len) == 0)
+			return q;
+	}
+	return NULL;
+}
+
+/* Find or open the queue. Caller holds qlock. */
+/*
+ * Units per ConsumeQueue file of @topic: mapedFileSizeConsumeQueue's, but a
+ * sixteenth for STORE_SCHED_TOPIC, whose levels x cores queues each get a
+ * first file at start (pre-allocated and pre-faulted): 36 such files of
+ * 5.7 MB were 207 MB of page cache before any delayed message.
+ */
+uint32_t
+store__queue_units(const struct store *s, const char *topic, size_t len)
+{
+	if (len == sizeof(STORE_SCHED_TOPIC) - 1 && memcmp(topic, STORE_SCHED_TOPIC, len) == 0)
+		return SP_MAX(s->cfg.cq_units / 16, SP_MIN(s->cfg.cq_units, 1024u));
+	return s->cfg.cq_units;
+}
+
+int
+store__queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid,
+			uint32_t shard, struct store_queue **out)
+{
+	struct store_queue *q;
+	char dir[PATH_MAX];
+	uint32_t h;
+	int rc;
+
+	if (shard >= s->cfg.shards)
+		return -EINVAL;
+	q = store__qmap_find(s, topic, len, qid);
+	if (q != NULL) {
+		atomic_store_release(&q->shard, shard);
+		*out = q;
+		return 0;
+	}
+	/* The topic rule also keeps paths inside the store. */
+	if (!wire_topic_name_ok(topic, len) || shard >= s->cfg.shards)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	memcpy(q->topic, topic, len);
+	q->topic_len = (uint8_t)len;
+	q->qid = qid;
+	atomic_store_relaxed(&q->shard, shard);
+	snprintf(dir, sizeof(dir), "%s/%.*s/%u", s->cq_dir, (int)len, topic, qid);
+	rc = cq_open(s->io, dir, store__queue_units(s, topic, len), &q->cq);
+	if (rc != 0) {
+		free(q);
+		return rc;
+	}
+	h = qmap_hash(topic, len, qid);
+	q->hnext = s->qmap[h];
+	s->qmap[h] = q;
+	q->lnext = s->queues;
+	s->queues = q;
+	q->dnext = atomic_load_relaxed(&s->drain_head);
+	/* release: pairs with acquire in store__drainer_main(): the queue and its cq are set up */
+	atomic_store_release(&s->drain_head, q);
+	s->n_queues++;
+	*out = q;
+	return 0;
+}
+
+long
+store_queue_topics(struct store *s, char (*out)[WIRE_TOPIC_MAX + 1], size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+		bool dup = false;
+
+		for (size_t i = 0; i < n && !dup; i++)
+			dup = strlen(out[i]) == q->topic_len &&
+			      memcmp(out[i], q->topic, q->topic_len) == 0;
+		if (dup)
+			continue;
+		if (n == max) {
+			pthread_mutex_unlock(&s->qlock);
+			return -ENOSPC;
+		}
+		memcpy(out[n], q->topic, q->topic_len);
+		out[n][q->topic_len] = '\0';
+		n++;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	return (long)n;
+}
+
+long
+store_queue_retire(struct store *s, const char *topic)
+{
+	size_t len = strlen(topic);
+	char dir[PATH_MAX];
+	long n = 0;
+
+	if (!wire_topic_name_ok(topic, len))
+		return -EINVAL;
+	pthread_mutex_lock(&s->qlock);
+	for (struct store_queue **pp = &s->queues; *pp != NULL;) {
+		struct store_queue *q = *pp;
+		struct store_queue **hp;
+
+		if (q->topic_len != len || memcmp(q->topic, topic, len) != 0) {
+			pp = &q->lnext;
+			continue;
+		}
+		for (hp = &s->qmap[qmap_hash(topic, len, q->qid)]; *hp != q; hp = &(*hp)->hnext)
+			;
+		*hp = q->hnext;
+		if (s->pass_next == q)
+			s->pass_next = q->lnext; /* the flush pass goes on after it */
+		*pp = q->lnext;
+		q->lnext = s->retired;
+		s->retired = q;
+		s->n_queues--;
+		n++;
+	}
+	/*
+	 * Its files go now, before anyone can open the name again (a slave's
+	 * replication dispatches under this lock); the retired queues keep their
+	 * mappings, so readers finish safely.
+	 */
+	snprintf(dir, sizeof(dir), "%s/%s", s->cq_dir, topic);
+	{
+		int rc = store__rm_rf(dir);
+
+		if (rc != 0)
+			log_warn(STORE_TAG, "removing %s: %s", dir, strerror(-rc));
+	}
+	pthread_mutex_unlock(&s->qlock);
+	return n;
+}
+
+int
+store_queue_get(struct store *s, const char *topic, uint32_t qid, uint32_t shard,
+		struct store_queue **out)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->qlock);
+	rc = store__queue_get_locked(s, topic, strlen(topic), qid, shard, out);
+	/* A new queue gets its first file now, not on its first put. */
+	if (rc == 0 && !cq_can_append((*out)->cq))
+		rc = cq_prepare_next((*out)->cq);
+	pthread_mutex_unlock(&s->qlock);
+	return rc;
+}
+
+struct clog *
+store_clog(const struct store *s, uint32_t shard)
+{
+	return shard < s->cfg.shards ? s->shard[shard].clog : NULL;
+}
+
+void
+store_queue_keep_writable(struct store_queue *q)
+{
+	atomic_store_relaxed(&q->full_ok, true);
+}
+
+struct cq *
+store_queue_cq(const struct store_queue *q)
+{
+	return q->cq;
+}
