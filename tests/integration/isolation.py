@@ -178,6 +178,19 @@ PIPE_CODES = (
 )
 
 
+def produce_under_pipeline(addr, code, ext, body, conns):
+    """ali-ons sends 50 messages while CONNS connections from 127.0.0.2 pipeline CODE.
+    Return: (ali-ons' result, the pipeline's summary)."""
+    p = subprocess.Popen([sys.executable, PIPE, addr, "127.0.0.2", str(code), json.dumps(ext),
+                          "0", body, str(conns)], stdout=subprocess.PIPE, text=True)
+    try:
+        r = node("produce", NSADDR, "IsoData", 50)
+    finally:
+        p.terminate()
+        out, _ = p.communicate(timeout=60)
+    return r, json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+
+
 def case_pipeline():
     namesrv()
     broker()
@@ -185,14 +198,7 @@ def case_pipeline():
     check(rc == 0, f"topic IsoData created ({(out + err).strip()[:80]})")
     addr = f"127.0.0.1:{ENV.rmt_port('broker')}"
     for name, code, ext, body in PIPE_CODES:
-        p = subprocess.Popen([sys.executable, PIPE, addr, "127.0.0.2", str(code), json.dumps(ext),
-                              "0", body], stdout=subprocess.PIPE, text=True)
-        try:
-            r = node("produce", NSADDR, "IsoData", 50)
-        finally:
-            p.terminate()
-            out, _ = p.communicate(timeout=30)
-        st = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+        r, st = produce_under_pipeline(addr, code, ext, body, 1)
         check(r["ok"] == 50, f"while one connection pipelines {name}: ali-ons on 127.0.0.1 "
                              f"sends 50 of 50 ({r['errors'][:2]})")
         check(st.get("sent", 0) > 0 and st.get("answered", 0) > 0,
@@ -200,14 +206,7 @@ def case_pipeline():
               f"sent ({st.get('codes')})")
     # one address, many connections: they share the address's frames and core requests
     name, code, ext, body = PIPE_CODES[0]
-    p = subprocess.Popen([sys.executable, PIPE, addr, "127.0.0.2", str(code), json.dumps(ext),
-                          "0", body, "32"], stdout=subprocess.PIPE, text=True)
-    try:
-        r = node("produce", NSADDR, "IsoData", 50)
-    finally:
-        p.terminate()
-        out, _ = p.communicate(timeout=60)
-    st = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    r, st = produce_under_pipeline(addr, code, ext, body, 32)
     check(r["ok"] == 50, f"while 32 connections from one address pipeline {name}: ali-ons on "
                          f"127.0.0.1 sends 50 of 50 ({r['errors'][:2]})")
     check(st.get("answered", 0) > 0, f"... and they are answered too: {st.get('answered')} of "
