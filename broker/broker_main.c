@@ -20,6 +20,10 @@
  * reopens logFile (logrotate) and never stops the broker. The exit status
  * is 0 only after a clean shutdown: 1 when the store's close (last flush,
  * checkpoint) or saving offsets, delay or timer progress failed.
+ *
+ * Size: over 1,000 lines because it is start-up is one sequence in one place: each step's failure unwinds the
+ * steps before it, and shutdown runs them backwards; the features' own start and stop
+ * functions live in their rooms (ctl/, ha/, http/, remoting/).
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -40,6 +40,10 @@
  * Responses on one connection may leave in another order than their
  * requests (a lookup overtakes a registration): remoting matches responses
  * by opaque, as RocketMQ's own servers, which run requests on thread pools.
+ *
+ * Size: over 1,000 lines because it is the io thread's loop, its connections and the writer thread's queue and
+ * completion list are one state machine over shared per-connection state; the bulk
+ * receiver is the part that could go to a file of its own next.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -19,6 +19,10 @@
  * period (urcu_memb_synchronize_rcu()), then frees the old array and the
  * records the transaction replaced, dropping their topic-set references.
  * Topic-set reference counts are touched by the writer thread only.
+ *
+ * Size: over 1,000 lines because it is one data structure: the snapshot and the copy-on-write transaction that edits
+ * it share the private layout of brokerName records and topic sets; split, that layout
+ * would become a header every file of control/ could reach into.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -81,6 +81,9 @@
  * their fragments before a receive path can keep them (skb_orphan_frags_rx
  * and friends), so a frame is ours to rewrite as soon as its status says
  * so. test_afp's tx_frames_reused_while_kernel_holds pins this down.
+ *
+ * Size: over 1,000 lines because it is one backend per file, as port_udp.c and port_dpdk.c: the rings, the BPF
+ * filter, ARP and the ICMP guard share the socket's private state.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -40,6 +40,9 @@
  * a duplicate request re-sends the stored response, and a CREDIT flagged
  * RETRANS from a client that lost part of a response re-sends from the
  * packet it names.
+ *
+ * Size: over 1,000 lines because it is the session state machine: every check in protocol order over one session
+ * table, which no other file may touch.
  */
 #include <errno.h>
 #include <stdalign.h>

@@ -78,6 +78,9 @@
  *    period (Reclamation above).
  *  - exclusive (no other call on the queue at the same time): cq_open,
  *    cq_close, cq_truncate_phys.
+ *
+ * Size: over 1,000 lines because it is one index type: its write-behind ring is already in cq_wb.c; what is left
+ * (files, mapping, append, lookup, truncation) shares the queue's private layout.
  */
 #include <dirent.h>
 #include <errno.h>
