@@ -29,7 +29,7 @@ void bk_core__rmt_complete(struct bk_core *c, struct bk_rcmd *cmd);
 struct bk_off *bk_core__off_find_ex(struct bk_core *c, const char *topic, size_t tl,
 				    const char *group, size_t gl, uint32_t qid, bool create,
 				    bool pull_only);
-/* bk_core__off_find_ex() for any entry. */
+/* bk_core__off_find_ex() for a commit (anywhere in the table). */
 struct bk_off *bk_core__off_find(struct bk_core *c, const char *topic, size_t tl, const char *group,
 				 size_t gl, uint32_t qid, bool create);
 /* bk_core_topic.c */
@@ -42,7 +42,8 @@ bool bk_core__queue_is_mine(struct bk_core *c, const struct dp_xreq *req, const 
 /* bk_send.c */
 /* Whether the pending-ack FIFO has room for one more put of @records. */
 bool bk_core__ack_room(const struct bk_core *c, uint32_t records);
-/* Whether @a may be answered now (0), later (-EAGAIN), or failed (< 0). */
+/* 1: @a may be answered SEND_OK, 0: not yet, < 0: answered with the error (store_ack_state(),
+ * ACK_SLAVE_TIMEOUT: a SYNC_MASTER's slave did not acknowledge in time). */
 int bk_core__ack_state(const struct bk_core *c, const struct bk_ack *a, uint64_t now);
 /* Answers @a with the outcome @st of bk_core__ack_state(). */
 void bk_core__ack_answer(struct bk_core *c, const struct bk_ack *a, int st, uint64_t now);
