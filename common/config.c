@@ -32,6 +32,9 @@
  *
  * Command line values win over the file whatever their order: -c FILE is
  * applied first, then every --key=value in order.
+ *
+ * Size: about 1,000 lines because it is one parser and its checks (types, ranges, unknown keys, the
+ * properties file's escapes) over one key table.
  */
 #include <errno.h>
 #include <fcntl.h>

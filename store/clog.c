@@ -12,6 +12,10 @@
  *    segment, so a BLANK header always fits;
  *  - a segment is in segs[] before any offset in it can be read, and leaves
  *    it only after clog_min() moved past it.
+ *
+ * Size: about 1,000 lines because it is one shard's log: its write-behind buffers (clog_buf.c), loading
+ * (clog_load.c) and recovery (clog_recover.c) are split off already; what is left is append,
+ * roll, flush and trim over the same segment table.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -72,6 +72,9 @@
  * Nothing here runs on a dataplane core: the indexer and the query handlers
  * are control/background threads, so the mutex and the blocking
  * fdatasync/unlink calls are allowed.
+ *
+ * Size: about 1,000 lines because it is one on-disk format: writing, querying and recovering an IndexFile
+ * share its private slot and entry layout.
  */
 #include <dirent.h>
 #include <endian.h>
