@@ -20,47 +20,80 @@
 #include "store/meta.h"
 #include "store/store.h"
 
+/*
+ * Calls @fn for every entry of every core's offset table that holds a
+ * committed offset (>= 0), with the core that holds it. Return: 0, or the
+ * first non-zero @fn returned (the walk stops).
+ */
+static int
+offs_each(struct bk_ctl *x,
+	  int (*fn)(void *arg, uint32_t core, const struct bk_off *e, int64_t off), void *arg)
+{
+	for (uint32_t i = 0; i < x->bk.ncores; i++) {
+		const struct bk_core *c = &x->bk.cores[i];
+
+		for (uint32_t k = 0; k <= c->off_mask; k++) {
+			const struct bk_off *e = &c->offs[k];
+			int64_t off;
+			int rc;
+
+			/* acquire: pairs with the release in bk_core__off_find_ex(); the key is
+			 * immutable after */
+			if (!atomic_load_acquire(&e->used))
+				continue;
+			off = atomic_load_relaxed(&e->offset);
+			if (off < 0)
+				continue;
+			rc = fn(arg, i, e, off);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+struct collect {
+	struct meta_offset *o;
+	size_t n, cap;
+};
+
+static int
+collect_add(void *arg, uint32_t core, const struct bk_off *e, int64_t off)
+{
+	struct collect *cl = arg;
+
+	(void)core;
+	if (cl->n == cl->cap) {
+		size_t cap = cl->cap ? cl->cap * 2 : 64;
+		struct meta_offset *no = realloc(cl->o, cap * sizeof(*no));
+
+		if (no == NULL)
+			return -ENOMEM;
+		cl->o = no;
+		cl->cap = cap;
+	}
+	memset(&cl->o[cl->n], 0, sizeof(cl->o[cl->n]));
+	memcpy(cl->o[cl->n].topic, e->topic, e->topic_len + 1);
+	memcpy(cl->o[cl->n].group, e->group, e->group_len + 1);
+	cl->o[cl->n].queue_id = e->qid;
+	cl->o[cl->n].offset = off;
+	cl->n++;
+	return 0;
+}
+
 /* Every committed offset of every core, malloc'd. Return: 0, -ENOMEM. */
 int
 bk_offsets_collect(struct bk_ctl *x, struct meta_offset **out, size_t *out_n)
 {
-	struct meta_offset *o = NULL;
-	size_t n = 0, cap = 0;
+	struct collect cl = {0};
+	int err = offs_each(x, collect_add, &cl);
 
-	for (uint32_t i = 0; i < x->bk.ncores; i++) {
-		struct bk_core *c = &x->bk.cores[i];
-
-		for (uint32_t k = 0; k <= c->off_mask; k++) {
-			struct bk_off *e = &c->offs[k];
-			int64_t v;
-
-			/* acquire: pairs with the release in bk_core__off_find_ex() */
-			if (!atomic_load_acquire(&e->used))
-				continue;
-			v = atomic_load_relaxed(&e->offset);
-			if (v < 0)
-				continue;
-			if (n == cap) {
-				struct meta_offset *no;
-
-				cap = cap ? cap * 2 : 64;
-				no = realloc(o, cap * sizeof(*o));
-				if (no == NULL) {
-					free(o);
-					return -ENOMEM;
-				}
-				o = no;
-			}
-			memset(&o[n], 0, sizeof(o[n]));
-			memcpy(o[n].topic, e->topic, e->topic_len + 1);
-			memcpy(o[n].group, e->group, e->group_len + 1);
-			o[n].queue_id = e->qid;
-			o[n].offset = v;
-			n++;
-		}
+	if (err) {
+		free(cl.o);
+		return err;
 	}
-	*out = o;
-	*out_n = n;
+	*out = cl.o;
+	*out_n = cl.n;
 	return 0;
 }
 
@@ -137,34 +170,32 @@ bk_offsets_load(struct bk_ctl *x)
 	return err;
 }
 
+struct committed {
+	struct bk_ctl *x;
+	int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t, int64_t offset);
+	void *arg;
+};
+
+static int
+committed_one(void *arg, uint32_t core, const struct bk_off *e, int64_t off)
+{
+	struct committed *cm = arg;
+	const struct bk_topic *t = bk_topic_find(&cm->x->bk, e->topic, e->topic_len);
+
+	/* a name with a NUL in it (the wire allows one) would repeat a series */
+	if (t == NULL || e->qid >= t->nq || t->core[e->qid] != core ||
+	    strlen(e->group) != e->group_len)
+		return 0;
+	return cm->fn(cm->arg, e, t, off);
+}
+
 int
 bk_committed_each(struct bk_ctl *x,
 		  int (*fn)(void *arg, const struct bk_off *e, const struct bk_topic *t,
 			    int64_t offset),
 		  void *arg)
 {
-	for (uint32_t i = 0; i < x->bk.ncores; i++) {
-		const struct bk_core *c = &x->bk.cores[i];
+	struct committed cm = {x, fn, arg};
 
-		for (uint32_t k = 0; k <= c->off_mask; k++) {
-			const struct bk_off *e = &c->offs[k];
-			const struct bk_topic *t;
-			int64_t off;
-			int rc;
-
-			/* acquire: pairs with the release in bk_core__off_find_ex(); the key is immutable after */
-			if (!atomic_load_acquire(&e->used))
-				continue;
-			off = atomic_load_relaxed(&e->offset);
-			t = bk_topic_find(&x->bk, e->topic, e->topic_len);
-			/* a name with a NUL in it (the wire allows one) would repeat a series */
-			if (off < 0 || t == NULL || e->qid >= t->nq || t->core[e->qid] != i ||
-			    strlen(e->group) != e->group_len)
-				continue;
-			rc = fn(arg, e, t, off);
-			if (rc != 0)
-				return rc;
-		}
-	}
-	return 0;
+	return offs_each(x, committed_one, &cm);
 }

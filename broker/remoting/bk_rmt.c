@@ -186,13 +186,13 @@ dispatch(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	}
 }
 
-/*
- * Whether @c may not be given a turn now: it or its address has its share of
- * quick requests at the cores, or its address had its frames for this pass.
- * The fuzzer's connection always may.
- */
 enum { TURN_OK, TURN_CONN, TURN_ADDR };
 
+/*
+ * Whether @c may not be given a turn now, and why: it (TURN_CONN) or its
+ * address (TURN_ADDR) has its share of quick requests at the cores, or its
+ * address had its frames for this pass. The fuzzer's connection always may.
+ */
 static int
 turn_blocked(const struct bk_rmt *r, const struct rconn *c)
 {
@@ -302,12 +302,9 @@ conn_frames(struct bk_rmt *r, struct rconn *c, uint32_t budget)
 			bk_rmt__conn_close(r, c, why);
 			return -1;
 		}
-		/* its turn is over, or it (or its address) has its share (not the fuzzer's) */
-		int why = budget ? turn_blocked(r, c) : TURN_CONN;
-
-		if (why != TURN_OK) {
-			if (why == TURN_ADDR && !c->backlog)
-				r->turns_addr++;
+		/* its turn is over, or it (or its address) has its share (not the fuzzer's);
+		 * turns_run() counts the turns an address's share puts off */
+		if (budget == 0 || turn_blocked(r, c) != TURN_OK) {
 			if (turn_defer(r, c) != 0) {
 				bk_rmt__conn_close(r, c, "out of memory");
 				return -1;
