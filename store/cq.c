@@ -314,12 +314,37 @@ file_open_existing(struct cq *q, uint64_t first, struct cq_file *out)
 	rc = io->map(io->ctx, fd, cq_file_bytes(q), &map);
 	if (rc != 0)
 		goto err_close;
+	/* The mapping keeps the file: no descriptor per queue (cq_flush() syncs the mapping). */
+	io->close(io->ctx, fd);
 	out->map = map;
 	out->first = first;
-	out->fd = fd;
+	out->fd = -1;
 	return 0;
 
 err_close:
+	io->close(io->ctx, fd);
+	return rc;
+}
+
+/*
+ * fdatasync the file whose first unit is @first, through a descriptor of
+ * its own: a queue keeps only its mappings open, so that idle queues hold
+ * no descriptor (the mapping shares the file's page cache, so syncing the
+ * file syncs what the drainer stored). Context: background thread.
+ */
+static int
+file_sync(const struct cq *q, uint64_t first)
+{
+	const struct store_io_ops *io = q->io;
+	char path[PATH_MAX];
+	int fd;
+	int rc;
+
+	file_path(q, first, "", path, sizeof(path));
+	fd = io->open(io->ctx, path, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	rc = io->fdatasync(io->ctx, fd);
 	io->close(io->ctx, fd);
 	return rc;
 }
@@ -343,6 +368,13 @@ file_create(struct cq *q, uint64_t first, struct cq_file *out)
 	file_path(q, first, "", path, sizeof(path));
 	file_path(q, first, ".tmp", tmp, sizeof(tmp));
 	fd = io->open(io->ctx, tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd == -ENOENT) {
+		/* A queue's directory is made with its first file, not with the queue. */
+		rc = store_mkdirs(q->dir);
+		if (rc != 0)
+			return rc;
+		fd = io->open(io->ctx, tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	}
 	if (fd < 0)
 		return fd;
 	/*
@@ -366,9 +398,10 @@ file_create(struct cq *q, uint64_t first, struct cq_file *out)
 	 * No pre-faulting: the core never stores into the mapping (cq_wb.c),
 	 * and the drainer's faults are its own.
 	 */
+	io->close(io->ctx, fd);
 	out->map = map;
 	out->first = first;
-	out->fd = fd;
+	out->fd = -1;
 	return 0;
 
 err_unlink:
@@ -404,6 +437,11 @@ dir_scan(struct cq *q, uint64_t **firsts, size_t *count)
 	int rc = 0;
 
 	d = opendir(q->dir);
+	if (d == NULL && errno == ENOENT) {
+		*firsts = NULL; /* a queue that never had a file */
+		*count = 0;
+		return 0;
+	}
 	if (d == NULL)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
@@ -577,8 +615,9 @@ cq_recover(struct cq *q)
 	q->dirty_hi = end;
 }
 
-int
-cq_open(const struct store_io_ops *io, const char *dir, uint32_t units_per_file, struct cq **out)
+static int
+open_queue(const struct store_io_ops *io, const char *dir, uint32_t units_per_file, bool scan,
+	   struct cq **out)
 {
 	uint64_t *firsts = NULL;
 	size_t count = 0;
@@ -588,9 +627,6 @@ cq_open(const struct store_io_ops *io, const char *dir, uint32_t units_per_file,
 	if (io == NULL || dir == NULL || dir[0] == '\0' || out == NULL || units_per_file == 0 ||
 	    units_per_file > CQ_UPF_MAX)
 		return -EINVAL;
-	rc = store_mkdirs(dir);
-	if (rc != 0)
-		return rc;
 	q = calloc(1, sizeof(*q));
 	if (q == NULL)
 		return -ENOMEM;
@@ -610,7 +646,7 @@ cq_open(const struct store_io_ops *io, const char *dir, uint32_t units_per_file,
 		rc = -ENOMEM;
 		goto err_close;
 	}
-	rc = dir_scan(q, &firsts, &count);
+	rc = scan ? dir_scan(q, &firsts, &count) : 0;
 	if (rc != 0)
 		goto err_close;
 	for (size_t i = 0; i < count; i++) {
@@ -636,6 +672,19 @@ err_close:
 	free(firsts);
 	cq_close(q);
 	return rc;
+}
+
+int
+cq_open(const struct store_io_ops *io, const char *dir, uint32_t units_per_file, struct cq **out)
+{
+	return open_queue(io, dir, units_per_file, true, out);
+}
+
+int
+cq_open_new(const struct store_io_ops *io, const char *dir, uint32_t units_per_file,
+	    struct cq **out)
+{
+	return open_queue(io, dir, units_per_file, false, out);
 }
 
 void
@@ -712,40 +761,69 @@ cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u)
 	 */
 	if (start ? wb != max : qoff - wb >= CQ_WB_UNITS)
 		return -EAGAIN;
-	from = max;
-	if (q->cur.map == NULL || qoff >= q->cur.first + q->upf) {
-		if (q->cur.map != NULL && qoff - q->cur.first >= 2 * (uint64_t)q->upf)
-			return -EINVAL; /* an empty queue starts in its current or next file */
+	if (!start) {
+		/*
+		 * The ring holds the unit until the background side has made its
+		 * file and copied it (cq_wb.c): a queue needs no file to take
+		 * units. The core follows the files only to ask for the next one
+		 * (cq_wants_next() reads cur_end): it takes the file waiting in
+		 * the mailbox once the unit is past its own.
+		 */
+		/* acquire: pairs with release in cq_prepare_next(): next and its mapping */
+		if ((q->cur.map == NULL || qoff >= q->cur.first + q->upf) &&
+		    atomic_load_acquire(&q->next_ready) && q->next.first <= qoff) {
+			q->cur = q->next;
+			atomic_store_relaxed(&q->cur_end, q->cur.first + q->upf);
+			/* release: pairs with acquire in cq_prepare_next(); next may be rewritten */
+			atomic_store_release(&q->next_ready, 0);
+		}
+		cq__wb_put(q, qoff, u);
+		/* release: pairs with acquire in cq_get()/cq_max()/cq_wb_drain(): the unit is written */
+		atomic_store_release(&q->max, qoff + 1);
+		return 0;
+	}
+	/*
+	 * A queue start writes fillers into the file itself, from max to
+	 * qoff (an empty queue: every unit below max is in the files, as
+	 * wb == max). The core's file may lag behind max, or the core may
+	 * have none yet while the table has some: it takes mailbox files
+	 * until max and qoff are in its file, one per try. An empty queue
+	 * starts in the file holding max or the next one.
+	 */
+	for (;;) {
+		bool have = q->cur.map != NULL;
+		uint64_t cend = have ? q->cur.first + q->upf : 0;
+
+		if (have && max <= cend && qoff < cend)
+			break;
+		if (have && max <= cend && qoff - q->cur.first >= 2 * (uint64_t)q->upf)
+			return -EINVAL;
 		/* acquire: pairs with release in cq_prepare_next(): next and its mapping */
 		if (!atomic_load_acquire(&q->next_ready)) {
-			/* For a queue starting in its next file, before this one is 3/4 full. */
 			atomic_store_relaxed(&q->start_req, qoff);
 			return -EAGAIN;
 		}
-		if (qoff < q->next.first || qoff - q->next.first >= q->upf)
+		if (q->next.first > qoff)
 			return -EINVAL; /* a new queue's first file is elsewhere */
 		/* An empty queue that restarts in the next file: no hole in this one. */
-		if (start && q->cur.map != NULL)
-			fill_units(q, &q->cur, max, q->cur.first + q->upf);
+		if (have && max < cend)
+			fill_units(q, &q->cur, max, cend);
 		q->cur = q->next;
 		atomic_store_relaxed(&q->cur_end, q->cur.first + q->upf);
 		/* release: pairs with acquire in cq_prepare_next(); next may be rewritten */
 		atomic_store_release(&q->next_ready, 0);
-		if (start)
-			from = q->cur.first;
 	}
-	if (start) {
-		/* Rare, so into the mapping directly: the fillers may fault. */
-		fill_units(q, &q->cur, from, qoff);
-		/* release: pairs with acquire in cq_get()/cq_min(); stored before max */
-		atomic_store_release(&q->min, qoff);
-		/*
-		 * release: pairs with acquire in cq_wb_drain() (after max) and
-		 * cq__unit_read(): the fillers are in the file, the drainer
-		 * starts at qoff. It has nothing to copy meanwhile (wb == max).
-		 */
-		atomic_store_release(&q->wb, qoff);
-	}
+	from = SP_MAX(max, q->cur.first);
+	/* Rare, so into the mapping directly: the fillers may fault. */
+	fill_units(q, &q->cur, from, qoff);
+	/* release: pairs with acquire in cq_get()/cq_min(); stored before max */
+	atomic_store_release(&q->min, qoff);
+	/*
+	 * release: pairs with acquire in cq_wb_drain() (after max) and
+	 * cq__unit_read(): the fillers are in the file, the drainer
+	 * starts at qoff. It has nothing to copy meanwhile (wb == max).
+	 */
+	atomic_store_release(&q->wb, qoff);
 	cq__wb_put(q, qoff, u);
 	/* release: pairs with acquire in cq_get()/cq_max()/cq_wb_drain(): the unit is written */
 	atomic_store_release(&q->max, qoff + 1);
@@ -766,14 +844,8 @@ cq_ring_full(const struct cq *q)
 bool
 cq_can_append(const struct cq *q)
 {
-	uint64_t max = atomic_load_relaxed(&q->max);
-
-	if (cq_ring_full(q))
-		return false;
-	if (q->cur.map != NULL && max < q->cur.first + q->upf)
-		return true;
-	/* acquire: pairs with release in cq_prepare_next() */
-	return atomic_load_acquire(&q->next_ready) != 0;
+	/* The unit at max is never a queue start: only the ring can refuse it. */
+	return !cq_ring_full(q);
 }
 
 /* True when the file ending at @end (holding @max) is at least 3/4 used. */
@@ -794,63 +866,139 @@ start_past(const struct cq *q, uint64_t end)
 	return start != CQ_NONE && start >= end;
 }
 
+/* The ring holds units past the table's last file (or the queue has none). */
+static bool
+ring_past_files(const struct cq *q)
+{
+	/* acquire: pairs with release in tab_push() */
+	const struct cq_tab *t = atomic_load_acquire(&q->tab);
+	uint32_t n = atomic_load_acquire(&t->n);
+	uint64_t max = atomic_load_relaxed(&q->max);
+
+	if (n == 0)
+		return max > atomic_load_relaxed(&q->wb);
+	return max > (t->first_idx + n) * (uint64_t)q->upf;
+}
+
 bool
 cq_wants_next(const struct cq *q)
 {
 	uint64_t end;
 
 	/* A hint: cq_prepare_next() decides again with the ordering it needs. */
+	if (ring_past_files(q))
+		return true;
 	if (atomic_load_relaxed(&q->next_ready))
 		return false;
 	end = atomic_load_relaxed(&q->cur_end);
 	if (end == 0)
-		return atomic_load_relaxed(&q->start_req) != CQ_NONE;
+		return atomic_load_relaxed(&q->start_req) != CQ_NONE ||
+		       atomic_load_relaxed(&tab_own(q)->n) > 0;
 	return file_nearly_full(q, atomic_load_relaxed(&q->max), end) || start_past(q, end);
+}
+
+/* Create file @idx (the one after the table's last, or the first) and add it. */
+static int
+file_add(struct cq *q, uint64_t idx, struct cq_file *f)
+{
+	int rc = file_create(q, idx * q->upf, f);
+
+	if (rc != 0)
+		return rc;
+	rc = tab_push(q, f);
+	if (rc != 0) {
+		char path[PATH_MAX];
+
+		file_release(q, f);
+		file_path(q, idx * q->upf, "", path, sizeof(path));
+		q->io->unlink(q->io->ctx, path);
+	}
+	return rc;
+}
+
+/*
+ * Every unit the ring holds gets its file, in order after the table's last
+ * one (a queue with none: the file holding wb, where the ring's units
+ * start), whether or not the core has asked: the core takes units without
+ * a file (cq_append()), and the drainer copies only into files.
+ */
+static int
+files_cover(struct cq *q)
+{
+	/* acquire: pairs with release in cq_append(): how far the ring goes */
+	uint64_t max = atomic_load_acquire(&q->max);
+
+	for (;;) {
+		struct cq_tab *t = tab_own(q);
+		uint32_t n = atomic_load_relaxed(&t->n);
+		struct cq_file f;
+		uint64_t idx;
+		int rc;
+
+		if (n == 0) {
+			/* acquire: pairs with release in cq_append() (a queue start) */
+			uint64_t wb = atomic_load_acquire(&q->wb);
+
+			if (max <= wb)
+				return 0;
+			idx = wb / q->upf;
+		} else {
+			if (max <= (t->first_idx + n) * (uint64_t)q->upf)
+				return 0;
+			idx = t->first_idx + n;
+		}
+		rc = file_add(q, idx, &f);
+		if (rc != 0)
+			return rc;
+	}
 }
 
 int
 cq_prepare_next(struct cq *q)
 {
-	struct cq_tab *t = tab_own(q);
-	uint32_t n = atomic_load_relaxed(&t->n);
+	struct cq_tab *t;
+	uint32_t n;
 	struct cq_file f;
 	uint64_t end;
 	uint64_t idx;
 	int rc;
 
+	rc = files_cover(q);
+	if (rc != 0)
+		return rc;
+	t = tab_own(q);
+	n = atomic_load_relaxed(&t->n);
 	/* acquire: pairs with release in cq_append(); cur_end is current, next is ours */
 	if (atomic_load_acquire(&q->next_ready))
 		return 0;
 	end = atomic_load_relaxed(&q->cur_end);
-	if (end == 0) {
-		/* No file yet: start where the core asked to, else at 0. */
+	if (end == 0 && n > 0) {
+		/* The core has no file yet: the one holding max, or the last. */
+		uint64_t fi = atomic_load_relaxed(&q->max) / q->upf;
+
+		idx = SP_MIN(SP_MAX(fi, t->first_idx), t->first_idx + n - 1);
+	} else if (end == 0) {
+		/* No file at all: one only for a queue start, where it asked. */
 		uint64_t start = atomic_load_relaxed(&q->start_req);
 
-		BASSERT(n == 0);
-		idx = start == CQ_NONE ? 0 : start / q->upf;
+		if (start == CQ_NONE)
+			return 0;
+		idx = start / q->upf;
 	} else {
 		if (!file_nearly_full(q, atomic_load_relaxed(&q->max), end) && !start_past(q, end))
 			return 0;
 		idx = end / q->upf;
 	}
-	if (n > 0 && idx < t->first_idx + n) {
-		f = t->f[idx - t->first_idx]; /* kept by truncation or found at open */
+	if (n > 0 && idx >= t->first_idx && idx < t->first_idx + n) {
+		f = t->f[idx -
+			 t->first_idx]; /* made by files_cover(), kept by truncation or found at open */
 	} else {
-		rc = file_create(q, idx * q->upf, &f);
+		rc = file_add(q, idx, &f);
 		if (rc != 0)
 			return rc;
-		rc = tab_push(q, &f);
-		if (rc != 0) {
-			char path[PATH_MAX];
-
-			file_release(q, &f);
-			file_path(q, idx * q->upf, "", path, sizeof(path));
-			q->io->unlink(q->io->ctx, path);
-			return rc;
-		}
 	}
 	q->next = f;
-	/* release: pairs with acquire in cq_append()/cq_can_append(); publishes next and the table */
+	/* release: pairs with acquire in cq_append(); publishes next and the table */
 	atomic_store_release(&q->next_ready, 1);
 	return 0;
 }
@@ -973,7 +1121,8 @@ cq_truncate_phys(struct cq *q, int64_t phys_end)
 		goto out;
 	zero_units(q, nmax, max);
 	atomic_store_relaxed(&q->max, nmax); /* exclusive: nobody reads meanwhile */
-	atomic_store_relaxed(&q->wb, nmax);
+	/* Units the ring still holds (their file is not made yet) stay in it. */
+	atomic_store_relaxed(&q->wb, SP_MIN(atomic_load_relaxed(&q->wb), nmax));
 	cq_set_cursor(q);
 	q->flushed = SP_MIN(q->flushed, nmax);
 	q->dirty_hi = SP_MAX(q->dirty_hi, max);
@@ -1121,8 +1270,14 @@ cq_flush(struct cq *q)
 	uint64_t fi_end;
 	/* acquire: pairs with release in cq_append(): what this flush must make durable */
 	uint64_t want = atomic_load_acquire(&q->max);
+	int rc;
 
 	/* Every unit appended before this call into the files, then "max" is how far they hold. */
+	rc = files_cover(q);
+	if (rc != 0)
+		return rc;
+	t = tab_own(q);
+	n = atomic_load_relaxed(&t->n);
 	(void)cq_wb_drain(q);
 	/* acquire: pairs with release in cq_wb_drain() and cq_append() (a queue start) */
 	max = atomic_load_acquire(&q->wb);
@@ -1135,8 +1290,7 @@ cq_flush(struct cq *q)
 	end = SP_MAX(max, q->dirty_hi);
 
 	if (atomic_exchange(&q->dir_dirty, false)) {
-		int rc = q->io->sync_dir(q->io->ctx, q->dir);
-
+		rc = q->io->sync_dir(q->io->ctx, q->dir);
 		if (rc != 0) {
 			atomic_store(&q->dir_dirty, true);
 			return rc;
@@ -1144,18 +1298,27 @@ cq_flush(struct cq *q)
 	}
 	if (n == 0 || lo >= end) {
 		q->flushed = SP_MIN(lo, max);
+		q->dirty_hi = 0; /* nothing left to sync */
 		return 0;
 	}
 	fi = SP_MAX(lo / q->upf, t->first_idx);
 	fi_end = SP_MIN((end - 1) / q->upf + 1, t->first_idx + n);
 	for (; fi < fi_end; fi++) {
-		/* msync is not needed: the mapping shares the file's page cache. */
-		int rc = q->io->fdatasync(q->io->ctx, t->f[fi - t->first_idx].fd);
-
+		rc = file_sync(q, t->f[fi - t->first_idx].first);
 		if (rc != 0)
 			return rc;
 	}
 	q->flushed = max;
 	q->dirty_hi = 0;
 	return 0;
+}
+
+bool
+cq_idle(const struct cq *q)
+{
+	/* acquire: pairs with release in cq_append() */
+	uint64_t max = atomic_load_acquire(&q->max);
+
+	return cq_drained(q) && q->flushed >= max && q->dirty_hi == 0 &&
+	       !atomic_load(&q->dir_dirty) && !cq_wants_next(q);
 }

@@ -43,6 +43,8 @@
  * second could copy a slot the core reused after the first raised wb.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -52,20 +54,62 @@
 
 #define CQ_RING_BYTES ((size_t)CQ_WB_UNITS * sizeof(struct cq_slot))
 
+/*
+ * Rings come from slabs of CQ_RINGS_PER_SLAB, one mapping each, not one
+ * mapping per queue: a million queues would pass vm.max_map_count (65530
+ * by default) with their rings alone. A ring costs no memory until used;
+ * a closed queue's ring gives its pages back and is reused. Slabs are
+ * never unmapped (the process's peak queue count). Context: cq_open() and
+ * cq_close() (control or background threads), under ring_mu.
+ */
+#define CQ_RINGS_PER_SLAB 1024
+
+static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cq_slot **ring_free; /* stack of unused rings */
+static size_t ring_nfree;
+static size_t ring_cap;
+static size_t ring_total; /* rings in all slabs: the stack has room for all */
+
+static int
+ring_slab(void)
+{
+	size_t want = ring_total + CQ_RINGS_PER_SLAB;
+	uint8_t *p;
+
+	if (want > ring_cap) {
+		struct cq_slot **v = realloc(ring_free, want * sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		ring_free = v;
+		ring_cap = want;
+	}
+	p = mmap(NULL, CQ_RING_BYTES * CQ_RINGS_PER_SLAB, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	for (size_t i = CQ_RINGS_PER_SLAB; i-- > 0;)
+		ring_free[ring_nfree++] = (struct cq_slot *)(p + i * CQ_RING_BYTES);
+	ring_total += CQ_RINGS_PER_SLAB;
+	return 0;
+}
+
 int
 cq__wb_init(struct cq *q)
 {
-	void *p = mmap(NULL, CQ_RING_BYTES, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int rc = 0;
 
-	if (p == MAP_FAILED)
+	if (pthread_mutex_init(&q->wb_lock, NULL) != 0)
 		return -ENOMEM;
-	if (pthread_mutex_init(&q->wb_lock, NULL) != 0) {
-		munmap(p, CQ_RING_BYTES);
-		return -ENOMEM;
-	}
-	q->ring = p;
-	return 0;
+	pthread_mutex_lock(&ring_mu);
+	if (ring_nfree == 0)
+		rc = ring_slab();
+	if (rc == 0)
+		q->ring = ring_free[--ring_nfree];
+	pthread_mutex_unlock(&ring_mu);
+	if (rc != 0)
+		pthread_mutex_destroy(&q->wb_lock);
+	return rc;
 }
 
 void
@@ -73,7 +117,11 @@ cq__wb_free(struct cq *q)
 {
 	if (q->ring == NULL)
 		return;
-	munmap(q->ring, CQ_RING_BYTES);
+	/* Exclusive: nobody reads the ring now. Its pages go back; the next queue starts cold. */
+	(void)madvise(q->ring, CQ_RING_BYTES, MADV_DONTNEED);
+	pthread_mutex_lock(&ring_mu);
+	ring_free[ring_nfree++] = q->ring; /* room: every ring came from this stack */
+	pthread_mutex_unlock(&ring_mu);
 	pthread_mutex_destroy(&q->wb_lock);
 	q->ring = NULL;
 }
@@ -166,12 +214,9 @@ cq__wb_drain_locked(struct cq *q)
 		uint8_t *p = cq__unit_ptr(q, i);
 		struct cq_unit u;
 
-		if (SP_UNLIKELY(p == NULL)) {
-			/* The core appends only into files of the table: a bug. */
-			log_err_ratelimited(CQ_TAG, "cq %s: no file for unit %llu", q->dir,
-					    (unsigned long long)i);
+		/* Its file is not made yet (cq_prepare_next() makes it): the ring keeps it. */
+		if (p == NULL)
 			break;
-		}
 		slot_load(&q->ring[i & (CQ_WB_UNITS - 1)], &u);
 		cq__unit_store(p, &u);
 		/*
@@ -201,4 +246,11 @@ cq_wb_drain(struct cq *q)
 	n = cq__wb_drain_locked(q);
 	pthread_mutex_unlock(&q->wb_lock);
 	return n;
+}
+
+bool
+cq_drained(const struct cq *q)
+{
+	/* acquire: pairs with release in cq_append() (max) and in the last drain (wb) */
+	return atomic_load_acquire(&q->wb) >= atomic_load_acquire(&q->max);
 }

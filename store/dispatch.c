@@ -143,12 +143,16 @@ store__rec_is_dispatched(const struct wire_msg *m)
  * neither helped (logged by the caller's error path).
  */
 static int
-queue_append(struct store_queue *q, uint64_t qoff, const struct cq_unit *u)
+queue_append(struct store *s, struct store_queue *q, uint64_t qoff, const struct cq_unit *u)
 {
 	int rc = -EAGAIN;
 
-	/* A file and a drain settle any -EAGAIN: a few tries, never a spin under qlock. */
-	for (int tries = 0; tries < 4 && rc == -EAGAIN; tries++) {
+	/*
+	 * A file and a drain settle any -EAGAIN: a few tries, never a spin
+	 * under qlock (a queue start takes one file per try while the file it
+	 * follows lags behind max: cq_append()).
+	 */
+	for (int tries = 0; tries < 8 && rc == -EAGAIN; tries++) {
 		rc = cq_append(q->cq, qoff, u);
 		if (rc != -EAGAIN)
 			break;
@@ -157,6 +161,8 @@ queue_append(struct store_queue *q, uint64_t qoff, const struct cq_unit *u)
 		if (rc == 0)
 			rc = -EAGAIN;
 	}
+	if (rc == 0)
+		store__queue_wake(s, q); /* its files made, ring drained, flushed */
 	return rc;
 }
 
@@ -170,8 +176,8 @@ queue_append(struct store_queue *q, uint64_t qoff, const struct cq_unit *u)
  * order. Return: 0 or -errno.
  */
 static int
-queue_fill_lost(struct store_queue *q, const struct clog *c, uint64_t qoff, int64_t phys,
-		uint64_t *filled)
+queue_fill_lost(struct store *s, struct store_queue *q, const struct clog *c, uint64_t qoff,
+		int64_t phys, uint64_t *filled)
 {
 	const struct clog_recovery *rep = clog_recovery(c);
 	struct cq_unit u = {.phys = phys - CQ_LOST_SIZE, .size = CQ_LOST_SIZE, .tag_hash = -1};
@@ -188,7 +194,7 @@ queue_fill_lost(struct store_queue *q, const struct clog *c, uint64_t qoff, int6
 	}
 
 	for (uint64_t o = from; o < qoff; o++) {
-		int rc = queue_append(q, o, &u);
+		int rc = queue_append(s, q, o, &u);
 
 		if (rc != 0)
 			return rc;
@@ -221,13 +227,13 @@ store__dispatch(struct store *s, uint32_t shard, const struct wire_msg *m, int64
 	rc = store__queue_get_locked(s, m->topic, m->topic_len, (uint32_t)m->queue_id, shard, &q);
 	if (rc != 0)
 		return rc == -EINVAL ? 0 : rc; /* a name no queue can have: skip */
-	rc = queue_append(q, (uint64_t)m->queue_offset, &u);
+	rc = queue_append(s, q, (uint64_t)m->queue_offset, &u);
 	if (rc == -EINVAL && filled != NULL && cq_min(q->cq) < cq_max(q->cq) &&
 	    (uint64_t)m->queue_offset > cq_max(q->cq)) {
-		rc = queue_fill_lost(q, s->shard[shard].clog, (uint64_t)m->queue_offset, phys,
+		rc = queue_fill_lost(s, q, s->shard[shard].clog, (uint64_t)m->queue_offset, phys,
 				     filled);
 		if (rc == 0)
-			rc = queue_append(q, (uint64_t)m->queue_offset, &u);
+			rc = queue_append(s, q, (uint64_t)m->queue_offset, &u);
 	}
 	if (rc == -EEXIST) {
 		log_err(STORE_TAG,

@@ -93,7 +93,8 @@ store__queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t
 	q->qid = qid;
 	atomic_store_relaxed(&q->shard, shard);
 	snprintf(dir, sizeof(dir), "%s/%.*s/%u", s->cq_dir, (int)len, topic, qid);
-	rc = cq_open(s->io, dir, store__queue_units(s, topic, len), &q->cq);
+	rc = (s->queues_opened ? cq_open_new : cq_open)(s->io, dir,
+							store__queue_units(s, topic, len), &q->cq);
 	if (rc != 0) {
 		free(q);
 		return rc;
@@ -103,9 +104,6 @@ store__queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t
 	s->qmap[h] = q;
 	q->lnext = s->queues;
 	s->queues = q;
-	q->dnext = atomic_load_relaxed(&s->drain_head);
-	/* release: pairs with acquire in store__drainer_main(): the queue and its cq are set up */
-	atomic_store_release(&s->drain_head, q);
 	s->n_queues++;
 	*out = q;
 	return 0;
@@ -158,8 +156,7 @@ store_queue_retire(struct store *s, const char *topic)
 		for (hp = &s->qmap[qmap_hash(topic, len, q->qid)]; *hp != q; hp = &(*hp)->hnext)
 			;
 		*hp = q->hnext;
-		if (s->pass_next == q)
-			s->pass_next = q->lnext; /* the flush pass goes on after it */
+		q->retired = true; /* the flush pass and the service's list skip it */
 		*pp = q->lnext;
 		q->lnext = s->retired;
 		s->retired = q;
@@ -189,10 +186,8 @@ store_queue_get(struct store *s, const char *topic, uint32_t qid, uint32_t shard
 	int rc;
 
 	pthread_mutex_lock(&s->qlock);
+	/* A new queue has no file until it takes a unit (cq_open()). */
 	rc = store__queue_get_locked(s, topic, strlen(topic), qid, shard, out);
-	/* A new queue gets its first file now, not on its first put. */
-	if (rc == 0 && !cq_can_append((*out)->cq))
-		rc = cq_prepare_next((*out)->cq);
 	pthread_mutex_unlock(&s->qlock);
 	return rc;
 }

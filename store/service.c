@@ -202,8 +202,13 @@ store_drain_queues(struct store *s)
 	uint64_t n = 0;
 
 	pthread_mutex_lock(&s->qlock);
-	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext)
+	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+		/* The files the ring's units need, as the service makes them; a failure: a short drain. */
+		if (cq_prepare_next(q->cq) != 0)
+			log_err_ratelimited(STORE_TAG, "queue %s:%u: no ConsumeQueue file",
+					    q->topic, q->qid);
 		n += cq_wb_drain(q->cq);
+	}
 	pthread_mutex_unlock(&s->qlock);
 	return n;
 }
@@ -221,7 +226,10 @@ store_prep_queues_rc(struct store *s)
 	int first = 0;
 
 	pthread_mutex_lock(&s->qlock);
-	for (struct store_queue *q = s->queues; q != NULL; q = q->lnext) {
+	store__sl_take(s);
+	for (struct store_queue *q = s->sl_list; q != NULL; q = q->sl_next) {
+		if (q->retired)
+			continue;
 		if (!s->cfg.threads)
 			(void)cq_wb_drain(q->cq);
 		if (cq_wants_next(q->cq)) {
@@ -286,10 +294,13 @@ store_service(struct store *s, int64_t now_ms)
 			s->pass_ck[i].indexed = atomic_load_relaxed(&s->shard[i].idx_pos);
 			s->pass_ck[i].verified = (int64_t)s->shard[i].verified;
 		}
+		/* After those reads: see wake.c for why the pass then finds every queue it must flush. */
 		pthread_mutex_lock(&s->qlock);
-		s->pass_next = s->queues;
+		rc = store__pass_begin(s);
 		pthread_mutex_unlock(&s->qlock);
-		s->pass_active = true;
+		if (rc != 0 && first == 0)
+			first = rc;
+		s->pass_active = rc == 0;
 	}
 	if (s->pass_active) {
 		/*
@@ -304,16 +315,23 @@ store_service(struct store *s, int64_t now_ms)
 		s->svc_worked = true;
 		rc = 0;
 		pthread_mutex_lock(&s->qlock);
-		while (s->pass_next != NULL && rc == 0) {
-			rc = cq_flush(s->pass_next->cq);
-			s->pass_next = s->pass_next->lnext;
+		while (s->pass_i < s->pass_n && rc == 0) {
+			struct store_queue *q = s->pass_v[s->pass_i++];
+
+			/* A queue retired meanwhile: its files are gone, nobody reads it. */
+			if (!q->retired)
+				rc = cq_flush(q->cq);
 			if (++k % 16 == 0 && clk_mono_ns() - t0 > 2000000)
 				break;
 		}
 		pthread_mutex_unlock(&s->qlock);
-		if (rc == 0 && s->pass_next == NULL) {
+		if (rc == 0 && s->pass_i == s->pass_n) {
 			s->pass_active = false;
 			rc = store__ckpt_write(s, false, s->pass_ck);
+			/* Queues the pass left with nothing to do leave the list. */
+			pthread_mutex_lock(&s->qlock);
+			store__sl_prune(s);
+			pthread_mutex_unlock(&s->qlock);
 		}
 		if (rc != 0) {
 			s->pass_active = false;
@@ -489,15 +507,8 @@ store__drainer_main(void *arg)
 	pthread_setname_np(pthread_self(), "st-cq-drain");
 	drainer_priority();
 	while (!atomic_load_acquire(&s->stop)) {
-		uint64_t most = 0;
+		uint64_t most = store__drain_round(s);
 
-		/* acquire: pairs with release in store__queue_get_locked(): the queue is set up */
-		for (struct store_queue *q = atomic_load_acquire(&s->drain_head); q != NULL;
-		     q = q->dnext) {
-			uint64_t n = cq_wb_drain(q->cq);
-
-			most = SP_MAX(most, n);
-		}
 		us = most > DRAIN_BUSY_UNITS ? SVC_BUSY_US : SP_MIN(us * 2, SVC_IDLE_US);
 		sleep_us(us);
 	}

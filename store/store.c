@@ -163,6 +163,8 @@ store_open(const struct store_cfg *cfg, struct store **out)
 
 	pthread_mutex_lock(&s->qlock);
 	rc = store__open_queues(s, &rebuild);
+	/* Every queue with a directory is open: any other is new, with nothing to scan. */
+	s->queues_opened = true;
 	pthread_mutex_unlock(&s->qlock);
 	if (rc != 0)
 		goto err_close;
@@ -501,6 +503,7 @@ store__free(struct store *s)
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	free(s->dmg);
+	free(s->pass_v);
 	free(s);
 }
 
@@ -578,6 +581,8 @@ store_put(struct store *s, struct store_queue *q, struct wire_msg *m, struct sto
 		/* Checked by cq_can_append(); a failure here is a bug, counted. */
 		if (cq_append(q->cq, (uint64_t)m->queue_offset, &u) != 0)
 			atomic_add_relaxed(&q->cq_errors, 1);
+		else
+			store__queue_wake(s, q); /* before the commit: see wake.c */
 	}
 	clog_commit(c);
 	res->phys = m->phys_offset;

@@ -49,8 +49,16 @@ struct store_queue {
 	struct cq *cq;
 	struct store_queue *hnext; /* hash chain (registry mutex) */
 	struct store_queue *lnext; /* list of all queues (registry mutex) */
-	/* the drainer's list (drain_head): set before the queue is published, never changed */
-	struct store_queue *dnext;
+	/*
+	 * The background side's lists of queues with work (wake.c): on_dl is
+	 * set while the queue is on the drainer's stack or list, on_sl on the
+	 * service's; the links belong to whoever set the flag.
+	 */
+	_Atomic uint8_t on_dl;
+	_Atomic uint8_t on_sl;
+	struct store_queue *dl_next;
+	struct store_queue *sl_next;
+	bool retired; /* under the registry mutex: the service's list drops it */
 	/* control sets before handing the queue to the owning core */
 	_Atomic uint32_t shard;
 	/* written while the disk is full (store_queue_keep_writable()); relaxed */
@@ -131,12 +139,24 @@ struct store {
 	size_t n_queues;
 	/* deleted topics' queues: out of the registry, kept (mapped) until close */
 	struct store_queue *retired;
+	/* store__open_queues() is done: a queue not in the registry has no directory */
+	bool queues_opened;
 	/*
-	 * Every queue ever opened, retired ones too, newest first, for the
-	 * drainer thread, which walks it without qlock: prepended under qlock
-	 * (release), never unlinked before close.
+	 * Queues that took units, pushed by whoever appended (wake.c): the
+	 * drainer's and the service's stacks, each taken whole by its thread
+	 * onto a list of its own. An idle queue is on neither: no thread walks
+	 * every queue.
 	 */
-	struct store_queue *_Atomic drain_head;
+	struct store_queue *_Atomic dl_stack;
+	struct store_queue *_Atomic sl_stack;
+	struct store_queue *dl_list; /* drainer thread only */
+	struct store_queue *sl_list; /* service thread (or exclusive), under qlock */
+	size_t sl_len;
+	/* the flush pass's queues, taken from sl_list at its start (service thread) */
+	struct store_queue **pass_v;
+	size_t pass_n;
+	size_t pass_i;
+	size_t pass_cap;
 
 	/* service thread only */
 	int64_t last_flush_ms;
@@ -147,7 +167,6 @@ struct store {
 	 * checkpoint is written when the pass ends.
 	 */
 	bool pass_active;
-	struct store_queue *pass_next;
 	struct ckpt_shard pass_ck[STORE_SHARDS_MAX];
 	int64_t last_retention_ms;
 	int64_t last_resync_ms;
@@ -189,6 +208,12 @@ struct store_queue *store__qmap_find(struct store *s, const char *topic, size_t 
 uint32_t store__queue_units(const struct store *s, const char *topic, size_t len);
 int store__queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid,
 			    uint32_t shard, struct store_queue **out);
+/* wake.c */
+void store__queue_wake(struct store *s, struct store_queue *q);
+uint64_t store__drain_round(struct store *s);
+void store__sl_take(struct store *s);
+void store__sl_prune(struct store *s);
+int store__pass_begin(struct store *s);
 /* ckpt.c */
 int store__ckpt_write(struct store *s, bool clean, const struct ckpt_shard *cs);
 uint32_t store__ckpt_shards(struct store *s);

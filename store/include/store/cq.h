@@ -64,16 +64,20 @@ struct cq_unit {
 #define CQ_LOST_SIZE 1u
 
 /**
- * cq_open() - open or create the queue stored in @dir (created if missing).
+ * cq_open() - open the queue stored in @dir, or a new one when @dir does not
+ * exist (it is made with the queue's first file, not here).
  * Maps every file and finds the end as RocketMQ's recovery does: the first
  * unit with size <= 0 or offset < 0, scanning from up to three files before
  * the last file that has a valid first unit; stale units past the end are
  * zeroed. min is the first unit of the first file that is not a gap filler
  * (0, 0x7FFFFFFF, 0): a trim done by a previous run must be redone.
- * Leftover "*.tmp" files (a creation cut by a crash) are removed.
+ * Leftover "*.tmp" files (a creation cut by a crash) are removed. A queue
+ * keeps its files mapped but no descriptor open.
  *
- * A new queue has no file: call cq_prepare_next() before its first append
- * (or let the first append ask for one with -EAGAIN, see cq_append()).
+ * A new queue has no file and takes units without one: its write-behind
+ * ring holds them until the background side has made the file
+ * (cq_prepare_next(), cq_flush()). An idle queue costs memory only: no
+ * file, descriptor or mapping of its own.
  *
  * Context: control/startup thread, blocking; the queue is not shared yet.
  * Return: 0, -EINVAL bad arguments, a file of the wrong size or name, or a
@@ -81,6 +85,10 @@ struct cq_unit {
  */
 MUST_CHECK int cq_open(const struct store_io_ops *io, const char *dir, uint32_t units_per_file,
 		       struct cq **out);
+
+/* cq_open() of a queue known to have no directory: no syscall at all. */
+MUST_CHECK int cq_open_new(const struct store_io_ops *io, const char *dir, uint32_t units_per_file,
+			   struct cq **out);
 
 /*
  * Unmap and close every file, those trimmed but still in their grace period
@@ -96,10 +104,12 @@ void cq_close(struct cq *q);
  * nothing left to compare and it returns 0. @qoff > cq_max() is -EINVAL
  * (a gap) unless the queue is empty (min == max), in which case the queue
  * starts at @qoff: min = @qoff, max = @qoff + 1, and the units before it in
- * its file are gap fillers. A queue with no file yet may start anywhere: it
- * returns -EAGAIN and asks cq_prepare_next() for the file holding @qoff
- * (the first offset asked fixes the first file). A queue with files may
- * start only in its current or next file.
+ * its file are gap fillers. A queue start writes those fillers into the
+ * file itself: it returns -EAGAIN and asks cq_prepare_next() for the file
+ * holding @qoff (a queue with no file may start anywhere; the first offset
+ * asked fixes the first file), or for the file after the core's own while
+ * that one lags behind max. A queue with files may start only in the file
+ * holding max or the next one.
  *
  * @u must have phys >= 0 and 0 < size < 0x7FFFFFFF (other units read as the
  * end of the queue or as a filler after a restart).
@@ -108,9 +118,9 @@ void cq_close(struct cq *q);
  * page fault once warm); cq_wb_drain() copies it into the file.
  *
  * Context: owning core, non-blocking (no syscall, no fault in steady state).
- * Return: 0, -EAGAIN next file not prepared yet or the ring full (the
- * drainer is CQ's ring size behind; a queue start waits for an empty ring),
- * -EINVAL, -EEXIST.
+ * Return: 0, -EAGAIN the ring full (the drainer is CQ's ring size behind,
+ * or the unit's file is not made yet), or a queue start whose file is not
+ * prepared yet or that waits for an empty ring, -EINVAL, -EEXIST.
  */
 MUST_CHECK int cq_append(struct cq *q, uint64_t qoff, const struct cq_unit *u);
 
@@ -121,18 +131,20 @@ bool cq_can_append(const struct cq *q);
 bool cq_ring_full(const struct cq *q);
 
 /*
- * Return: true when the background thread should call cq_prepare_next(): no
- * file is waiting and the current one is at least 3/4 full, or a queue with
- * no file has asked for one. A hint (relaxed loads). Any thread.
+ * Return: true when the background thread should call cq_prepare_next(): the
+ * ring holds units past the last file, no file is waiting for the core and
+ * its current one is at least 3/4 full, or a queue start asked for one. A
+ * hint (relaxed loads). Any thread.
  */
 bool cq_wants_next(const struct cq *q);
 
 /**
- * cq_prepare_next() - create, allocate and map the file after the current
- * one (or reuse it if it exists) and hand it to the owning core. For a queue
- * with no file, the file holding the offset its first append asked for, else
- * the file at offset 0. Does nothing while a file is waiting or the current
- * one is less than 3/4 full.
+ * cq_prepare_next() - make the files of every unit the ring holds, then
+ * create, allocate and map the file after the core's current one (or reuse
+ * it if it exists) and hand it to the owning core. For a core with no file,
+ * the file holding max when the queue has files, else the one holding the
+ * offset a queue start asked for. Does nothing more while a file is waiting
+ * or the current one is less than 3/4 full.
  *
  * Context: background thread, blocking. Return: 0 (also when not needed), -errno.
  */
@@ -208,6 +220,15 @@ MUST_CHECK int cq_search(const struct cq *q, int64_t key,
  * (its own) and wait for another drainer. Return: units copied.
  */
 uint64_t cq_wb_drain(struct cq *q);
+
+/* Return: the ring holds no unit the files lack. Any thread (acquire loads). */
+bool cq_drained(const struct cq *q);
+
+/*
+ * Return: the queue has nothing for the background side: drained, flushed,
+ * no file wanted. Context: background thread (reads its own progress).
+ */
+bool cq_idle(const struct cq *q);
 
 /**
  * cq_flush() - drain the ring (cq_wb_drain()), then fdatasync the files

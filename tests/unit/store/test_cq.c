@@ -249,6 +249,8 @@ count_entries(void)
 	struct dirent *de;
 	int n = 0;
 
+	if (d == NULL && errno == ENOENT)
+		return -1; /* no directory */
 	T_ASSERT(d != NULL);
 	while ((de = readdir(d)) != NULL)
 		n += de->d_name[0] != '.';
@@ -289,14 +291,16 @@ test_append_get(void)
 	T_ASSERT_EQ_U64(cq_max(q), 0);
 	T_ASSERT_EQ_U64(cq_min(q), 0);
 	T_ASSERT(!cq_wants_next(q));
-	T_ASSERT(!cq_can_append(q));
-	/* A new queue has no file: the first append asks for one. */
-	T_ASSERT_EQ(cq_append(q, 0, &u), -EAGAIN);
+	/* A new queue has no file, not even a directory, and takes units without one. */
+	T_ASSERT_EQ(count_entries(), -1);
+	T_ASSERT(cq_can_append(q));
+	T_ASSERT_EQ(cq_append(q, 0, &u), 0);
+	T_ASSERT(!file_exists(0));
 	T_ASSERT(cq_wants_next(q));
 	T_ASSERT_EQ(cq_prepare_next(q), 0);
-	T_ASSERT(cq_can_append(q));
+	T_ASSERT(file_exists(0));
 	T_ASSERT(!cq_wants_next(q));
-	append_range(q, 0, 5 * UPF + 3);
+	append_range(q, 1, 5 * UPF + 3);
 	T_ASSERT_EQ_U64(cq_max(q), 5 * UPF + 3);
 	T_ASSERT_EQ_U64(cq_min(q), 0);
 	check_range(q, 0, 5 * UPF + 3);
@@ -344,8 +348,15 @@ test_eagain_without_prepare(void)
 
 	setup();
 	q = open_q();
+	/* Nothing asked, nothing made: an idle queue has no file. */
 	T_ASSERT_EQ(cq_prepare_next(q), 0);
-	for (uint64_t i = 0; i < UPF; i++) {
+	T_ASSERT_EQ(count_entries(), -1);
+	u = unit_of(0);
+	T_ASSERT_EQ(cq_append(q, 0, &u), 0);
+	T_ASSERT(cq_wants_next(q)); /* the ring holds a unit no file has */
+	T_ASSERT_EQ(cq_prepare_next(q), 0);
+	T_ASSERT(file_exists(0));
+	for (uint64_t i = 1; i < UPF; i++) {
 		u = unit_of(i);
 		T_ASSERT_EQ(cq_append(q, i, &u), 0);
 		/* 3/4 full: 6 of 8 units. */
@@ -356,14 +367,20 @@ test_eagain_without_prepare(void)
 			T_ASSERT(!file_exists(UPF));
 		}
 	}
-	T_ASSERT(!cq_can_append(q));
+	/* Past the files: the ring takes it, the drain stops short of it. */
+	T_ASSERT(cq_can_append(q));
 	u = unit_of(UPF);
-	T_ASSERT_EQ(cq_append(q, UPF, &u), -EAGAIN);
-	T_ASSERT_EQ(cq_append(q, UPF, &u), -EAGAIN);
-	T_ASSERT_EQ_U64(cq_max(q), UPF);
+	T_ASSERT_EQ(cq_append(q, UPF, &u), 0);
+	T_ASSERT_EQ_U64(cq_max(q), UPF + 1);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), UPF);
+	T_ASSERT(!cq_drained(q));
+	check_range(q, 0, UPF + 1); /* unit UPF from the ring */
 	/* A failed creation leaves nothing behind, and the next try works. */
 	atomic_store(&tio.fail_alloc, 1);
 	T_ASSERT_EQ(cq_prepare_next(q), -ENOSPC);
+	T_ASSERT_EQ(count_entries(), 1);
+	atomic_store(&tio.fail_alloc, 1);
+	T_ASSERT_EQ(cq_flush(q), -ENOSPC); /* nor does a flush claim the unit */
 	T_ASSERT_EQ(count_entries(), 1);
 	T_ASSERT(cq_wants_next(q));
 	T_ASSERT_EQ(cq_prepare_next(q), 0);
@@ -371,9 +388,38 @@ test_eagain_without_prepare(void)
 	/* Preparing twice is a no-op while a file is waiting. */
 	T_ASSERT_EQ(cq_prepare_next(q), 0);
 	T_ASSERT_EQ(count_entries(), 2);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 1);
+	T_ASSERT(cq_drained(q));
+	T_ASSERT_EQ(cq_flush(q), 0);
+	T_ASSERT(cq_idle(q));
+	append_range(q, UPF + 1, 4 * UPF);
+	check_range(q, 0, 4 * UPF);
+	cq_close(q);
+	teardown();
+
+	/* Reopen at a boundary with no next file: the ring holds the unit until it is made. */
+	setup();
+	q = open_q();
+	append_range(q, 0, 16);
+	cq_close(q);
+	{
+		char p[256];
+
+		snprintf(p, sizeof(p), "%s/%020d", qdir, 16 * CQ_UNIT_SIZE);
+		unlink(p);
+	}
+	q = open_q();
+	T_ASSERT_EQ_U64(cq_max(q), 16);
 	T_ASSERT(cq_can_append(q));
-	T_ASSERT_EQ(cq_append(q, UPF, &u), 0);
-	check_range(q, 0, UPF + 1);
+	T_ASSERT(cq_wants_next(q));
+	u = unit_of(16);
+	T_ASSERT_EQ(cq_append(q, 16, &u), 0);
+	T_ASSERT_EQ(cq_flush(q), 0); /* makes the file, drains, syncs */
+	T_ASSERT(file_exists(16));
+	cq_close(q);
+	q = open_q();
+	T_ASSERT_EQ_U64(cq_max(q), 17);
+	check_range(q, 0, 17);
 	cq_close(q);
 	teardown();
 }
@@ -427,12 +473,12 @@ test_reopen(void)
 	}
 	q = open_q();
 	T_ASSERT_EQ_U64(cq_max(q), 16);
-	T_ASSERT(!cq_can_append(q));
+	T_ASSERT(cq_can_append(q));
 	T_ASSERT(cq_wants_next(q));
 	u = unit_of(16);
-	T_ASSERT_EQ(cq_append(q, 16, &u), -EAGAIN);
-	T_ASSERT_EQ(cq_prepare_next(q), 0);
 	T_ASSERT_EQ(cq_append(q, 16, &u), 0);
+	T_ASSERT_EQ(cq_prepare_next(q), 0);
+	T_ASSERT(file_exists(16));
 	cq_close(q);
 	teardown();
 }
@@ -510,11 +556,15 @@ test_start_offset(void)
 	cq_close(q);
 	teardown();
 
-	/* First file prepared first (at 0), queue starts inside it. */
+	/* A start inside the first file asks for it; nothing asked, nothing made. */
 	setup();
 	q = open_q();
 	T_ASSERT_EQ(cq_prepare_next(q), 0);
+	T_ASSERT(!file_exists(0));
 	u = unit_of(5);
+	T_ASSERT_EQ(cq_append(q, 5, &u), -EAGAIN);
+	T_ASSERT_EQ(cq_prepare_next(q), 0);
+	T_ASSERT(file_exists(0));
 	T_ASSERT_EQ(cq_append(q, 5, &u), 0);
 	T_ASSERT_EQ_U64(cq_min(q), 5);
 	append_range(q, 6, 12);
@@ -529,6 +579,8 @@ test_start_offset(void)
 	/* The first offset asked fixes the first file. */
 	setup();
 	q = open_q();
+	u = unit_of(5);
+	T_ASSERT_EQ(cq_append(q, 5, &u), -EAGAIN);
 	T_ASSERT_EQ(cq_prepare_next(q), 0); /* file 0 */
 	u = unit_of(40);
 	T_ASSERT_EQ(cq_append(q, 40, &u), -EINVAL);

@@ -209,13 +209,23 @@ test_sched_cq_units(void)
 	T_ASSERT_EQ(store_open(&cfg, &s), 0);
 	T_ASSERT_EQ(store_queue_get(s, STORE_SCHED_TOPIC, 0, 0, &sq), 0);
 	T_ASSERT_EQ(store_queue_get(s, "A", 0, 0, &aq), 0);
+	/* No file, not even a directory, until a queue takes a unit. */
+	snprintf(path, sizeof(path), "%s/consumequeue/A", root);
+	T_ASSERT_EQ(stat(path, &st), -1);
+	{
+		struct store_put_res r;
+
+		T_ASSERT(put_one(s, aq, 0, &r) > 0);
+		T_ASSERT(put_one(s, sq, 0, &r) > 0);
+	}
+	(void)store_drain_queues(s); /* as the service and the drainer do */
 	snprintf(path, sizeof(path), "%s/consumequeue/%s/0/%020d", root, STORE_SCHED_TOPIC, 0);
 	T_ASSERT_EQ(stat(path, &st), 0);
 	T_ASSERT_EQ(st.st_size, 2048 * 20);
 	snprintf(path, sizeof(path), "%s/consumequeue/A/0/%020d", root, 0);
 	T_ASSERT_EQ(stat(path, &st), 0);
 	T_ASSERT_EQ(st.st_size, 32768 * 20);
-	for (uint32_t i = 0; i < 2500; i++) { /* rolls a file */
+	for (uint32_t i = 1; i < 2500; i++) { /* rolls a file */
 		struct store_put_res r;
 
 		T_ASSERT(put_one(s, sq, i, &r) > 0);
