@@ -19,17 +19,16 @@ bench_bk_table(unsigned n)
 		abort();
 	for (unsigned k = 0; k < n; k++) {
 		struct bk_topic *t = calloc(1, sizeof(*t)), *old = NULL;
-		struct bk_ttab *nt;
+		struct bk_ttab *old_tab;
 
 		if (t == NULL)
 			abort();
 		snprintf(t->name, sizeof(t->name), "BenchTopic-%05u", k);
 		t->name_len = (uint32_t)strlen(t->name);
 		t->hash = bk_name_hash(t->name, t->name_len);
-		if (bk_ttab_with(bk->ttab, t, &nt, &old) != 0)
+		if (bk_ttab_put(&bk->ttab, t, &old_tab, &old) != 0)
 			abort();
-		bk_ttab_free(bk->ttab); /* no reader yet: no grace period */
-		bk->ttab = nt;
+		bk_ttab_free(old_tab); /* no reader yet: no grace period */
 	}
 	return bk;
 }

@@ -607,9 +607,14 @@ bool bk_topic_is_system(const char *name);
 uint32_t bk_name_hash(const char *s, size_t len);
 /* Core side: the topic @name, or NULL. Caller is an RCU reader (QSBR online). */
 const struct bk_topic *bk_topic_find(const struct bk *bk, const char *name, size_t len);
-/* Control side: the next table with @t added or replacing its namesake; old topic in *@old. */
-MUST_CHECK int bk_ttab_with(const struct bk_ttab *cur, struct bk_topic *t, struct bk_ttab **out,
-			    struct bk_topic **old);
+/*
+ * Control side: put @t into the published table *@tabp, in place (replacing
+ * its namesake, returned in *@old) or in a larger table published in its
+ * stead (the old one in *@old_tab). Free both after a grace period.
+ * Return: 0, -ENOMEM (nothing changed).
+ */
+MUST_CHECK int bk_ttab_put(struct bk_ttab **tabp, struct bk_topic *t, struct bk_ttab **old_tab,
+			   struct bk_topic **old);
 /* Control side: the next table without @name; the topic removed (or NULL) in *@old. */
 MUST_CHECK int bk_ttab_without(const struct bk_ttab *cur, const char *name, size_t len,
 			       struct bk_ttab **out, struct bk_topic **old);

@@ -5,11 +5,13 @@
  * rcu_assign_pointer() and read by the dataplane cores under QSBR without a
  * lock.
  *
- * A change (a created topic, a changed permission) builds a whole new table
- * that shares the unchanged topics with the old one; the control thread
- * frees the old table (and a replaced topic) after synchronize_rcu(). Tables
- * are small next to a grace period's cost, and topic changes are rare, so
- * copy-on-write keeps the readers' side to one hash probe.
+ * A created or changed topic goes into its slot in place
+ * (rcu_assign_pointer()): a reader finds either the old slot's content or
+ * the whole new topic, and probe chains never break, as only a deletion
+ * empties a slot, and a deletion builds a new table. A table over half full
+ * is replaced by one twice its size. The control thread frees a replaced
+ * table or topic after synchronize_rcu(). Building a whole table per topic
+ * made loading N topics O(N^2): 19,500 topics took 23-34 s to start.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -125,7 +127,8 @@ tab_find(const struct bk_ttab *t, const char *name, size_t len, uint32_t h)
 	if (t == NULL)
 		return NULL;
 	for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
-		const struct bk_topic *p = t->slot[i];
+		/* pairs with rcu_assign_pointer() in bk_ttab_put() (a topic put in place) */
+		const struct bk_topic *p = rcu_dereference(t->slot[i]);
 
 		if (p == NULL)
 			return NULL;
@@ -201,30 +204,41 @@ bk_ttab_without(const struct bk_ttab *cur, const char *name, size_t len, struct 
 }
 
 int
-bk_ttab_with(const struct bk_ttab *cur, struct bk_topic *t, struct bk_ttab **out,
-	     struct bk_topic **old)
+bk_ttab_put(struct bk_ttab **tabp, struct bk_topic *t, struct bk_ttab **old_tab,
+	    struct bk_topic **old)
 {
-	struct bk_ttab *nt = tab_new((cur ? cur->n : 0) + 1);
+	struct bk_ttab *cur = *tabp; /* the control thread is the only writer */
+	struct bk_ttab *nt;
 
 	*old = NULL;
-	if (nt == NULL)
-		return -ENOMEM;
-	if (cur) {
-		for (uint32_t i = 0; i <= cur->mask; i++) {
+	*old_tab = NULL;
+	if (cur != NULL) {
+		for (uint32_t i = t->hash & cur->mask;; i = (i + 1) & cur->mask) {
 			struct bk_topic *p = cur->slot[i];
 
+			if (p != NULL && (p->hash != t->hash || p->name_len != t->name_len ||
+					  memcmp(p->name, t->name, t->name_len) != 0))
+				continue;
+			if (p == NULL && (uint64_t)(cur->n + 1) * 2 > (uint64_t)cur->mask + 1)
+				break; /* a new topic in a table half full: grow */
+			/* pairs with rcu_dereference() in tab_find() */
+			rcu_assign_pointer(cur->slot[i], t);
 			if (p == NULL)
-				continue;
-			if (p->hash == t->hash && p->name_len == t->name_len &&
-			    memcmp(p->name, t->name, t->name_len) == 0) {
-				*old = p;
-				continue;
-			}
-			tab_put(nt, p);
+				cur->n++;
+			*old = p;
+			return 0;
 		}
 	}
+	nt = tab_new(cur ? 2 * (cur->n + 1) : 1);
+	if (nt == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; cur && i <= cur->mask; i++)
+		if (cur->slot[i] != NULL)
+			tab_put(nt, cur->slot[i]);
 	tab_put(nt, t);
-	*out = nt;
+	/* pairs with rcu_dereference() in bk_topic_find() */
+	rcu_assign_pointer(*tabp, nt);
+	*old_tab = cur;
 	return 0;
 }
 

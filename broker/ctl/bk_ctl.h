@@ -64,6 +64,10 @@ struct bk_ctl {
 	struct meta_topic *reg;
 	size_t nreg;
 	uint16_t **reg_cores;
+	size_t reg_cap;
+	/* reg's index by name: open addressing of reg positions + 1 (0 empty), under mu */
+	uint32_t *reg_ix;
+	uint32_t reg_ix_mask;
 	uint64_t dv_counter;
 	int64_t dv_ts;
 	struct ctl_breg *breg;

@@ -30,33 +30,94 @@ topic_free(struct bk_topic *t)
 	free(t);
 }
 
+/*
+ * The registration snapshot's index by name, rebuilt when it grows past half
+ * full or loses a topic. Without it every topic loaded or created searched
+ * the whole snapshot: O(N^2) to load N topics. Caller holds mu.
+ */
+static int
+reg_ix_build(struct bk_ctl *x, size_t want)
+{
+	uint32_t slots = 64;
+	uint32_t *ix;
+
+	while (slots < want * 2)
+		slots <<= 1;
+	ix = calloc(slots, sizeof(*ix));
+	if (ix == NULL)
+		return -ENOMEM;
+	free(x->reg_ix);
+	x->reg_ix = ix;
+	x->reg_ix_mask = slots - 1;
+	for (size_t i = 0; i < x->nreg; i++) {
+		uint32_t h = bk_name_hash(x->reg[i].name, strlen(x->reg[i].name));
+
+		for (uint32_t k = h & x->reg_ix_mask;; k = (k + 1) & x->reg_ix_mask) {
+			if (ix[k] == 0) {
+				ix[k] = (uint32_t)i + 1;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Position of @name in reg, or nreg. Caller holds mu. */
+static size_t
+reg_find(const struct bk_ctl *x, const char *name, uint32_t *slot)
+{
+	uint32_t h = bk_name_hash(name, strlen(name));
+
+	for (uint32_t k = h & x->reg_ix_mask;; k = (k + 1) & x->reg_ix_mask) {
+		uint32_t v = x->reg_ix[k];
+
+		if (v == 0) {
+			*slot = k;
+			return x->nreg;
+		}
+		if (strcmp(x->reg[v - 1].name, name) == 0)
+			return v - 1;
+	}
+}
+
 static int
 reg_add(struct bk_ctl *x, const struct bk_topic *t)
 {
-	struct meta_topic *n;
-	uint16_t **nc, *cores;
+	uint16_t *cores;
+	uint32_t slot = 0;
 	size_t i;
+	int err = 0;
 
 	cores = malloc(sizeof(*cores) * t->nq);
 	if (cores == NULL)
 		return -ENOMEM;
 	memcpy(cores, t->core, sizeof(*cores) * t->nq);
 	pthread_mutex_lock(&x->mu);
-	for (i = 0; i < x->nreg; i++)
-		if (strcmp(x->reg[i].name, t->name) == 0)
-			break;
-	if (i == x->nreg) {
-		n = realloc(x->reg, sizeof(*n) * (x->nreg + 1));
-		nc = n ? realloc(x->reg_cores, sizeof(*nc) * (x->nreg + 1)) : NULL;
+	if (x->reg_ix == NULL || (x->nreg + 1) * 2 > (size_t)x->reg_ix_mask + 1)
+		err = reg_ix_build(x, x->nreg + 1);
+	i = err ? 0 : reg_find(x, t->name, &slot);
+	if (err == 0 && i == x->nreg && x->nreg == x->reg_cap) {
+		size_t cap = x->reg_cap ? x->reg_cap * 2 : 64;
+		struct meta_topic *n = realloc(x->reg, sizeof(*n) * cap);
+		uint16_t **nc = n ? realloc(x->reg_cores, sizeof(*nc) * cap) : NULL;
+
 		if (n)
 			x->reg = n;
-		if (nc == NULL) {
-			pthread_mutex_unlock(&x->mu);
-			free(cores);
-			return -ENOMEM;
+		if (nc == NULL)
+			err = -ENOMEM;
+		else {
+			x->reg_cores = nc;
+			x->reg_cap = cap;
 		}
-		x->reg_cores = nc;
+	}
+	if (err) {
+		pthread_mutex_unlock(&x->mu);
+		free(cores);
+		return err;
+	}
+	if (i == x->nreg) {
 		x->reg_cores[i] = NULL;
+		x->reg_ix[slot] = (uint32_t)i + 1;
 		x->nreg++;
 	}
 	memset(&x->reg[i], 0, sizeof(x->reg[i]));
@@ -91,9 +152,12 @@ bk_ctl_reg_clear(struct bk_ctl *x)
 		free(x->reg_cores[i]);
 	free(x->reg_cores);
 	free(x->reg);
+	free(x->reg_ix);
 	x->reg = NULL;
 	x->reg_cores = NULL;
+	x->reg_ix = NULL;
 	x->nreg = 0;
+	x->reg_cap = 0;
 }
 
 /* topics.json from the registration snapshot, and a new registration at once. Return: 0, -errno. */
@@ -120,7 +184,7 @@ bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool save)
 {
 	struct bk *bk = &x->bk;
 	struct bk_topic *t, *old;
-	struct bk_ttab *nt, *cur = bk->ttab;
+	struct bk_ttab *old_tab;
 	int err;
 
 	t = calloc(1, sizeof(*t));
@@ -150,16 +214,15 @@ bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool save)
 			return err;
 		}
 	}
-	err = bk_ttab_with(cur, t, &nt, &old);
+	err = bk_ttab_put(&bk->ttab, t, &old_tab, &old);
 	if (err) {
 		topic_free(t);
 		return err;
 	}
-	/* pairs with rcu_dereference() in bk_topic_find() */
-	rcu_assign_pointer(bk->ttab, nt);
-	if (x->cores_running)
+	/* A new topic put in place frees nothing: no grace period to wait for. */
+	if (x->cores_running && (old_tab != NULL || old != NULL))
 		urcu_qsbr_synchronize_rcu();
-	bk_ttab_free(cur);
+	bk_ttab_free(old_tab);
 	topic_free(old);
 	err = reg_add(x, t);
 	if (err)
@@ -212,6 +275,11 @@ reg_remove(struct bk_ctl *x, const char *name)
 		x->dv_ts = clk_wall_ms();
 		found = true;
 		break;
+	}
+	/* Positions moved: the index again (a deletion is rare; on failure, at the next add). */
+	if (found && reg_ix_build(x, x->nreg) != 0) {
+		free(x->reg_ix);
+		x->reg_ix = NULL;
 	}
 	pthread_mutex_unlock(&x->mu);
 	return found;

@@ -121,7 +121,7 @@ static void
 add_topic(const char *name, uint32_t nq)
 {
 	struct bk_topic *t = calloc(1, sizeof(*t));
-	struct bk_ttab *nt;
+	struct bk_ttab *old_tab;
 	struct bk_topic *old;
 
 	if (t == NULL)
@@ -138,10 +138,9 @@ add_topic(const char *name, uint32_t nq)
 	for (uint32_t q = 0; q < nq; q++)
 		if (store_queue_get(bk.store, name, q, 0, &t->sq[q]) != 0)
 			abort();
-	if (bk_ttab_with(bk.ttab, t, &nt, &old) != 0)
+	if (bk_ttab_put(&bk.ttab, t, &old_tab, &old) != 0)
 		abort();
-	bk_ttab_free(bk.ttab); /* no reader runs yet: no grace period to wait for */
-	bk.ttab = nt;
+	bk_ttab_free(old_tab); /* no reader runs yet: no grace period to wait for */
 }
 
 static char root[] = "/tmp/sp-fuzz-broker-XXXXXX";

@@ -133,7 +133,7 @@ static int
 topic_put(void *arg, const struct meta_topic *mt)
 {
 	struct bk_topic *t, *old;
-	struct bk_ttab *nt;
+	struct bk_ttab *old_tab;
 	size_t len = strnlen(mt->name, sizeof(mt->name));
 	bool known = bk_topic_find(&bk, mt->name, len) != NULL;
 	int err;
@@ -170,14 +170,13 @@ topic_put(void *arg, const struct meta_topic *mt)
 			return err;
 		}
 	}
-	err = bk_ttab_with(bk.ttab, t, &nt, &old);
+	err = bk_ttab_put(&bk.ttab, t, &old_tab, &old);
 	if (err) {
 		topic_free(t);
 		return err;
 	}
 	/* no core thread reads the table: nothing to wait for before freeing */
-	bk_ttab_free(bk.ttab);
-	bk.ttab = nt;
+	bk_ttab_free(old_tab);
 	topic_free(old);
 	if (!known)
 		topics_made++;
