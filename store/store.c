@@ -84,7 +84,8 @@ store_open(const struct store_cfg *cfg, struct store **out)
 	s->lock_fd = -1;
 	s->buf_lock_fd = -1;
 	s->dmg = calloc(cfg->shards, sizeof(*s->dmg));
-	if (s->dmg == NULL) {
+	if (s->dmg == NULL || store__qmap_init(s) != 0) {
+		free(s->dmg);
 		free(s);
 		return -ENOMEM;
 	}
@@ -504,6 +505,7 @@ store__free(struct store *s)
 		close(s->lock_fd);
 	free(s->dmg);
 	free(s->pass_v);
+	free(s->qmap);
 	free(s);
 }
 

@@ -37,8 +37,8 @@
 #define CKPT_MAGIC 0x53504B43u /* "SPKC" */
 #define CKPT_VERSION 2	       /* 1: without verified */
 #define CKPT_HDR 16
-#define CKPT_PER_SHARD 32 /* version 1: 24 */
-#define QMAP_BUCKETS 4096
+#define CKPT_PER_SHARD 32   /* version 1: 24 */
+#define QMAP_BUCKETS 4096   /* at open */
 #define STORE_WB_FILE_MS 10 /* ASYNC write-back period when the buffers are files */
 
 struct store_queue {
@@ -134,7 +134,9 @@ struct store {
 
 	/* registry: control and background threads, under qlock */
 	pthread_mutex_t qlock;
-	struct store_queue *qmap[QMAP_BUCKETS];
+	/* buckets: a power of two, doubled when it holds two queues a bucket (queues.c) */
+	struct store_queue **qmap;
+	uint32_t qmap_mask;
 	struct store_queue *queues;
 	size_t n_queues;
 	/* deleted topics' queues: out of the registry, kept (mapped) until close */
@@ -205,6 +207,7 @@ void store__free(struct store *s);
 void store__dmg_report(struct store *s);
 /* queues.c */
 struct store_queue *store__qmap_find(struct store *s, const char *topic, size_t len, uint32_t qid);
+int store__qmap_init(struct store *s);
 uint32_t store__queue_units(const struct store *s, const char *topic, size_t len);
 int store__queue_get_locked(struct store *s, const char *topic, size_t len, uint32_t qid,
 			    uint32_t shard, struct store_queue **out);
