@@ -190,6 +190,10 @@ const struct cfg_key bk_keys[] = {
 	 "how often consumerOffset.json is written (ms)"},
 	{"registerNameServerPeriod", CFG_INT, "30000", 100, 600000, NULL,
 	 "re-register with every NameServer this often (ms)"},
+	{"forceRegister", CFG_BOOL, "false", 0, 0, NULL,
+	 "every registerNameServerPeriod send every topic (RocketMQ's default, true); false: "
+	 "only when the topics changed, else QUERY_DATA_VERSION, which keeps the broker alive "
+	 "there"},
 	{"dataplaneBackend", CFG_ENUM, "udp", 0, 0, backend_choices, "packet I/O backend"},
 	{"dataplaneCores", CFG_INT, "2", 1, BK_CORES_MAX, NULL, "dataplane cores (store shards)"},
 	{"dataplanePort", CFG_INT, "20911", 1, 65535, NULL,

@@ -251,6 +251,18 @@ creates_poll(struct bk_ctl *x)
 
 /* ---- registration snapshot (agent thread) ---- */
 
+/* ctl_breg_dv_fn: the registration snapshot's data version. */
+static void
+reg_dv(void *arg, uint64_t *dv_counter, int64_t *dv_ts)
+{
+	struct bk_ctl *x = arg;
+
+	pthread_mutex_lock(&x->mu);
+	*dv_counter = x->dv_counter;
+	*dv_ts = x->dv_ts;
+	pthread_mutex_unlock(&x->mu);
+}
+
 static int
 reg_snapshot(void *arg, struct ctl_breg_topic **out, size_t *n, uint64_t *dv_counter,
 	     int64_t *dv_ts)
@@ -1070,6 +1082,8 @@ main(int argc, char **argv)
 				},
 			.snapshot = reg_snapshot,
 			.release = reg_release,
+			.dv = reg_dv,
+			.force_register = cfg_get_bool(cfg, "forceRegister"),
 			.arg = x,
 			.access_key = cfg_get_str(cfg, "accessKey"),
 			.secret_key = cfg_get_str(cfg, "secretKey"),

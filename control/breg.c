@@ -63,6 +63,8 @@ struct breg_body {
 	uint64_t seq; /* round number */
 	uint64_t gen; /* kick generation its snapshot was taken for */
 	size_t n_topics;
+	uint64_t dv_counter;
+	int64_t dv_ts;
 	char *json;
 	size_t len;
 	char crc[12]; /* bodyCrc32, decimal */
@@ -81,6 +83,7 @@ struct breg_ns {
 	/* under mu */
 	struct breg_body *cur; /* newest body for this server (a reference) */
 	uint64_t done_seq;     /* cur->seq once accepted */
+	bool hb_due;	       /* a round with cur's data version: ask, register if changed */
 	uint64_t ok_gen;       /* generation of the newest accepted body */
 	uint64_t retry_at_ns;  /* after a failure: not before this */
 	uint32_t fails;	       /* consecutive */
@@ -101,6 +104,8 @@ struct ctl_breg {
 	char epoch[24];
 	ctl_breg_snapshot_fn snapshot;
 	ctl_breg_release_fn release;
+	ctl_breg_dv_fn dv;
+	bool force_register;
 	void *arg;
 	char *ak, *sk; /* accessKey/secretKey, or NULL */
 	pthread_t agent;
@@ -111,6 +116,7 @@ struct ctl_breg {
 	bool stop;
 	uint64_t kick_gen;
 	uint64_t seq;
+	struct breg_body *last; /* the newest body built (a reference) */
 	/* a slave's master, from the newest registration answer that named one */
 	char master_ha[CTL_BREG_ADDR_MAX];
 	char master_addr[CTL_BREG_ADDR_MAX];
@@ -224,6 +230,8 @@ body_build(struct ctl_breg *b, uint64_t gen, struct breg_body **out)
 	body->refs = 1;
 	body->gen = gen;
 	body->n_topics = n;
+	body->dv_counter = dv_counter;
+	body->dv_ts = dv_ts;
 	snprintf(body->crc, sizeof(body->crc), "%" PRIu32, crc32_body(body->json, body->len));
 	*out = body;
 	return 0;
@@ -314,7 +322,7 @@ ctl_breg_master(struct ctl_breg *b, char *ha, size_t ha_cap, char *addr, size_t 
  */
 static int
 ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t len, char *remark,
-	size_t remark_cap)
+	size_t remark_cap, bool *changed)
 {
 	uint64_t deadline = deadline_after(ns->b->timeout_ms);
 	struct sp_rem_resp resp;
@@ -347,6 +355,13 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
 			rc = resp.cmd.code < 0 ? -EPROTO : resp.cmd.code;
 			if (rc == 0 && cmd->code == WIRE_REQ_REGISTER_BROKER)
 				take_master(ns->b, &resp.cmd);
+			if (rc == 0 && changed != NULL) {
+				const struct wire_kv *kv = wire_rem_ext_get(&resp.cmd, "changed");
+
+				/* no answer is an old server's: register, to be sure */
+				*changed = kv == NULL || kv->val_len != 5 ||
+					   memcmp(kv->val, "false", 5) != 0;
+			}
 			sp_rem_resp_free(&resp);
 			return rc;
 		}
@@ -412,7 +427,36 @@ ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size
 			rc = wire_rem_ext_add(cmd, "dataplaneCores", b->dp_cores);
 	}
 	if (rc == 0)
-		rc = ns_call(ns, cmd, body->json, body->len, remark, remark_cap);
+		rc = ns_call(ns, cmd, body->json, body->len, remark, remark_cap, NULL);
+	free(cmd);
+	if (rc > 0) {
+		if (remark[0] == '\0')
+			snprintf(remark, remark_cap, "code %d", rc);
+		breg_said(ns, true, remark);
+		return -EPROTO;
+	}
+	if (rc < 0)
+		breg_said(ns, false, err_str(rc));
+	return rc;
+}
+
+/*
+ * QUERY_DATA_VERSION with @body's data version: the server refreshes our
+ * heartbeat, and says whether it holds that version. Return: 0 and
+ * *@changed, -EPROTO refused, -errno. Context: @ns's worker.
+ */
+static int
+ns_query(struct breg_ns *ns, const struct breg_body *body, bool *changed, char *remark,
+	 size_t remark_cap)
+{
+	struct wire_rem_cmd *cmd = malloc(sizeof(*cmd));
+	char dv[80];
+	int n = snprintf(dv, sizeof(dv), "{\"counter\":%" PRIu64 ",\"timestamp\":%" PRId64 "}",
+			 body->dv_counter, body->dv_ts);
+	int rc = cmd == NULL ? -ENOMEM : cmd_init(ns->b, cmd, WIRE_REQ_QUERY_DATA_VERSION);
+
+	if (rc == 0)
+		rc = ns_call(ns, cmd, dv, (size_t)n, remark, remark_cap, changed);
 	free(cmd);
 	if (rc > 0) {
 		if (remark[0] == '\0')
@@ -434,7 +478,7 @@ ns_unregister(struct breg_ns *ns)
 	int rc = cmd == NULL ? -ENOMEM : cmd_init(ns->b, cmd, WIRE_REQ_UNREGISTER_BROKER);
 
 	if (rc == 0)
-		rc = ns_call(ns, cmd, NULL, 0, remark, sizeof(remark));
+		rc = ns_call(ns, cmd, NULL, 0, remark, sizeof(remark), NULL);
 	free(cmd);
 	if (rc == 0)
 		log_info(BREG_TAG, "unregistered from namesrv %s", ns->addr);
@@ -476,7 +520,9 @@ worker_main(void *arg)
 		struct timespec ts;
 		int rc;
 
-		if (body == NULL || body->seq == ns->done_seq) {
+		bool ask;
+
+		if (body == NULL || (body->seq == ns->done_seq && !ns->hb_due)) {
 			pthread_cond_wait(&b->cv, &b->mu);
 			continue;
 		}
@@ -486,7 +532,28 @@ worker_main(void *arg)
 			continue;
 		}
 		body->refs++;
+		ask = body->seq == ns->done_seq; /* only a heartbeat is due */
 		pthread_mutex_unlock(&b->mu);
+		if (ask) {
+			bool changed = true;
+
+			rc = ns_query(ns, body, &changed, remark, sizeof(remark));
+			pthread_mutex_lock(&b->mu);
+			if (rc == 0) {
+				ns->hb_due = false;
+				ns->fails = 0;
+				ns->retry_at_ns = 0;
+				/* it lost us (restarted?) or holds another version: register */
+				if (changed)
+					ns->done_seq = 0;
+			} else {
+				ns->fails++;
+				ns->retry_at_ns = clk_mono_ns() + backoff_ns(b, ns->fails);
+			}
+			body_put(body);
+			pthread_cond_broadcast(&b->cv);
+			continue;
+		}
 		rc = ns_register(ns, body, remark, sizeof(remark));
 		if (rc == 0 && (!ns->ever_ok || ns->fails > 0))
 			log_info(BREG_TAG, "registered %zu topics with namesrv %s", body->n_topics,
@@ -499,6 +566,7 @@ worker_main(void *arg)
 			snprintf(ns->refused, sizeof(ns->refused), "%s", rc ? remark : "");
 		if (rc == 0) {
 			ns->done_seq = body->seq;
+			ns->hb_due = false;
 			ns->ok_gen = SP_MAX(ns->ok_gen, body->gen);
 			ns->fails = 0;
 			ns->retry_at_ns = 0;
@@ -549,6 +617,22 @@ agent_main(void *arg)
 			continue;
 		}
 		gen = b->kick_gen;
+		if (gen == built_gen && !b->force_register && b->dv != NULL && b->last != NULL) {
+			uint64_t dvc = 0;
+			int64_t dvt = 0;
+
+			/* A round, not a kick: with the same version, a heartbeat will do. */
+			pthread_mutex_unlock(&b->mu);
+			b->dv(b->arg, &dvc, &dvt);
+			pthread_mutex_lock(&b->mu);
+			if (dvc == b->last->dv_counter && dvt == b->last->dv_ts) {
+				next_ns = now + (uint64_t)b->interval_ms * 1000000;
+				for (uint32_t i = 0; i < b->n_ns; i++)
+					b->ns[i].hb_due = b->ns[i].cur == b->last;
+				pthread_cond_broadcast(&b->cv);
+				continue;
+			}
+		}
 		pthread_mutex_unlock(&b->mu);
 		rc = body_build(b, gen, &body);
 		if (rc != 0)
@@ -563,6 +647,9 @@ agent_main(void *arg)
 		if (rc != 0)
 			continue;
 		body->seq = ++b->seq;
+		body_put(b->last);
+		b->last = body;
+		body->refs++;
 		for (uint32_t i = 0; i < b->n_ns; i++) {
 			body_put(b->ns[i].cur);
 			b->ns[i].cur = body;
@@ -683,6 +770,7 @@ breg_destroy(struct ctl_breg *b)
 		body_put(b->ns[i].cur);
 		free(b->ns[i].addr);
 	}
+	body_put(b->last);
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b->ns);
@@ -829,6 +917,8 @@ ctl_breg_start(const struct ctl_breg_cfg *cfg, struct ctl_breg **out)
 	b->interval_ms = cfg->interval_ms != 0 ? cfg->interval_ms : CTL_BREG_INTERVAL_MS;
 	b->timeout_ms = cfg->timeout_ms != 0 ? cfg->timeout_ms : CTL_BREG_TIMEOUT_MS;
 	b->snapshot = cfg->snapshot;
+	b->dv = cfg->dv;
+	b->force_register = cfg->force_register;
 	b->release = cfg->release;
 	b->arg = cfg->arg;
 	b->kick_gen = 1; /* the first round counts as a kick */

@@ -40,6 +40,8 @@ struct topic_src {
 	struct ctl_breg_topic t[8];
 	size_t n;
 	uint64_t dv;
+	unsigned snapshots; /* bodies built */
+	unsigned dv_asks;   /* rounds that only read the version */
 };
 
 static const uint16_t cores_a[] = {0, 1, 1, 0};
@@ -57,11 +59,41 @@ snapshot(void *arg, struct ctl_breg_topic **t, size_t *n, uint64_t *dv_counter, 
 		return -ENOMEM;
 	}
 	memcpy(*t, s->t, sizeof(s->t));
+	s->snapshots++;
 	*n = s->n;
 	*dv_counter = s->dv;
 	*dv_ts = 1700000000000;
 	pthread_mutex_unlock(&s->mu);
 	return 0;
+}
+
+static void
+dv_of(void *arg, uint64_t *dv_counter, int64_t *dv_ts)
+{
+	struct topic_src *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	s->dv_asks++;
+	*dv_counter = s->dv;
+	*dv_ts = 1700000000000;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Wait (bounded) until *@v reaches @want; return its value. */
+static unsigned
+wait_count(struct topic_src *s, const unsigned *v, unsigned want)
+{
+	uint64_t end = clk_mono_ns() + (uint64_t)WAIT_MS * 1000000;
+	unsigned got;
+
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		got = *v;
+		pthread_mutex_unlock(&s->mu);
+		if (got >= want || clk_mono_ns() > end)
+			return got;
+		usleep(10000);
+	}
 }
 
 static void
@@ -348,6 +380,70 @@ test_namesrv_restart(void)
 	pthread_mutex_destroy(&src.mu);
 }
 
+/*
+ * Without forceRegister, a round whose topics did not change asks the
+ * NameServer's version (QUERY_DATA_VERSION) instead of sending every topic;
+ * a changed version, or a NameServer that lost the broker, gets the body.
+ */
+static void
+test_heartbeat_rounds(void)
+{
+	struct ns_proc ns;
+	struct topic_src src;
+	struct ctl_breg *b = NULL;
+	struct ctl_breg_cfg cfg;
+	struct sp_route *r;
+	char addr[32];
+	char dir[sizeof(ns.dir)];
+	char port_arg[32];
+	const char *args[] = {port_arg, NULL};
+	unsigned asks;
+
+	start(&ns, NULL, NULL);
+	addr_of(&ns, addr, sizeof(addr));
+	src_init(&src);
+	cfg = cfg_for(addr, &src);
+	cfg.interval_ms = 100;
+	cfg.dv = dv_of;
+	T_ASSERT_EQ(ctl_breg_start(&cfg, &b), 0);
+	T_ASSERT_EQ(ctl_breg_wait_registered(b, WAIT_MS), 0);
+	/* Five rounds with the same version: one body in all. */
+	T_ASSERT(wait_count(&src, &src.dv_asks, 5) >= 5);
+	T_ASSERT_EQ(src.snapshots, 1);
+	r = fetch(&ns, "BregA");
+	sp_route_free(r);
+
+	/* A new version at a round (no kick): the next round sends the body. */
+	src_add_c(&src);
+	T_ASSERT(wait_count(&src, &src.snapshots, 2) == 2);
+	T_ASSERT_EQ(ctl_breg_wait_registered(b, WAIT_MS), 0);
+	for (int tries = 0; tries < 300 && fetch_rc(&ns, "BregC") != 0; tries++)
+		usleep(10000); /* the round's body reaches the server after the snapshot */
+	r = fetch(&ns, "BregC");
+	check_queue(r, 2, 2, 6, 0, cores_c, 2);
+	sp_route_free(r);
+
+	/* A NameServer that restarts knows no version: asked, it says changed, and gets the body. */
+	kill9(&ns);
+	snprintf(dir, sizeof(dir), "%s", ns.dir);
+	snprintf(port_arg, sizeof(port_arg), "--listenPort=%u", ns.port);
+	start(&ns, dir, args);
+	pthread_mutex_lock(&src.mu);
+	asks = src.dv_asks;
+	pthread_mutex_unlock(&src.mu);
+	T_ASSERT(wait_count(&src, &src.dv_asks, asks + 3) >= asks + 3);
+	for (int tries = 0; tries < 300 && fetch_rc(&ns, "BregA") != 0; tries++)
+		usleep(10000);
+	r = fetch(&ns, "BregA");
+	sp_route_free(r);
+	r = fetch(&ns, "BregC");
+	sp_route_free(r);
+	T_ASSERT_EQ(src.snapshots, 2); /* the same body, sent again */
+	ctl_breg_stop(b);
+	finish(&ns);
+	pthread_mutex_destroy(&src.mu);
+}
+
 /* One NameServer down: the other still gets the broker, and stop does not hang. */
 static void
 test_one_namesrv_down(void)
@@ -470,4 +566,4 @@ test_rem_failures(void)
 }
 
 T_MAIN(T_CASE(test_register_route_unregister), T_CASE(test_namesrv_restart),
-       T_CASE(test_one_namesrv_down), T_CASE(test_rem_failures))
+       T_CASE(test_heartbeat_rounds), T_CASE(test_one_namesrv_down), T_CASE(test_rem_failures))

@@ -78,6 +78,9 @@ typedef int (*ctl_breg_snapshot_fn)(void *arg, struct ctl_breg_topic **t, size_t
 /* Frees what a successful snapshot returned. Context: the agent thread. */
 typedef void (*ctl_breg_release_fn)(void *arg, struct ctl_breg_topic *t, size_t n);
 
+/* The topic set's data version alone (no snapshot). Context: the agent thread. */
+typedef void (*ctl_breg_dv_fn)(void *arg, uint64_t *dv_counter, int64_t *dv_ts);
+
 struct ctl_breg_cfg {
 	const char *namesrv;  /* "a:p;b:p" */
 	uint32_t interval_ms; /* 0: CTL_BREG_INTERVAL_MS */
@@ -85,6 +88,14 @@ struct ctl_breg_cfg {
 	struct ctl_breg_info info;
 	ctl_breg_snapshot_fn snapshot;
 	ctl_breg_release_fn release;
+	/*
+	 * NULL, or force_register: every round registers every topic (RocketMQ's
+	 * forceRegister=true). Else a round whose data version a NameServer
+	 * already holds only asks it (QUERY_DATA_VERSION, which refreshes the
+	 * broker's heartbeat there), and registers when it answers changed.
+	 */
+	ctl_breg_dv_fn dv;
+	bool force_register;
 	void *arg;
 	/* the broker's accessKey/secretKey: every request to a NameServer is signed (NULL: not) */
 	const char *access_key;
