@@ -68,6 +68,8 @@ struct bk_ctl {
 	/* reg's index by name: open addressing of reg positions + 1 (0 empty), under mu */
 	uint32_t *reg_ix;
 	uint32_t reg_ix_mask;
+	bool save_deferred; /* starting: topics.json is saved once the system topics are made */
+	bool save_due;	    /* a save was deferred */
 	uint64_t dv_counter;
 	int64_t dv_ts;
 	struct ctl_breg *breg;
@@ -177,6 +179,8 @@ extern const size_t bk_nkeys;
 
 /* Create or update a topic and its store queues; @persist: save topics.json (broker_main.c). */
 int bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist);
+/* Start-up: saves stop being deferred; topics.json is written if a save was. Return: 0, -errno. */
+int bk_ctl_topics_save_deferred(struct bk_ctl *x);
 /* A topic the broker writes itself, created (persisted) with @nq queues unless it has as many. Return: 0, -errno. */
 int bk_ctl_topic_ensure(struct bk_ctl *x, const char *name, uint32_t nq,
 			const struct bk_topic **out);

@@ -167,6 +167,10 @@ persist(struct bk_ctl *x)
 	struct meta_version v;
 	int err;
 
+	if (x->save_deferred) {
+		x->save_due = true;
+		return 0;
+	}
 	pthread_mutex_lock(&x->mu);
 	v = (struct meta_version){.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
 	err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
@@ -176,6 +180,16 @@ persist(struct bk_ctl *x)
 	if (x->breg)
 		ctl_breg_kick(x->breg);
 	return err;
+}
+
+int
+bk_ctl_topics_save_deferred(struct bk_ctl *x)
+{
+	x->save_deferred = false;
+	if (!x->save_due)
+		return 0;
+	x->save_due = false;
+	return persist(x);
 }
 
 /* Creates (or updates) topic @mt: store queues, publish, persist, register. */
