@@ -96,7 +96,7 @@ struct cq {
 	uint64_t dirty_hi;	  /* end of units zeroed by truncation, not yet synced */
 	/* the drainers (cq_wb_drain()): one at a time, the core never takes it */
 	pthread_mutex_t wb_lock;
-	bool ring_hot; /* the ring's pages are faulted in (under wb_lock) */
+	uint64_t warm_hi; /* slots [0, warm_hi) of the ring are faulted in (under wb_lock) */
 	/* a file was created or renamed in dir since the last flush: any thread sets, flush clears */
 	atomic_bool dir_dirty;
 };
