@@ -194,6 +194,13 @@ topics_load(struct bk_ctl *x)
 		log_err(BK_TAG, "%s: %s", x->topics_path, strerror(-err));
 		return err;
 	}
+	{
+		uint64_t queues = 0;
+
+		for (size_t i = 0; i < n; i++)
+			queues += SP_MAX(ts[i].read_queues, ts[i].write_queues);
+		err = bk_sizing_check(x, n, queues);
+	}
 	for (size_t i = 0; i < n && !err; i++) {
 		err = bk_ctl_topic_put(x, &ts[i], false);
 		if (err == 0 && i % 64 == 63 && stop_requested()) {

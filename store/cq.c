@@ -287,6 +287,24 @@ cq__unit_ptr(const struct cq *q, uint64_t qoff)
  * Opening and creating files.
  */
 
+/* A failed mapping: out of vm.max_map_count is the likely cause with many queues; say so. */
+static void
+map_failed(const struct cq *q, int rc)
+{
+	long used;
+	long max;
+
+	if (rc != -ENOMEM)
+		return;
+	store_maps_count(&used, &max);
+	log_err_ratelimited(CQ_TAG,
+			    "cq %s: mapping a ConsumeQueue file: %s; this process has %ld mappings "
+			    "and vm.max_map_count is %ld (each queue that holds messages maps one "
+			    "file per mapedFileSizeConsumeQueue of units): raise it (sysctl -w "
+			    "vm.max_map_count=...), see docs/operations.md, \"Many queues\"",
+			    q->dir, err_str(rc), used, max);
+}
+
 static int
 file_open_existing(struct cq *q, uint64_t first, struct cq_file *out)
 {
@@ -312,8 +330,10 @@ file_open_existing(struct cq *q, uint64_t first, struct cq_file *out)
 		goto err_close;
 	}
 	rc = io->map(io->ctx, fd, cq_file_bytes(q), &map);
-	if (rc != 0)
+	if (rc != 0) {
+		map_failed(q, rc);
 		goto err_close;
+	}
 	/* The mapping keeps the file: no descriptor per queue (cq_flush() syncs the mapping). */
 	io->close(io->ctx, fd);
 	out->map = map;
@@ -392,8 +412,10 @@ file_create(struct cq *q, uint64_t first, struct cq_file *out)
 		goto err_unlink_tmp;
 	atomic_store(&q->dir_dirty, true);
 	rc = io->map(io->ctx, fd, cq_file_bytes(q), &map);
-	if (rc != 0)
+	if (rc != 0) {
+		map_failed(q, rc);
 		goto err_unlink;
+	}
 	/*
 	 * No pre-faulting: the core never stores into the mapping (cq_wb.c),
 	 * and the drainer's faults are its own.

@@ -295,3 +295,26 @@ store_mkdirs(const char *path)
 	}
 	return 0;
 }
+
+void
+store_maps_count(long *used, long *max)
+{
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+	char line[512];
+	long n = 0;
+
+	*max = -1;
+	if (f != NULL) {
+		if (fscanf(f, "%ld", max) != 1)
+			*max = -1;
+		fclose(f);
+	}
+	*used = -1;
+	f = fopen("/proc/self/maps", "re");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strchr(line, '\n') != NULL;
+	fclose(f);
+	*used = n;
+}

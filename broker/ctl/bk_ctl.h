@@ -179,6 +179,8 @@ extern const size_t bk_nkeys;
 
 /* Create or update a topic and its store queues; @persist: save topics.json (broker_main.c). */
 int bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist);
+/* Start-up: what @queues queues need against what the host has; -ENOMEM (logged): refuse. */
+int bk_sizing_check(struct bk_ctl *x, uint64_t topics, uint64_t queues);
 /* Start-up: saves stop being deferred; topics.json is written if a save was. Return: 0, -errno. */
 int bk_ctl_topics_save_deferred(struct bk_ctl *x);
 /* A topic the broker writes itself, created (persisted) with @nq queues unless it has as many. Return: 0, -errno. */

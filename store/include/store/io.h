@@ -78,4 +78,11 @@ int store_io_read_file(const struct store_io_ops *io, const char *path, size_t m
 /* mkdir -p; Return: 0 or -errno. Blocking. */
 int store_mkdirs(const char *path);
 
+/*
+ * The process's memory mappings now (*@used, lines of /proc/self/maps) and
+ * the most it may have (*@max, vm.max_map_count); -1 where unknown.
+ * Context: any thread, blocking (reads /proc): for sizing and error messages.
+ */
+void store_maps_count(long *used, long *max);
+
 #endif /* SP_STORE_IO_H */
