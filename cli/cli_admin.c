@@ -750,8 +750,9 @@ topic_create(struct cli *c)
 	if (cli_opt_i64(c, "queues", &q) || (rq = q, wq = q, cli_opt_i64(c, "read-queues", &rq)) ||
 	    cli_opt_i64(c, "write-queues", &wq) || cli_opt_i64(c, "perm", &perm))
 		return CLI_USAGE;
-	if (rq < 1 || wq < 1 || rq > 1024 || wq > 1024)
-		return cli_usage(c, "queues must be 1..1024");
+	/* the broker's bound (readQueueNums and writeQueueNums, docs/operations.md "Many queues") */
+	if (rq < 1 || wq < 1 || rq > 65535 || wq > 65535)
+		return cli_usage(c, "queues must be 1..65535");
 	if (perm < 0 || perm > 7)
 		return cli_usage(c, "--perm is 2 write, 4 read, 6 both");
 	/* every master, or those of --cluster / --broker (a name or an address) */

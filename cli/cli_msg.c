@@ -358,8 +358,34 @@ struct tq {
 	uint32_t qid;
 	int64_t next; /* consume: the next offset to read */
 	int64_t committed;
-	struct sp_rem *conn;
 };
+
+/*
+ * One connection per broker, shared by all its queues: a topic of 12,000
+ * queues opened 12,000 connections and was refused past
+ * remotingMaxConnectionsPerAddr. The CLI runs one request at a time.
+ */
+#define TQ_CONNS_MAX 64
+
+static struct {
+	char addr[64];
+	struct sp_rem *conn;
+} tq_conns[TQ_CONNS_MAX];
+static size_t tq_nconns;
+
+/* The connection slot of @addr (a new, unconnected one if none); NULL when all are taken. */
+static struct sp_rem **
+tq_conn(const char *addr)
+{
+	for (size_t i = 0; i < tq_nconns; i++)
+		if (strcmp(tq_conns[i].addr, addr) == 0)
+			return &tq_conns[i].conn;
+	if (tq_nconns == TQ_CONNS_MAX)
+		return NULL;
+	snprintf(tq_conns[tq_nconns].addr, sizeof(tq_conns[0].addr), "%s", addr);
+	tq_conns[tq_nconns].conn = NULL;
+	return &tq_conns[tq_nconns++].conn;
+}
 
 /* Queues of @topic: @want_write (produce) or readable ones (consume). */
 static int
@@ -425,9 +451,11 @@ topic_queues(const struct cli *c, const char *topic, bool want_write, struct tq 
 static void
 queues_close(struct tq *q, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (q[i].conn)
-			sp_rem_close(q[i].conn);
+	(void)n;
+	for (size_t i = 0; i < tq_nconns; i++)
+		if (tq_conns[i].conn)
+			sp_rem_close(tq_conns[i].conn);
+	tq_nconns = 0;
 	free(q);
 }
 
@@ -440,20 +468,23 @@ tq_call(const struct cli *c, struct tq *q, int32_t code, const char *const *ext,
 				 .language = WIRE_LANG_JAVA,
 				 .version = WIRE_REM_VERSION_V4_9_8,
 				 .serialize = WIRE_REM_JSON};
+	struct sp_rem **conn = tq_conn(q->addr);
 	int err;
 
+	if (conn == NULL)
+		return cli_err("a topic on more than %d brokers", TQ_CONNS_MAX);
 	for (size_t i = 0; ext[i] && ext[i + 1]; i += 2)
 		if (wire_rem_ext_add(&r, ext[i], ext[i + 1]) != 0)
 			return cli_err("too many request fields");
-	if (q->conn == NULL) {
-		err = cli_connect(c, q->addr, &q->conn);
+	if (*conn == NULL) {
+		err = cli_connect(c, q->addr, conn);
 		if (err)
 			return cli_err("%s: cannot connect: %s", q->addr, strerror(-err));
 	}
-	err = sp_rem_call(q->conn, &r, body, len, c->timeout_ms, 0, resp);
+	err = sp_rem_call(*conn, &r, body, len, c->timeout_ms, 0, resp);
 	if (err) {
-		sp_rem_close(q->conn);
-		q->conn = NULL;
+		sp_rem_close(*conn);
+		*conn = NULL;
 		return cli_err("%s: request %d failed: %s", q->addr, code, strerror(-err));
 	}
 	return 0;

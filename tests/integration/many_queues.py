@@ -126,6 +126,16 @@ def case_load(env):
         got[t] = sum(1 for ln in r.stdout.splitlines() if f'"{t}-' in ln)
     env.check(all(got[t] == 5 for t in sent),
               f"after kill -9 every message is consumed: {sum(got.values())} of 150")
+    # A topic of 10,000 queues, consumed by the CLI: one connection, not one per queue.
+    r = cli(ns, "topic", "create", "Wide", "--queues=10000")
+    env.check(r.returncode == 0, "a topic of 10,000 queues created")
+    r = cli(ns, "produce", "Wide", stdin="".join(f"wide-{k}\n" for k in range(20)))
+    env.check(r.stdout.count("SEND_OK") == 20, f"20 messages to it ({r.stdout.count('SEND_OK')})")
+    r = cli(ns, "consume", "Wide", "--from=first", "-n", "20", "--wait-ms=5000", "--json",
+            timeout=300)
+    n = sum(1 for ln in r.stdout.splitlines() if '"wide-' in ln)
+    env.check(n == 20, f"the CLI consumes all 10,000 queues: {n} of 20 (rc {r.returncode}"
+              f"{', ' + r.stderr.strip()[:200] if r.returncode else ''})")
     written = {t for t in cq_topics(root) if t.startswith("M")}
     env.check(written == set(sent),
               f"ConsumeQueue files only for the {len(sent)} topics written ({len(written)})")
