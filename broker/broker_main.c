@@ -191,7 +191,8 @@ topics_load(struct bk_ctl *x)
 	int err = meta_topics_load(&store_io_posix, x->topics_path, &ts, &n, NULL);
 
 	if (err) {
-		log_err(BK_TAG, "%s: %s", x->topics_path, strerror(-err));
+		log_err(BK_TAG, "%s: %s%s", x->topics_path, strerror(-err),
+			err == -EFBIG ? " (over 512 MiB: more topics than a broker holds)" : "");
 		return err;
 	}
 	{

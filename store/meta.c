@@ -32,8 +32,9 @@
 #include "common/compiler.h"
 #include "store/meta.h"
 
-#define META_FILE_MAX (64u << 20) /* larger files are refused (-EFBIG) */
-#define META_JSON_DEPTH 8	  /* deepest valid file: root/table/topic/value */
+/* larger files are refused (-EFBIG): 1,000,000 topics make a topics.json of ~180 MB */
+#define META_FILE_MAX (512u << 20)
+#define META_JSON_DEPTH 8 /* deepest valid file: root/table/topic/value */
 #define META_JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define META_QID_DIGITS 5 /* queue ids < META_QUEUES_MAX */
 

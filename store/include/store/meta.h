@@ -73,7 +73,7 @@ MUST_CHECK int meta_topics_save(const struct store_io_ops *io, const char *path,
  * defaults; unknown fields are ignored.
  * Return: 0 (a missing file is 0 topics), -EBADMSG malformed JSON or a field
  * of the wrong type or range (names longer than META_TOPIC_MAX included),
- * -EFBIG a file over 64 MiB, -errno.
+ * -EFBIG a file over 512 MiB, -errno.
  */
 MUST_CHECK int meta_topics_load(const struct store_io_ops *io, const char *path,
 				struct meta_topic **topics, size_t *n, struct meta_version *ver);

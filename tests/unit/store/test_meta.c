@@ -357,7 +357,7 @@ test_topics_malformed(void)
 		int fd = open(path, O_WRONLY | O_TRUNC);
 
 		T_ASSERT(fd >= 0);
-		T_ASSERT_EQ(ftruncate(fd, (64 << 20) + 1), 0);
+		T_ASSERT_EQ(ftruncate(fd, (512 << 20) + 1), 0);
 		close(fd);
 		T_ASSERT_EQ(meta_topics_load(&store_io_posix, path, &out, &n, NULL), -EFBIG);
 	}
