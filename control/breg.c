@@ -403,6 +403,24 @@ breg_said(struct breg_ns *ns, bool refused, const char *why)
 	snprintf(ns->said, sizeof(ns->said), "%s", why);
 }
 
+/*
+ * ns_call()'s answer as a worker's result: a refusal (> 0, the server's
+ * remark or its code in @remark) is -EPROTO; both it and a failure are said.
+ */
+static int
+said(struct breg_ns *ns, int rc, char *remark, size_t remark_cap)
+{
+	if (rc > 0) {
+		if (remark[0] == '\0')
+			snprintf(remark, remark_cap, "code %d", rc);
+		breg_said(ns, true, remark);
+		return -EPROTO;
+	}
+	if (rc < 0)
+		breg_said(ns, false, err_str(rc));
+	return rc;
+}
+
 static int
 ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size_t remark_cap)
 {
@@ -429,15 +447,7 @@ ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size
 	if (rc == 0)
 		rc = ns_call(ns, cmd, body->json, body->len, remark, remark_cap, NULL);
 	free(cmd);
-	if (rc > 0) {
-		if (remark[0] == '\0')
-			snprintf(remark, remark_cap, "code %d", rc);
-		breg_said(ns, true, remark);
-		return -EPROTO;
-	}
-	if (rc < 0)
-		breg_said(ns, false, err_str(rc));
-	return rc;
+	return said(ns, rc, remark, remark_cap);
 }
 
 /*
@@ -458,15 +468,7 @@ ns_query(struct breg_ns *ns, const struct breg_body *body, bool *changed, char *
 	if (rc == 0)
 		rc = ns_call(ns, cmd, dv, (size_t)n, remark, remark_cap, changed);
 	free(cmd);
-	if (rc > 0) {
-		if (remark[0] == '\0')
-			snprintf(remark, remark_cap, "code %d", rc);
-		breg_said(ns, true, remark);
-		return -EPROTO;
-	}
-	if (rc < 0)
-		breg_said(ns, false, err_str(rc));
-	return rc;
+	return said(ns, rc, remark, remark_cap);
 }
 
 /* UNREGISTER_BROKER, best effort. Context: @ns's worker, at stop. */

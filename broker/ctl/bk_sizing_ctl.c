@@ -50,13 +50,25 @@ read_u64(const char *path)
 	return v;
 }
 
+/* A memory cgroup's limit and usage: files @lim and @use in @root@cg. */
+static void
+cg_read(const char *root, const char *cg, const char *lim, const char *use, uint64_t *max,
+	uint64_t *cur)
+{
+	char path[1200];
+
+	snprintf(path, sizeof(path), "%s%s/%s", root, cg, lim);
+	*max = read_u64(path);
+	snprintf(path, sizeof(path), "%s%s/%s", root, cg, use);
+	*cur = read_u64(path);
+}
+
 /* What the process's memory cgroup (v2, else v1) still allows; 0: no limit known. */
 static uint64_t
 cgroup_room(void)
 {
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	char line[1024];
-	char path[1200];
 	uint64_t room = 0;
 
 	if (f == NULL)
@@ -68,19 +80,11 @@ cgroup_room(void)
 		if (nl != NULL)
 			*nl = '\0';
 		if (strncmp(line, "0::", 3) == 0) {
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
-			max = read_u64(path);
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.current", line + 3);
-			cur = read_u64(path);
+			cg_read("/sys/fs/cgroup", line + 3, "memory.max", "memory.current", &max,
+				&cur);
 		} else if (strstr(line, ":memory:") != NULL) {
-			const char *cg = strstr(line, ":memory:") + 8;
-
-			snprintf(path, sizeof(path),
-				 "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", cg);
-			max = read_u64(path);
-			snprintf(path, sizeof(path),
-				 "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", cg);
-			cur = read_u64(path);
+			cg_read("/sys/fs/cgroup/memory", strstr(line, ":memory:") + 8,
+				"memory.limit_in_bytes", "memory.usage_in_bytes", &max, &cur);
 		} else {
 			continue;
 		}
