@@ -7,18 +7,24 @@
  * RocketMQ's consumequeue files (docs/rocketmq-protocol.md §6.3): unit i is logical offset i,
  * and a file is named by the 20-digit logical byte offset of its first unit.
  * Files are pre-allocated to full size, so they read as zeros past the last
- * unit written, and every file of the queue is mapped shared for its life.
+ * unit written, and every file of the queue is mapped shared for its life,
+ * its descriptor closed (a flush syncs through one of its own).
  *
  * The appending core never makes a syscall nor takes a page fault: it
  * stores the unit into the queue's write-behind ring and publishes the new
  * max; the background side copies units from the ring into the mapping
- * (cq_wb.c). Files are created ahead of need on the
- * store's background thread (cq_prepare_next(), once the current file is
- * three quarters full) and handed to the core through a one-slot mailbox;
- * a core that reaches the end of a file before its successor arrives gets
- * -EAGAIN and refuses the message, as the commit log does for a missing
- * segment. A new file is created as "<name>.tmp", allocated, synced and then
- * renamed, so a crash never leaves a short file under a real name.
+ * (cq_wb.c). A queue needs no file to take units: a new queue has neither
+ * directory nor file until its first unit, and the ring holds units past
+ * the last file until the background side makes their file
+ * (files_cover(), from cq_prepare_next() and cq_flush()); the drain stops
+ * at the first unit without one, and a flush never claims it. So an idle
+ * queue costs no file, descriptor or mapping (docs/store.md, "Many
+ * queues"), and only a full ring refuses a unit. The core still follows
+ * the files through a one-slot mailbox, to ask for the next one when its
+ * file is three quarters full, and a queue start (which writes fillers
+ * into the file itself) waits for its file. A new file is created as
+ * "<name>.tmp", allocated and then renamed, so a crash never leaves a
+ * short file under a real name.
  *
  * Recovery is RocketMQ's: a unit with size <= 0 or offset < 0 ends the queue
  * (files are zero-filled). A queue that starts at a non-zero offset in its
