@@ -395,10 +395,14 @@ file_create(struct cq *q, uint64_t first, struct cq_file *out)
 	file_path(q, first, ".tmp", tmp, sizeof(tmp));
 	fd = io->open(io->ctx, tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd == -ENOENT) {
-		/* A queue's directory is made with its first file, not with the queue. */
+		/*
+		 * A queue's directory is made with its first file, not with the
+		 * queue; the next flush syncs the directories above it too.
+		 */
 		rc = store_mkdirs(q->dir);
 		if (rc != 0)
 			return rc;
+		atomic_store(&q->parents_dirty, true);
 		fd = io->open(io->ctx, tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	}
 	if (fd < 0)
@@ -1286,6 +1290,29 @@ cq_trim_phys(struct cq *q, int64_t min_phys, int64_t now_ms)
 	return rc;
 }
 
+/*
+ * The queue's directory was made with its first file: sync the two above it
+ * (the topic's and the ConsumeQueue root), so that the directory a flushed
+ * unit lives in survives a power loss. Context: background thread.
+ */
+static int
+sync_parents(const struct cq *q)
+{
+	char dir[PATH_MAX];
+	int rc = 0;
+
+	snprintf(dir, sizeof(dir), "%s", q->dir);
+	for (int up = 0; up < 2 && rc == 0; up++) {
+		char *slash = strrchr(dir, '/');
+
+		if (slash == NULL || slash == dir)
+			break;
+		*slash = '\0';
+		rc = q->io->sync_dir(q->io->ctx, dir);
+	}
+	return rc;
+}
+
 int
 cq_flush(struct cq *q)
 {
@@ -1317,6 +1344,13 @@ cq_flush(struct cq *q)
 	}
 	end = SP_MAX(max, q->dirty_hi);
 
+	if (atomic_exchange(&q->parents_dirty, false)) {
+		rc = sync_parents(q);
+		if (rc != 0) {
+			atomic_store(&q->parents_dirty, true);
+			return rc;
+		}
+	}
 	if (atomic_exchange(&q->dir_dirty, false)) {
 		rc = q->io->sync_dir(q->io->ctx, q->dir);
 		if (rc != 0) {
@@ -1348,5 +1382,5 @@ cq_idle(const struct cq *q)
 	uint64_t max = atomic_load_acquire(&q->max);
 
 	return cq_drained(q) && q->flushed >= max && q->dirty_hi == 0 &&
-	       !atomic_load(&q->dir_dirty) && !cq_wants_next(q);
+	       !atomic_load(&q->dir_dirty) && !atomic_load(&q->parents_dirty) && !cq_wants_next(q);
 }

@@ -99,6 +99,8 @@ struct cq {
 	uint64_t warm_hi; /* slots [0, warm_hi) of the ring are faulted in (under wb_lock) */
 	/* a file was created or renamed in dir since the last flush: any thread sets, flush clears */
 	atomic_bool dir_dirty;
+	/* dir itself was made (with the first file): the flush syncs the two directories above */
+	atomic_bool parents_dirty;
 };
 
 static inline void

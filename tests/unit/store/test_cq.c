@@ -29,6 +29,8 @@ struct tio {
 	atomic_int fail_alloc;
 	int maps;
 	int unmaps;
+	char synced_dirs[8][128]; /* the directories sync_dir() was called for, in order */
+	int n_synced_dirs;
 };
 
 static struct tio tio;
@@ -121,6 +123,8 @@ static int
 t_sync_dir(void *c, const char *d)
 {
 	(void)c;
+	if (tio.n_synced_dirs < 8)
+		snprintf(tio.synced_dirs[tio.n_synced_dirs++], sizeof(tio.synced_dirs[0]), "%s", d);
 	return store_io_posix.sync_dir(NULL, d);
 }
 
@@ -300,6 +304,20 @@ test_append_get(void)
 	T_ASSERT_EQ(cq_prepare_next(q), 0);
 	T_ASSERT(file_exists(0));
 	T_ASSERT(!cq_wants_next(q));
+	/* The directories made with the first file are synced by the next flush, up to the root. */
+	tio.n_synced_dirs = 0;
+	T_ASSERT_EQ(cq_flush(q), 0);
+	{
+		char topic[160], top[160];
+
+		snprintf(topic, sizeof(topic), "%s/consumequeue/T", root);
+		snprintf(top, sizeof(top), "%s/consumequeue", root);
+		T_ASSERT_EQ(tio.n_synced_dirs, 3);
+		T_ASSERT_STREQ(tio.synced_dirs[0], topic);
+		T_ASSERT_STREQ(tio.synced_dirs[1], top);
+		T_ASSERT_STREQ(tio.synced_dirs[2], qdir);
+	}
+	T_ASSERT(cq_idle(q));
 	append_range(q, 1, 5 * UPF + 3);
 	T_ASSERT_EQ_U64(cq_max(q), 5 * UPF + 3);
 	T_ASSERT_EQ_U64(cq_min(q), 0);
@@ -309,7 +327,7 @@ test_append_get(void)
 		T_ASSERT(file_exists((uint64_t)i * UPF));
 	T_ASSERT(!file_exists(6 * UPF));
 
-	/* The units are in the ring: the files hold none until the drain. */
+	/* Units 1.. are in the ring (the flush drained unit 0): the files hold none until the drain. */
 	snprintf(p, sizeof(p), "%s/00000000000000000000", qdir);
 	fd = open(p, O_RDONLY);
 	T_ASSERT(fd >= 0);
@@ -317,7 +335,7 @@ test_append_get(void)
 	close(fd);
 	for (size_t i = 0; i < sizeof(raw); i++)
 		T_ASSERT_EQ(raw[i], 0);
-	T_ASSERT_EQ_U64(cq_wb_drain(q), 5 * UPF + 3);
+	T_ASSERT_EQ_U64(cq_wb_drain(q), 5 * UPF + 2);
 	T_ASSERT_EQ_U64(cq_wb_drain(q), 0);
 	check_range(q, 0, 5 * UPF + 3); /* now from the files */
 
