@@ -8,6 +8,8 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
+#include <json-c/json.h>
+
 #include "harness.h"
 #include "store/meta_delay.h"
 #include "store/meta_timer.h"
@@ -686,7 +688,90 @@ test_timer_marks(void)
 			T_FAIL("accepted: %s", bad[i]);
 }
 
-T_MAIN(T_CASE(test_topics_round_trip), T_CASE(test_offsets_round_trip), T_CASE(test_missing_file),
-       T_CASE(test_topics_malformed), T_CASE(test_offsets_malformed), T_CASE(test_save_refuses),
-       T_CASE(test_atomic_replace), T_CASE(test_human_readable), T_CASE(test_in_memory),
-       T_CASE(test_delay_offsets), T_CASE(test_timer_marks))
+/* json-c's pretty rendering of @t, as meta.c made topics.json before it wrote it straight. */
+static char *
+jsonc_topics(const struct meta_topic *t, size_t n, const struct meta_version *v)
+{
+	json_object *doc = json_object_new_object();
+	json_object *dv = json_object_new_object();
+	json_object *table = json_object_new_object();
+	const char *s;
+	char *out;
+
+	json_object_object_add(dv, "counter", json_object_new_int64((int64_t)v->counter));
+	json_object_object_add(dv, "timestamp", json_object_new_int64(v->timestamp_ms));
+	json_object_object_add(doc, "dataVersion", dv);
+	json_object_object_add(doc, "topicConfigTable", table);
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "topicName", json_object_new_string(t[i].name));
+		json_object_object_add(o, "readQueueNums", json_object_new_int64(t[i].read_queues));
+		json_object_object_add(o, "writeQueueNums",
+				       json_object_new_int64(t[i].write_queues));
+		json_object_object_add(o, "perm", json_object_new_int64(t[i].perm));
+		json_object_object_add(
+			o, "topicFilterType",
+			json_object_new_string(t[i].multi_tag ? "MULTI_TAG" : "SINGLE_TAG"));
+		json_object_object_add(o, "topicSysFlag", json_object_new_int64(t[i].sys_flag));
+		json_object_object_add(o, "order", json_object_new_boolean(t[i].order));
+		json_object_object_add(table, t[i].name, o);
+	}
+	s = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+							 JSON_C_TO_STRING_NOSLASHESCAPE);
+	T_ASSERT(s != NULL);
+	T_ASSERT(asprintf(&out, "%s\n", s) > 0);
+	json_object_put(doc);
+	return out;
+}
+
+/* topics.json written straight is byte for byte json-c's, and a name json-c escapes still goes through json-c. */
+static void
+test_topics_text_as_jsonc(void)
+{
+	struct meta_topic t[4] = {
+		{.name = "A", .read_queues = 4, .write_queues = 4, .perm = 6},
+		{.name = "%RETRY%g|x_y-z",
+		 .read_queues = 1,
+		 .write_queues = 65535,
+		 .perm = 2,
+		 .sys_flag = 3,
+		 .order = true,
+		 .multi_tag = true},
+		{.name = "TBW102", .read_queues = 8, .write_queues = 8, .perm = 7},
+		{.name = "quote\"and\\slash/", .read_queues = 2, .write_queues = 2, .perm = 6},
+	};
+	struct meta_version v = {.counter = 42, .timestamp_ms = 1700000000123};
+
+	for (size_t n = 0; n <= 4; n++) {
+		char *want = jsonc_topics(t, n, &v);
+		char *got = NULL;
+		size_t len = 0;
+		struct meta_topic *back = NULL;
+		size_t nb = 0;
+
+		T_ASSERT_EQ(meta_topics_json(t, n, &v, &got, &len), 0);
+		T_ASSERT_EQ(len, strlen(want));
+		T_ASSERT_MEMEQ(got, want, len);
+		T_ASSERT_EQ(meta_topics_parse(got, len, &back, &nb, NULL), 0);
+		T_ASSERT_EQ(nb, n);
+		free(back);
+		free(got);
+		free(want);
+	}
+	/* a duplicate is refused either way */
+	t[1] = t[0];
+	{
+		char *got = NULL;
+		size_t len;
+
+		T_ASSERT_EQ(meta_topics_json(t, 2, &v, &got, &len), -EINVAL);
+		T_ASSERT(got == NULL);
+	}
+}
+
+T_MAIN(T_CASE(test_topics_round_trip), T_CASE(test_topics_text_as_jsonc),
+       T_CASE(test_offsets_round_trip), T_CASE(test_missing_file), T_CASE(test_topics_malformed),
+       T_CASE(test_offsets_malformed), T_CASE(test_save_refuses), T_CASE(test_atomic_replace),
+       T_CASE(test_human_readable), T_CASE(test_in_memory), T_CASE(test_delay_offsets),
+       T_CASE(test_timer_marks))
