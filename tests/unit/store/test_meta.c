@@ -718,7 +718,7 @@ jsonc_topics(const struct meta_topic *t, size_t n, const struct meta_version *v)
 		json_object_object_add(table, t[i].name, o);
 	}
 	s = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
-							 JSON_C_TO_STRING_NOSLASHESCAPE);
+							JSON_C_TO_STRING_NOSLASHESCAPE);
 	T_ASSERT(s != NULL);
 	T_ASSERT(asprintf(&out, "%s\n", s) > 0);
 	json_object_put(doc);
