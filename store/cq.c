@@ -898,18 +898,36 @@ start_past(const struct cq *q, uint64_t end)
 	return start != CQ_NONE && start >= end;
 }
 
+/*
+ * Does the ring hold units below @max that no file of @t (@n files) has?
+ * *@idx: the first file they lack, the one after the table's last, or, in a
+ * queue with none, the file holding wb, where the ring's units start.
+ */
+static bool
+file_missing(const struct cq *q, const struct cq_tab *t, uint32_t n, uint64_t max, uint64_t *idx)
+{
+	uint64_t wb;
+
+	if (n > 0) {
+		*idx = t->first_idx + n;
+		return max > *idx * (uint64_t)q->upf;
+	}
+	/* acquire: pairs with release in cq_append() (a queue start) */
+	wb = atomic_load_acquire(&q->wb);
+	*idx = wb / q->upf;
+	return max > wb;
+}
+
 /* The ring holds units past the table's last file (or the queue has none). */
 static bool
 ring_past_files(const struct cq *q)
 {
 	/* acquire: pairs with release in tab_push() */
 	const struct cq_tab *t = atomic_load_acquire(&q->tab);
-	uint32_t n = atomic_load_acquire(&t->n);
-	uint64_t max = atomic_load_relaxed(&q->max);
+	uint64_t idx;
 
-	if (n == 0)
-		return max > atomic_load_relaxed(&q->wb);
-	return max > (t->first_idx + n) * (uint64_t)q->upf;
+	/* acquire: pairs with release in tab_push() (an appended file) */
+	return file_missing(q, t, atomic_load_acquire(&t->n), atomic_load_relaxed(&q->max), &idx);
 }
 
 bool
@@ -962,23 +980,12 @@ files_cover(struct cq *q)
 
 	for (;;) {
 		struct cq_tab *t = tab_own(q);
-		uint32_t n = atomic_load_relaxed(&t->n);
 		struct cq_file f;
 		uint64_t idx;
 		int rc;
 
-		if (n == 0) {
-			/* acquire: pairs with release in cq_append() (a queue start) */
-			uint64_t wb = atomic_load_acquire(&q->wb);
-
-			if (max <= wb)
-				return 0;
-			idx = wb / q->upf;
-		} else {
-			if (max <= (t->first_idx + n) * (uint64_t)q->upf)
-				return 0;
-			idx = t->first_idx + n;
-		}
+		if (!file_missing(q, t, atomic_load_relaxed(&t->n), max, &idx))
+			return 0;
 		rc = file_add(q, idx, &f);
 		if (rc != 0)
 			return rc;
@@ -1022,8 +1029,8 @@ cq_prepare_next(struct cq *q)
 		idx = end / q->upf;
 	}
 	if (n > 0 && idx >= t->first_idx && idx < t->first_idx + n) {
-		f = t->f[idx -
-			 t->first_idx]; /* made by files_cover(), kept by truncation or found at open */
+		/* made by files_cover(), kept by truncation or found at open */
+		f = t->f[idx - t->first_idx];
 	} else {
 		rc = file_add(q, idx, &f);
 		if (rc != 0)
@@ -1316,8 +1323,8 @@ sync_parents(const struct cq *q)
 int
 cq_flush(struct cq *q)
 {
-	struct cq_tab *t = tab_own(q);
-	uint32_t n = atomic_load_relaxed(&t->n);
+	struct cq_tab *t;
+	uint32_t n;
 	uint64_t max;
 	uint64_t end;
 	uint64_t lo = q->flushed;

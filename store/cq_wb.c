@@ -246,11 +246,8 @@ cq_wb_drain(struct cq *q)
 {
 	uint64_t n;
 
-	/*
-	 * An idle queue costs two loads, not a lock. acquire: pairs with
-	 * release in cq_append() (max) and in the last drain (wb).
-	 */
-	if (atomic_load_acquire(&q->wb) >= atomic_load_acquire(&q->max))
+	/* An idle queue costs two loads, not a lock. */
+	if (cq_drained(q))
 		return 0;
 	pthread_mutex_lock(&q->wb_lock);
 	n = cq__wb_drain_locked(q);

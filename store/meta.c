@@ -321,7 +321,7 @@ topics_text(const struct meta_topic *topics, size_t n, const struct meta_version
 		p = put_s(p, t->order ? ",\n      \"order\":true\n    }"
 				      : ",\n      \"order\":false\n    }");
 	}
-	p = put_s(p, n ? "\n  }\n}\n" : "\n  }\n}\n");
+	p = put_s(p, "\n  }\n}\n");
 	free(seen);
 	*json = buf;
 	*len = (size_t)(p - buf);

@@ -389,7 +389,6 @@ timer_main(void *arg)
 {
 	struct bk_timer *tm = arg;
 	struct bk *bk = &tm->x->bk;
-
 	int64_t last_work = 0;
 
 	pthread_setname_np(pthread_self(), "bk-timer");
@@ -402,9 +401,9 @@ timer_main(void *arg)
 			work |= shard_round(tm, i, now);
 			pending |= tw_pending(tm->sh[i].tw) > 0;
 		}
-		if (work)
+		if (work) {
 			last_work = now;
-		if (!work) {
+		} else {
 			/*
 			 * Rounds every 0.5 ms while timers are pending or came within
 			 * the last second; a broker with none wakes every TIMER_IDLE_NS
