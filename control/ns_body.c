@@ -334,7 +334,8 @@ parse_dv(struct js *j, struct route_dv *dv)
 }
 
 struct body_ctx {
-	struct route_tset *ts; /* NULL: only the data version is wanted */
+	struct route_tset *ts;	/* NULL: only the data version is wanted */
+	struct route_tset *del; /* a delta's removed topics (NULL: not a delta) */
 	uint32_t max_cores;
 	uint32_t skipped;
 	size_t inflate_max; /* maxInflatedBodySize (0: NS_INFLATE_MAX) */
@@ -491,7 +492,51 @@ parse_table(struct js *j, struct body_ctx *c)
 	return rc;
 }
 
-/* TopicConfigSerializeWrapper, or the top level: members dataVersion and topicConfigTable. */
+/*
+ * A delta's sprocketDeletedTopics: an array of topic names, kept as a set of
+ * names (their queue counts are unused). A bad name is skipped: the NameServer
+ * holds no topic of that name.
+ */
+static int
+parse_deleted(struct js *j, struct body_ctx *c)
+{
+	bool first = true;
+	int rc;
+
+	if (c->del == NULL || js_peek(j, 'n'))
+		return js_skip(j, 2);
+	if ((rc = js_expect(j, '[')) != 0)
+		return rc;
+	while ((rc = js_element(j, &first)) == 1) {
+		struct route_topic_in t = {0};
+		const uint8_t *s;
+		bool esc;
+
+		if (!js_peek(j, '"')) {
+			c->skipped++;
+			if ((rc = js_skip(j, 3)) != 0)
+				return rc;
+			continue;
+		}
+		if ((rc = js_string(j, &s, &t.name_len, &esc)) != 0)
+			return rc;
+		t.name = (const char *)s;
+		rc = esc ? -EINVAL : route_tset_add(c->del, &t);
+		if (rc == -EINVAL) {
+			c->skipped++;
+			rc = 0;
+		}
+		if (rc != 0)
+			return rc;
+		pace(c);
+	}
+	return rc;
+}
+
+/*
+ * TopicConfigSerializeWrapper, or the top level: members dataVersion and
+ * topicConfigTable (and a delta's sprocketDeletedTopics, at either level).
+ */
 static int
 parse_wrapper(struct js *j, struct body_ctx *c, int depth)
 {
@@ -513,6 +558,8 @@ parse_wrapper(struct js *j, struct body_ctx *c, int depth)
 				return 0; /* all ns__body_dv() wanted */
 		} else if (key_is(k, kn, "topicConfigTable")) {
 			rc = parse_table(j, c);
+		} else if (key_is(k, kn, "sprocketDeletedTopics")) {
+			rc = parse_deleted(j, c);
 		} else if (depth == 0 && key_is(k, kn, "topicConfigSerializeWrapper")) {
 			rc = parse_wrapper(j, c, 1);
 			if (rc == 0 && c->ts == NULL && c->have_dv)
@@ -743,7 +790,8 @@ ns__body_dv(const uint8_t *body, size_t len, bool compressed, struct route_dv *d
 
 int
 ns__body_topics(const uint8_t *body, size_t len, bool compressed, uint32_t max_cores,
-		size_t inflate_max, struct route_tset **out, uint32_t *skipped)
+		size_t inflate_max, struct route_tset **out, struct route_tset **deleted,
+		uint32_t *skipped)
 {
 	struct body_ctx *c = calloc(1, sizeof(*c));
 	int rc;
@@ -756,17 +804,24 @@ ns__body_topics(const uint8_t *body, size_t len, bool compressed, uint32_t max_c
 	c->last_yield_ns = clk_mono_ns();
 	/* A JSON topic is about 150 bytes: a size hint that avoids most regrowth. */
 	rc = route_tset_create((uint32_t)SP_MIN(len / 128, (size_t)1 << 20), &c->ts);
+	if (rc == 0 && deleted != NULL)
+		rc = route_tset_create(16, &c->del);
 	if (rc != 0)
-		goto out;
+		goto err_put;
 	if (len > 0)
 		rc = compressed ? parse_zlib(body, len, c) : parse_json(body, len, c);
-	if (rc != 0) {
-		route_tset_put(c->ts);
-		goto out;
-	}
+	if (rc != 0)
+		goto err_put;
 	*out = c->ts;
+	if (deleted != NULL)
+		*deleted = c->del;
 	*skipped = c->skipped;
-out:
+	free(c);
+	return 0;
+
+err_put:
+	route_tset_put(c->ts);
+	route_tset_put(c->del);
 	free(c);
 	return rc;
 }

@@ -252,12 +252,15 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 	   struct ns_reply *r)
 {
 	struct route_reg reg = {.conn = conn, .ha_addr = ""};
+	const struct wire_kv *delta = wire_rem_ext_get(req, WIRE_EXT_DELTA_BASE);
 	struct route_reg_out out;
+	struct route_dv base;
 	const char *why = NULL;
 	bool compressed = false;
 	bool wanted;
 	uint32_t skipped = 0;
 	uint32_t ntopics;
+	uint32_t ndeleted = 0;
 	int64_t crc;
 	int rc;
 
@@ -307,11 +310,19 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 		reply_set(r, WIRE_RSP_SYSTEM_ERROR, "malformed register body");
 		return 0;
 	}
+	if (delta != NULL) {
+		if (ns__dv_parse((const uint8_t *)delta->val, delta->val_len, &base) != 0) {
+			reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+				  "bad " WIRE_EXT_DELTA_BASE " (a DataVersion object)");
+			return 0;
+		}
+		reg.base = &base;
+	}
 	wanted = route_db_wants_topics(st->db, reg.addr, reg.id, &reg.dv);
 	if (wanted) {
 		rc = ns__body_topics(req->body, req->body_len, compressed,
 				     reg.dp.present ? reg.dp.cores : 0, st->inflate_max,
-				     &reg.topics, &skipped);
+				     &reg.topics, reg.base ? &reg.deleted : NULL, &skipped);
 		if (rc == -ENOMEM)
 			return rc;
 		if (rc == -EFBIG) {
@@ -338,11 +349,21 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 				"broker %s (%s): %u topics with a bad name or value skipped",
 				reg.bname, reg.addr, skipped);
 	}
-	/* counted before route_db_register() takes the set */
+	/* counted before route_db_register() takes the sets */
 	ntopics = wanted ? route_tset_count(reg.topics) : 0;
+	if (reg.deleted != NULL)
+		ndeleted = route_tset_count(reg.deleted);
 	rc = route_db_register(st->db, &reg, now_ms, &out);
 	if (rc == -ENOMEM)
 		return rc;
+	if (rc == -ESTALE) {
+		/* the broker registers its whole set next (breg.c) */
+		reply_set(r, WIRE_RSP_SYSTEM_ERROR,
+			  WIRE_DELTA_STALE " %" PRId64 "/%" PRId64 " for %s at %s; register the "
+					   "whole topic set",
+			  base.timestamp, base.counter, reg.bname, reg.addr);
+		return 0;
+	}
 	if (rc == 0 && out.replaced[0] != '\0')
 		log_warn(NS_TAG,
 			 "broker %s id 0: %s (master of epoch %" PRIu64 ") replaced by %s, "
@@ -366,7 +387,14 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 		return 0;
 	}
 	/* said once it holds: a refused registration logs its refusal only */
-	if (wanted)
+	if (wanted && reg.base != NULL)
+		log_info(NS_TAG,
+			 "broker %s id %" PRId64
+			 " at %s (cluster %s) registered a delta: %u topics "
+			 "added or changed, %u removed, data version %" PRId64 "/%" PRId64,
+			 reg.bname, reg.id, reg.addr, reg.cluster, ntopics, ndeleted,
+			 reg.dv.timestamp, reg.dv.counter);
+	else if (wanted)
 		log_info(NS_TAG,
 			 "broker %s id %" PRId64
 			 " at %s (cluster %s) registered %u topics, data version %" PRId64
@@ -374,6 +402,8 @@ h_register(struct ns_state *st, uint64_t conn, uint64_t now_ms, const struct wir
 			 reg.bname, reg.id, reg.addr, reg.cluster, ntopics, reg.dv.timestamp,
 			 reg.dv.counter);
 	reply_set(r, WIRE_RSP_SUCCESS, NULL);
+	if ((rc = wire_rem_ext_add(&r->cmd, WIRE_EXT_DELTA, "true")) != 0)
+		return rc;
 	if (out.master_addr[0] != '\0') {
 		/* route_reg_out is on this stack frame: copy into the reply. */
 		snprintf(r->ext_val[0], sizeof(r->ext_val[0]), "%s", out.master_ha);

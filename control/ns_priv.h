@@ -128,12 +128,15 @@ MUST_CHECK int ns__body_dv(const uint8_t *body, size_t len, bool compressed, str
  * @max_cores: dataplane cores of the registering broker (0: none), bounds
  * dataplaneQueueCores entries.
  * @inflate_max: maxInflatedBodySize (0: NS_INFLATE_MAX).
+ * @deleted: NULL, or for a delta registration a new set in *@deleted of the
+ * names in sprocketDeletedTopics (docs/namesrv.md, "Delta registration").
  * @skipped: topics left out for a bad name or value.
  * Return: 0 and a new set in *@out, -EBADMSG malformed, -ENOMEM, -EFBIG
  * the body inflates past its limits (above).
  */
 MUST_CHECK int ns__body_topics(const uint8_t *body, size_t len, bool compressed, uint32_t max_cores,
-			       size_t inflate_max, struct route_tset **out, uint32_t *skipped);
+			       size_t inflate_max, struct route_tset **out,
+			       struct route_tset **deleted, uint32_t *skipped);
 
 /* A standalone DataVersion object (QUERY_DATA_VERSION body). Return: 0, -EBADMSG. */
 MUST_CHECK int ns__dv_parse(const uint8_t *json, size_t len, struct route_dv *dv);

@@ -735,6 +735,61 @@ reg_out_fill(const struct route_db *db, const struct route_reg *reg, struct rout
 		snprintf(out->master_ha, sizeof(out->master_ha), "%s", m->ha);
 }
 
+/* @t of @ts as route_tset_add() takes it. */
+static struct route_topic_in
+topic_in(const struct route_tset *ts, const struct route_topic *t)
+{
+	return (struct route_topic_in){.name = ts->names + t->name_off,
+				       .name_len = t->name_len,
+				       .read_q = t->read_q,
+				       .write_q = t->write_q,
+				       .perm = t->perm,
+				       .sysflag = t->sysflag,
+				       .cores = t->n_cores ? ts->cores + t->cores_off : NULL,
+				       .n_cores = t->n_cores};
+}
+
+/*
+ * @base without @deleted's names, with @delta's topics (added or replacing
+ * one of the same name): a delta registration's new set. O(topics) copies,
+ * for bytes on the wire proportional to the change. Return: 0, -ENOMEM.
+ */
+static int
+tset_merged(const struct route_tset *base, const struct route_tset *delta,
+	    const struct route_tset *deleted, struct route_tset **out)
+{
+	uint32_t nd = delta != NULL ? delta->n : 0;
+	struct route_tset *n;
+	int rc = route_tset_create(base->n + nd, &n);
+
+	for (uint32_t i = 0; rc == 0 && i < base->n + nd; i++) {
+		const struct route_tset *ts = i < base->n ? base : delta;
+		const struct route_topic *t = &ts->topics[i < base->n ? i : i - base->n];
+		struct route_topic_in in = topic_in(ts, t);
+
+		/* a base topic the delta replaces is added again below, where the delta's order puts it */
+		if (t->name_len == 0 ||
+		    (ts == base &&
+		     ((delta != NULL && tset_find(delta, in.name, t->name_len, t->hash) != NULL) ||
+		      (deleted != NULL &&
+		       tset_find(deleted, in.name, t->name_len, t->hash) != NULL))))
+			continue;
+		rc = route_tset_add(n, &in);
+	}
+	if (rc != 0) {
+		route_tset_put(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+static bool
+dv_equal(const struct route_dv *a, const struct route_dv *b)
+{
+	return a->timestamp == b->timestamp && a->counter == b->counter;
+}
+
 int
 route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 		  struct route_reg_out *out)
@@ -747,12 +802,32 @@ route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 	int k;
 
 	const struct route_bname *cb = table_find(db->cur, reg->bname);
+	struct route_tset *deleted = reg->deleted;
 
 	reg->topics = NULL;
+	reg->deleted = NULL;
 	out->replaced[0] = '\0';
 	out->replaced_epoch = 0;
 	if ((rc = live_reserve(db)) != 0)
 		goto err_put;
+	if (reg->base != NULL && topics != NULL) {
+		struct route_tset *merged;
+
+		/* only onto the set this very master registered at that version */
+		if (reg->id != 0 || prev == NULL || prev->id != 0 ||
+		    strcmp(prev->bname, reg->bname) != 0 || !dv_equal(&prev->dv, reg->base) ||
+		    cb == NULL || cb->topics == NULL || (k = bname_find_id(cb, 0)) < 0 ||
+		    strcmp(cb->addrs[k].addr, reg->addr) != 0) {
+			rc = -ESTALE;
+			goto err_put;
+		}
+		if ((rc = tset_merged(cb->topics, topics, deleted, &merged)) != 0)
+			goto err_put;
+		route_tset_put(topics);
+		topics = merged;
+	}
+	route_tset_put(deleted);
+	deleted = NULL;
 	if (topics == NULL && !reg_changes(cb, reg) && prev != NULL &&
 	    strcmp(prev->bname, reg->bname) == 0 && prev->id == reg->id) {
 		/* Heartbeat: liveness only, nothing to publish. */
@@ -849,6 +924,7 @@ err_commit:
 	txn_commit(&tx);
 err_put:
 	route_tset_put(topics);
+	route_tset_put(deleted);
 	return rc;
 }
 
@@ -969,30 +1045,14 @@ route_db_write_perm(struct route_db *db, const char *bname, bool add, uint32_t *
 static int
 tset_without(const struct route_tset *ts, const char *name, size_t len, struct route_tset **out)
 {
-	struct route_tset *n;
-	int rc = route_tset_create(ts->n, &n);
+	struct route_topic_in in = {.name = name, .name_len = len};
+	struct route_tset *del = NULL;
+	int rc = route_tset_create(1, &del);
 
-	for (uint32_t i = 0; rc == 0 && i < ts->n; i++) {
-		const struct route_topic *t = &ts->topics[i];
-		struct route_topic_in in = {.name = ts->names + t->name_off,
-					    .name_len = t->name_len,
-					    .read_q = t->read_q,
-					    .write_q = t->write_q,
-					    .perm = t->perm,
-					    .sysflag = t->sysflag,
-					    .cores = t->n_cores ? ts->cores + t->cores_off : NULL,
-					    .n_cores = t->n_cores};
-
-		if (t->name_len == 0 || (t->name_len == len && memcmp(in.name, name, len) == 0))
-			continue;
-		rc = route_tset_add(n, &in);
-	}
-	if (rc != 0) {
-		route_tset_put(n);
-		return rc;
-	}
-	*out = n;
-	return 0;
+	if (rc == 0 && (rc = route_tset_add(del, &in)) == 0)
+		rc = tset_merged(ts, NULL, del, out);
+	route_tset_put(del);
+	return rc == -EINVAL ? -ENOMEM : rc;
 }
 
 int

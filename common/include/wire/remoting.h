@@ -207,6 +207,19 @@ MUST_CHECK int wire_rem_encode_header(const struct wire_rem_cmd *cmd, uint8_t *b
 MUST_CHECK int wire_rem_encode(const struct wire_rem_cmd *cmd, uint8_t *buf, size_t cap,
 			       size_t *out_len);
 
+/*
+ * Delta registration, sprocket's extension of REGISTER_BROKER (docs/namesrv.md,
+ * "Delta registration"). A NameServer that takes deltas says so in every
+ * registration answer (WIRE_EXT_DELTA "true"); a broker that has heard it
+ * may then send only the topics changed since a version the server holds,
+ * naming that version in WIRE_EXT_DELTA_BASE (a DataVersion JSON object). A
+ * server that no longer holds that version refuses with a remark starting
+ * WIRE_DELTA_STALE, and the broker registers its whole set.
+ */
+#define WIRE_EXT_DELTA "sprocketDelta"
+#define WIRE_EXT_DELTA_BASE "sprocketDeltaBase"
+#define WIRE_DELTA_STALE "delta registration of an unknown base version"
+
 /* Return: the extField named @key, or NULL. */
 const struct wire_kv *wire_rem_ext_get(const struct wire_rem_cmd *cmd, const char *key);
 

@@ -115,6 +115,13 @@ struct route_reg {
 	uint64_t epoch; /* failover: a master of a later epoch replaces a live one (0: none) */
 	/* NULL keeps the current set; else a new set whose reference passes to the db. */
 	struct route_tset *topics;
+	/*
+	 * A delta registration (docs/namesrv.md): the version it applies to.
+	 * @topics then holds the added and changed topics only, and @deleted
+	 * (its reference also passes to the db; NULL: none) the removed names.
+	 */
+	const struct route_dv *base;
+	struct route_tset *deleted;
 };
 
 /* What a registering slave learns about its master. */
@@ -150,14 +157,17 @@ bool route_db_wants_topics(const struct route_db *db, const char *addr, int64_t 
  * route_db_register() - register or refresh a broker address.
  * @now_ms: monotonic ms, recorded as the address's last heartbeat.
  *
- * Takes @reg->topics (also on error). Publishes a new snapshot when anything
+ * Takes @reg->topics and @reg->deleted (also on error). A delta (@reg->base
+ * set) applies to the set registered from @reg->addr as master of
+ * @reg->bname at version *@reg->base, and is refused -ESTALE otherwise: the
+ * broker then registers its whole set. Publishes a new snapshot when anything
  * a reader sees changed, and waits for a grace period before freeing the old
  * one (blocking).
  * Context: writer thread, not inside an RCU read section.
  * Return: 0, -ENOSPC brokerName has ROUTE_ADDRS_MAX addresses, -EEXIST
  * another live address holds (brokerName, brokerId) (@out->holder; two
  * masters of one group, say: the first keeps it until it unregisters,
- * its connection closes or it expires), -ENOMEM.
+ * its connection closes or it expires), -ESTALE (a delta, above), -ENOMEM.
  */
 MUST_CHECK int route_db_register(struct route_db *db, struct route_reg *reg, uint64_t now_ms,
 				 struct route_reg_out *out);
