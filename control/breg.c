@@ -68,6 +68,13 @@ struct breg_body {
 	char *json;
 	size_t len;
 	char crc[12]; /* bodyCrc32, decimal */
+	/* the change since body @base_seq (NULL: none built): for servers that hold that one */
+	char *delta;
+	size_t delta_len;
+	char delta_crc[12];
+	char delta_base[80]; /* WIRE_EXT_DELTA_BASE: the data version of body base_seq */
+	uint64_t base_seq;
+	size_t n_changed, n_deleted;
 };
 
 /* One NameServer. */
@@ -79,7 +86,9 @@ struct breg_ns {
 	/* worker only */
 	struct sp_rem *conn;
 	bool ever_ok;
-	char said[200]; /* the refusal or failure last logged (worker only) */
+	bool delta_ok;	   /* its last registration answer said it takes deltas */
+	uint64_t full_seq; /* a delta of this body was refused: send it whole */
+	char said[200];	   /* the refusal or failure last logged (worker only) */
 	/* under mu */
 	struct breg_body *cur; /* newest body for this server (a reference) */
 	uint64_t done_seq;     /* cur->seq once accepted */
@@ -117,84 +126,16 @@ struct ctl_breg {
 	uint64_t kick_gen;
 	uint64_t seq;
 	struct breg_body *last; /* the newest body built (a reference) */
+	struct ctl_breg_stats stats;
+	/* agent only: the snapshot b->last was built from, for the next delta */
+	struct ctl_breg_topic *prev_t;
+	size_t prev_n;
 	/* a slave's master, from the newest registration answer that named one */
 	char master_ha[CTL_BREG_ADDR_MAX];
 	char master_addr[CTL_BREG_ADDR_MAX];
 };
 
 /* ------------------------------------------------------------------ body */
-
-static void
-jbuf_u64(struct jbuf *o, uint64_t v)
-{
-	char s[24];
-	int n = snprintf(s, sizeof(s), "%" PRIu64, v);
-
-	jbuf_raw(o, s, (size_t)n);
-}
-
-int
-ctl_breg_body(const struct ctl_breg_topic *t, size_t n, uint64_t dv_counter, int64_t dv_ts,
-	      char **json, size_t *len)
-{
-	struct jbuf o;
-	size_t blen = 0;
-	uint8_t *p;
-
-	if (n > 0 && t == NULL)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (t[i].name == NULL || t[i].name[0] == '\0' ||
-		    (t[i].n_queue_cores > 0 && t[i].queue_cores == NULL))
-			return -EINVAL;
-	}
-	/* fastjson's order: keys sorted at every level, no blanks. */
-	jbuf_init(&o);
-	jbuf_lit(&o, "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
-		     "\"dataVersion\":{\"counter\":");
-	jbuf_u64(&o, dv_counter);
-	jbuf_lit(&o, ",\"timestamp\":");
-	jbuf_i64(&o, dv_ts);
-	jbuf_lit(&o, "},\"topicConfigTable\":{");
-	for (size_t i = 0; i < n; i++) {
-		const struct ctl_breg_topic *x = &t[i];
-
-		if (i > 0)
-			jbuf_lit(&o, ",");
-		jbuf_cstr(&o, x->name);
-		jbuf_lit(&o, ":{");
-		if (x->n_queue_cores > 0) {
-			jbuf_lit(&o, "\"dataplaneQueueCores\":[");
-			for (uint32_t q = 0; q < x->n_queue_cores; q++) {
-				if (q > 0)
-					jbuf_lit(&o, ",");
-				jbuf_i64(&o, x->queue_cores[q]);
-			}
-			jbuf_lit(&o, "],");
-		}
-		jbuf_lit(&o, x->order ? "\"order\":true,\"perm\":" : "\"order\":false,\"perm\":");
-		jbuf_i64(&o, x->perm);
-		jbuf_lit(&o, ",\"readQueueNums\":");
-		jbuf_i64(&o, x->read_queues);
-		jbuf_lit(&o, ",\"topicFilterType\":\"SINGLE_TAG\",\"topicName\":");
-		jbuf_cstr(&o, x->name);
-		jbuf_lit(&o, ",\"topicSysFlag\":");
-		jbuf_i64(&o, x->sys_flag);
-		jbuf_lit(&o, ",\"writeQueueNums\":");
-		jbuf_i64(&o, x->write_queues);
-		jbuf_lit(&o, "}");
-	}
-	jbuf_lit(&o, "}}}");
-	jbuf_raw(&o, "", 1); /* NUL, not counted */
-	if (o.err != 0) {
-		jbuf_free(&o);
-		return -ENOMEM;
-	}
-	p = jbuf_take(&o, &blen);
-	*json = (char *)p;
-	*len = blen - 1;
-	return 0;
-}
 
 /* Context: under mu. */
 static void
@@ -203,6 +144,7 @@ body_put(struct breg_body *body)
 	if (body == NULL || --body->refs > 0)
 		return;
 	free(body->json);
+	free(body->delta);
 	free(body);
 }
 
@@ -224,9 +166,30 @@ body_build(struct ctl_breg *b, uint64_t gen, struct breg_body **out)
 	if (rc != 0)
 		goto err_free;
 	rc = ctl_breg_body(t, n, dv_counter, dv_ts, &body->json, &body->len);
-	b->release(b->arg, t, n);
-	if (rc != 0)
+	/*
+	 * The change since the newest body, for the servers that hold it. The
+	 * agent alone sets b->last, so reading it here unlocked is safe; a
+	 * failed delta only means whole bodies this round.
+	 */
+	if (rc == 0 && b->prev_t != NULL && b->last != NULL &&
+	    ctl_breg_delta(b->prev_t, b->prev_n, t, n, dv_counter, dv_ts, &body->delta,
+			   &body->delta_len, &body->n_changed, &body->n_deleted) == 0) {
+		body->base_seq = b->last->seq;
+		snprintf(body->delta_base, sizeof(body->delta_base),
+			 "{\"counter\":%" PRIu64 ",\"timestamp\":%" PRId64 "}", b->last->dv_counter,
+			 b->last->dv_ts);
+		snprintf(body->delta_crc, sizeof(body->delta_crc), "%" PRIu32,
+			 crc32_body(body->delta, body->delta_len));
+	}
+	if (rc != 0) {
+		b->release(b->arg, t, n);
 		goto err_free;
+	}
+	/* kept for the next round's delta */
+	if (b->prev_t != NULL)
+		b->release(b->arg, b->prev_t, b->prev_n);
+	b->prev_t = t;
+	b->prev_n = n;
 	body->refs = 1;
 	body->gen = gen;
 	body->n_topics = n;
@@ -237,6 +200,8 @@ body_build(struct ctl_breg *b, uint64_t gen, struct breg_body **out)
 	return 0;
 
 err_free:
+	free(body->json);
+	free(body->delta);
 	free(body);
 	return rc;
 }
@@ -353,8 +318,14 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
 				snprintf(remark, remark_cap, "%.*s", (int)resp.cmd.remark_len,
 					 resp.cmd.remark);
 			rc = resp.cmd.code < 0 ? -EPROTO : resp.cmd.code;
-			if (rc == 0 && cmd->code == WIRE_REQ_REGISTER_BROKER)
+			if (rc == 0 && cmd->code == WIRE_REQ_REGISTER_BROKER) {
+				const struct wire_kv *kv =
+					wire_rem_ext_get(&resp.cmd, WIRE_EXT_DELTA);
+
 				take_master(ns->b, &resp.cmd);
+				ns->delta_ok = kv != NULL && kv->val_len == 4 &&
+					       memcmp(kv->val, "true", 4) == 0;
+			}
 			if (rc == 0 && changed != NULL) {
 				const struct wire_kv *kv = wire_rem_ext_get(&resp.cmd, "changed");
 
@@ -373,10 +344,6 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
 	return rc;
 }
 
-/*
- * REGISTER_BROKER with @body. Return: 0, -EPROTO refused (the server's remark
- * in @remark), -errno. Context: @ns's worker.
- */
 /*
  * A failed round, said once per streak and reason: the first failure, a
  * new reason, and then at the 10th, 100th, ... in a row (the worker retries
@@ -421,8 +388,14 @@ said(struct breg_ns *ns, int rc, char *remark, size_t remark_cap)
 	return rc;
 }
 
+/*
+ * REGISTER_BROKER with @body, or its delta when @delta. Return: 0, -ESTALE
+ * the delta was refused (the server no longer holds its base: send it
+ * whole), -EPROTO refused, -errno. Context: @ns's worker.
+ */
 static int
-ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size_t remark_cap)
+ns_register(struct breg_ns *ns, const struct breg_body *body, bool delta, char *remark,
+	    size_t remark_cap)
 {
 	const struct ctl_breg *b = ns->b;
 	struct wire_rem_cmd *cmd = malloc(sizeof(*cmd));
@@ -436,7 +409,9 @@ ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size
 	if (rc == 0 && b->info.epoch != 0)
 		rc = wire_rem_ext_add(cmd, "sprocketEpoch", b->epoch);
 	if (rc == 0 && (rc = wire_rem_ext_add(cmd, "compressed", "false")) == 0)
-		rc = wire_rem_ext_add(cmd, "bodyCrc32", body->crc);
+		rc = wire_rem_ext_add(cmd, "bodyCrc32", delta ? body->delta_crc : body->crc);
+	if (rc == 0 && delta)
+		rc = wire_rem_ext_add(cmd, WIRE_EXT_DELTA_BASE, body->delta_base);
 	if (rc == 0 && b->info.has_dp) {
 		/* All four or none (docs/namesrv.md). */
 		if ((rc = wire_rem_ext_add(cmd, "dataplaneIp", b->info.dp_ip)) == 0 &&
@@ -445,8 +420,14 @@ ns_register(struct breg_ns *ns, const struct breg_body *body, char *remark, size
 			rc = wire_rem_ext_add(cmd, "dataplaneCores", b->dp_cores);
 	}
 	if (rc == 0)
-		rc = ns_call(ns, cmd, body->json, body->len, remark, remark_cap, NULL);
+		rc = ns_call(ns, cmd, delta ? body->delta : body->json,
+			     delta ? body->delta_len : body->len, remark, remark_cap, NULL);
 	free(cmd);
+	if (delta && rc > 0 && strncmp(remark, WIRE_DELTA_STALE, strlen(WIRE_DELTA_STALE)) == 0) {
+		log_info(BREG_TAG, "namesrv %s: %s; registering all %zu topics", ns->addr, remark,
+			 body->n_topics);
+		return -ESTALE;
+	}
 	return said(ns, rc, remark, remark_cap);
 }
 
@@ -523,6 +504,7 @@ worker_main(void *arg)
 		int rc;
 
 		bool ask;
+		bool delta;
 
 		if (body == NULL || (body->seq == ns->done_seq && !ns->hb_due)) {
 			pthread_cond_wait(&b->cv, &b->mu);
@@ -556,7 +538,10 @@ worker_main(void *arg)
 			pthread_cond_broadcast(&b->cv);
 			continue;
 		}
-		rc = ns_register(ns, body, remark, sizeof(remark));
+		/* the change alone, to a server that holds the body it was taken against */
+		delta = body->delta != NULL && ns->delta_ok && ns->done_seq != 0 &&
+			ns->done_seq == body->base_seq && ns->full_seq != body->seq;
+		rc = ns_register(ns, body, delta, remark, sizeof(remark));
 		if (rc == 0 && (!ns->ever_ok || ns->fails > 0))
 			log_info(BREG_TAG, "registered %zu topics with namesrv %s", body->n_topics,
 				 ns->addr);
@@ -566,7 +551,13 @@ worker_main(void *arg)
 		 * writes to us are writes no route of that server leads to */
 		if (rc == 0 || (rc == -EPROTO && strstr(remark, "is already registered")))
 			snprintf(ns->refused, sizeof(ns->refused), "%s", rc ? remark : "");
-		if (rc == 0) {
+		if (rc == -ESTALE) {
+			ns->full_seq = body->seq; /* at once, whole */
+			b->stats.delta_stale++;
+		} else if (rc == 0) {
+			b->stats.whole += !delta;
+			b->stats.deltas += delta;
+			b->stats.body_bytes += delta ? body->delta_len : body->len;
 			ns->done_seq = body->seq;
 			ns->hb_due = false;
 			ns->ok_gen = SP_MAX(ns->ok_gen, body->gen);
@@ -737,6 +728,14 @@ ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total)
 	*accepted = n;
 }
 
+void
+ctl_breg_stats(struct ctl_breg *b, struct ctl_breg_stats *out)
+{
+	pthread_mutex_lock(&b->mu);
+	*out = b->stats;
+	pthread_mutex_unlock(&b->mu);
+}
+
 bool
 ctl_breg_refused(struct ctl_breg *b, char *why, size_t why_len)
 {
@@ -773,6 +772,8 @@ breg_destroy(struct ctl_breg *b)
 		free(b->ns[i].addr);
 	}
 	body_put(b->last);
+	if (b->prev_t != NULL)
+		b->release(b->arg, b->prev_t, b->prev_n);
 	pthread_cond_destroy(&b->cv);
 	pthread_mutex_destroy(&b->mu);
 	free(b->ns);

@@ -512,6 +512,22 @@ remoting(struct bk_ctl *x, struct jbuf *b)
 			  "1 while a NameServer refuses this master's registration: SENDs refused");
 	httpd_prom_sample(b, "sprocket_broker_namesrv_refused", NULL, NULL,
 			  atomic_load_relaxed(&x->bk.ns_refused));
+	if (x->breg != NULL) {
+		struct ctl_breg_stats rs;
+
+		ctl_breg_stats(x->breg, &rs);
+		httpd_prom_family(b, "sprocket_broker_registrations_total", "counter",
+				  "registrations NameServers accepted, by form: the whole topic "
+				  "set, or the change since the one the server held");
+		httpd_prom_sample(b, "sprocket_broker_registrations_total", "form", "whole",
+				  rs.whole);
+		httpd_prom_sample(b, "sprocket_broker_registrations_total", "form", "delta",
+				  rs.deltas);
+		httpd_prom_family(b, "sprocket_broker_registration_body_bytes_total", "counter",
+				  "bytes of the registration bodies NameServers accepted");
+		httpd_prom_sample(b, "sprocket_broker_registration_body_bytes_total", NULL, NULL,
+				  rs.body_bytes);
+	}
 	httpd_prom_family(b, "sprocket_acl_hidden_records_total", "counter",
 			  "records a lookup found and left out: the account may not read their "
 			  "topic, by door");

@@ -46,6 +46,7 @@ struct topic_src {
 
 static const uint16_t cores_a[] = {0, 1, 1, 0};
 static const uint16_t cores_c[] = {1, 0};
+static const uint16_t mod2[] = {0, 1, 0, 1, 0, 1, 0, 1}; /* the default map of 2 cores */
 
 static int
 snapshot(void *arg, struct ctl_breg_topic **t, size_t *n, uint64_t *dv_counter, int64_t *dv_ts)
@@ -167,6 +168,20 @@ kill9(struct ns_proc *p)
 	p->pid = 0;
 }
 
+/* kill -9, then start again on the same directory and port. */
+static void
+restart9(struct ns_proc *p)
+{
+	char dir[sizeof(p->dir)];
+	char port_arg[32];
+	const char *args[] = {port_arg, NULL};
+
+	kill9(p);
+	snprintf(dir, sizeof(dir), "%s", p->dir);
+	snprintf(port_arg, sizeof(port_arg), "--listenPort=%u", p->port);
+	start(p, dir, args);
+}
+
 static void
 addr_of(const struct ns_proc *p, char *buf, size_t cap)
 {
@@ -266,7 +281,6 @@ fetch_rc(const struct ns_proc *ns, const char *topic)
 static void
 test_register_route_unregister(void)
 {
-	static const uint16_t mod2[] = {0, 1, 0, 1, 0, 1, 0, 1};
 	struct ns_proc ns[2];
 	struct topic_src src;
 	struct ctl_breg *b = NULL;
@@ -328,7 +342,8 @@ test_register_route_unregister(void)
 		T_ASSERT_EQ(fetch_rc(&ns[i], "BregC"), -ENOENT);
 		T_ASSERT(nsp_log_has(&ns[i],
 				     "broker broker-t id 0 at 127.0.0.1:10911 unregistered"));
-		T_ASSERT(nsp_log_has(&ns[i], "registered 3 topics"));
+		T_ASSERT(nsp_log_has(&ns[i], "registered 2 topics"));
+		T_ASSERT(nsp_log_has(&ns[i], "registered a delta: 1 topics added or changed"));
 	}
 	finish(&ns[0]);
 	finish(&ns[1]);
@@ -345,9 +360,6 @@ test_namesrv_restart(void)
 	struct ctl_breg_cfg cfg;
 	struct sp_route *r;
 	char addr[32];
-	char dir[sizeof(ns.dir)];
-	char port_arg[32];
-	const char *args[] = {port_arg, NULL};
 
 	start(&ns, NULL, NULL);
 	addr_of(&ns, addr, sizeof(addr));
@@ -359,10 +371,7 @@ test_namesrv_restart(void)
 	sp_route_free(r);
 
 	/* Killed: the agent's kept connection is dead and the routes are gone. */
-	kill9(&ns);
-	snprintf(dir, sizeof(dir), "%s", ns.dir);
-	snprintf(port_arg, sizeof(port_arg), "--listenPort=%u", ns.port);
-	start(&ns, dir, args);
+	restart9(&ns);
 	T_ASSERT_EQ(fetch_rc(&ns, "BregA"), -ENOENT);
 
 	/* The next round reconnects at once (no backoff for a stale connection). */
@@ -394,9 +403,6 @@ test_heartbeat_rounds(void)
 	struct ctl_breg_cfg cfg;
 	struct sp_route *r;
 	char addr[32];
-	char dir[sizeof(ns.dir)];
-	char port_arg[32];
-	const char *args[] = {port_arg, NULL};
 	unsigned asks;
 
 	start(&ns, NULL, NULL);
@@ -424,10 +430,7 @@ test_heartbeat_rounds(void)
 	sp_route_free(r);
 
 	/* A NameServer that restarts knows no version: asked, it says changed, and gets the body. */
-	kill9(&ns);
-	snprintf(dir, sizeof(dir), "%s", ns.dir);
-	snprintf(port_arg, sizeof(port_arg), "--listenPort=%u", ns.port);
-	start(&ns, dir, args);
+	restart9(&ns);
 	pthread_mutex_lock(&src.mu);
 	asks = src.dv_asks;
 	pthread_mutex_unlock(&src.mu);
@@ -439,6 +442,114 @@ test_heartbeat_rounds(void)
 	r = fetch(&ns, "BregC");
 	sp_route_free(r);
 	T_ASSERT_EQ(src.snapshots, 2); /* the same body, sent again */
+	ctl_breg_stop(b);
+	finish(&ns);
+	pthread_mutex_destroy(&src.mu);
+}
+
+/* Remove topic @name: a new data version. */
+static void
+src_del(struct topic_src *s, const char *name)
+{
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->n; i++) {
+		if (strcmp(s->t[i].name, name) == 0) {
+			memmove(&s->t[i], &s->t[i + 1], sizeof(s->t[0]) * (s->n - i - 1));
+			s->n--;
+			break;
+		}
+	}
+	s->dv++;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Wait (bounded) until @topic's route answer is @want (0 or an error). */
+static void
+wait_route(const struct ns_proc *ns, const char *topic, bool exists)
+{
+	for (int tries = 0; tries < 3000 && (fetch_rc(ns, topic) == 0) != exists; tries++)
+		usleep(10000);
+	T_ASSERT_EQ(fetch_rc(ns, topic) == 0, exists);
+}
+
+/*
+ * Delta registration: after the first whole set, each change sends only
+ * itself; the NameServer's set is the broker's after adds, changes and
+ * removals; a NameServer that restarted refuses the delta and gets the
+ * whole set at once.
+ */
+static void
+test_delta_registration(void)
+{
+	struct ns_proc ns;
+	struct topic_src src;
+	struct ctl_breg *b = NULL;
+	struct ctl_breg_cfg cfg;
+	struct ctl_breg_stats st, st2;
+	struct sp_route *r;
+	char addr[32];
+
+	start(&ns, NULL, NULL);
+	addr_of(&ns, addr, sizeof(addr));
+	src_init(&src);
+	cfg = cfg_for(addr, &src);
+	T_ASSERT_EQ(ctl_breg_start(&cfg, &b), 0);
+	T_ASSERT_EQ(ctl_breg_wait_registered(b, WAIT_MS), 0);
+	ctl_breg_stats(b, &st);
+	T_ASSERT_EQ(st.whole, 1);
+	T_ASSERT_EQ(st.deltas, 0);
+
+	/* an added topic: a delta of one topic, onto the two the server holds */
+	src_add_c(&src);
+	ctl_breg_kick(b);
+	T_ASSERT_EQ(ctl_breg_wait_registered(b, WAIT_MS), 0);
+	ctl_breg_stats(b, &st2);
+	T_ASSERT_EQ(st2.whole, 1);
+	T_ASSERT_EQ(st2.deltas, 1);
+	T_ASSERT(st2.body_bytes - st.body_bytes < st.body_bytes); /* one topic, not three */
+	r = fetch(&ns, "BregC");
+	check_queue(r, 2, 2, 6, 0, cores_c, 2);
+	sp_route_free(r);
+	r = fetch(&ns, "BregA");
+	check_queue(r, 4, 4, 6, 0, cores_a, 4);
+	sp_route_free(r);
+	r = fetch(&ns, "BregB");
+	check_queue(r, 8, 4, 4, 1, mod2, 8); /* no map sent: queue i on core i mod 2 */
+	sp_route_free(r);
+
+	/* a removal and a change in one delta */
+	src_del(&src, "BregB");
+	pthread_mutex_lock(&src.mu);
+	src.t[1].perm = 4; /* BregC, read only */
+	pthread_mutex_unlock(&src.mu);
+	ctl_breg_kick(b);
+	T_ASSERT_EQ(ctl_breg_wait_registered(b, WAIT_MS), 0);
+	ctl_breg_stats(b, &st2);
+	T_ASSERT_EQ(st2.whole, 1);
+	T_ASSERT_EQ(st2.deltas, 2);
+	T_ASSERT(fetch_rc(&ns, "BregB") != 0);
+	r = fetch(&ns, "BregC");
+	check_queue(r, 2, 2, 4, 0, cores_c, 2);
+	sp_route_free(r);
+	r = fetch(&ns, "BregA");
+	check_queue(r, 4, 4, 6, 0, cores_a, 4);
+	sp_route_free(r);
+
+	/* a restarted server holds no base: it refuses the delta and gets the whole set */
+	restart9(&ns);
+	pthread_mutex_lock(&src.mu);
+	src.dv++; /* a new version of the same set */
+	pthread_mutex_unlock(&src.mu);
+	ctl_breg_kick(b);
+	T_ASSERT_EQ(ctl_breg_wait_registered(b, WAIT_MS), 0);
+	ctl_breg_stats(b, &st2);
+	T_ASSERT_EQ(st2.delta_stale, 1);
+	T_ASSERT_EQ(st2.whole, 2);
+	wait_route(&ns, "BregA", true);
+	r = fetch(&ns, "BregC");
+	check_queue(r, 2, 2, 4, 0, cores_c, 2);
+	sp_route_free(r);
+	T_ASSERT(fetch_rc(&ns, "BregB") != 0);
 	ctl_breg_stop(b);
 	finish(&ns);
 	pthread_mutex_destroy(&src.mu);
@@ -566,4 +677,5 @@ test_rem_failures(void)
 }
 
 T_MAIN(T_CASE(test_register_route_unregister), T_CASE(test_namesrv_restart),
-       T_CASE(test_heartbeat_rounds), T_CASE(test_one_namesrv_down), T_CASE(test_rem_failures))
+       T_CASE(test_heartbeat_rounds), T_CASE(test_delta_registration),
+       T_CASE(test_one_namesrv_down), T_CASE(test_rem_failures))

@@ -118,6 +118,21 @@ MUST_CHECK int ctl_breg_body(const struct ctl_breg_topic *t, size_t n, uint64_t 
 			     int64_t dv_ts, char **json, size_t *len);
 
 /**
+ * ctl_breg_delta() - a delta registration body (docs/namesrv.md, "Delta
+ * registration"): the topics of @t that are new or differ from @prev's topic
+ * of the same name, and in sprocketDeletedTopics the names of @prev that @t
+ * lacks, with @t's data version.
+ * @n_changed, @n_deleted: what it holds.
+ *
+ * Context: any thread, allocates; O(@prev_n + @n).
+ * Return: as ctl_breg_body().
+ */
+MUST_CHECK int ctl_breg_delta(const struct ctl_breg_topic *prev, size_t prev_n,
+			      const struct ctl_breg_topic *t, size_t n, uint64_t dv_counter,
+			      int64_t dv_ts, char **json, size_t *len, size_t *n_changed,
+			      size_t *n_deleted);
+
+/**
  * ctl_breg_start() - start the agent: it registers with every NameServer at
  * once, then every @cfg->interval_ms and after each ctl_breg_kick().
  * @cfg: copied (strings included); the callbacks and @cfg->arg must stay
@@ -161,6 +176,17 @@ void ctl_breg_wait_first(struct ctl_breg *b, uint32_t timeout_ms);
  * Context: any control thread; a short mutex, never waits on I/O.
  */
 void ctl_breg_accepted(struct ctl_breg *b, uint32_t *accepted, uint32_t *total);
+
+/* Registrations accepted, over all NameServers, since start. */
+struct ctl_breg_stats {
+	uint64_t whole;	      /* with the whole topic set */
+	uint64_t deltas;      /* with the change since the set the server held */
+	uint64_t body_bytes;  /* their bodies' bytes */
+	uint64_t delta_stale; /* deltas refused for an unknown base, then sent whole */
+};
+
+/* Context: any control thread; a short mutex. */
+void ctl_breg_stats(struct ctl_breg *b, struct ctl_breg_stats *out);
 /*
  * ctl_breg_refused() - did a NameServer's latest answer to our registration
  * refuse it because another broker holds our brokerName and brokerId there

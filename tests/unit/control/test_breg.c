@@ -255,5 +255,60 @@ test_start_invalid(void)
 	ctl_breg_stop(NULL);
 }
 
-T_MAIN(T_CASE(test_body_exact), T_CASE(test_body_invalid), T_CASE(test_namesrv_round_trip),
-       T_CASE(test_start_invalid))
+/* ctl_breg_delta(): added and changed topics, removed names, nothing else. */
+static void
+test_delta_body(void)
+{
+	static const uint16_t cores_b[] = {1, 1, 0, 0};
+	struct ctl_breg_topic now[3] = {
+		topics[0], topics[1], {.name = "TopicC", .read_queues = 1, .write_queues = 1}};
+	struct ctl_breg_topic dup[3] = {topics[0], topics[0], topics[1]};
+	size_t nc = 0;
+	size_t nd = 0;
+	char *json = NULL;
+	size_t len = 0;
+
+	/* the same set: an empty delta with the new version */
+	T_ASSERT_EQ(ctl_breg_delta(topics, 2, topics, 2, 7, 9, &json, &len, &nc, &nd), 0);
+	T_ASSERT_STREQ(json, "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{"
+			     "\"dataVersion\":{\"counter\":7,\"timestamp\":9},"
+			     "\"sprocketDeletedTopics\":[],\"topicConfigTable\":{}}}");
+	T_ASSERT_EQ(nc, 0);
+	T_ASSERT_EQ(nd, 0);
+	free(json);
+
+	/* TopicC added, TopicB's map changed, TopicA the same */
+	now[1].queue_cores = cores_b;
+	now[1].n_queue_cores = 4;
+	T_ASSERT_EQ(ctl_breg_delta(topics, 2, now, 3, 8, 9, &json, &len, &nc, &nd), 0);
+	T_ASSERT_EQ(nc, 2);
+	T_ASSERT_EQ(nd, 0);
+	T_ASSERT(strstr(json, "\"TopicA\"") == NULL);
+	T_ASSERT(strstr(json, "\"TopicB\":{\"dataplaneQueueCores\":[1,1,0,0]") != NULL);
+	T_ASSERT(strstr(json, "\"TopicC\":{") != NULL);
+	T_ASSERT_EQ(len, strlen(json));
+	free(json);
+
+	/* TopicA removed; every field of a topic counts */
+	now[0] = topics[1];
+	now[0].sys_flag = 0;
+	T_ASSERT_EQ(ctl_breg_delta(topics, 2, now, 1, 8, 9, &json, &len, &nc, &nd), 0);
+	T_ASSERT_EQ(nc, 1);
+	T_ASSERT_EQ(nd, 1);
+	T_ASSERT(strstr(json, "\"sprocketDeletedTopics\":[\"TopicA\"]") != NULL);
+	free(json);
+
+	/* a name twice in the older snapshot is removed once */
+	T_ASSERT_EQ(ctl_breg_delta(dup, 3, NULL, 0, 8, 9, &json, &len, &nc, &nd), 0);
+	T_ASSERT_EQ(nd, 2);
+	T_ASSERT(strstr(json, "[\"TopicA\",\"TopicB\"]") != NULL);
+	free(json);
+
+	/* as ctl_breg_body(): a topic without a name is refused */
+	now[0].name = NULL;
+	T_ASSERT_EQ(ctl_breg_delta(topics, 2, now, 1, 8, 9, &json, &len, &nc, &nd), -EINVAL);
+	T_ASSERT_EQ(ctl_breg_delta(NULL, 1, topics, 1, 8, 9, &json, &len, &nc, &nd), -EINVAL);
+}
+
+T_MAIN(T_CASE(test_delta_body), T_CASE(test_body_exact), T_CASE(test_body_invalid),
+       T_CASE(test_namesrv_round_trip), T_CASE(test_start_invalid))
