@@ -5,8 +5,10 @@
 # count, topics.json is written with that many topics (4 queues each) before
 # the start, and the broker (one udp core, ASYNC_FLUSH, a real NameServer) is
 # timed from exec to its "ready:" line, then measured idle: RSS, open fds,
-# mappings, disk of the store, CPU over IDLE_S seconds; then a restart after
-# kill -9 of the same store.
+# mappings, disk of the store, CPU over IDLE_S seconds; then one topic is
+# created with the CLI and the bytes the broker sent the NameServer for it
+# are read from its TCP connection (ss bytes_sent: headers and body, as on
+# the wire); then a restart after kill -9 of the same store.
 #
 #   bench/many_queues.sh [BUILD_DIR] [TOPICS ...]   (default: build 1000 5000 10000)
 #   IDLE_S=5 QUEUES=4 bench/many_queues.sh build 100000
@@ -24,7 +26,7 @@ ns_pid=
 bk_pid=
 cleanup() {
 	[ -n "$bk_pid" ] && kill -KILL "$bk_pid" 2>/dev/null || true
-	[ -n "$ns_pid" ] && kill -KILL "$ns_pid" 2>/dev/null || true
+	[ -n "$ns_pid" ] && { kill -KILL "$ns_pid"; wait "$ns_pid"; } 2>/dev/null || true
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -88,6 +90,24 @@ idle() {
 	cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" -v s="$IDLE_S" 'BEGIN{printf "%.1f", (b - a) * 100 / hz / s}')
 }
 
+# the bytes the broker has sent the NameServer, over all its connections to it
+ns_bytes() {
+	ss -tinpH state established "( dport = :$ns_port )" 2>/dev/null |
+		awk -v p="pid=$bk_pid," '/users:/ { keep = index($0, p) > 0; next }
+			keep { if (match($0, /bytes_sent:[0-9]+/)) n += substr($0, RSTART + 11, RLENGTH - 11) }
+			END { print n + 0 }'
+}
+
+# one_topic: create a topic; sets reg_bytes, what its registration cost on the wire
+one_topic() {
+	local b0 n0
+	n0=$(grep -c "registered" "$TMP/ns.log" || true)
+	b0=$(ns_bytes)
+	"$BIN/cli/sprocket" --namesrv="127.0.0.1:$ns_port" topic create NEWTOPIC --queues="$QUEUES" >/dev/null
+	while [ "$(grep -c "registered" "$TMP/ns.log" || true)" = "$n0" ]; do sleep 0.01; done
+	reg_bytes=$(($(ns_bytes) - b0))
+}
+
 for n in "$@"; do
 	d="$TMP/store-$n"
 	log="$TMP/log-$n"
@@ -98,6 +118,7 @@ for n in "$@"; do
 	fi
 	new=$t_ready
 	idle
+	one_topic
 	disk=$(($(du -sk "$d" | cut -f1) / 1024))
 	kill -KILL "$bk_pid"
 	wait "$bk_pid" 2>/dev/null || true
@@ -110,7 +131,7 @@ for n in "$@"; do
 	else
 		crash=-1
 	fi
-	printf '%7d topics x %d: ready %6d ms, RSS %5d MB, fds %7d, maps %7d, disk %6d MB, idle CPU %5s%%; after kill -9 ready %6d ms\n' \
-		"$n" "$QUEUES" "$new" "$rss" "$fds" "$maps" "$disk" "$cpu" "$crash"
+	printf '%7d topics x %d: ready %6d ms, RSS %5d MB, fds %7d, maps %7d, disk %6d MB, idle CPU %5s%%; one new topic %8d B to the NameServer; after kill -9 ready %6d ms\n' \
+		"$n" "$QUEUES" "$new" "$rss" "$fds" "$maps" "$disk" "$cpu" "$reg_bytes" "$crash"
 	rm -rf "$d"
 done

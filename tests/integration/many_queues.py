@@ -5,7 +5,7 @@
     many_queues.py NAMESRV BROKER CLI [case]      cases: load (default), memory
 
 load: MANY_TOPICS (20,000) topics of 4 queues in topics.json before the start, 100 more
-created over remoting; descriptors and mappings stay bounded (not proportional to the
+created over remoting (registered with the NameServer as deltas); descriptors and mappings stay bounded (not proportional to the
 queues), no ConsumeQueue directory exists for an idle queue, messages sent to random
 topics survive a kill -9 and are consumed after the restart, and then only those topics
 have ConsumeQueue files.
@@ -94,7 +94,8 @@ def case_load(env):
     idle = [t for t in cq_topics(root) if t.startswith("M")]
     env.check(not idle, f"no ConsumeQueue directory for an idle queue ({len(idle)} found)")
 
-    # Topics created over remoting while it runs.
+    # Topics created over remoting while it runs: each registered as a delta.
+    whole = env.log_of("namesrv").count(" topics, data version ")
     made = 0
     for i in range(100):
         made += cli(ns, "topic", "create", f"N{i:04d}", f"--queues={QUEUES}").returncode == 0
@@ -111,6 +112,12 @@ def case_load(env):
               f"5 messages to each of 30 random topics: {sum(sent.values())} SEND_OK")
     r = cli(ns, "produce", "N0042", stdin="x\ny\n")
     env.check(r.stdout.count("SEND_OK") == 2, "2 messages to a topic created over remoting")
+    ns_log = env.log_of("namesrv")
+    env.check(ns_log.count(" topics, data version ") == whole and
+              "registered a delta: " in ns_log,
+              "the NameServer learnt the created topics from deltas, not whole sets "
+              f"({ns_log.count('registered a delta: ')} deltas, "
+              f"{ns_log.count(' topics, data version ') - whole} whole sets)")
     bk.kill()
     bk.wait()
     n0 = env.log_of("broker").count(" ready: ")
