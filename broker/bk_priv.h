@@ -34,6 +34,7 @@
 #define BK_PULL_TAGS_MAX 32
 #define BK_PULL_MSGS_MAX 1024 /* records per PULL answer */
 #define BK_SUSPEND_MAX_MS 60000u
+#define BK_HELD_WAKE_RING 4096u /* queues a core tells of per control loop before held_all */
 #define BK_DLQ_PREFIX "%DLQ%"
 #define BK_RETRY_PREFIX "%RETRY%"
 #define BK_SCHED_TOPIC STORE_SCHED_TOPIC /* RocketMQ's delay-level queues */
@@ -212,6 +213,15 @@ struct bk_rcmd {
 	uint32_t need;	     /* resp was too small: run again with this many bytes */
 	int32_t status;	     /* BK_ROP_*: WIRE_DP_ST_* */
 	int64_t value;	     /* BK_ROP_EARLIEST */
+	/*
+	 * A long-polling PULL the core does not park (@no_park, set by control
+	 * before posting; or its park table is full): when it finds nothing, the
+	 * core answers PULL_NOT_FOUND, marks the queue (store_queue_wait()) and
+	 * sets @held: the remoting thread holds the pull until the core says the
+	 * queue grew (bk_core's held wake ring) or its deadline passes.
+	 */
+	bool no_park;
+	bool held;
 	/* control writes after posting: the connection closed, a parked pull answers now */
 	_Atomic bool cancelled;
 };
@@ -276,6 +286,7 @@ struct bk_core_stats {
 	uint64_t send_batches;
 	uint64_t pulls;
 	uint64_t parked;
+	uint64_t held; /* PULLs handed to the remoting thread to hold (bk_rcmd.held) */
 	uint64_t redirects;
 	uint64_t busy;
 	uint64_t busy_by[BK_BUSY_WHYS]; /* busy by reason (enum bk_busy_why) */
@@ -458,6 +469,20 @@ struct bk_core {
 	char props[WIRE_PROPS_MAX + 1];	 /* SEND_BACK, delivery: the rebuilt properties */
 	char dprops[WIRE_PROPS_MAX + 1]; /* a delayed message's (bk_delay_wrap()) */
 	bool rmt_posted;		 /* completions posted since the last wake-up check */
+	/*
+	 * Held pulls (bk_rcmd.held): the queues touched since the last tick
+	 * (bk_core_park_touch()), and the ring the tick tells the remoting
+	 * thread on, core -> control, of those marked store_queue_wait(). A
+	 * full ring or list, or growth the core cannot place (a slave's
+	 * replication), sets held_all instead: every held pull of this core
+	 * is tried again.
+	 */
+	uint8_t held_n;
+	bool held_touch_all;
+	uint32_t held_marks; /* queues marked now */
+	const struct store_queue *held_q[32];
+	struct ring *held_wake;
+	_Atomic uint32_t held_all;
 	_Atomic uint32_t rmt_kick; /* control: look at the parked pulls (some were cancelled) */
 	uint32_t rmt_gone;	   /* serial of the command just sent back for a bigger buffer */
 	/* replication, master side (bk_repl.c): owner only */

@@ -678,6 +678,24 @@ store_get_phys(const struct store *s, int64_t phys, const uint8_t **rec)
 	return store_bad_read(s, shard, clog_phys_local(phys));
 }
 
+bool
+store_queue_wait(const struct store_queue *q)
+{
+	bool was = q->waited;
+
+	((struct store_queue *)q)->waited = true;
+	return !was;
+}
+
+bool
+store_queue_wait_take(const struct store_queue *q)
+{
+	if (!q->waited)
+		return false;
+	((struct store_queue *)q)->waited = false;
+	return true;
+}
+
 uint64_t
 store_queue_min(const struct store *s, const struct store_queue *q)
 {

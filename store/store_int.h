@@ -65,6 +65,8 @@ struct store_queue {
 	_Atomic bool full_ok;
 	/* owner writes, stats read relaxed */
 	_Atomic uint64_t cq_errors;
+	/* owning core only: someone off the core waits for the next unit (store_queue_wait()) */
+	bool waited;
 };
 
 struct store_shard {

@@ -27,6 +27,7 @@
 #include "bk_handlers.h"
 #include "bk_msgtype.h"
 #include "common/clock.h"
+#include "common/ring.h"
 #include "common/compiler.h"
 #include "wire/dp.h"
 
@@ -321,13 +322,14 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 		bk_core_park_touch(c, a->sq);
 		work++;
 	}
-	if (c->bk->conf.role == BK_ROLE_SLAVE && c->park_n) {
+	if (c->bk->conf.role == BK_ROLE_SLAVE && (c->park_n || c->held_marks)) {
 		/* A slave's shard grows by replication, not by this core's appends. */
 		uint64_t w = clog_written(store_clog(c->bk->store, c->id));
 
 		if (w != c->slave_seen) {
 			c->slave_seen = w;
 			c->park_dirty = c->park_dirty_all = true;
+			c->held_touch_all = true;
 		}
 	}
 	if (SP_UNLIKELY(atomic_load_relaxed(&c->rmt_kick)) &&
@@ -338,6 +340,8 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 	c->park_dirty = c->park_dirty_all = false;
 	c->park_ndirty = 0;
 	c->park_touch_ns = 0;
+	if (c->held_n || c->held_touch_all)
+		work += bk_core__held_tell(c);
 	if (c->rmt_posted) {
 		uint64_t one = 1;
 
@@ -404,7 +408,9 @@ bk_core_init(struct bk *bk, struct bk_core *c, unsigned id)
 	c->parks = table_alloc(sizeof(*c->parks) * c->park_cap);
 	c->park_sq = table_alloc(sizeof(*c->park_sq) * c->park_cap);
 	c->offs = table_alloc(sizeof(*c->offs) * slots);
-	if (!c->acks || !c->batch_phys || !c->parks || !c->park_sq || !c->offs) {
+	if (ring_create(BK_HELD_WAKE_RING, &c->held_wake) != 0)
+		c->held_wake = NULL;
+	if (!c->acks || !c->batch_phys || !c->parks || !c->park_sq || !c->offs || !c->held_wake) {
 		bk_core_fini(c);
 		return -ENOMEM;
 	}
@@ -417,6 +423,8 @@ bk_core_fini(struct bk_core *c)
 {
 	free(c->dq);
 	c->dq = NULL;
+	ring_free(c->held_wake);
+	c->held_wake = NULL;
 	if (c->acks)
 		munmap(c->acks, sizeof(*c->acks) * c->ack_cap);
 	if (c->batch_phys)

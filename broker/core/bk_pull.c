@@ -7,6 +7,13 @@
  * when this core appended or completed acks (data may have become visible)
  * and when the earliest deadline passes; a pull that still finds nothing at
  * its deadline is answered PULL_NOT_FOUND.
+ *
+ * The park table is small (remotingLongPollsPerCore). A remoting pull that
+ * does not get a place in it (the control thread says so, or the table is
+ * full) is held by the remoting thread instead: the core answers it
+ * PULL_NOT_FOUND flagged held, marks its queue, and at the tick tells the
+ * remoting thread of each marked queue that grew (bk_core__held_tell()), which
+ * posts the pull again. docs/isolation.md, "Long polls".
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +22,7 @@
 #include "bk_handlers.h"
 #include "bk_msgtype.h"
 #include "common/clock.h"
+#include "common/ring.h"
 #include "common/compiler.h"
 #include "wire/dp.h"
 
@@ -160,6 +168,7 @@ bk_core__do_pull(struct bk_core *c, const struct dp_xreq *req)
 	const struct bk_topic *t;
 	struct bk_park p = {.h = req->h, .recv_ns = req->ts_recv_ns};
 	uint32_t suspend;
+	bool held;
 
 	if (wire_dp_pull_req_decode(req->msg, req->len, &r) != 0 || r.max_msgs <= 0 ||
 	    r.max_bytes == 0)
@@ -208,8 +217,19 @@ bk_core__do_pull(struct bk_core *c, const struct dp_xreq *req)
 	suspend = (r.sysflag & WIRE_DP_PULL_SUSPEND) ? r.suspend_timeout_ms : 0;
 	if (suspend > BK_SUSPEND_MAX_MS)
 		suspend = BK_SUSPEND_MAX_MS;
-	if (pull_run(c, &p, suspend == 0 || c->park_n == c->park_cap))
+	/* a remoting pull the remoting thread holds instead (bk_rcmd.held) */
+	held = suspend > 0 && bk_core__is_rmt(req->h) &&
+	       (c->park_n == c->park_cap || bk_core__rcmd_of(req->h)->no_park);
+	if (pull_run(c, &p, suspend == 0 || (c->park_n == c->park_cap && !held)))
 		return 0;
+	if (held) {
+		/* nothing yet: answered PULL_NOT_FOUND, which the remoting thread keeps */
+		c->held_marks += store_queue_wait(p.sq);
+		bk_core__rcmd_of(req->h)->held = true;
+		(void)pull_run(c, &p, true);
+		c->st.held++;
+		return 0;
+	}
 	/* Park it. */
 	p.used = true;
 	/*
@@ -234,6 +254,45 @@ bk_core__do_pull(struct bk_core *c, const struct dp_xreq *req)
 	return 0;
 }
 
+/*
+ * The queues of held pulls (bk_rcmd.held) that may have grown since the last
+ * tick: each marked one goes on the ring to the remoting thread, which posts
+ * its pulls again. When the core cannot say which (too many touched, a full
+ * ring, a slave's replication), held_all: all of them. The marks are the
+ * core's own (store_queue_wait()), so no fence is needed: the ring's
+ * release/acquire orders a wake after the held answer it follows, and the
+ * remoting thread takes wakes before it reaps answers (bk_rmt_held.c).
+ * Return: queues told.
+ */
+unsigned
+bk_core__held_tell(struct bk_core *c)
+{
+	unsigned told = 0;
+
+	if (c->held_marks == 0) {
+		/* nobody waits off the core */
+	} else if (c->held_touch_all) {
+		atomic_store_release(&c->held_all, 1);
+		told = 1;
+	} else {
+		for (uint8_t i = 0; i < c->held_n; i++) {
+			void *q = (void *)c->held_q[i];
+
+			if (!store_queue_wait_take(c->held_q[i]))
+				continue;
+			c->held_marks--;
+			told++;
+			if (ring_enqueue_burst(c->held_wake, &q, 1) != 1)
+				atomic_store_release(&c->held_all, 1);
+		}
+	}
+	c->held_n = 0;
+	c->held_touch_all = false;
+	if (told)
+		c->rmt_posted = true; /* wakes the control thread if it sleeps */
+	return told;
+}
+
 /* Did @sq get data since the last scan (or may any queue have)? */
 static bool
 park_queue_dirty(const struct bk_core *c, const struct store_queue *sq)
@@ -249,6 +308,11 @@ park_queue_dirty(const struct bk_core *c, const struct store_queue *sq)
 void
 bk_core_park_touch(struct bk_core *c, const struct store_queue *sq)
 {
+	/* for the pulls the remoting thread holds: told at the tick (bk_core__held_tell()) */
+	if (c->held_n < sizeof(c->held_q) / sizeof(c->held_q[0]))
+		c->held_q[c->held_n++] = sq;
+	else
+		c->held_touch_all = true;
 	c->park_dirty = true;
 	if (!c->park_n || park_queue_dirty(c, sq))
 		return;

@@ -295,6 +295,20 @@ uint64_t store_queue_min(const struct store *s, const struct store_queue *q);
 /* Next offset a consumer may read up to: in SYNC_FLUSH only flushed data. */
 uint64_t store_queue_max(const struct store *s, const struct store_queue *q);
 
+/*
+ * A mark for whoever waits off the core for @q's next unit (the remoting
+ * thread's held pulls, docs/isolation.md "Long polls"): the owning core sets
+ * it with store_queue_wait() when it hands back a pull that found nothing,
+ * and takes it with store_queue_wait_take() when the queue may have grown
+ * (an append, a flush that made units readable), telling the waiter then.
+ * The store never reads it: it is the owner's scratch, hence the const.
+ * Context: the queue's owning core only.
+ */
+/* Return: whether it was not marked yet. */
+bool store_queue_wait(const struct store_queue *q);
+/* Return: whether it was marked (and clear it). */
+bool store_queue_wait_take(const struct store_queue *q);
+
 /* First offset whose store time >= @ms (max when none). Return: 0 or -errno. */
 MUST_CHECK int store_search_time(const struct store *s, const struct store_queue *q, int64_t ms,
 				 uint64_t *qoff);
