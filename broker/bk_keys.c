@@ -51,6 +51,12 @@ const struct cfg_key bk_keys[] = {
 	{"remotingLongPollsPerCore", CFG_INT, "2048", 1, 4032, NULL,
 	 "long-polling remoting PULLs parked at one core at once: the rest of the core's 4032 "
 	 "requests in flight stay for SENDs and everything else"},
+	{"remotingLongPollsMax", CFG_INT, "262144", 1, 1 << 24, NULL,
+	 "long-polling remoting PULLs the remoting thread holds for their queues once the cores' "
+	 "park tables are full (about 1 KB each; more are answered SYSTEM_BUSY)"},
+	{"remotingLongPollsPerAddr", CFG_INT, "131072", 1, 1 << 24, NULL,
+	 "... of them for one client address (a consumer of a 100,000-queue topic keeps one per "
+	 "queue)"},
 	{"remotingMaxFrameSize", CFG_INT, "16777216", 65536, 1 << 30, NULL,
 	 "largest remoting frame (RocketMQ's frameMaxLength); a bigger one closes the connection"},
 	{"remotingMaxFrameMemory", CFG_INT, "268435456", 1 << 20, 1ll << 40, NULL,

@@ -580,10 +580,10 @@ print_stats(const struct bk_ctl *x)
 				 mj);
 		log_info(BK_TAG,
 			 "core %u: sends %" PRIu64 " batches %" PRIu64 " pulls %" PRIu64
-			 " parked %" PRIu64 " redirects %" PRIu64 " busy %" PRIu64
+			 " parked %" PRIu64 " held %" PRIu64 " redirects %" PRIu64 " busy %" PRIu64
 			 " errors %" PRIu64 " (types refused %" PRIu64 ") flush timeouts %" PRIu64
 			 " stalls %" PRIu64 " (longest %" PRIu64 " us)",
-			 i, c->st.sends, c->st.send_batches, c->st.pulls, c->st.parked,
+			 i, c->st.sends, c->st.send_batches, c->st.pulls, c->st.parked, c->st.held,
 			 c->st.redirects, c->st.busy, c->st.errors, c->st.type_refused,
 			 c->st.flush_timeouts, (uint64_t)atomic_load_relaxed(&c->lc.st.stalls),
 			 (uint64_t)atomic_load_relaxed(&c->lc.st.stall_max_ns) / 1000);
@@ -932,6 +932,8 @@ main(int argc, char **argv)
 			.max_jobs_per_addr =
 				(uint32_t)cfg_get_int(cfg, "remotingMaxInflightPerAddr"),
 			.polls_per_core = (uint32_t)cfg_get_int(cfg, "remotingLongPollsPerCore"),
+			.held_max = (uint32_t)cfg_get_int(cfg, "remotingLongPollsMax"),
+			.held_per_addr = (uint32_t)cfg_get_int(cfg, "remotingLongPollsPerAddr"),
 			.client_expire_ms =
 				(uint64_t)cfg_get_int(cfg, "clientChannelExpiredMillis"),
 			.lock_expire_ms = 60000,

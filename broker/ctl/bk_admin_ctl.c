@@ -450,6 +450,8 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 			[BK_RMT_BUSY_CONN] = "remotingBusyConnInflight",
 			[BK_RMT_BUSY_ADDR] = "remotingBusyAddrInflight",
 			[BK_RMT_BUSY_POLLS] = "remotingBusyLongPolls",
+			[BK_RMT_BUSY_HELD] = "remotingBusyLongPollsHeld",
+			[BK_RMT_BUSY_HELD_ADDR] = "remotingBusyLongPollsHeldAddr",
 		};
 
 		/* connections refused or closed by a limit (docs/isolation.md) */
@@ -463,6 +465,7 @@ bk_ctl_runtime_info(struct bk_ctl *x, struct jbuf *b)
 
 		for (unsigned i = 0; i < BK_RMT_BUSY_REASONS; i++)
 			kv_u(b, names[i], bk_rmt_busy_count(x->rmt, i));
+		kv_u(b, "remotingLongPollsHeld", bk_rmt_held_now(x->rmt));
 		for (unsigned i = 0; i < BK_RMT_REFUSE_REASONS; i++)
 			kv_u(b, refused[i], bk_rmt_refused(x->rmt, i));
 		kv_u(b, "remotingFrameMemory", bk_rmt_frame_mem(x->rmt));

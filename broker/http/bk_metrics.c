@@ -49,6 +49,8 @@ static const char *const rmt_busy_labels[BK_RMT_BUSY_REASONS] = {
 	[BK_RMT_BUSY_CONN] = "connection_inflight",
 	[BK_RMT_BUSY_ADDR] = "address_inflight",
 	[BK_RMT_BUSY_POLLS] = "long_polls",
+	[BK_RMT_BUSY_HELD] = "long_polls_held",
+	[BK_RMT_BUSY_HELD_ADDR] = "long_polls_held_address",
 };
 
 static const char *const rmt_refused_labels[BK_RMT_REFUSE_REASONS] = {
@@ -92,6 +94,10 @@ static const struct stat_family {
 	{"sprocket_core_message_bytes_out_total", "counter",
 	 "record bytes delivered in PULL answers", ST(bytes_out)},
 	{"sprocket_core_pulls_parked_total", "counter", "PULLs held as long polls", ST(parked)},
+	{"sprocket_core_pulls_held_total", "counter",
+	 "long-polling PULLs that found nothing and went back to the remoting thread to wait "
+	 "there (no room in the core's park table)",
+	 ST(held)},
 	{"sprocket_core_redirects_total", "counter",
 	 "requests answered with the core that owns the queue", ST(redirects)},
 	{"sprocket_core_types_refused_total", "counter",
@@ -535,6 +541,11 @@ remoting(struct bk_ctl *x, struct jbuf *b)
 			  bk_rmt_acl_hidden(x->rmt));
 	httpd_prom_sample(b, "sprocket_acl_hidden_records_total", "door", "http", x->http_hidden);
 	httpd_auth_prom(&x->http_auth, x->http, b, "sprocket_http_refused_total");
+	httpd_prom_family(b, "sprocket_remoting_long_polls_held", "gauge",
+			  "long-polling PULLs the control thread holds now, off the cores' park "
+			  "tables (remotingLongPollsMax)");
+	httpd_prom_sample(b, "sprocket_remoting_long_polls_held", NULL, NULL,
+			  bk_rmt_held_now(x->rmt));
 	httpd_prom_family(b, "sprocket_remoting_frame_memory_bytes", "gauge",
 			  "memory held by remoting frames not yet whole");
 	httpd_prom_sample(b, "sprocket_remoting_frame_memory_bytes", NULL, NULL,

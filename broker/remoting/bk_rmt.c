@@ -444,6 +444,7 @@ jobs_cancel(struct bk_rmt *r, uint32_t id, uint32_t gen)
 {
 	uint64_t cores = 0;
 
+	bk_rmt__held_drop_conn(r, id, gen);
 	for (struct rjob *j = r->jobs; j; j = j->next) {
 		if (j->conn != id || j->gen != gen)
 			continue;
@@ -650,6 +651,10 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 		r->conf.frame_mem_max = 256ull << 20;
 	if (!r->conf.polls_per_core || r->conf.polls_per_core > r->conf.inflight_per_core)
 		r->conf.polls_per_core = r->conf.inflight_per_core / 2;
+	if (!r->conf.held_max)
+		r->conf.held_max = 262144;
+	if (!r->conf.held_per_addr)
+		r->conf.held_per_addr = r->conf.held_max;
 	r->ops = *ops;
 	r->lfd = -1;
 	r->inflight = calloc(bk->ncores, sizeof(*r->inflight));
@@ -665,9 +670,13 @@ bk_rmt_create(struct bk *bk, const struct bk_rmt_conf *conf, const struct bk_rmt
 		r->quick_addr.v = NULL;
 	if (ipcount_init(&r->pass_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
 		r->pass_addr.v = NULL;
+	if (ipcount_init(&r->held_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
+		r->held_addr.v = NULL;
+	if (ipcount_init(&r->polls_addr, SP_MIN(conf->max_conns, 1u << 20)) != 0)
+		r->polls_addr.v = NULL;
 	if (r->inflight == NULL || r->polls == NULL || r->hdr == NULL || r->ep < 0 ||
 	    r->per_addr.v == NULL || r->jobs_addr.v == NULL || r->quick_addr.v == NULL ||
-	    r->pass_addr.v == NULL) {
+	    r->pass_addr.v == NULL || r->held_addr.v == NULL || r->polls_addr.v == NULL) {
 		err = r->ep < 0 ? -errno : -ENOMEM;
 		goto fail;
 	}
@@ -703,6 +712,8 @@ fail:
 	ipcount_fini(&r->jobs_addr);
 	ipcount_fini(&r->quick_addr);
 	ipcount_fini(&r->pass_addr);
+	ipcount_fini(&r->held_addr);
+	ipcount_fini(&r->polls_addr);
 	free(r);
 	return err;
 }
@@ -791,7 +802,10 @@ bk_rmt_run(struct bk_rmt *r, uint64_t now_ms)
 	r->now_ms = now_ms;
 	r->work = 0;
 	accept_wake(r);
+	/* wakes first: every held answer that came before one is reaped before it applies */
+	bk_rmt__held_take(r);
 	reap(r);
+	bk_rmt__held_run(r);
 	n = epoll_wait(r->ep, ev, 64, 0);
 	for (int i = 0; i < n; i++) {
 		uint32_t id = ev[i].data.u32;
@@ -900,6 +914,12 @@ bk_rmt_destroy(struct bk_rmt *r)
 		 r->busy[BK_RMT_BUSY_CORE], r->busy[BK_RMT_BUSY_CONN], r->busy[BK_RMT_BUSY_ADDR],
 		 r->busy[BK_RMT_BUSY_POLLS]);
 	log_info(TAG,
+		 "remoting: %" PRIu64 " long polls held off the cores (%" PRIu64
+		 " answered at their deadline, %u held now); refused: %" PRIu64
+		 " remotingLongPollsMax, %" PRIu64 " remotingLongPollsPerAddr",
+		 r->held_total, r->held_timeouts, r->nheld, r->busy[BK_RMT_BUSY_HELD],
+		 r->busy[BK_RMT_BUSY_HELD_ADDR]);
+	log_info(TAG,
 		 "remoting: connections refused or closed by reason: connections %" PRIu64
 		 ", per_addr %" PRIu64 ", no_fd %" PRIu64 ", frame_size %" PRIu64
 		 ", frame_memory %" PRIu64,
@@ -913,6 +933,7 @@ bk_rmt_destroy(struct bk_rmt *r)
 		 "%u requests at the cores)",
 		 r->turns_deferred, RMT_FRAMES_PER_TURN, r->turns_addr, RMT_FRAMES_PER_ADDR,
 		 RMT_QUICK_PER_ADDR);
+	bk_rmt__held_fini(r);
 	while (r->jobs)
 		bk_rmt__job_free(r, r->jobs);
 	for (uint32_t i = 0; i < r->nconns; i++) {
@@ -937,6 +958,8 @@ bk_rmt_destroy(struct bk_rmt *r)
 	ipcount_fini(&r->jobs_addr);
 	ipcount_fini(&r->quick_addr);
 	ipcount_fini(&r->pass_addr);
+	ipcount_fini(&r->held_addr);
+	ipcount_fini(&r->polls_addr);
 	bk_rmt_tls_fini(r);
 	free(r->scratch);
 	free(r->inflight);

@@ -53,6 +53,8 @@ struct bk_rmt_conf {
 	uint32_t max_jobs_per_conn;  /* remotingMaxInflightPerConnection */
 	uint32_t max_jobs_per_addr;  /* remotingMaxInflightPerAddr (0: no cap of its own) */
 	uint32_t polls_per_core;     /* remotingLongPollsPerCore: parked PULLs of one core */
+	uint32_t held_max;	     /* remotingLongPollsMax: long polls held off the cores */
+	uint32_t held_per_addr;	     /* remotingLongPollsPerAddr: ... for one client address */
 	uint64_t client_expire_ms;   /* consumers silent this long leave their group (120 s) */
 	uint64_t lock_expire_ms;     /* LOCK_BATCH_MQ locks (60 s) */
 	struct cidr_list admin_addrs; /* adminAllowedAddrs */
@@ -151,12 +153,17 @@ uint64_t bk_rmt_acl_hidden(const struct bk_rmt *r);
 
 /* Why a request was answered SYSTEM_BUSY (docs/isolation.md). */
 enum bk_rmt_busy {
-	BK_RMT_BUSY_CORE,  /* the core's requests in flight (its command ring) */
-	BK_RMT_BUSY_CONN,  /* remotingMaxInflightPerConnection */
-	BK_RMT_BUSY_ADDR,  /* remotingMaxInflightPerAddr */
-	BK_RMT_BUSY_POLLS, /* remotingLongPollsPerCore */
+	BK_RMT_BUSY_CORE,      /* the core's requests in flight (its command ring) */
+	BK_RMT_BUSY_CONN,      /* remotingMaxInflightPerConnection */
+	BK_RMT_BUSY_ADDR,      /* remotingMaxInflightPerAddr */
+	BK_RMT_BUSY_POLLS,     /* remotingLongPollsPerCore */
+	BK_RMT_BUSY_HELD,      /* remotingLongPollsMax */
+	BK_RMT_BUSY_HELD_ADDR, /* remotingLongPollsPerAddr */
 	BK_RMT_BUSY_REASONS,
 };
+
+/* Long-polling PULLs the remoting thread holds now (bk_rmt_held.c). Context: control. */
+uint32_t bk_rmt_held_now(const struct bk_rmt *r);
 
 /* Requests answered SYSTEM_BUSY for @reason so far (GET_BROKER_RUNTIME_INFO). Context: control. */
 uint64_t bk_rmt_busy_count(const struct bk_rmt *r, unsigned reason);

@@ -351,6 +351,38 @@ bk_rmt__do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 	j->c.req_len = (uint32_t)len;
 	/* one that may park counts against remotingLongPollsPerCore */
 	j->poll = (p.sysflag & WIRE_DP_PULL_SUSPEND) && p.suspend_timeout_ms > 0;
+	if (j->poll) {
+		uint16_t core = t->core[qid];
+
+		j->sq = t->sq[qid];
+		j->deadline_ms = r->now_ms + p.suspend_timeout_ms;
+		j->resp_full = j->c.resp_cap;
+		/*
+		 * No room in the core's park table, or its connection or address
+		 * parks half its requests in flight there already: if it finds
+		 * nothing, the remoting thread holds it (bk_rmt_held.c).
+		 */
+		if (core < r->bk->ncores &&
+		    (r->polls[core] >= r->conf.polls_per_core ||
+		     c->polls >= r->conf.max_jobs_per_conn / 2 ||
+		     (r->conf.max_jobs_per_addr &&
+		      ipcount_get(&r->polls_addr, c->peer.ip) >= r->conf.max_jobs_per_addr / 2))) {
+			j->poll = false;
+			j->c.no_park = true;
+			/* the holding room is full already: refused now, not after a trip to the core */
+			if (r->nheld >= r->conf.held_max ||
+			    ipcount_get(&r->held_addr, c->peer.ip) >= r->conf.held_per_addr) {
+				bk_rmt__busy_set(r,
+						 r->nheld >= r->conf.held_max
+							 ? BK_RMT_BUSY_HELD
+							 : BK_RMT_BUSY_HELD_ADDR,
+						 UINT16_MAX, c->peer.ip);
+				bk_rmt__job_free(r, j);
+				bk_rmt__busy(r, c, q);
+				return;
+			}
+		}
+	}
 	if (bk_rmt__job_post(r, j, t->core[qid]) != 0)
 		bk_rmt__busy(r, c, q);
 }
@@ -725,8 +757,9 @@ answer_send(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
 	free(ids);
 }
 
-static void
-answer_pull(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m, uint32_t len)
+void
+bk_rmt__answer_pull(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
+		    uint32_t len)
 {
 	struct wire_dp_pull_resp p;
 	struct rresp o = {.opaque = j->opaque, .serialize = j->serialize};
@@ -901,6 +934,18 @@ bk_rmt__job_done(struct bk_rmt *r, struct rjob *j)
 	if (job_again(r, j))
 		return;
 	c = bk_rmt__conn_get(r, j->conn, j->gen);
+	/* a long poll that found nothing, for the remoting thread to hold (bk_rmt_held.c) */
+	if (c && !j->oneway && j->c.held && !j->c.need && r->now_ms < j->deadline_ms) {
+		int rc = bk_rmt__held_put(r, c, j);
+
+		if (rc == 0)
+			return;
+		if (rc == -ENOSPC) {
+			bk_rmt__busy_answer(r, c, j->code, j->opaque, j->serialize);
+			bk_rmt__job_free(r, j);
+			return;
+		}
+	}
 	if (c && !j->oneway) {
 		if (j->c.need) {
 			bk_rmt__busy_answer(r, c, j->code, j->opaque, j->serialize);
@@ -912,7 +957,7 @@ bk_rmt__job_done(struct bk_rmt *r, struct rjob *j)
 				answer_send(r, c, j, j->c.resp, j->c.resp_len);
 				break;
 			case WIRE_DP_OP_PULL:
-				answer_pull(r, c, j, j->c.resp, j->c.resp_len);
+				bk_rmt__answer_pull(r, c, j, j->c.resp, j->c.resp_len);
 				break;
 			case BK_ROP_GATHER:
 				answer_lookup(r, c, j);

@@ -223,7 +223,9 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 
 	if (j->agg)
 		bk_rmt__agg_drop(j);
-	if (c && c->jobs)
+	if (j->held)
+		bk_rmt__held_forget(r, j);
+	if (c && c->jobs && !j->uncounted)
 		c->jobs--;
 	if (c && j->quick && c->quick)
 		c->quick--;
@@ -307,23 +309,29 @@ bk_rmt__job_new(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q,
 int
 bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core)
 {
+	int rc = bk_rmt__job_post_keep(r, j, core);
+
+	if (rc != 0)
+		bk_rmt__job_free(r, j);
+	return rc;
+}
+
+int
+bk_rmt__job_post_keep(struct bk_rmt *r, struct rjob *j, uint16_t core)
+{
 	if (core >= r->bk->ncores || r->inflight[core] >= r->conf.inflight_per_core) {
 		bk_rmt__busy_set(r, BK_RMT_BUSY_CORE, core, 0);
-		bk_rmt__job_free(r, j);
 		return -EAGAIN;
 	}
 	if (j->poll && r->polls[core] >= r->conf.polls_per_core) {
 		bk_rmt__busy_set(r, BK_RMT_BUSY_POLLS, core, 0);
-		bk_rmt__job_free(r, j);
 		return -EAGAIN;
 	}
 	j->c.core = core;
 	j->c.serial = ++r->serial ? r->serial : ++r->serial; /* never 0 */
 	j->c.recv_ns = j->c.recv_ns ? j->c.recv_ns : clk_mono_ns();
-	if (dp_lcore_post(&r->bk->cores[core].lc, &j->c) != 0) {
-		bk_rmt__job_free(r, j);
+	if (dp_lcore_post(&r->bk->cores[core].lc, &j->c) != 0)
 		return -EAGAIN;
-	}
 	r->inflight[core]++;
 	bk_rmt__poll_count(r, j, core);
 	/*
@@ -393,6 +401,18 @@ bk_rmt__busy_answer(struct bk_rmt *r, struct rconn *c, int32_t code, int32_t opa
 			 "[OVERLOAD]system busy: %u long-polling pulls parked at core %u "
 			 "(remotingLongPollsPerCore)",
 			 r->busy_core < r->bk->ncores ? r->polls[r->busy_core] : 0, r->busy_core);
+		break;
+	case BK_RMT_BUSY_HELD:
+		snprintf(remark, sizeof(remark),
+			 "[OVERLOAD]system busy: %u long-polling pulls held in all "
+			 "(remotingLongPollsMax)",
+			 r->nheld);
+		break;
+	case BK_RMT_BUSY_HELD_ADDR:
+		snprintf(remark, sizeof(remark),
+			 "[OVERLOAD]system busy: %u long-polling pulls held for %s "
+			 "(remotingLongPollsPerAddr)",
+			 ipcount_get(&r->held_addr, r->busy_addr), ip);
 		break;
 	default:
 		if (r->busy_core < r->bk->ncores)

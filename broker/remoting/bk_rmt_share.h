@@ -84,6 +84,7 @@ struct rconn {
 	int32_t next_opaque; /* our requests to the client (NOTIFY_CONSUMER_IDS_CHANGED) */
 	uint32_t jobs;	     /* its requests at the cores */
 	uint32_t quick;	     /* ... of them not long polls (RMT_QUICK_PER_CONN) */
+	uint32_t polls;	     /* ... of them parked at the cores (at most half of jobs' cap) */
 	bool paused;	     /* EPOLLIN off: too much unsent */
 	bool backlog;	     /* EPOLLIN off: frames wait for its next turn (in r->turns) */
 	bool closing;	     /* closed: torn down by conns_reap(), never used again */
@@ -106,12 +107,23 @@ struct rjob {
 	bool oneway;
 	uint8_t redirects;
 	uint32_t batch_n;
-	bool addr_counted;	  /* in r->jobs_addr (under j->c.peer.ip) */
-	bool poll;		  /* a PULL that may park: counted in r->polls[core] */
-	bool quick;		  /* counted in its connection's quick */
-	bool quick_addr;	  /* ... and in r->quick_addr */
-	bool polled;		  /* ... and counted */
-	struct rjob *prev, *next; /* every job in flight, for teardown */
+	bool addr_counted; /* in r->jobs_addr (under j->c.peer.ip) */
+	bool poll;	   /* a PULL that may park: counted in r->polls[core] */
+	bool quick;	   /* counted in its connection's quick */
+	bool quick_addr;   /* ... and in r->quick_addr */
+	bool polled;	   /* ... and counted */
+	bool polls_addr;   /* ... and in r->polls_addr */
+	/* a long poll the remoting thread may hold (bk_rmt_held.c) */
+	bool held;		      /* held now: in r->held and its queue's chain */
+	bool held_counted;	      /* in r->held_addr */
+	bool uncounted;		      /* not in its connection's jobs nor r->jobs_addr */
+	uint16_t held_core;	      /* the core it goes back to */
+	uint32_t held_ix;	      /* in r->held */
+	uint32_t resp_full;	      /* resp_cap to post it with again */
+	uint64_t deadline_ms;	      /* answered PULL_NOT_FOUND then */
+	const struct store_queue *sq; /* its queue */
+	struct rjob *held_next;	      /* its queue's next held pull */
+	struct rjob *prev, *next;     /* every job in flight, for teardown */
 	uint8_t *reqbuf;
 	struct ragg *agg; /* one part of an admin request over many queues (bk_rmt_stats.c) */
 	int64_t phys[QUERY_MAX];
@@ -173,6 +185,18 @@ struct bk_rmt {
 	uint32_t *pass_ips;
 	uint32_t npass_ips, pass_ips_cap;
 	struct ipcount quick_addr; /* quick jobs per address (RMT_QUICK_PER_ADDR) */
+	struct ipcount polls_addr; /* long polls parked at the cores, per address */
+	/* held long polls (bk_rmt_held.c) */
+	struct rjob **held;
+	uint32_t nheld, held_cap;
+	struct rheld_slot *held_ix; /* open addressing by queue */
+	uint32_t held_mask, held_used;
+	struct ipcount held_addr;
+	const struct store_queue **wakes; /* taken off the cores' rings, not applied yet */
+	uint32_t nwakes, wakes_cap;
+	uint64_t held_all; /* cores whose every held pull goes back */
+	uint64_t next_held_ms;
+	uint64_t held_total, held_timeouts;
 	uint32_t serial;
 	uint32_t *inflight; /* per core */
 	struct rjob *jobs;
@@ -338,12 +362,39 @@ int bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core);
 /* The refusal bk_rmt__busy() answers next: why, and where (UINT16_MAX: no core). */
 void bk_rmt__busy_set(struct bk_rmt *r, enum bk_rmt_busy why, uint16_t core, uint32_t ip);
 
+/* As bk_rmt__job_post(), but @j stays the caller's when it cannot go. */
+int bk_rmt__job_post_keep(struct bk_rmt *r, struct rjob *j, uint16_t core);
+
+/* A PULL's answer to its client from the core's @m. */
+void bk_rmt__answer_pull(struct bk_rmt *r, struct rconn *c, struct rjob *j, const uint8_t *m,
+			 uint32_t len);
+
+/*
+ * Held long polls (bk_rmt_held.c). put: hold @j, back from its core with
+ * bk_rcmd.held (Return: 0, -ENOSPC over remotingLongPollsMax or ...PerAddr,
+ * the busy reason set; -ENOMEM). take: the cores' wakes, before the reap;
+ * run: after it, post the woken pulls again and answer those past their
+ * deadline. forget: out of the held set (bk_rmt__job_free()). drop_conn: a
+ * closed connection's held pulls go.
+ */
+int bk_rmt__held_put(struct bk_rmt *r, struct rconn *c, struct rjob *j);
+void bk_rmt__held_take(struct bk_rmt *r);
+void bk_rmt__held_run(struct bk_rmt *r);
+void bk_rmt__held_forget(struct bk_rmt *r, struct rjob *j);
+void bk_rmt__held_drop_conn(struct bk_rmt *r, uint32_t id, uint32_t gen);
+void bk_rmt__held_fini(struct bk_rmt *r);
+
 /* @j, posted to @core, is a long poll there (remotingLongPollsPerCore) / is back from it. */
 static inline void
 bk_rmt__poll_count(struct bk_rmt *r, struct rjob *j, uint16_t core)
 {
 	if (j->poll) {
+		struct rconn *c = bk_rmt__conn_get(r, j->conn, j->gen);
+
 		r->polls[core]++;
+		if (c)
+			c->polls++;
+		j->polls_addr = ipcount_add(&r->polls_addr, j->c.peer.ip) != 0;
 		j->polled = true;
 	}
 }
@@ -352,7 +403,14 @@ static inline void
 bk_rmt__poll_uncount(struct bk_rmt *r, struct rjob *j)
 {
 	if (j->polled) {
+		struct rconn *c = bk_rmt__conn_get(r, j->conn, j->gen);
+
 		r->polls[j->c.core]--;
+		if (c && c->polls)
+			c->polls--;
+		if (j->polls_addr)
+			ipcount_sub(&r->polls_addr, j->c.peer.ip);
+		j->polls_addr = false;
 		j->polled = false;
 	}
 }
