@@ -4,11 +4,12 @@
 usage: isolation.py NAMESRV BROKER CLI XTOOL DP_ABUSE NODE_DIR CASE
 
   remoting  8 connections from 127.0.0.2 send 1024 long-polling PULLs each (30 s suspend):
-            1024 park (remotingMaxInflightPerAddr), the rest are answered SYSTEM_BUSY at once
-            naming the key; meanwhile ali-ons on 127.0.0.1 sends and consumes with 0 failed.
-            Closing the flooding connections releases their parked pulls at once: a new
-            connection from that address parks 1024 again straight away. The stop report
-            counts the refusals by reason.
+            512 park at the core (half of remotingMaxInflightPerAddr), 4096 more are held by
+            the remoting thread (remotingLongPollsPerAddr, lowered to 4096 here), the rest
+            are answered SYSTEM_BUSY at once naming the key; meanwhile ali-ons on 127.0.0.1
+            sends and consumes with 0 failed. Closing the flooding connections releases their
+            pulls at once: a new connection from that address parks 1024 again straight
+            away. The stop report counts the refusals by reason.
   remoting_acl  the same with aclEnable: the flood signed by an account that may read the
             topic gets the same shares, ali-ons with its own account works as above.
   pipeline  one connection from 127.0.0.2 pipelines one cheap request as fast as it can
@@ -104,19 +105,24 @@ ACL_TEXT = """accounts:
 """
 
 
+HELD_PER_ADDR = 4096
+PARKED_PER_ADDR = 1024 // 2  # half of remotingMaxInflightPerAddr's default
+
+
 def case_remoting(acl=False):
     namesrv()
     keys = []
+    held = [f"--remotingLongPollsPerAddr={HELD_PER_ADDR}"]
     if acl:
         path = os.path.join(ENV.tmp, "plain_acl.yml")
         with open(path, "w") as f:
             f.write(ACL_TEXT)
         os.chmod(path, 0o600)
         broker(["--aclEnable=true", f"--aclFile={path}", "--accessKey=adminuser",
-                "--secretKey=adminsecret"])
+                "--secretKey=adminsecret"] + held)
         keys = ["gooduser", "goodsecret"]
     else:
-        broker()
+        broker(held)
     for t in ("IsoData", "IsoPoll"):
         rc, out, err = cli("topic", "create", t, "--queues=1",
                            creds=("adminuser", "adminsecret") if acl else None)
@@ -125,13 +131,20 @@ def case_remoting(acl=False):
     addr = f"127.0.0.1:{ENV.rmt_port('broker')}"
     flood = Flood(addr, "127.0.0.2", "IsoPoll", 8, 1024,
                   ("flooder", "floodsecret") if acl else None)
+    want = 8 * 1024 - PARKED_PER_ADDR - HELD_PER_ADDR
     flood.read(3)
+    # every pull past the held ones is refused, at once or after its trip to the core: the
+    # refusals come as fast as the control thread works through the flood's turns
+    end = time.time() + 60
+    while flood.codes.get(SYSTEM_BUSY, 0) < want and time.time() < end:
+        flood.read(0.5)
     busy = flood.codes.get(SYSTEM_BUSY, 0)
     # (PULL_NOT_FOUND, 19: once, under CI load, 31 parked pulls were answered "no message"
     # within 3 s instead of at their 30 s deadline; not understood yet, and no refusal)
-    check(busy == 8 * 1024 - 1024 and flood.answered() - flood.codes.get(19, 0) == busy,
-          f"flood: 1024 of 8192 pulls park, {busy} answered SYSTEM_BUSY at once ({flood.codes})")
-    check(any("remotingMaxInflightPerAddr" in r and "127.0.0.2" in r for r in flood.remarks),
+    check(busy == want and flood.answered() - flood.codes.get(19, 0) == busy,
+          f"flood: {PARKED_PER_ADDR} of 8192 pulls park at the core, {HELD_PER_ADDR} are held, "
+          f"{busy} answered SYSTEM_BUSY at once (want {want}; {flood.codes})")
+    check(any("remotingLongPollsPerAddr" in r and "127.0.0.2" in r for r in flood.remarks),
           f"the refusal names the address and the key ({sorted(flood.remarks)[:2]})")
     r = node("produce", NSADDR, "IsoData", 50, *keys)
     check(r["ok"] == 50, f"during the flood ali-ons on 127.0.0.1 sends 50 of 50 ({r['errors'][:2]})")
@@ -159,7 +172,10 @@ def case_remoting(acl=False):
           f"try {attempt + 1})")
     again.close()
     rep = stop_lines("SYSTEM_BUSY answers")
-    check(rep and "addr_inflight 7168," in rep[-1],
+    rep = [ln for ln in ENV.log_of("broker").splitlines() if "long polls held off" in ln]
+    m = re.search(r"(\d+) remotingLongPollsPerAddr", rep[-1]) if rep else None
+    # (at least: a retry above may have been refused before the close was seen)
+    check(m and int(m.group(1)) >= want,
           f"the stop report counts refusals by reason ({rep[-1:]})")
 
 

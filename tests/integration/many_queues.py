@@ -5,8 +5,10 @@
     many_queues.py NAMESRV BROKER CLI [case]      cases: load (default), memory
 
 load: MANY_TOPICS (20,000) topics of 4 queues in topics.json before the start, 100 more
-created over remoting (registered with the NameServer as deltas); descriptors and mappings stay bounded (not proportional to the
-queues), no ConsumeQueue directory exists for an idle queue, messages sent to random
+created over remoting (registered with the NameServer as deltas); descriptors and mappings
+stay bounded (not proportional to the queues), no ConsumeQueue directory exists for an idle
+queue, a topic of 10,000 queues is consumed by the CLI and by an ali-ons group (one long poll
+per queue on one connection, none refused), messages sent to random
 topics survive a kill -9 and are consumed after the restart, and then only those topics
 have ConsumeQueue files.
 memory: a broker whose memory cgroup cannot hold its queues refuses to start, and says
@@ -67,6 +69,18 @@ def cq_topics(root):
 def cli(ns, *args, stdin=None, timeout=60):
     return subprocess.run([CLI, f"--namesrv={ns}", *args], input=stdin, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def ali_consume(ns, topic, group, n, secs):
+    """ali-ons (tests/compat) consumes N messages of TOPIC as GROUP within SECS."""
+    js = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compat",
+                      "acl_client.js")
+    r = subprocess.run(["node", js, "consume", ns, topic, group, str(n), str(secs)],
+                       capture_output=True, text=True, timeout=secs + 120)
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"got": -1, "errors": [f"no result: rc {r.returncode} {r.stderr[-300:]}"]}
 
 
 def start_ns(env):
@@ -143,11 +157,23 @@ def case_load(env):
     n = sum(1 for ln in r.stdout.splitlines() if '"wide-' in ln)
     env.check(n == 20, f"the CLI consumes all 10,000 queues: {n} of 20 (rc {r.returncode}"
               f"{', ' + r.stderr.strip()[:200] if r.returncode else ''})")
+    # ... and an ali-ons group: one long poll per queue, all on one connection
+    r = ali_consume(ns, "Wide", "GID_WIDE", 20, 180)
+    errs = [e for e in r["errors"] if "maybe this group consumer boot first" not in e]
+    env.check(r["got"] >= 20 and not errs,
+              f"ali-ons consumes all 10,000 queues: {r['got']} of 20, errors {errs[:2]}")
     written = {t for t in cq_topics(root) if t.startswith("M")}
     env.check(written == set(sent),
               f"ConsumeQueue files only for the {len(sent)} topics written ({len(written)})")
     bk.terminate()
     bk.wait()
+    log = env.log_of("broker")
+    busy = [ln for ln in log.splitlines() if "SYSTEM_BUSY answers by reason" in ln]
+    env.check(busy and "conn_inflight 0, addr_inflight 0, long_polls 0" in busy[-1],
+              f"no pull was refused for lack of room ({busy[-1:]})")
+    held = [ln for ln in log.splitlines() if "long polls held off the cores" in ln]
+    env.check(held and not held[-1].split("remoting: ")[1].startswith("0 "),
+              f"the remoting thread held the polls the cores had no room for ({held[-1:]})")
 
 
 def memory_cgroup():

@@ -71,7 +71,7 @@ class Flood:
                     h = json.loads(buf[8:8 + hl])
                     self.codes[h["code"]] = self.codes.get(h["code"], 0) + 1
                     if h.get("remark"):
-                        self.remarks.add(h["remark"][:90])
+                        self.remarks.add(h["remark"][:120])
                     buf = buf[4 + n:]
                 self.bufs[s] = buf
 
