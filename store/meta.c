@@ -31,6 +31,7 @@
 #include <json-c/json.h>
 
 #include "common/compiler.h"
+#include "meta_int.h"
 #include "store/meta.h"
 
 /* larger files are refused (-EFBIG): 1,000,000 topics make a topics.json of ~180 MB */
@@ -110,8 +111,8 @@ obj_add(struct json_object *o, const char *key, struct json_object *v)
 	return 0;
 }
 
-static int
-topic_to_json(const struct meta_topic *t, struct json_object **out)
+int
+meta__topic_to_json(const struct meta_topic *t, struct json_object **out)
 {
 	struct json_object *o = json_object_new_object();
 	int rc;
@@ -179,7 +180,7 @@ topics_root(const struct meta_topic *topics, size_t n, const struct meta_version
 			rc = -EINVAL; /* bad or duplicate topic */
 			goto out_put;
 		}
-		rc = topic_to_json(&topics[i], &o);
+		rc = meta__topic_to_json(&topics[i], &o);
 		if (rc == 0)
 			rc = obj_add(table, topics[i].name, o);
 		if (rc != 0)
@@ -430,8 +431,8 @@ meta_offsets_json(const struct meta_offset *offs, size_t n, char **json, size_t 
  * Read and parse @path. Return: 0 with *@root (NULL when the file does not
  * exist), -EBADMSG not a JSON object, -errno.
  */
-static int
-json_parse(const char *buf, size_t len, struct json_object **root)
+int
+meta__json_parse(const char *buf, size_t len, struct json_object **root)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -479,7 +480,7 @@ json_load(const struct store_io_ops *io, const char *path, struct json_object **
 		return 0;
 	if (rc != 0)
 		return rc;
-	rc = json_parse(buf, len, root);
+	rc = meta__json_parse(buf, len, root);
 	free(buf);
 	return rc;
 }
@@ -519,8 +520,8 @@ copy_name(char *dst, const char *s, size_t len, size_t max)
 	return 0;
 }
 
-static int
-topic_from_json(const char *key, struct json_object *o, struct meta_topic *t)
+int
+meta__topic_from_json(const char *key, struct json_object *o, struct meta_topic *t)
 {
 	struct json_object *v;
 	int64_t x;
@@ -573,8 +574,8 @@ topic_from_json(const char *key, struct json_object *o, struct meta_topic *t)
 	return 0;
 }
 
-static int
-version_from_json(struct json_object *root, struct meta_version *ver)
+int
+meta__version_from_json(struct json_object *root, struct meta_version *ver)
 {
 	struct json_object *dv;
 	int64_t x;
@@ -606,7 +607,7 @@ topics_from_root(struct json_object *root, struct meta_topic **topics, size_t *n
 
 	if (root == NULL)
 		goto out_ok; /* no file yet: no topics */
-	rc = version_from_json(root, &v);
+	rc = meta__version_from_json(root, &v);
 	if (rc != 0)
 		goto out_put;
 	if (!json_object_object_get_ex(root, "topicConfigTable", &table) ||
@@ -624,7 +625,7 @@ topics_from_root(struct json_object *root, struct meta_topic **topics, size_t *n
 	}
 	json_object_object_foreach(table, key, val)
 	{
-		rc = topic_from_json(key, val, &arr[i++]);
+		rc = meta__topic_from_json(key, val, &arr[i++]);
 		if (rc != 0)
 			goto out_put;
 	}
@@ -665,7 +666,7 @@ meta_topics_parse(const char *json, size_t len, struct meta_topic **topics, size
 
 	if (json == NULL || topics == NULL || n == NULL)
 		return -EINVAL;
-	rc = json_parse(json, len, &root);
+	rc = meta__json_parse(json, len, &root);
 	if (rc == 0 && root == NULL)
 		rc = -EBADMSG;
 	return rc != 0 ? rc : topics_from_root(root, topics, n, ver);
@@ -806,7 +807,7 @@ meta_offsets_parse(const char *json, size_t len, struct meta_offset **offs, size
 
 	if (json == NULL || offs == NULL || n == NULL)
 		return -EINVAL;
-	rc = json_parse(json, len, &root);
+	rc = meta__json_parse(json, len, &root);
 	if (rc == 0 && root == NULL)
 		rc = -EBADMSG;
 	return rc != 0 ? rc : offsets_from_root(root, offs, n);

@@ -110,4 +110,34 @@ MUST_CHECK int meta_offsets_json(const struct meta_offset *offs, size_t n, char 
 MUST_CHECK int meta_offsets_parse(const char *json, size_t len, struct meta_offset **offs,
 				  size_t *n);
 
+/*
+ * topics.json's journal (meta_journal.c; docs/store.md, "topics.json and its
+ * journal"): one line per topic change, appended and synced. put and delete
+ * append one (@bytes: its size); reset empties the journal once topics.json
+ * holds everything (after meta_topics_save()); replay applies the journal at
+ * @path onto @topics (a malloc'd array as meta_topics_load() returns, which
+ * may be reallocated), setting @ver to the newest line's version.
+ * Context: control thread, blocking (each append is fdatasync'd).
+ * Return: 0, -EINVAL, -ENOMEM, -errno; replay: -EBADMSG a damaged line that
+ * is not the last (its number in @out->bad_line), -EFBIG over 512 MiB. A
+ * missing journal replays nothing.
+ */
+struct meta_journal_replay {
+	size_t applied; /* lines applied */
+	size_t bytes;	/* the journal's size */
+	size_t bad_line;
+	bool torn; /* a last line without its newline: a write a crash cut, left out */
+};
+
+MUST_CHECK int meta_journal_put(const char *path, const struct meta_topic *t,
+				const struct meta_version *ver, size_t *bytes);
+MUST_CHECK int meta_journal_delete(const char *path, const char *name,
+				   const struct meta_version *ver, size_t *bytes);
+MUST_CHECK int meta_journal_reset(const char *path);
+MUST_CHECK int meta_journal_replay(const char *path, struct meta_topic **topics, size_t *n,
+				   struct meta_version *ver, struct meta_journal_replay *out);
+/* As meta_journal_replay(), from @buf (its lines are cut in place). */
+MUST_CHECK int meta_journal_replay_buf(char *buf, size_t len, struct meta_topic **topics, size_t *n,
+				       struct meta_version *ver, struct meta_journal_replay *out);
+
 #endif /* SP_STORE_META_H */

@@ -770,8 +770,114 @@ test_topics_text_as_jsonc(void)
 	}
 }
 
+/* topics.json's journal: puts and deletes replayed in order, a torn last line, a damaged one. */
+static void
+test_journal(void)
+{
+	struct meta_topic a = {.name = "JA", .read_queues = 4, .write_queues = 4, .perm = 6};
+	struct meta_topic b = {.name = "JB", .read_queues = 8, .write_queues = 2, .perm = 4};
+	struct meta_version v = {.counter = 7, .timestamp_ms = 1700000000000};
+	struct meta_version got = {0};
+	struct meta_journal_replay jr;
+	struct meta_topic *t = NULL;
+	size_t n = 0, bytes = 0;
+	char *text;
+
+	setup("topics.json.journal");
+	/* no journal: nothing to replay */
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, &got, &jr), 0);
+	T_ASSERT_EQ(n, 0);
+	T_ASSERT_EQ(jr.applied, 0);
+	T_ASSERT_EQ(meta_journal_reset(path), 0);
+
+	/* the base: JA and JB, as topics.json would give them */
+	T_ASSERT((t = calloc(2, sizeof(*t))) != NULL);
+	t[0] = a;
+	t[1] = b;
+	n = 2;
+	T_ASSERT_EQ(meta_journal_put(path,
+				     &(struct meta_topic){.name = "JC",
+							  .read_queues = 1,
+							  .write_queues = 1,
+							  .perm = 6,
+							  .order = true},
+				     &v, &bytes),
+		    0);
+	T_ASSERT(bytes > 0 && bytes < 300);
+	b.perm = 6;
+	v.counter = 8;
+	T_ASSERT_EQ(meta_journal_put(path, &b, &v, NULL), 0);
+	v.counter = 9;
+	T_ASSERT_EQ(meta_journal_delete(path, "JA", &v, NULL), 0);
+	T_ASSERT_EQ(meta_journal_delete(path, "NoSuch", &v, NULL), 0); /* idempotent */
+	text = read_text(path);
+	T_ASSERT(strstr(text, "{\"put\":{\"topicName\":\"JC\"") == text);
+	T_ASSERT(strstr(text, "{\"delete\":\"JA\",\"dataVersion\":{\"counter\":9,") != NULL);
+	free(text);
+	/* a write a crash cut: left out, said */
+	{
+		int fd = open(path, O_WRONLY | O_APPEND);
+
+		T_ASSERT(fd >= 0);
+		T_ASSERT_EQ(write(fd, "{\"delete\":\"JB\"", 14), 14);
+		close(fd);
+	}
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, &got, &jr), 0);
+	T_ASSERT_EQ(jr.applied, 4);
+	T_ASSERT(jr.torn);
+	T_ASSERT_EQ(got.counter, 9);
+	T_ASSERT_EQ(n, 2);
+	T_ASSERT_STREQ(t[0].name, "JB"); /* the order of the others kept */
+	T_ASSERT_EQ(t[0].perm, 6);
+	T_ASSERT_EQ(t[0].read_queues, 8);
+	T_ASSERT_STREQ(t[1].name, "JC");
+	T_ASSERT(t[1].order);
+	/* replayed again onto its own result: the same (each change is idempotent) */
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, &got, &jr), 0);
+	T_ASSERT_EQ(n, 2);
+	free(t);
+
+	/* onto no base at all */
+	t = NULL;
+	n = 0;
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, NULL, &jr), 0);
+	T_ASSERT_EQ(n, 2);
+	free(t);
+
+	/* a damaged line that is not the last: refused, and which one said */
+	write_text("{\"put\":{\"topicName\":\"JD\",\"readQueueNums\":1,\"writeQueueNums\":1,"
+		   "\"perm\":6}}\n{\"put\":{\"topicName\":\"JE\",\"readQueueNums\":0}}\n"
+		   "{\"delete\":\"JD\"}\n");
+	t = NULL;
+	n = 0;
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, NULL, &jr), -EBADMSG);
+	T_ASSERT_EQ(jr.bad_line, 2);
+	free(t);
+	write_text("not json\n");
+	t = NULL;
+	n = 0;
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, NULL, &jr), -EBADMSG);
+	T_ASSERT_EQ(jr.bad_line, 1);
+	free(t);
+	write_text("{\"rename\":\"JD\"}\n");
+	t = NULL;
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, NULL, &jr), -EBADMSG);
+	free(t);
+
+	/* reset: empty, and nothing replays */
+	T_ASSERT_EQ(meta_journal_reset(path), 0);
+	t = NULL;
+	n = 0;
+	T_ASSERT_EQ(meta_journal_replay(path, &t, &n, NULL, &jr), 0);
+	T_ASSERT_EQ(jr.applied, 0);
+	T_ASSERT_EQ(n, 0);
+	free(t);
+	T_ASSERT_EQ(meta_journal_delete(path, "", &v, NULL), -EINVAL);
+	teardown();
+}
+
 T_MAIN(T_CASE(test_topics_round_trip), T_CASE(test_topics_text_as_jsonc),
        T_CASE(test_offsets_round_trip), T_CASE(test_missing_file), T_CASE(test_topics_malformed),
        T_CASE(test_offsets_malformed), T_CASE(test_save_refuses), T_CASE(test_atomic_replace),
        T_CASE(test_human_readable), T_CASE(test_in_memory), T_CASE(test_delay_offsets),
-       T_CASE(test_timer_marks))
+       T_CASE(test_timer_marks), T_CASE(test_journal))
