@@ -196,6 +196,32 @@ topics_load(struct bk_ctl *x)
 		return err;
 	}
 	{
+		/* the changes since topics.json was last written whole (store/meta_journal.c) */
+		struct meta_journal_replay jr;
+
+		err = meta_journal_replay(x->journal_path, &ts, &n, NULL, &jr);
+		if (err) {
+			if (err == -EBADMSG)
+				log_err(BK_TAG,
+					"%s: line %zu is damaged; the topic changes from it on "
+					"cannot be read, and the broker does not start without "
+					"them: repair or remove that line (a topic it held can be "
+					"created again)",
+					x->journal_path, jr.bad_line);
+			else
+				log_err(BK_TAG, "%s: %s", x->journal_path, strerror(-err));
+			free(ts);
+			return err;
+		}
+		if (jr.applied > 0 || jr.torn)
+			log_info(BK_TAG, "%zu topic changes replayed from %s%s", jr.applied,
+				 x->journal_path,
+				 jr.torn ? " (and a last line a crash cut, left out)" : "");
+		x->journal_bytes = jr.bytes;
+		/* folded into topics.json by the save at the end of the start */
+		x->save_due |= jr.bytes > 0;
+	}
+	{
 		uint64_t queues = 0;
 
 		for (size_t i = 0; i < n; i++)
@@ -1045,6 +1071,8 @@ main(int argc, char **argv)
 		goto out_store;
 	}
 	snprintf(x->topics_path, sizeof(x->topics_path), "%s/config/topics.json", sc.root);
+	snprintf(x->journal_path, sizeof(x->journal_path), "%s/config/topics.json.journal",
+		 sc.root);
 	x->bk.cores = calloc(x->bk.ncores, sizeof(*x->bk.cores));
 	if (x->bk.cores == NULL)
 		goto out_store;
@@ -1196,7 +1224,7 @@ out_run:
 	bk_timer_report(x);
 	bk_tx_report(x);
 	if (bk_offsets_save(x) != 0 || bk_delay_save(x) != 0 || bk_timer_save(x) != 0 ||
-	    bk_tx_save(x) != 0)
+	    bk_tx_save(x) != 0 || bk_ctl_topics_compact(x) != 0)
 		rc = 1;
 	goto out_cores;
 out_ports:

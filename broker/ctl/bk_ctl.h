@@ -49,6 +49,8 @@ struct bk_ctl {
 	struct bk bk;
 	const struct cfg *cfg;
 	char topics_path[PATH_MAX];
+	char journal_path[PATH_MAX]; /* topics.json.journal (store/meta_journal.c) */
+	size_t journal_bytes;	     /* its size: topics.json takes it in past about its own */
 	char offsets_path[PATH_MAX];
 	char delay_path[PATH_MAX]; /* delayOffset.json */
 	char timer_path[PATH_MAX]; /* timercheck */
@@ -183,6 +185,8 @@ int bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool persist
 int bk_sizing_check(struct bk_ctl *x, uint64_t topics, uint64_t queues);
 /* Start-up: saves stop being deferred; topics.json is written if a save was. Return: 0, -errno. */
 int bk_ctl_topics_save_deferred(struct bk_ctl *x);
+/* topics.json whole, the journal emptied, when the journal holds changes (a clean stop). */
+int bk_ctl_topics_compact(struct bk_ctl *x);
 /* A topic the broker writes itself, created (persisted) with @nq queues unless it has as many. Return: 0, -errno. */
 int bk_ctl_topic_ensure(struct bk_ctl *x, const char *name, uint32_t nq,
 			const struct bk_topic **out);

@@ -160,11 +160,52 @@ bk_ctl_reg_clear(struct bk_ctl *x)
 	x->reg_cap = 0;
 }
 
-/* topics.json from the registration snapshot, and a new registration at once. Return: 0, -errno. */
+/*
+ * The change to topic @name (NULL: none named) onto disk, and a new
+ * registration at once: one line appended to topics.json's journal
+ * (store/meta_journal.c) while the journal is smaller than topics.json is
+ * about (160 bytes a topic), else topics.json rewritten whole from the
+ * registration snapshot and the journal emptied. Context: under x->mu.
+ * Return: 0, -errno.
+ */
 static int
-persist(struct bk_ctl *x)
+save_locked(struct bk_ctl *x, const char *name)
 {
-	struct meta_version v;
+	struct meta_version v = {.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
+	size_t limit = SP_MAX((size_t)1 << 20, x->nreg * 160);
+	int err = -E2BIG;
+
+	if (name != NULL && x->journal_bytes < limit) {
+		uint32_t slot;
+		size_t i = x->reg_ix ? reg_find(x, name, &slot) : x->nreg;
+		size_t b = 0;
+
+		if (x->reg_ix == NULL) {
+			for (i = 0; i < x->nreg && strcmp(x->reg[i].name, name) != 0; i++)
+				;
+		}
+		err = i < x->nreg ? meta_journal_put(x->journal_path, &x->reg[i], &v, &b)
+				  : meta_journal_delete(x->journal_path, name, &v, &b);
+		if (err == 0)
+			x->journal_bytes += b;
+		else
+			log_warn(BK_TAG, "appending to %s: %s; saving %s whole", x->journal_path,
+				 strerror(-err), x->topics_path);
+	}
+	if (err != 0) {
+		err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
+		if (err == 0 && x->journal_bytes > 0 &&
+		    (err = meta_journal_reset(x->journal_path)) == 0)
+			x->journal_bytes = 0;
+		if (err)
+			log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
+	}
+	return err;
+}
+
+static int
+persist(struct bk_ctl *x, const char *name)
+{
 	int err;
 
 	if (x->save_deferred) {
@@ -172,13 +213,22 @@ persist(struct bk_ctl *x)
 		return 0;
 	}
 	pthread_mutex_lock(&x->mu);
-	v = (struct meta_version){.counter = x->dv_counter, .timestamp_ms = x->dv_ts};
-	err = meta_topics_save(&store_io_posix, x->topics_path, x->reg, x->nreg, &v);
+	err = save_locked(x, name);
 	pthread_mutex_unlock(&x->mu);
-	if (err)
-		log_err(BK_TAG, "saving %s: %s", x->topics_path, strerror(-err));
 	if (x->breg)
 		ctl_breg_kick(x->breg);
+	return err;
+}
+
+int
+bk_ctl_topics_compact(struct bk_ctl *x)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&x->mu);
+	if (x->journal_bytes > 0)
+		err = save_locked(x, NULL);
+	pthread_mutex_unlock(&x->mu);
 	return err;
 }
 
@@ -189,7 +239,7 @@ bk_ctl_topics_save_deferred(struct bk_ctl *x)
 	if (!x->save_due)
 		return 0;
 	x->save_due = false;
-	return persist(x);
+	return persist(x, NULL);
 }
 
 /* Creates (or updates) topic @mt: store queues, publish, persist, register. */
@@ -242,7 +292,8 @@ bk_ctl_topic_put(struct bk_ctl *x, const struct meta_topic *mt, bool save)
 	if (err)
 		return err;
 	if (save)
-		(void)persist(x); /* logged; the topic serves, it is saved with the next change */
+		(void)persist(x,
+			      mt->name); /* logged; the topic serves, saved with the next change */
 	else if (x->breg)
 		ctl_breg_kick(x->breg);
 	return 0;
@@ -324,7 +375,7 @@ bk_ctl_topic_delete(struct bk_ctl *x, const char *name)
 	/* no core reaches its queues now */
 	n = store_queue_retire(bk->store, name);
 	reg_remove(x, name);
-	err = persist(x);
+	err = persist(x, name);
 	log_info(BK_TAG,
 		 "topic %s deleted (%ld queues; its records stay in the CommitLog until "
 		 "retention)",

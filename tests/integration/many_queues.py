@@ -132,12 +132,27 @@ def case_load(env):
               "the NameServer learnt the created topics from deltas, not whole sets "
               f"({ns_log.count('registered a delta: ')} deltas, "
               f"{ns_log.count(' topics, data version ') - whole} whole sets)")
+    # topics.json was not rewritten for them: each is a line of its journal
+    journal = os.path.join(root, "config", "topics.json.journal")
+    with open(journal) as f:
+        lines = f.read().splitlines()
+    with open(os.path.join(root, "config", "topics.json")) as f:
+        base = f.read()
+    env.check(sum('"topicName":"N' in ln for ln in lines) == 100 and '"N0042"' not in base,
+              f"the 100 creations are journal lines ({len(lines)}), topics.json is as at start")
     bk.kill()
     bk.wait()
     n0 = env.log_of("broker").count(" ready: ")
     bk = env.start("broker", broker_argv(env, ns, root))
     if not env.wait_log("broker", " ready: ", timeout=300, count=n0 + 1):
         raise SystemExit("the broker did not start again after kill -9")
+    with open(os.path.join(root, "config", "topics.json")) as f:
+        base = f.read()
+    env.check("topic changes replayed from" in env.log_of("broker") and '"N0099"' in base and
+              os.path.getsize(journal) == 0,
+              "after kill -9 the journal is replayed and folded into topics.json")
+    r = cli(ns, "produce", "N0099", stdin="z\n")
+    env.check(r.stdout.count("SEND_OK") == 1, "a topic known only from the journal takes messages")
     fds, maps = counts(bk.pid)
     env.check(fds < FD_BOUND and maps < MAPS_BOUND,
               f"after kill -9: {fds} descriptors, {maps} mappings")
@@ -167,6 +182,10 @@ def case_load(env):
               f"ConsumeQueue files only for the {len(sent)} topics written ({len(written)})")
     bk.terminate()
     bk.wait()
+    with open(os.path.join(root, "config", "topics.json")) as f:
+        base = f.read()
+    env.check('"Wide"' in base and os.path.getsize(journal) == 0,
+              "a clean stop folds the journal into topics.json")
     log = env.log_of("broker")
     busy = [ln for ln in log.splitlines() if "SYSTEM_BUSY answers by reason" in ln]
     env.check(busy and "conn_inflight 0, addr_inflight 0, long_polls 0" in busy[-1],
