@@ -35,6 +35,7 @@
 #define BK_PULL_MSGS_MAX 1024 /* records per PULL answer */
 #define BK_SUSPEND_MAX_MS 60000u
 #define BK_HELD_WAKE_RING 4096u /* queues a core tells of per control loop before held_all */
+#define BK_HELD_ALL_NS (10 * 1000 * 1000ull) /* held_all at most this often */
 #define BK_DLQ_PREFIX "%DLQ%"
 #define BK_RETRY_PREFIX "%RETRY%"
 #define BK_SCHED_TOPIC STORE_SCHED_TOPIC /* RocketMQ's delay-level queues */
@@ -222,6 +223,8 @@ struct bk_rcmd {
 	 */
 	bool no_park;
 	bool held;
+	bool again; /* control: a held pull posted again (its commit is old) */
+	const struct store_queue *held_sq; /* the core: the queue it marked */
 	/* control writes after posting: the connection closed, a parked pull answers now */
 	_Atomic bool cancelled;
 };
@@ -479,7 +482,8 @@ struct bk_core {
 	 */
 	uint8_t held_n;
 	bool held_touch_all;
-	uint32_t held_marks; /* queues marked now */
+	uint32_t held_marks;  /* queues marked now */
+	uint64_t held_all_ns; /* when held_all was last set (at most every BK_HELD_ALL_NS) */
 	const struct store_queue *held_q[32];
 	struct ring *held_wake;
 	_Atomic uint32_t held_all;

@@ -341,7 +341,7 @@ bk_core_tick(struct dp_lcore *lc, uint64_t now_ns, void *arg)
 	c->park_ndirty = 0;
 	c->park_touch_ns = 0;
 	if (c->held_n || c->held_touch_all)
-		work += bk_core__held_tell(c);
+		work += bk_core__held_tell(c, now_ns);
 	if (c->rmt_posted) {
 		uint64_t one = 1;
 

@@ -62,7 +62,7 @@ int bk_core__do_pull(struct bk_core *c, const struct dp_xreq *req);
 /* Re-runs the parked pulls due at @now (the tick). Return: work done. */
 unsigned bk_core__parks_scan(struct bk_core *c, uint64_t now);
 /* Tell the remoting thread which held pulls' queues grew (bk_pull.c). Return: how many. */
-unsigned bk_core__held_tell(struct bk_core *c);
+unsigned bk_core__held_tell(struct bk_core *c, uint64_t now);
 /* bk_offsets.c */
 /* QUERY/UPDATE_OFFSET, GET_MAX/MIN_OFFSET (bk_offsets.c). */
 int bk_core__do_offset(struct bk_core *c, const struct dp_xreq *req);

@@ -195,7 +195,9 @@ bk_core__do_pull(struct bk_core *c, const struct dp_xreq *req)
 		 * The group's slot: its commit, and what it pulls (GROUP_GET_NUMS). Slots
 		 * are never reclaimed: pulls alone may fill only half the table.
 		 */
-		bool commit = (r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0;
+		/* a held pull posted again carries the commit of its first post: stale now */
+		bool commit = (r.sysflag & WIRE_DP_PULL_COMMIT_OFFSET) && r.commit_offset >= 0 &&
+			      !(bk_core__is_rmt(req->h) && bk_core__rcmd_of(req->h)->again);
 
 		p.off = bk_core__off_find_ex(c, r.topic, r.topic_len, r.group, r.group_len,
 					     (uint32_t)r.queue_id, true, !commit);
@@ -226,6 +228,7 @@ bk_core__do_pull(struct bk_core *c, const struct dp_xreq *req)
 		/* nothing yet: answered PULL_NOT_FOUND, which the remoting thread keeps */
 		c->held_marks += store_queue_wait(p.sq);
 		bk_core__rcmd_of(req->h)->held = true;
+		bk_core__rcmd_of(req->h)->held_sq = p.sq;
 		(void)pull_run(c, &p, true);
 		c->st.held++;
 		return 0;
@@ -265,29 +268,24 @@ bk_core__do_pull(struct bk_core *c, const struct dp_xreq *req)
  * Return: queues told.
  */
 unsigned
-bk_core__held_tell(struct bk_core *c)
+bk_core__held_tell(struct bk_core *c, uint64_t now)
 {
-	unsigned told = 0;
+	unsigned told = c->held_n;
 
-	if (c->held_marks == 0) {
-		/* nobody waits off the core */
-	} else if (c->held_touch_all) {
-		atomic_store_release(&c->held_all, 1);
-		told = 1;
-	} else {
-		for (uint8_t i = 0; i < c->held_n; i++) {
-			void *q = (void *)c->held_q[i];
+	for (uint8_t i = 0; i < c->held_n; i++) {
+		void *q = (void *)c->held_q[i];
 
-			if (!store_queue_wait_take(c->held_q[i]))
-				continue;
-			c->held_marks--;
-			told++;
-			if (ring_enqueue_burst(c->held_wake, &q, 1) != 1)
-				atomic_store_release(&c->held_all, 1);
-		}
+		if (ring_enqueue_burst(c->held_wake, &q, 1) != 1)
+			c->held_touch_all = true;
 	}
 	c->held_n = 0;
-	c->held_touch_all = false;
+	/* every held pull again: not more often than BK_HELD_ALL_NS (a slave's replication) */
+	if (c->held_touch_all && now - c->held_all_ns >= BK_HELD_ALL_NS) {
+		atomic_store_release(&c->held_all, 1);
+		c->held_all_ns = now;
+		c->held_touch_all = false;
+		told++;
+	}
 	if (told)
 		c->rmt_posted = true; /* wakes the control thread if it sleeps */
 	return told;
@@ -308,11 +306,14 @@ park_queue_dirty(const struct bk_core *c, const struct store_queue *sq)
 void
 bk_core_park_touch(struct bk_core *c, const struct store_queue *sq)
 {
-	/* for the pulls the remoting thread holds: told at the tick (bk_core__held_tell()) */
-	if (c->held_n < sizeof(c->held_q) / sizeof(c->held_q[0]))
-		c->held_q[c->held_n++] = sq;
-	else
-		c->held_touch_all = true;
+	/* a queue pulls are held for: told at the tick (bk_core__held_tell()), once */
+	if (c->held_marks && store_queue_wait_take(sq)) {
+		c->held_marks--;
+		if (c->held_n < sizeof(c->held_q) / sizeof(c->held_q[0]))
+			c->held_q[c->held_n++] = sq;
+		else
+			c->held_touch_all = true;
+	}
 	c->park_dirty = true;
 	if (!c->park_n || park_queue_dirty(c, sq))
 		return;

@@ -126,6 +126,12 @@ held_unlink(struct bk_rmt *r, struct rjob *j)
 		slot_del(r, s);
 	r->held[j->held_ix] = r->held[--r->nheld];
 	r->held[j->held_ix]->held_ix = j->held_ix;
+	{
+		struct rconn *c = bk_rmt__conn_get(r, j->conn, j->gen);
+
+		if (c && c->held)
+			c->held--;
+	}
 	if (j->held_counted)
 		ipcount_sub(&r->held_addr, j->c.peer.ip);
 	j->held_counted = false;
@@ -187,6 +193,12 @@ bk_rmt__held_put(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 	j->quick_addr = false;
 	/* a full table (twice as many addresses as connections allowed) counts nobody more */
 	j->held_counted = ipcount_add(&r->held_addr, c->peer.ip) != 0;
+	/* posted again, it goes as a pull that is held, not parked, wherever it waited */
+	j->poll = false;
+	/* the queue the core marked: the topic may have been made again since the request */
+	if (j->c.held_sq != NULL)
+		j->sq = j->c.held_sq;
+	c->held++;
 	s = slot_find(r, j->sq);
 	if (s->sq == NULL) {
 		s->sq = j->sq;
@@ -210,7 +222,11 @@ held_post(struct bk_rmt *r, struct rjob *j)
 	uint16_t core = j->held_core;
 	uint8_t *b;
 
-	if (r->inflight[core] >= r->conf.inflight_per_core)
+	/* room at the core, and in its client's shares of requests in flight */
+	if (r->inflight[core] >= r->conf.inflight_per_core ||
+	    (c != NULL && (c->jobs >= r->conf.max_jobs_per_conn ||
+			   (r->conf.max_jobs_per_addr &&
+			    ipcount_get(&r->jobs_addr, c->peer.ip) >= r->conf.max_jobs_per_addr))))
 		return -EAGAIN;
 	if ((b = realloc(j->c.resp, j->resp_full)) == NULL)
 		return -EAGAIN;
@@ -225,12 +241,15 @@ held_post(struct bk_rmt *r, struct rjob *j)
 	j->uncounted = false;
 	j->addr_counted = ipcount_add(&r->jobs_addr, c->peer.ip) != 0;
 	j->c.held = false;
+	j->c.held_sq = NULL;
+	j->c.again = true;
 	j->c.no_park = true;
 	j->c.resp_len = 0;
 	j->c.need = 0;
 	j->redirects = 0;
 	if (bk_rmt__job_post_keep(r, j, core) != 0) {
-		/* the ring was full: the client re-pulls after its timeout */
+		/* the command ring was full after all: answered, so the client pulls again */
+		bk_rmt__busy_answer(r, c, j->code, j->opaque, j->serialize);
 		bk_rmt__job_free(r, j);
 	}
 	return 0;
@@ -333,10 +352,15 @@ bk_rmt__held_run(struct bk_rmt *r)
 void
 bk_rmt__held_drop_conn(struct bk_rmt *r, uint32_t id, uint32_t gen)
 {
-	for (uint32_t k = r->nheld; k-- > 0;) {
+	struct rconn *c = bk_rmt__conn_get(r, id, gen);
+	uint32_t left = c != NULL ? c->held : UINT32_MAX;
+
+	/* a connection that holds nothing costs no walk over everyone's */
+	for (uint32_t k = r->nheld; left > 0 && k-- > 0;) {
 		if (k >= r->nheld || r->held[k]->conn != id || r->held[k]->gen != gen)
 			continue;
 		bk_rmt__job_free(r, r->held[k]);
+		left--;
 	}
 }
 

@@ -85,6 +85,7 @@ struct rconn {
 	uint32_t jobs;	     /* its requests at the cores */
 	uint32_t quick;	     /* ... of them not long polls (RMT_QUICK_PER_CONN) */
 	uint32_t polls;	     /* ... of them parked at the cores (at most half of jobs' cap) */
+	uint32_t held;	     /* its long polls held by the remoting thread (bk_rmt_held.c) */
 	bool paused;	     /* EPOLLIN off: too much unsent */
 	bool backlog;	     /* EPOLLIN off: frames wait for its next turn (in r->turns) */
 	bool closing;	     /* closed: torn down by conns_reap(), never used again */

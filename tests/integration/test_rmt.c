@@ -413,6 +413,73 @@ offset_call(struct ns_client *c, int code, const char *group, const char *topic,
 	return nsc_call(c, code, ext, NULL, 0);
 }
 
+/*
+ * A long poll the remoting thread holds (the cores' park tables full: one
+ * place here): a message wakes it, and posted again it does not write back
+ * the commit it carried, which the group has moved past meanwhile.
+ */
+static void
+test_held_pull(void)
+{
+	static const char *const args[] = {"--remotingLongPollsPerCore=1", NULL};
+	struct ns_client a, h, p;
+	struct wire_msg m[4];
+	char q[8] = "3", g[8] = "GA", flag[8] = "6"; /* queues 1 and 3: one core of 1 or 2 */
+	const char *ext[] = {"consumerGroup",
+			     g,
+			     "topic",
+			     "RmtH",
+			     "queueId",
+			     q,
+			     "queueOffset",
+			     "0",
+			     "maxMsgNums",
+			     "32",
+			     "sysFlag",
+			     flag,
+			     "commitOffset",
+			     "3",
+			     "suspendTimeoutMillis",
+			     "20000",
+			     "subscription",
+			     "*",
+			     "subVersion",
+			     "1",
+			     NULL};
+
+	start(args);
+	conn(&a);
+	conn(&h);
+	conn(&p);
+	T_ASSERT_EQ(send_v2(&p, "RmtH", 0, "", "x"), WIRE_RSP_SUCCESS);
+	/* a's pull takes the core's one place (queue 3, on queue 1's core) */
+	T_ASSERT(nsc_send(&a, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, ext, NULL, 0) >= 0);
+	T_ASSERT_EQ(nsc_recv(&a, 300), -ETIMEDOUT);
+	/* h's, committing 3 (sysFlag 7: commit, suspend, subscription), is held */
+	snprintf(q, sizeof(q), "1");
+	snprintf(g, sizeof(g), "GH");
+	snprintf(flag, sizeof(flag), "7");
+	T_ASSERT(nsc_send(&h, WIRE_REQ_PULL_MESSAGE, 0, WIRE_REM_JSON, ext, NULL, 0) >= 0);
+	T_ASSERT_EQ(nsc_recv(&h, 300), -ETIMEDOUT);
+	T_ASSERT_EQ(offset_call(&p, WIRE_REQ_UPDATE_CONSUMER_OFFSET, "GH", "RmtH", 1,
+				"commitOffset", "7"),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(send_v2(&p, "RmtH", 1, "", "wake"), WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(nsc_recv(&h, T), 0);
+	T_ASSERT_EQ(h.rsp.code, WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(records(&h, m, 4), 1);
+	T_ASSERT_MEMEQ(m[0].body, "wake", 4);
+	T_ASSERT_EQ(offset_call(&p, WIRE_REQ_QUERY_CONSUMER_OFFSET, "GH", "RmtH", 1, NULL, NULL),
+		    WIRE_RSP_SUCCESS);
+	T_ASSERT_EQ(ext_ll(&p, "offset"), 7);
+	nsc_close(&a);
+	nsc_close(&h);
+	nsc_close(&p);
+	T_ASSERT_EQ(bk_stop(&B), 0);
+	T_ASSERT(bk_log_has(&B, "1 long polls held off the cores"));
+	bk_cleanup(&B);
+}
+
 /* Offsets: commit and query, unknown, -1 from ali-ons; min, max, search, earliest; restart. */
 static void
 test_offsets(void)
@@ -1527,8 +1594,8 @@ test_bad_input(void)
 	bk_cleanup(&B);
 }
 
-T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_offsets), T_CASE(test_groups),
-       T_CASE(test_send_back), T_CASE(test_types_refused), T_CASE(test_delay_levels),
-       T_CASE(test_timers), T_CASE(test_timers_kill), T_CASE(test_transactions),
-       T_CASE(test_retry_backoff), T_CASE(test_batch), T_CASE(test_locks_topics),
-       T_CASE(test_bad_input))
+T_MAIN(T_CASE(test_send_pull), T_CASE(test_long_poll), T_CASE(test_held_pull), T_CASE(test_offsets),
+       T_CASE(test_groups), T_CASE(test_send_back), T_CASE(test_types_refused),
+       T_CASE(test_delay_levels), T_CASE(test_timers), T_CASE(test_timers_kill),
+       T_CASE(test_transactions), T_CASE(test_retry_backoff), T_CASE(test_batch),
+       T_CASE(test_locks_topics), T_CASE(test_bad_input))
