@@ -8,7 +8,8 @@
 # mappings, disk of the store, CPU over IDLE_S seconds; then one topic is
 # created with the CLI and the bytes the broker sent the NameServer for it
 # are read from its TCP connection (ss bytes_sent: headers and body, as on
-# the wire); then a restart after kill -9 of the same store.
+# the wire), and CREATES (10) more are timed with the CLI, one after the
+# other; then a restart after kill -9 of the same store.
 #
 #   bench/many_queues.sh [BUILD_DIR] [TOPICS ...]   (default: build 1000 5000 10000)
 #   IDLE_S=5 QUEUES=4 bench/many_queues.sh build 100000
@@ -21,6 +22,7 @@ shift || true
 [ $# -gt 0 ] || set -- 1000 5000 10000
 IDLE_S=${IDLE_S:-5}
 QUEUES=${QUEUES:-4}
+CREATES=${CREATES:-10}
 TMP=$(mktemp -d /tmp/sp-manyq.XXXXXX)
 ns_pid=
 bk_pid=
@@ -98,14 +100,20 @@ ns_bytes() {
 			END { print n + 0 }'
 }
 
-# one_topic: create a topic; sets reg_bytes, what its registration cost on the wire
+# one_topic: create a topic; sets reg_bytes, what its registration cost on the wire; then
+# CREATES more, one after the other: sets create_ms, the mean time of one `topic create`
 one_topic() {
-	local b0 n0
+	local b0 n0 t0 i
 	n0=$(grep -c "registered" "$TMP/ns.log" || true)
 	b0=$(ns_bytes)
 	"$BIN/cli/sprocket" --namesrv="127.0.0.1:$ns_port" topic create NEWTOPIC --queues="$QUEUES" >/dev/null
 	while [ "$(grep -c "registered" "$TMP/ns.log" || true)" = "$n0" ]; do sleep 0.01; done
 	reg_bytes=$(($(ns_bytes) - b0))
+	t0=$(date +%s%N)
+	for i in $(seq 1 "$CREATES"); do
+		"$BIN/cli/sprocket" --namesrv="127.0.0.1:$ns_port" topic create "NEW$i" --queues="$QUEUES" >/dev/null
+	done
+	create_ms=$((($(date +%s%N) - t0) / 1000000 / CREATES))
 }
 
 for n in "$@"; do
@@ -131,7 +139,7 @@ for n in "$@"; do
 	else
 		crash=-1
 	fi
-	printf '%7d topics x %d: ready %6d ms, RSS %5d MB, fds %7d, maps %7d, disk %6d MB, idle CPU %5s%%; one new topic %8d B to the NameServer; after kill -9 ready %6d ms\n' \
-		"$n" "$QUEUES" "$new" "$rss" "$fds" "$maps" "$disk" "$cpu" "$reg_bytes" "$crash"
+	printf '%7d topics x %d: ready %6d ms, RSS %5d MB, fds %7d, maps %7d, disk %6d MB, idle CPU %5s%%; one new topic %8d B to the NameServer, %5d ms a creation; after kill -9 ready %6d ms\n' \
+		"$n" "$QUEUES" "$new" "$rss" "$fds" "$maps" "$disk" "$cpu" "$reg_bytes" "$create_ms" "$crash"
 	rm -rf "$d"
 done
