@@ -297,6 +297,11 @@ reg_dv(void *arg, uint64_t *dv_counter, int64_t *dv_ts)
 	pthread_mutex_unlock(&x->mu);
 }
 
+/*
+ * The snapshot in one allocation: the array, then each topic's queue map
+ * (uint16_t, so first), then the names. At 250,000 topics two mallocs a topic
+ * were most of a registration's snapshot.
+ */
 static int
 reg_snapshot(void *arg, struct ctl_breg_topic **out, size_t *n, uint64_t *dv_counter,
 	     int64_t *dv_ts)
@@ -304,34 +309,42 @@ reg_snapshot(void *arg, struct ctl_breg_topic **out, size_t *n, uint64_t *dv_cou
 	struct bk_ctl *x = arg;
 	uint32_t bperm = atomic_load_relaxed(&x->bk.perm);
 	struct ctl_breg_topic *t;
+	size_t maps = 0, names = 0;
+	uint16_t *qc;
+	char *nm;
 
 	pthread_mutex_lock(&x->mu);
-	t = calloc(x->nreg ? x->nreg : 1, sizeof(*t));
+	for (size_t i = 0; i < x->nreg; i++) {
+		maps += SP_MAX(x->reg[i].read_queues, x->reg[i].write_queues);
+		names += strlen(x->reg[i].name) + 1;
+	}
+	t = malloc(sizeof(*t) * (x->nreg ? x->nreg : 1) + sizeof(uint16_t) * maps + names);
 	if (t == NULL) {
 		pthread_mutex_unlock(&x->mu);
 		return -ENOMEM;
 	}
+	qc = (uint16_t *)(t + x->nreg);
+	nm = (char *)(qc + maps);
 	for (size_t i = 0; i < x->nreg; i++) {
 		const struct meta_topic *m = &x->reg[i];
 		uint32_t nq = SP_MAX(m->read_queues, m->write_queues);
+		size_t len = strlen(m->name) + 1;
 
-		t[i].name = strdup(m->name);
-		t[i].read_queues = m->read_queues;
-		t[i].write_queues = m->write_queues;
-		/* a write-protected broker registers its topics without the write bit */
-		t[i].perm = m->perm & (bperm | META_PERM_INHERIT);
-		t[i].sys_flag = m->sys_flag;
-		t[i].order = m->order;
-		t[i].n_queue_cores = nq;
-		t[i].queue_cores = malloc(sizeof(uint16_t) * nq);
-		if (t[i].queue_cores)
-			memcpy((uint16_t *)t[i].queue_cores, x->reg_cores[i],
-			       sizeof(uint16_t) * nq);
-		if (t[i].name == NULL || t[i].queue_cores == NULL) {
-			*n = i + 1;
-			pthread_mutex_unlock(&x->mu);
-			return -ENOMEM;
-		}
+		memcpy(nm, m->name, len);
+		memcpy(qc, x->reg_cores[i], sizeof(uint16_t) * nq);
+		t[i] = (struct ctl_breg_topic){
+			.name = nm,
+			.read_queues = m->read_queues,
+			.write_queues = m->write_queues,
+			/* a write-protected broker registers its topics without the write bit */
+			.perm = m->perm & (bperm | META_PERM_INHERIT),
+			.sys_flag = m->sys_flag,
+			.order = m->order,
+			.n_queue_cores = nq,
+			.queue_cores = qc,
+		};
+		nm += len;
+		qc += nq;
 	}
 	*out = t;
 	*n = x->nreg;
@@ -346,10 +359,7 @@ static void
 reg_release(void *arg, struct ctl_breg_topic *t, size_t n)
 {
 	(void)arg;
-	for (size_t i = 0; i < n; i++) {
-		free((char *)t[i].name);
-		free((uint16_t *)t[i].queue_cores);
-	}
+	(void)n;
 	free(t);
 }
 
