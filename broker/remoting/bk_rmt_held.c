@@ -185,12 +185,7 @@ bk_rmt__held_put(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 		bk_rmt__job_addr_uncount(r, j);
 		j->uncounted = true;
 	}
-	if (j->quick && c->quick)
-		c->quick--;
-	j->quick = false;
-	if (j->quick_addr)
-		ipcount_sub(&r->quick_addr, j->c.peer.ip);
-	j->quick_addr = false;
+	bk_rmt__job_quick_uncount(r, c, j);
 	/* a full table (twice as many addresses as connections allowed) counts nobody more */
 	j->held_counted = ipcount_add(&r->held_addr, c->peer.ip) != 0;
 	/* posted again, it goes as a pull that is held, not parked, wherever it waited */

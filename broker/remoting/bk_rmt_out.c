@@ -217,6 +217,17 @@ bk_rmt__job_addr_uncount(struct bk_rmt *r, struct rjob *j)
 }
 
 void
+bk_rmt__job_quick_uncount(struct bk_rmt *r, struct rconn *c, struct rjob *j)
+{
+	if (c && j->quick && c->quick)
+		c->quick--;
+	j->quick = false;
+	if (j->quick_addr)
+		ipcount_sub(&r->quick_addr, j->c.peer.ip);
+	j->quick_addr = false;
+}
+
+void
 bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 {
 	struct rconn *c = bk_rmt__conn_get(r, j->conn, j->gen);
@@ -227,11 +238,7 @@ bk_rmt__job_free(struct bk_rmt *r, struct rjob *j)
 		bk_rmt__held_forget(r, j);
 	if (c && c->jobs && !j->uncounted)
 		c->jobs--;
-	if (c && j->quick && c->quick)
-		c->quick--;
-	if (j->quick_addr)
-		ipcount_sub(&r->quick_addr, j->c.peer.ip);
-	j->quick_addr = false;
+	bk_rmt__job_quick_uncount(r, c, j);
 	bk_rmt__job_addr_uncount(r, j);
 	bk_rmt__poll_uncount(r, j);
 	if (j->prev)

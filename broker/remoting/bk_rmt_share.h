@@ -363,6 +363,9 @@ int bk_rmt__job_post(struct bk_rmt *r, struct rjob *j, uint16_t core);
 /* The refusal bk_rmt__busy() answers next: why, and where (UINT16_MAX: no core). */
 void bk_rmt__busy_set(struct bk_rmt *r, enum bk_rmt_busy why, uint16_t core, uint32_t ip);
 
+/* @j (of connection @c, or NULL) no longer counts as a quick request (RMT_QUICK_PER_*). */
+void bk_rmt__job_quick_uncount(struct bk_rmt *r, struct rconn *c, struct rjob *j);
+
 /* As bk_rmt__job_post(), but @j stays the caller's when it cannot go. */
 int bk_rmt__job_post_keep(struct bk_rmt *r, struct rjob *j, uint16_t core);
 
