@@ -210,6 +210,29 @@ dir_of(const char *path, char *dir, size_t cap)
 }
 
 int
+store_io_append(const struct store_io_ops *io, const char *path, const void *buf, size_t n)
+{
+	char dir[PATH_MAX];
+	uint64_t size = 0;
+	int fd = io->open(io->ctx, path, O_WRONLY | O_CREAT, 0644);
+	int rc;
+
+	if (fd < 0)
+		return fd;
+	rc = io->size(io->ctx, fd, &size);
+	if (rc == 0)
+		rc = store_io_write_all(io, fd, buf, n, size);
+	if (rc == 0)
+		rc = io->fdatasync(io->ctx, fd);
+	io->close(io->ctx, fd);
+	if (rc != 0 || size > 0)
+		return rc;
+	/* the file may have just been made: its name must survive a crash too */
+	dir_of(path, dir, sizeof(dir));
+	return io->sync_dir(io->ctx, dir);
+}
+
+int
 store_io_write_atomic(const struct store_io_ops *io, const char *path, const void *buf, size_t n)
 {
 	char tmp[PATH_MAX];

@@ -111,6 +111,16 @@ obj_add(struct json_object *o, const char *key, struct json_object *v)
 	return 0;
 }
 
+uint32_t
+meta__name_hash(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
 int
 meta__topic_to_json(const struct meta_topic *t, struct json_object **out)
 {
@@ -295,9 +305,7 @@ topics_text(const struct meta_topic *topics, size_t n, const struct meta_version
 			free(buf);
 			return -EAGAIN;
 		}
-		h = 2166136261u;
-		for (const char *c = t->name; *c; c++)
-			h = (h ^ (uint8_t)*c) * 16777619u;
+		h = meta__name_hash(t->name);
 		for (h &= mask; seen[h] != 0; h = (h + 1) & mask)
 			if (strcmp(topics[seen[h] - 1].name, t->name) == 0) {
 				free(seen);

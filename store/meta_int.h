@@ -7,11 +7,14 @@
 #define SP_STORE_META_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
 #include "store/meta.h"
 
+/* A topic name's hash, for the indexes by name of topics.json's writer and the journal. */
+uint32_t meta__name_hash(const char *s);
 /* Return: 0, -ENOMEM. */
 int meta__topic_to_json(const struct meta_topic *t, struct json_object **out);
 /* @o is topic @key's TopicConfig. Return: 0, -EBADMSG (a field missing, mistyped or out of range). */

@@ -25,73 +25,19 @@
  * refuses to start rather than drop the topics after it silently, as for a
  * damaged topics.json.
  *
- * Plain POSIX I/O: the journal is appended (O_APPEND), which store_io_ops
- * does not offer. Context: control thread, blocking.
+ * Context: control thread, blocking.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "meta_int.h"
 #include "store/io.h"
 #include "store/meta.h"
 
 #define JOURNAL_MAX (512u << 20) /* as topics.json: larger is refused (-EFBIG) */
-
-/* fsync @path's directory: a journal just created must survive a crash. */
-static int
-dir_sync(const char *path)
-{
-	char buf[PATH_MAX];
-	int fd, rc = 0;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	fd = open(dirname(buf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) != 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
-/* Append @line (@len bytes, newline included) and sync it. */
-static int
-append(const char *path, const char *line, size_t len)
-{
-	bool created = access(path, F_OK) != 0;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	size_t off = 0;
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t w = write(fd, line + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = w < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (rc == 0 && fdatasync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && created)
-		rc = dir_sync(path);
-	return rc;
-}
 
 static int
 line_of(struct json_object *o, const struct meta_version *ver, const char *path, size_t *bytes)
@@ -125,7 +71,7 @@ line_of(struct json_object *o, const struct meta_version *ver, const char *path,
 	memcpy(line, s, len);
 	line[len] = '\n';
 	json_object_put(o);
-	rc = append(path, line, len + 1);
+	rc = store_io_append(&store_io_posix, path, line, len + 1);
 	free(line);
 	if (rc == 0 && bytes != NULL)
 		*bytes = len + 1;
@@ -173,14 +119,14 @@ meta_journal_delete(const char *path, const char *name, const struct meta_versio
 int
 meta_journal_reset(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	int rc = 0;
+	const struct store_io_ops *io = &store_io_posix;
+	int fd = io->open(io->ctx, path, O_WRONLY | O_TRUNC, 0);
+	int rc;
 
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fdatasync(fd) != 0)
-		rc = -errno;
-	close(fd);
+		return fd == -ENOENT ? 0 : fd;
+	rc = io->fdatasync(io->ctx, fd);
+	io->close(io->ctx, fd);
 	return rc;
 }
 
@@ -190,21 +136,11 @@ struct jindex {
 	uint32_t mask;
 };
 
-static uint32_t
-name_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
-}
-
 /* The slot of @name, or the empty one where it would go. Deleted topics keep their slot. */
 static uint32_t *
 ix_find(const struct jindex *ix, const struct meta_topic *t, const char *name)
 {
-	for (uint32_t i = name_hash(name) & ix->mask;; i = (i + 1) & ix->mask) {
+	for (uint32_t i = meta__name_hash(name) & ix->mask;; i = (i + 1) & ix->mask) {
 		uint32_t *s = &ix->slot[i];
 
 		if (*s == 0 || strcmp(t[*s - 1].name, name) == 0)

@@ -68,6 +68,15 @@ int store_io_write_atomic(const struct store_io_ops *io, const char *path, const
 			  size_t n);
 
 /**
+ * store_io_append() - append @buf to @path (made if missing), fdatasync it,
+ * and fsync the directory when the file was empty (it may be new).
+ *
+ * Context: control or background thread, blocking.
+ * Return: 0 or -errno (a failed append may leave part of @buf at the end).
+ */
+int store_io_append(const struct store_io_ops *io, const char *path, const void *buf, size_t n);
+
+/**
  * store_io_read_file() - read a whole small file (at most @max bytes) into a
  * malloc'd, NUL-terminated buffer.
  * Return: 0 with *@out and *@len, -ENOENT, -EFBIG when larger than @max, -errno.
