@@ -56,6 +56,16 @@
 #define BREG_BACKOFF_MAX_MS 5000
 #define BREG_SNAPSHOT_RETRY_MS 1000
 
+#define DV_JSON_MAX 80
+
+/* A DataVersion object as RocketMQ writes it, in @buf (DV_JSON_MAX). Return: its length. */
+static size_t
+dv_json(char *buf, uint64_t counter, int64_t ts)
+{
+	return (size_t)snprintf(buf, DV_JSON_MAX,
+				"{\"counter\":%" PRIu64 ",\"timestamp\":%" PRId64 "}", counter, ts);
+}
+
 /* One round's registration body, shared by the workers. */
 struct breg_body {
 	uint32_t refs; /* under mu */
@@ -72,7 +82,7 @@ struct breg_body {
 	char *delta;
 	size_t delta_len;
 	char delta_crc[12];
-	char delta_base[80]; /* WIRE_EXT_DELTA_BASE: the data version of body base_seq */
+	char delta_base[DV_JSON_MAX]; /* WIRE_EXT_DELTA_BASE: the data version of body base_seq */
 	uint64_t base_seq;
 	size_t n_changed, n_deleted;
 };
@@ -86,13 +96,11 @@ struct breg_ns {
 	/* worker only */
 	struct sp_rem *conn;
 	bool ever_ok;
-	bool delta_ok;	   /* its last registration answer said it takes deltas */
 	uint64_t full_seq; /* a delta of this body was refused: send it whole */
-	/* under mu */
-	bool takes_delta;  /* delta_ok as of its last accepted registration */
-	uint64_t wait_seq; /* this body has no whole set, which it needs: wait for the next */
 	char said[200];	   /* the refusal or failure last logged (worker only) */
 	/* under mu */
+	bool takes_delta;      /* its last accepted registration's answer offered deltas */
+	uint64_t wait_seq;     /* this body has no whole set, which it needs: wait for the next */
 	struct breg_body *cur; /* newest body for this server (a reference) */
 	uint64_t done_seq;     /* cur->seq once accepted */
 	bool hb_due;	       /* a round with cur's data version: ask, register if changed */
@@ -184,9 +192,7 @@ body_build(struct ctl_breg *b, uint64_t gen, bool full, struct breg_body **out)
 	    ctl_breg_delta(b->prev_t, b->prev_n, t, n, dv_counter, dv_ts, &body->delta,
 			   &body->delta_len, &body->n_changed, &body->n_deleted) == 0) {
 		body->base_seq = b->last->seq;
-		snprintf(body->delta_base, sizeof(body->delta_base),
-			 "{\"counter\":%" PRIu64 ",\"timestamp\":%" PRId64 "}", b->last->dv_counter,
-			 b->last->dv_ts);
+		dv_json(body->delta_base, b->last->dv_counter, b->last->dv_ts);
 		snprintf(body->delta_crc, sizeof(body->delta_crc), "%" PRIu32,
 			 crc32_body(body->delta, body->delta_len));
 	}
@@ -301,7 +307,7 @@ ctl_breg_master(struct ctl_breg *b, char *ha, size_t ha_cap, char *addr, size_t 
  */
 static int
 ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t len, char *remark,
-	size_t remark_cap, bool *changed)
+	size_t remark_cap, bool *changed, bool *takes_delta)
 {
 	uint64_t deadline = deadline_after(ns->b->timeout_ms);
 	struct sp_rem_resp resp;
@@ -337,7 +343,7 @@ ns_call(struct breg_ns *ns, struct wire_rem_cmd *cmd, const char *body, size_t l
 					wire_rem_ext_get(&resp.cmd, WIRE_EXT_DELTA);
 
 				take_master(ns->b, &resp.cmd);
-				ns->delta_ok = kv != NULL && kv->val_len == 4 &&
+				*takes_delta = kv != NULL && kv->val_len == 4 &&
 					       memcmp(kv->val, "true", 4) == 0;
 			}
 			if (rc == 0 && changed != NULL) {
@@ -403,13 +409,14 @@ said(struct breg_ns *ns, int rc, char *remark, size_t remark_cap)
 }
 
 /*
- * REGISTER_BROKER with @body, or its delta when @delta. Return: 0, -ESTALE
- * the delta was refused (the server no longer holds its base: send it
- * whole), -EPROTO refused, -errno. Context: @ns's worker.
+ * REGISTER_BROKER with @body, or its delta when @delta. Return: 0 and
+ * *@takes_delta (the answer offers deltas), -ESTALE the delta was refused
+ * (the server no longer holds its base: send it whole), -EPROTO refused,
+ * -errno. Context: @ns's worker.
  */
 static int
-ns_register(struct breg_ns *ns, const struct breg_body *body, bool delta, char *remark,
-	    size_t remark_cap)
+ns_register(struct breg_ns *ns, const struct breg_body *body, bool delta, bool *takes_delta,
+	    char *remark, size_t remark_cap)
 {
 	const struct ctl_breg *b = ns->b;
 	struct wire_rem_cmd *cmd = malloc(sizeof(*cmd));
@@ -435,7 +442,8 @@ ns_register(struct breg_ns *ns, const struct breg_body *body, bool delta, char *
 	}
 	if (rc == 0)
 		rc = ns_call(ns, cmd, delta ? body->delta : body->json,
-			     delta ? body->delta_len : body->len, remark, remark_cap, NULL);
+			     delta ? body->delta_len : body->len, remark, remark_cap, NULL,
+			     takes_delta);
 	free(cmd);
 	if (delta && rc > 0 && strncmp(remark, WIRE_DELTA_STALE, strlen(WIRE_DELTA_STALE)) == 0) {
 		log_info(BREG_TAG, "namesrv %s: %s; registering all %zu topics", ns->addr, remark,
@@ -455,13 +463,12 @@ ns_query(struct breg_ns *ns, const struct breg_body *body, bool *changed, char *
 	 size_t remark_cap)
 {
 	struct wire_rem_cmd *cmd = malloc(sizeof(*cmd));
-	char dv[80];
-	int n = snprintf(dv, sizeof(dv), "{\"counter\":%" PRIu64 ",\"timestamp\":%" PRId64 "}",
-			 body->dv_counter, body->dv_ts);
+	char dv[DV_JSON_MAX];
+	size_t n = dv_json(dv, body->dv_counter, body->dv_ts);
 	int rc = cmd == NULL ? -ENOMEM : cmd_init(ns->b, cmd, WIRE_REQ_QUERY_DATA_VERSION);
 
 	if (rc == 0)
-		rc = ns_call(ns, cmd, dv, (size_t)n, remark, remark_cap, changed);
+		rc = ns_call(ns, cmd, dv, n, remark, remark_cap, changed, NULL);
 	free(cmd);
 	return said(ns, rc, remark, remark_cap);
 }
@@ -475,7 +482,7 @@ ns_unregister(struct breg_ns *ns)
 	int rc = cmd == NULL ? -ENOMEM : cmd_init(ns->b, cmd, WIRE_REQ_UNREGISTER_BROKER);
 
 	if (rc == 0)
-		rc = ns_call(ns, cmd, NULL, 0, remark, sizeof(remark), NULL);
+		rc = ns_call(ns, cmd, NULL, 0, remark, sizeof(remark), NULL, NULL);
 	free(cmd);
 	if (rc == 0)
 		log_info(BREG_TAG, "unregistered from namesrv %s", ns->addr);
@@ -519,6 +526,7 @@ worker_main(void *arg)
 
 		bool ask;
 		bool delta;
+		bool takes = false;
 
 		if (body == NULL || (body->seq == ns->done_seq && !ns->hb_due) ||
 		    body->seq == ns->wait_seq) {
@@ -532,7 +540,7 @@ worker_main(void *arg)
 		}
 		ask = body->seq == ns->done_seq; /* only a heartbeat is due */
 		/* the change alone, to a server that holds the body it was taken against */
-		delta = !ask && body->delta != NULL && ns->delta_ok && ns->done_seq != 0 &&
+		delta = !ask && body->delta != NULL && ns->takes_delta && ns->done_seq != 0 &&
 			ns->done_seq == body->base_seq && ns->full_seq != body->seq;
 		if (!ask && !delta && body->json == NULL) {
 			/* it needs the whole set, which this body lacks: the agent makes one */
@@ -564,7 +572,7 @@ worker_main(void *arg)
 			pthread_cond_broadcast(&b->cv);
 			continue;
 		}
-		rc = ns_register(ns, body, delta, remark, sizeof(remark));
+		rc = ns_register(ns, body, delta, &takes, remark, sizeof(remark));
 		if (rc == 0 && (!ns->ever_ok || ns->fails > 0))
 			log_info(BREG_TAG, "registered %zu topics with namesrv %s", body->n_topics,
 				 ns->addr);
@@ -582,7 +590,7 @@ worker_main(void *arg)
 			b->stats.deltas += delta;
 			b->stats.body_bytes += delta ? body->delta_len : body->len;
 			ns->done_seq = body->seq;
-			ns->takes_delta = ns->delta_ok;
+			ns->takes_delta = takes;
 			ns->hb_due = false;
 			ns->ok_gen = SP_MAX(ns->ok_gen, body->gen);
 			ns->fails = 0;
