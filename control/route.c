@@ -641,6 +641,12 @@ txn_drop_live(struct route_txn *tx, uint32_t i)
 	return 0;
 }
 
+static bool
+dv_equal(const struct route_dv *a, const struct route_dv *b)
+{
+	return a->timestamp == b->timestamp && a->counter == b->counter;
+}
+
 bool
 route_db_wants_topics(const struct route_db *db, const char *addr, int64_t id,
 		      const struct route_dv *dv)
@@ -650,8 +656,7 @@ route_db_wants_topics(const struct route_db *db, const char *addr, int64_t id,
 	if (id != 0)
 		return false;
 	l = live_find(db, addr);
-	return l == NULL || l->id != 0 || l->dv.timestamp != dv->timestamp ||
-	       l->dv.counter != dv->counter;
+	return l == NULL || l->id != 0 || !dv_equal(&l->dv, dv);
 }
 
 static bool
@@ -782,12 +787,6 @@ tset_merged(const struct route_tset *base, const struct route_tset *delta,
 	}
 	*out = n;
 	return 0;
-}
-
-static bool
-dv_equal(const struct route_dv *a, const struct route_dv *b)
-{
-	return a->timestamp == b->timestamp && a->counter == b->counter;
 }
 
 int
@@ -1101,7 +1100,7 @@ route_db_query_dv(struct route_db *db, const char *addr, const struct route_dv *
 	if (l == NULL)
 		return true;
 	*stored = l->dv;
-	changed = l->dv.timestamp != dv->timestamp || l->dv.counter != dv->counter;
+	changed = !dv_equal(&l->dv, dv);
 	if (!changed)
 		l->last_ms = now_ms;
 	return changed;
