@@ -370,13 +370,7 @@ bk_rmt__do_pull(struct bk_rmt *r, struct rconn *c, const struct wire_rem_cmd *q)
 			j->poll = false;
 			j->c.no_park = true;
 			/* the holding room is full already: refused now, not after a trip to the core */
-			if (r->nheld >= r->conf.held_max ||
-			    ipcount_get(&r->held_addr, c->peer.ip) >= r->conf.held_per_addr) {
-				bk_rmt__busy_set(r,
-						 r->nheld >= r->conf.held_max
-							 ? BK_RMT_BUSY_HELD
-							 : BK_RMT_BUSY_HELD_ADDR,
-						 UINT16_MAX, c->peer.ip);
+			if (bk_rmt__held_full(r, c->peer.ip)) {
 				bk_rmt__job_free(r, j);
 				bk_rmt__busy(r, c, q);
 				return;

@@ -144,20 +144,28 @@ bk_rmt__held_forget(struct bk_rmt *r, struct rjob *j)
 	held_unlink(r, j);
 }
 
+bool
+bk_rmt__held_full(struct bk_rmt *r, uint32_t ip)
+{
+	if (r->nheld >= r->conf.held_max) {
+		bk_rmt__busy_set(r, BK_RMT_BUSY_HELD, UINT16_MAX, 0);
+		return true;
+	}
+	if (ipcount_get(&r->held_addr, ip) >= r->conf.held_per_addr) {
+		bk_rmt__busy_set(r, BK_RMT_BUSY_HELD_ADDR, UINT16_MAX, ip);
+		return true;
+	}
+	return false;
+}
+
 int
 bk_rmt__held_put(struct bk_rmt *r, struct rconn *c, struct rjob *j)
 {
 	struct rheld_slot *s;
 	uint8_t *b;
 
-	if (r->nheld >= r->conf.held_max) {
-		bk_rmt__busy_set(r, BK_RMT_BUSY_HELD, UINT16_MAX, 0);
+	if (bk_rmt__held_full(r, c->peer.ip))
 		return -ENOSPC;
-	}
-	if (ipcount_get(&r->held_addr, c->peer.ip) >= r->conf.held_per_addr) {
-		bk_rmt__busy_set(r, BK_RMT_BUSY_HELD_ADDR, UINT16_MAX, c->peer.ip);
-		return -ENOSPC;
-	}
 	if (r->nheld == r->held_cap) {
 		uint32_t cap = r->held_cap ? r->held_cap * 2 : 1024;
 		struct rjob **v = realloc(r->held, cap * sizeof(*v));

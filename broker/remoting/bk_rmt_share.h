@@ -382,6 +382,8 @@ void bk_rmt__answer_pull(struct bk_rmt *r, struct rconn *c, struct rjob *j, cons
  * closed connection's held pulls go.
  */
 int bk_rmt__held_put(struct bk_rmt *r, struct rconn *c, struct rjob *j);
+/* No room to hold one more pull for @ip (remotingLongPollsMax or ...PerAddr): the busy reason set. */
+bool bk_rmt__held_full(struct bk_rmt *r, uint32_t ip);
 void bk_rmt__held_take(struct bk_rmt *r);
 void bk_rmt__held_run(struct bk_rmt *r);
 void bk_rmt__held_forget(struct bk_rmt *r, struct rjob *j);
